@@ -1,0 +1,1 @@
+"""Backends that execute pluginsdk operations: `local` (in-process engine) and `remote` (HTTP client)."""

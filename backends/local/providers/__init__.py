@@ -1,0 +1,1 @@
+"""Provider drivers, found by name through the `pluginsdk.providers` entry-point group."""

@@ -1,0 +1,324 @@
+"""The engine's store: templates, requests and machines (auth keeps its own tables beside them).
+
+Each row keeps its indexed columns plus the whole model as JSON in `data`;
+`data` is authoritative, columns exist for filtering and ordering. All SQL of
+the provisioning service lives in this module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from pluginsdk.errors import AlreadyExistsError
+from pluginsdk.models import Machine, MachineStatus, Request, Template
+
+from .db import Database, open_database
+from .schema import migrate
+
+__all__ = ["Store", "open_store"]
+
+_ACTIVE_MACHINE = tuple(s.value for s in MachineStatus if s.active)
+
+
+def _ts(dt: datetime | None) -> str | None:
+    return dt.isoformat() if dt is not None else None
+
+
+def _in(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    """An IN (...) list with one named parameter per value (portable, no string interpolation of values)."""
+    params = {f"{name}{i}": v for i, v in enumerate(values)}
+    return "(" + ", ".join(f":{k}" for k in params) + ")", params
+
+
+class Store:
+    """Typed access to the provisioning tables."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def aclose(self) -> None:
+        await self.db.aclose()
+
+    def transaction(self) -> Any:
+        return self.db.transaction()
+
+    # -- templates --------------------------------------------------------
+    async def get_template(self, template_id: str) -> Template | None:
+        row = await self.db.fetchone("SELECT data FROM templates WHERE template_id = :id", {"id": template_id})
+        return Template.model_validate_json(row["data"]) if row else None
+
+    async def list_templates(self, provider_api: str | None = None) -> list[Template]:
+        if provider_api:
+            rows = await self.db.fetchall(
+                "SELECT data FROM templates WHERE provider_api = :p ORDER BY template_id", {"p": provider_api}
+            )
+        else:
+            rows = await self.db.fetchall("SELECT data FROM templates ORDER BY template_id")
+        return [Template.model_validate_json(r["data"]) for r in rows]
+
+    async def insert_template(self, t: Template) -> None:
+        async with self.db.transaction():
+            if await self.db.fetchone("SELECT 1 AS x FROM templates WHERE template_id = :id", {"id": t.template_id}):
+                raise AlreadyExistsError("template", t.template_id)
+            await self.db.execute(
+                "INSERT INTO templates (template_id, provider_api, data, created_at, updated_at)"
+                " VALUES (:id, :api, :data, :c, :u)",
+                {"id": t.template_id, "api": t.provider_api, "data": t.model_dump_json(), "c": _ts(t.created_at),
+                 "u": _ts(t.updated_at)},
+            )
+
+    async def replace_template(self, t: Template) -> None:
+        await self.db.execute(
+            "UPDATE templates SET provider_api = :api, data = :data, updated_at = :u WHERE template_id = :id",
+            {"id": t.template_id, "api": t.provider_api, "data": t.model_dump_json(), "u": _ts(t.updated_at)},
+        )
+
+    async def delete_template(self, template_id: str) -> bool:
+        return await self.db.execute("DELETE FROM templates WHERE template_id = :id", {"id": template_id}) > 0
+
+    async def count_templates(self) -> int:
+        row = await self.db.fetchone("SELECT COUNT(*) AS n FROM templates")
+        return int(row["n"]) if row else 0
+
+    # -- requests ---------------------------------------------------------
+    @staticmethod
+    def _request_params(r: Request) -> dict[str, Any]:
+        stored = r.model_copy(update={"machines": []})
+        return {
+            "id": r.request_id,
+            "type": r.request_type.value,
+            "status": r.status.value,
+            "tpl": r.template_id,
+            "prov": r.provider_name,
+            "by": r.created_by,
+            "c": _ts(r.created_at),
+            "u": _ts(r.updated_at),
+            "done": _ts(r.completed_at),
+            "data": stored.model_dump_json(),
+        }
+
+    async def insert_request(self, r: Request) -> None:
+        await self.db.execute(
+            "INSERT INTO requests (request_id, request_type, status, template_id, provider_name, created_by,"
+            " created_at, updated_at, completed_at, data)"
+            " VALUES (:id, :type, :status, :tpl, :prov, :by, :c, :u, :done, :data)",
+            self._request_params(r),
+        )
+
+    async def update_request(self, r: Request) -> None:
+        await self.db.execute(
+            "UPDATE requests SET status = :status, updated_at = :u, completed_at = :done, data = :data"
+            " WHERE request_id = :id",
+            self._request_params(r),
+        )
+
+    async def get_request(self, request_id: str) -> Request | None:
+        row = await self.db.fetchone("SELECT data FROM requests WHERE request_id = :id", {"id": request_id})
+        return Request.model_validate_json(row["data"]) if row else None
+
+    async def get_requests(self, request_ids: Sequence[str]) -> dict[str, Request]:
+        if not request_ids:
+            return {}
+        clause, params = _in("r", list(request_ids))
+        rows = await self.db.fetchall(f"SELECT data FROM requests WHERE request_id IN {clause}", params)
+        out = (Request.model_validate_json(r["data"]) for r in rows)
+        return {r.request_id: r for r in out}
+
+    async def list_requests(
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        template_id: str | None = None,
+        request_type: str | None = None,
+        provider_name: str | None = None,
+        created_before: datetime | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> tuple[list[Request], int]:
+        """Requests newest first, and the total that matched before limit/offset."""
+        where, params = self._request_filter(statuses, template_id, request_type, provider_name, created_before)
+        total_row = await self.db.fetchone(f"SELECT COUNT(*) AS n FROM requests{where}", params)
+        sql = f"SELECT data FROM requests{where} ORDER BY created_at DESC, request_id"
+        if limit is not None:
+            sql += " LIMIT :limit OFFSET :offset"
+            params = {**params, "limit": limit, "offset": offset}
+        rows = await self.db.fetchall(sql, params)
+        return [Request.model_validate_json(r["data"]) for r in rows], int(total_row["n"]) if total_row else 0
+
+    @staticmethod
+    def _request_filter(
+        statuses: Sequence[str] | None,
+        template_id: str | None,
+        request_type: str | None,
+        provider_name: str | None,
+        created_before: datetime | None,
+    ) -> tuple[str, dict[str, Any]]:
+        conds: list[str] = []
+        params: dict[str, Any] = {}
+        if statuses:
+            clause, p = _in("s", list(statuses))
+            conds.append(f"status IN {clause}")
+            params.update(p)
+        if template_id:
+            conds.append("template_id = :tpl")
+            params["tpl"] = template_id
+        if request_type:
+            conds.append("request_type = :type")
+            params["type"] = request_type
+        if provider_name:
+            conds.append("provider_name = :prov")
+            params["prov"] = provider_name
+        if created_before is not None:
+            conds.append("created_at < :before")
+            params["before"] = _ts(created_before)
+        return (" WHERE " + " AND ".join(conds)) if conds else "", params
+
+    async def count_requests_by(self, column: str, template_id: str | None = None) -> dict[str, int]:
+        if column not in ("status", "request_type"):
+            raise ValueError(column)
+        where = " WHERE template_id = :tpl" if template_id else ""
+        rows = await self.db.fetchall(
+            f"SELECT {column} AS k, COUNT(*) AS n FROM requests{where} GROUP BY {column}",
+            {"tpl": template_id} if template_id else None,
+        )
+        return {r["k"]: int(r["n"]) for r in rows}
+
+    async def active_request_ids(self) -> list[str]:
+        rows = await self.db.fetchall(
+            "SELECT request_id FROM requests WHERE status IN ('pending', 'running') ORDER BY created_at"
+        )
+        return [r["request_id"] for r in rows]
+
+    async def delete_requests(self, request_ids: Sequence[str]) -> int:
+        if not request_ids:
+            return 0
+        clause, params = _in("r", list(request_ids))
+        await self.db.execute(f"DELETE FROM machines WHERE request_id IN {clause}", params)
+        return await self.db.execute(f"DELETE FROM requests WHERE request_id IN {clause}", params)
+
+    # -- machines ---------------------------------------------------------
+    async def upsert_machines(self, machines: Iterable[Machine]) -> None:
+        rows = [
+            {
+                "id": m.machine_id,
+                "req": m.request_id,
+                "tpl": m.template_id,
+                "status": m.status.value,
+                "ret": m.return_request_id,
+                "name": m.name,
+                "prov": m.provider_name,
+                "c": _ts(m.created_at),
+                "u": _ts(m.updated_at),
+                "data": m.model_dump_json(),
+            }
+            for m in machines
+        ]
+        await self.db.executemany(
+            "INSERT INTO machines (machine_id, request_id, template_id, status, return_request_id, name,"
+            " provider_name, created_at, updated_at, data)"
+            " VALUES (:id, :req, :tpl, :status, :ret, :name, :prov, :c, :u, :data)"
+            " ON CONFLICT (machine_id) DO UPDATE SET status = excluded.status,"
+            " return_request_id = excluded.return_request_id, name = excluded.name,"
+            " updated_at = excluded.updated_at, data = excluded.data",
+            rows,
+        )
+
+    async def get_machine(self, machine_id: str) -> Machine | None:
+        row = await self.db.fetchone("SELECT data FROM machines WHERE machine_id = :id", {"id": machine_id})
+        return Machine.model_validate_json(row["data"]) if row else None
+
+    async def get_machines(self, machine_ids: Sequence[str]) -> dict[str, Machine]:
+        if not machine_ids:
+            return {}
+        clause, params = _in("m", list(machine_ids))
+        rows = await self.db.fetchall(f"SELECT data FROM machines WHERE machine_id IN {clause}", params)
+        out = (Machine.model_validate_json(r["data"]) for r in rows)
+        return {m.machine_id: m for m in out}
+
+    async def machines_of_request(self, request_id: str) -> list[Machine]:
+        rows = await self.db.fetchall(
+            "SELECT data FROM machines WHERE request_id = :r ORDER BY created_at, machine_id", {"r": request_id}
+        )
+        return [Machine.model_validate_json(r["data"]) for r in rows]
+
+    async def machines_of_return(self, return_request_id: str) -> list[Machine]:
+        rows = await self.db.fetchall(
+            "SELECT data FROM machines WHERE return_request_id = :r ORDER BY machine_id", {"r": return_request_id}
+        )
+        return [Machine.model_validate_json(r["data"]) for r in rows]
+
+    async def list_machines(
+        self,
+        *,
+        statuses: Sequence[str] | None = None,
+        template_id: str | None = None,
+        request_id: str | None = None,
+        provider_name: str | None = None,
+        updated_before: datetime | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> tuple[list[Machine], int]:
+        conds: list[str] = []
+        params: dict[str, Any] = {}
+        if statuses:
+            clause, p = _in("s", list(statuses))
+            conds.append(f"status IN {clause}")
+            params.update(p)
+        for col, val in (("template_id", template_id), ("request_id", request_id), ("provider_name", provider_name)):
+            if val:
+                conds.append(f"{col} = :{col}")
+                params[col] = val
+        if updated_before is not None:
+            conds.append("updated_at < :before")
+            params["before"] = _ts(updated_before)
+        where = (" WHERE " + " AND ".join(conds)) if conds else ""
+        total_row = await self.db.fetchone(f"SELECT COUNT(*) AS n FROM machines{where}", params)
+        sql = f"SELECT data FROM machines{where} ORDER BY created_at DESC, machine_id"
+        if limit is not None:
+            sql += " LIMIT :limit OFFSET :offset"
+            params = {**params, "limit": limit, "offset": offset}
+        rows = await self.db.fetchall(sql, params)
+        return [Machine.model_validate_json(r["data"]) for r in rows], int(total_row["n"]) if total_row else 0
+
+    async def count_machines_by_status(self) -> dict[str, int]:
+        rows = await self.db.fetchall("SELECT status AS k, COUNT(*) AS n FROM machines GROUP BY status")
+        return {r["k"]: int(r["n"]) for r in rows}
+
+    async def count_active_machines(self, template_id: str | None = None) -> dict[str, int]:
+        clause, params = _in("s", list(_ACTIVE_MACHINE))
+        where = f" WHERE status IN {clause}"
+        if template_id:
+            where += " AND template_id = :tpl"
+            params["tpl"] = template_id
+        rows = await self.db.fetchall(
+            f"SELECT template_id AS k, COUNT(*) AS n FROM machines{where} GROUP BY template_id", params
+        )
+        return {r["k"]: int(r["n"]) for r in rows}
+
+    async def delete_machines(self, machine_ids: Sequence[str]) -> int:
+        if not machine_ids:
+            return 0
+        clause, params = _in("m", list(machine_ids))
+        return await self.db.execute(f"DELETE FROM machines WHERE machine_id IN {clause}", params)
+
+    # -- meta -------------------------------------------------------------
+    async def get_meta(self, key: str) -> str | None:
+        row = await self.db.fetchone("SELECT value FROM meta WHERE key = :k", {"k": key})
+        return str(row["value"]) if row else None
+
+    async def set_meta(self, key: str, value: str) -> None:
+        await self.db.execute(
+            "INSERT INTO meta (key, value) VALUES (:k, :v) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            {"k": key, "v": value},
+        )
+
+
+async def open_store(target: str) -> Store:
+    """Open (and migrate) the store at a SQLite path or PostgreSQL URL."""
+    db = open_database(target)
+    await migrate(db)
+    return Store(db)
+
+

@@ -1,0 +1,87 @@
+"""Versioned schema migrations (portable SQL for SQLite and PostgreSQL).
+
+Each migration is applied once, in order, inside one transaction, and bumps
+`schema_version`. Add a migration by appending to MIGRATIONS — never edit a
+released one. Other engine parts (auth) register theirs with `register()`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .db import Database
+
+__all__ = ["MIGRATIONS", "migrate", "register"]
+
+MIGRATIONS: dict[int, Sequence[str]] = {
+    1: (
+        """CREATE TABLE templates (
+            template_id TEXT PRIMARY KEY,
+            provider_api TEXT NOT NULL,
+            data TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL)""",
+        """CREATE TABLE requests (
+            request_id TEXT PRIMARY KEY,
+            request_type TEXT NOT NULL,
+            status TEXT NOT NULL,
+            template_id TEXT,
+            provider_name TEXT NOT NULL,
+            created_by TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            completed_at TEXT,
+            data TEXT NOT NULL)""",
+        "CREATE INDEX ix_requests_status ON requests (status, created_at)",
+        "CREATE INDEX ix_requests_template ON requests (template_id)",
+        "CREATE INDEX ix_requests_created ON requests (created_at)",
+        """CREATE TABLE machines (
+            machine_id TEXT PRIMARY KEY,
+            request_id TEXT NOT NULL REFERENCES requests (request_id),
+            template_id TEXT NOT NULL,
+            status TEXT NOT NULL,
+            return_request_id TEXT,
+            name TEXT,
+            provider_name TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            data TEXT NOT NULL)""",
+        "CREATE INDEX ix_machines_request ON machines (request_id)",
+        "CREATE INDEX ix_machines_status ON machines (status)",
+        "CREATE INDEX ix_machines_return ON machines (return_request_id)",
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    ),
+}
+
+
+def register(version: int, statements: Sequence[str]) -> None:
+    """Add a migration (used by engine modules that own tables)."""
+    if version in MIGRATIONS and tuple(MIGRATIONS[version]) != tuple(statements):
+        raise RuntimeError(f"schema migration {version} registered twice with different statements")
+    MIGRATIONS[version] = tuple(statements)
+
+
+async def current_version(db: Database) -> int:
+    await db.execute("CREATE TABLE IF NOT EXISTS schema_version (id INTEGER PRIMARY KEY, version INTEGER NOT NULL)")
+    row = await db.fetchone("SELECT version FROM schema_version WHERE id = 1")
+    return int(row["version"]) if row else 0
+
+
+async def migrate(db: Database) -> int:
+    """Bring the schema up to date; safe when several processes open a new store at once."""
+    target = max(MIGRATIONS)
+    if await current_version(db) >= target:
+        return target
+    async with db.transaction():
+        version = await current_version(db)  # re-read under the write lock
+        for v in sorted(MIGRATIONS):
+            if v <= version:
+                continue
+            for stmt in MIGRATIONS[v]:
+                await db.execute(stmt)
+            if version == 0:
+                await db.execute("INSERT INTO schema_version (id, version) VALUES (1, :v)", {"v": v})
+            else:
+                await db.execute("UPDATE schema_version SET version = :v WHERE id = 1", {"v": v})
+            version = v
+    return version

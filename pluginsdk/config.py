@@ -1,0 +1,297 @@
+"""Layered configuration: arguments > PLUGIN_* environment > file (or SDK dict) > defaults.
+
+Every value remembers where it came from, so a wrong one becomes a
+`ConfigurationError` that names the key and the source ("storage.path from
+PLUGIN_STORAGE_PATH"). File formats: JSON or YAML.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+from pydantic import ConfigDict, Field
+
+from .errors import ConfigurationError
+
+__all__ = ["ENV_VARS", "Settings", "default_data_dir", "load_settings"]
+
+ENV_VARS: dict[str, str] = {
+    "PLUGIN_PROVIDER": "provider.type",
+    "PLUGIN_REGION": "provider.region",
+    "PLUGIN_PROFILE": "provider.profile",
+    "PLUGIN_TIMEOUT": "sdk.timeout",
+    "PLUGIN_USER": "sdk.user",
+    "PLUGIN_LOG_LEVEL": "logging.level",
+    "PLUGIN_LOG_FILE": "logging.file",
+    "PLUGIN_API_HOST": "api.host",
+    "PLUGIN_API_PORT": "api.port",
+    "PLUGIN_API_URL": "api.url",
+    "PLUGIN_API_KEY": "api.key",
+    "PLUGIN_STORAGE_TYPE": "storage.type",
+    "PLUGIN_STORAGE_PATH": "storage.path",
+    "PLUGIN_STORAGE_URL": "storage.url",
+    "PLUGIN_SCHEDULER": "scheduler.type",
+    "PLUGIN_TEMPLATES_DIR": "templates.dir",
+}
+"""Environment variable -> dotted configuration key."""
+
+#: flat keys the SDK's config dict accepts (spec: provider, region, timeout, log_level).
+_FLAT_ALIASES = {
+    "provider": "provider.type",
+    "region": "provider.region",
+    "profile": "provider.profile",
+    "timeout": "sdk.timeout",
+    "log_level": "logging.level",
+    "storage_path": "storage.path",
+    "scheduler": "scheduler.type",
+}
+
+
+def default_data_dir() -> Path:
+    """Per-user data directory (XDG on Linux) holding the default SQLite store."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "pluginsdk"
+
+
+class _Group(pydantic.BaseModel):
+    model_config = ConfigDict(extra="allow", validate_by_alias=True, validate_by_name=True)
+
+
+class ProviderSettings(_Group):
+    type: str = "local"
+    """Provider driver used for new requests (local, aws)."""
+    region: str | None = None
+    profile: str | None = None
+    max_machines_per_request: int = Field(1000, ge=1)
+    """Global cap on a request's machine count."""
+
+
+class ApiSettings(_Group):
+    host: str = "127.0.0.1"
+    port: int = Field(8000, ge=0, le=65535)
+    url: str | None = None
+    """Base URL of a pluginsdk server (remote backend)."""
+    key: str | None = None
+    """API key for the remote backend (better: `pluginsdk login`, kept in the OS keyring)."""
+    token: str | None = None
+    """Bearer token for the remote backend."""
+
+
+class StorageSettings(_Group):
+    type: Literal["sqlite", "postgresql", "memory"] = "sqlite"
+    path: str | None = None
+    """SQLite file (default: <user data dir>/pluginsdk.db)."""
+    url: str | None = None
+    """Database URL, e.g. postgresql://user@127.0.0.1:5432/db."""
+
+
+class LoggingSettings(_Group):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING"
+    file: str | None = None
+
+
+class SchedulerSettings(_Group):
+    type: Literal["default", "hostfactory", "lsf"] = "default"
+    grace_period: int = 300
+    """HostFactory getReturnRequests gracePeriod (seconds)."""
+
+
+class TemplateSettings(_Group):
+    dir: str | None = None
+    """Directory of *.json / *.yaml template files loaded beside the stored ones."""
+
+
+class SdkSettings(_Group):
+    timeout: float = Field(3600, gt=0)
+    user: str = "administrator"
+    """User the in-process SDK acts as."""
+    reconcile_interval: float = Field(1.0, gt=0)
+    """Seconds between background reconciliation passes in long-lived processes."""
+
+
+class Settings(pydantic.BaseModel):
+    """The effective configuration, validated. `sources` maps dotted keys to their origin."""
+
+    model_config = ConfigDict(extra="allow")
+
+    provider: ProviderSettings = Field(default_factory=ProviderSettings)
+    api: ApiSettings = Field(default_factory=ApiSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
+    templates: TemplateSettings = Field(default_factory=TemplateSettings)
+    sdk: SdkSettings = Field(default_factory=SdkSettings)
+    app: dict[str, Any] = Field(default_factory=dict)
+    """Auth service settings (`app.authProvider`)."""
+    sources: dict[str, str] = Field(default_factory=dict, exclude=True)
+
+    def source_of(self, key: str) -> str:
+        return self.sources.get(key, "default")
+
+    def group(self, dotted: str) -> dict[str, Any]:
+        """A free-form sub-group (e.g. `provider.local`) as a dict; {} when absent."""
+        node: Any = self.model_dump()
+        for part in dotted.split("."):
+            node = node.get(part) if isinstance(node, dict) else None
+        return dict(node) if isinstance(node, dict) else {}
+
+    @property
+    def storage_target(self) -> str:
+        """The SQLite path or database URL the store opens."""
+        if self.storage.url:
+            return self.storage.url
+        if self.storage.type == "memory":
+            return ":memory:"
+        return self.storage.path or str(default_data_dir() / "pluginsdk.db")
+
+    def redacted(self) -> dict[str, Any]:
+        """The configuration with secrets masked, for display."""
+        data = self.model_dump(mode="json")
+        _redact(data)
+        return data
+
+
+_SECRET_WORDS = ("key", "token", "password", "secret")
+
+
+def _redact(node: Any) -> None:
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if isinstance(v, str) and v and any(w in k.lower() for w in _SECRET_WORDS):
+                node[k] = "***"
+            else:
+                _redact(v)
+    elif isinstance(node, list):
+        for v in node:
+            _redact(v)
+
+
+def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
+    parts = dotted.split(".")
+    node = tree
+    for p in parts[:-1]:
+        nxt = node.get(p)
+        if not isinstance(nxt, dict):
+            nxt = {}
+            node[p] = nxt
+        node = nxt
+    node[parts[-1]] = value
+
+
+def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in tree.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, Mapping) and k != "app":
+            out.update(_flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def _read_file(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(
+            f"Cannot read configuration file {str(path)!r}: {exc.strerror}.", key="config_path", source=str(path)
+        ) from exc
+    try:
+        if path.suffix.lower() in (".yaml", ".yml"):
+            import yaml
+
+            data = yaml.safe_load(text) or {}
+        else:
+            data = json.loads(text) if text.strip() else {}
+    except (ValueError, ImportError) as exc:
+        raise ConfigurationError(
+            f"Configuration file {str(path)!r} is not valid {path.suffix.lstrip('.').upper() or 'JSON'}: {exc}",
+            key="config_path",
+            source=str(path),
+        ) from exc
+    if not isinstance(data, dict):
+        raise ConfigurationError(
+            f"Configuration file {str(path)!r} must hold an object of groups.", key="config_path", source=str(path)
+        )
+    return data
+
+
+def _normalise(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Accept flat SDK keys (provider='aws', region=..., timeout=...) beside groups."""
+    tree: dict[str, Any] = {}
+    for k, v in data.items():
+        if k in _FLAT_ALIASES and not isinstance(v, Mapping):
+            _set(tree, _FLAT_ALIASES[k], v)
+        elif isinstance(v, Mapping):
+            for fk, fv in _flatten(v, f"{k}.").items():
+                _set(tree, fk, fv)
+        else:
+            tree[k] = v
+    return tree
+
+
+def load_settings(
+    *,
+    config: Mapping[str, Any] | None = None,
+    config_path: str | os.PathLike[str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Merge the layers and validate.
+
+    `overrides` are dotted keys from command-line arguments (highest);
+    `environ` defaults to `os.environ`; `config_path` falls back to
+    `PLUGIN_CONFIG`. A bad value raises ConfigurationError naming key and source.
+    """
+    env = os.environ if environ is None else environ
+    layers: list[tuple[str, dict[str, Any]]] = []
+    path = config_path or env.get("PLUGIN_CONFIG")
+    if path:
+        layers.append((f"file {os.fspath(path)}", _normalise(_read_file(Path(path)))))
+    if config:
+        layers.append(("config dict", _normalise(config)))
+    env_tree: dict[str, Any] = {}
+    env_sources: dict[str, str] = {}
+    for var, key in ENV_VARS.items():
+        if env.get(var) not in (None, ""):
+            _set(env_tree, key, env[var])
+            env_sources[key] = f"environment {var}"
+    layers.append(("environment", env_tree))
+    if overrides:
+        arg_tree: dict[str, Any] = {}
+        for key, value in overrides.items():
+            if value is not None:
+                _set(arg_tree, key, value)
+        layers.append(("argument", arg_tree))
+
+    merged: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for label, tree in layers:
+        for key, value in _flatten(tree).items():
+            _set(merged, key, value)
+            sources[key] = env_sources.get(key, label) if label == "environment" else label
+    try:
+        settings = Settings.model_validate(merged)
+    except pydantic.ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        source = sources.get(key, "default")
+        raise ConfigurationError(
+            f"Invalid configuration value for {key!r} (from {source}): {err['msg']}.",
+            key=key,
+            source=source,
+            details={"field": key, "value": _safe_value(key, err.get("input")), "expected": err["msg"]},
+        ) from None
+    settings.sources = sources
+    return settings
+
+
+def _safe_value(key: str, value: Any) -> Any:
+    if any(w in key.lower() for w in _SECRET_WORDS):
+        return "***"
+    return value if isinstance(value, str | int | float | bool) or value is None else str(value)

@@ -1,0 +1,237 @@
+"""The exception tree and the one error envelope every interface speaks.
+
+```
+SDKError                         INTERNAL_ERROR            500
+├── ConfigurationError           CONFIGURATION_ERROR       500  misuse: bad config value
+├── HandlerDiscoveryError        CONFIGURATION_ERROR       500  misuse: no handler / backend / provider
+├── MethodExecutionError         INTERNAL_ERROR            500  a handler failed unexpectedly
+├── ProviderError                PROVIDER_ERROR            502  the cloud said no
+├── ValidationError              VALIDATION_ERROR          400  the caller's input is wrong
+│   ├── InvalidTemplateError     INVALID_TEMPLATE          400
+│   ├── InvalidPaginationToken   INVALID_PAGINATION_TOKEN  400
+│   └── StateConflictError       VALIDATION_ERROR          409  illegal state transition
+├── NotFoundError                <ENTITY>_NOT_FOUND        404  (after authorization)
+├── AlreadyExistsError           ALREADY_EXISTS            409
+├── AuthenticationError          UNAUTHENTICATED           401
+└── PermissionDeniedError        FORBIDDEN                 403
+```
+
+The server renders `to_envelope()`, the remote backend rebuilds the same class
+with `from_envelope()`, the CLI exits non-zero printing the envelope, and MCP
+reports the class name. Messages never carry secrets.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "AlreadyExistsError",
+    "AuthenticationError",
+    "ConfigurationError",
+    "HandlerDiscoveryError",
+    "InvalidPaginationToken",
+    "InvalidTemplateError",
+    "MethodExecutionError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "ProviderError",
+    "SDKError",
+    "StateConflictError",
+    "ValidationError",
+    "error_from_envelope",
+]
+
+#: entity_type -> specific not-found code of the provisioning spec.
+_NOT_FOUND_CODES = {
+    "template": "TEMPLATE_NOT_FOUND",
+    "request": "REQUEST_NOT_FOUND",
+    "machine": "MACHINE_NOT_FOUND",
+}
+
+
+class SDKError(Exception):
+    """Base of every error pluginsdk raises on purpose."""
+
+    error_code: ClassVar[str] = "INTERNAL_ERROR"
+    http_status: ClassVar[int] = 500
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        details: dict[str, Any] | None = None,
+        request_id: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = dict(details or {})
+        self.request_id = request_id
+
+    @property
+    def code(self) -> str:
+        """The envelope's `error_code` (may depend on the instance, e.g. not-found)."""
+        return self.error_code
+
+    @property
+    def status(self) -> int:
+        return self.http_status
+
+    def to_envelope(self) -> dict[str, Any]:
+        """The one error body: success, error, error_code, details."""
+        return {
+            "success": False,
+            "error": self.message,
+            "error_code": self.code,
+            "details": self.details,
+        }
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, error_code={self.code!r})"
+
+
+class ConfigurationError(SDKError):
+    """A configuration value is missing or wrong; the message names the key and its source."""
+
+    error_code = "CONFIGURATION_ERROR"
+
+    def __init__(self, message: str, *, key: str | None = None, source: str | None = None, **kw: Any) -> None:
+        details = kw.pop("details", None) or {}
+        if key is not None:
+            details.setdefault("field", key)
+        if source is not None:
+            details.setdefault("source", source)
+        super().__init__(message, details=details, **kw)
+        self.key = key
+        self.source = source
+
+
+class HandlerDiscoveryError(SDKError):
+    """No handler, backend or provider is registered under the name asked for."""
+
+    error_code = "CONFIGURATION_ERROR"
+
+
+class MethodExecutionError(SDKError):
+    """A handler failed in a way it did not anticipate; the cause is chained."""
+
+
+class ProviderError(SDKError):
+    """The cloud provider refused or failed an operation (`details.provider_code` has its code)."""
+
+    error_code = "PROVIDER_ERROR"
+    http_status = 502
+
+
+class ValidationError(SDKError, ValueError):
+    """The caller's input is invalid; `details` has field, value and expected."""
+
+    error_code = "VALIDATION_ERROR"
+    http_status = 400
+
+
+class InvalidTemplateError(ValidationError):
+    """A template configuration does not validate."""
+
+    error_code = "INVALID_TEMPLATE"
+
+
+class InvalidPaginationToken(ValidationError):
+    """A page token that this listing did not emit."""
+
+    error_code = "INVALID_PAGINATION_TOKEN"
+
+    def __init__(self, message: str = "Invalid pagination token", **kw: Any) -> None:
+        super().__init__(message, **kw)
+
+
+class StateConflictError(ValidationError):
+    """The entity's current state does not allow the operation (an illegal transition)."""
+
+    http_status = 409
+
+
+class NotFoundError(SDKError, LookupError):
+    """The entity does not exist (raised only after authorization allowed the call)."""
+
+    error_code = "NOT_FOUND"
+    http_status = 404
+
+    def __init__(self, entity_type: str, entity_id: str, message: str | None = None, **kw: Any) -> None:
+        details = kw.pop("details", None) or {"field": f"{entity_type}_id", "value": entity_id}
+        super().__init__(message or f"{entity_type.capitalize()} '{entity_id}' not found.", details=details, **kw)
+        self.entity_type = entity_type
+        self.entity_id = entity_id
+
+    @property
+    def code(self) -> str:
+        return _NOT_FOUND_CODES.get(self.entity_type, "NOT_FOUND")
+
+
+class AlreadyExistsError(SDKError):
+    """An entity with that identity exists already."""
+
+    error_code = "ALREADY_EXISTS"
+    http_status = 409
+
+    def __init__(self, entity_type: str, entity_id: str, message: str | None = None, **kw: Any) -> None:
+        details = kw.pop("details", None) or {"field": f"{entity_type}_id", "value": entity_id}
+        super().__init__(message or f"{entity_type.capitalize()} '{entity_id}' already exists.", details=details, **kw)
+        self.entity_type = entity_type
+        self.entity_id = entity_id
+
+
+class AuthenticationError(SDKError):
+    """No credentials, or credentials that are unknown, expired or deactivated."""
+
+    error_code = "UNAUTHENTICATED"
+    http_status = 401
+
+
+class PermissionDeniedError(SDKError):
+    """Authenticated, but a tier-1 (route) or tier-2 (object) check denies."""
+
+    error_code = "FORBIDDEN"
+    http_status = 403
+
+
+_BY_CODE: dict[str, type[SDKError]] = {
+    "INTERNAL_ERROR": MethodExecutionError,
+    "CONFIGURATION_ERROR": ConfigurationError,
+    "PROVIDER_ERROR": ProviderError,
+    "VALIDATION_ERROR": ValidationError,
+    "INVALID_TEMPLATE": InvalidTemplateError,
+    "INVALID_PAGINATION_TOKEN": InvalidPaginationToken,
+    "ALREADY_EXISTS": AlreadyExistsError,
+    "UNAUTHENTICATED": AuthenticationError,
+    "FORBIDDEN": PermissionDeniedError,
+}
+
+
+def error_from_envelope(body: Any, status: int, request_id: str | None = None) -> SDKError:
+    """Rebuild the exception a server raised from its envelope and HTTP status."""
+    if not isinstance(body, dict):
+        body = {}
+    message = str(body.get("error") or body.get("message") or f"HTTP {status}")
+    code = str(body.get("error_code") or "")
+    details = body.get("details") if isinstance(body.get("details"), dict) else {}
+    if code.endswith("NOT_FOUND") or (not code and status == 404):
+        entity = {v: k for k, v in _NOT_FOUND_CODES.items()}.get(code, str(details.get("entity_type", "entity")))
+        return NotFoundError(entity, str(details.get("value", "")), message, details=details, request_id=request_id)
+    if code == "ALREADY_EXISTS":
+        field = str(details.get("field", "entity_id"))
+        return AlreadyExistsError(
+            field.removesuffix("_id"), str(details.get("value", "")), message, details=details, request_id=request_id
+        )
+    cls = _BY_CODE.get(code)
+    if cls is None:
+        cls = {400: ValidationError, 401: AuthenticationError, 403: PermissionDeniedError, 409: StateConflictError}.get(
+            status, MethodExecutionError
+        )
+    if cls is ValidationError and status == 409:
+        cls = StateConflictError
+    err = cls(message, details=details, request_id=request_id)
+    return err

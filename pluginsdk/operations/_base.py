@@ -1,0 +1,372 @@
+"""The operation catalog: one pydantic class per capability, compiled once into an OperationSpec.
+
+A class declares its fields (canonical snake_case names), its docstring (help
+text), its result type and its bindings. At class creation it is turned into a
+frozen `OperationSpec` — SDK name, REST path/query/body split, CLI group and
+action, MCP tool names, policy route — and registered in `CATALOG`. The SDK,
+server, remote client, CLI and MCP server read only specs; nothing is written
+per operation in an interface. A bad binding fails at import, naming the class.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import pydantic
+from pydantic import ConfigDict, model_validator
+from pydantic.alias_generators import to_camel
+
+from ..errors import HandlerDiscoveryError, ValidationError
+from ..models import BaseModel
+
+__all__ = [
+    "CATALOG",
+    "Cli",
+    "Command",
+    "Mcp",
+    "Operation",
+    "OperationSpec",
+    "Policy",
+    "Query",
+    "Rest",
+    "get_spec",
+    "sdk_name",
+]
+
+_PATH_PARAM = re.compile(r"{(\w+)}")
+
+#: Global parameter aliases (spec "Parameter mapping"), applied before any operation is built.
+GLOBAL_ALIASES: dict[str, tuple[str, ...]] = {
+    "requested_count": ("count", "machine_count", "machineCount"),
+    "provider_name": ("provider",),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Rest:
+    """REST binding: method, path template (and alternative paths), success status.
+
+    Path fields come from `{name}` in the path; for GET/DELETE every other input
+    field is a query parameter, otherwise the body. `body_field` makes the whole
+    JSON body one field (e.g. a raw template configuration). `camel` renders the
+    response with camelCase keys (the auth-service routes).
+    """
+
+    method: str
+    path: str
+    status: int = 200
+    alt_paths: tuple[str, ...] = ()
+    query: tuple[str, ...] | None = None
+    body_field: str | None = None
+    camel: bool = False
+    defaults: Mapping[str, Any] = field(default_factory=dict)
+    """Field defaults that differ on REST (GetRequest: long=True)."""
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return (self.path, *self.alt_paths)
+
+
+@dataclass(frozen=True, slots=True)
+class Cli:
+    """CLI binding: `pluginsdk GROUP ACTION ARGS...`; other fields become --options."""
+
+    group: str
+    action: str
+    args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Mcp:
+    """MCP binding: tool name (default: the SDK name) and extra tool names."""
+
+    name: str | None = None
+    extra: tuple[str, ...] = ()
+    enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """Authorization binding.
+
+    Tier 1 authorizes `route` (default: the REST path) with `method` (default:
+    the REST method). Tier 2 authorizes `object_type` objects; `fields` maps the
+    object's attribute names to operation fields so a decision can be made
+    before the entity is loaded (no 404/403 oracle).
+    """
+
+    object_type: str | None = None
+    fields: Mapping[str, str] = field(default_factory=dict)
+    route: str | None = None
+    method: str | None = None
+    unauthenticated: bool = False
+    category: str | None = None
+
+
+class Operation(BaseModel):
+    """Base of every command and query: strict input (unknown fields rejected), aliases applied."""
+
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        validate_by_name=True,
+        validate_by_alias=True,
+        extra="forbid",
+        use_attribute_docstrings=True,
+    )
+
+    kind: ClassVar[str] = "query"
+    result_type: ClassVar[type[Any]] = dict
+    rest: ClassVar[Rest | None] = None
+    cli: ClassVar[Cli | None] = None
+    mcp: ClassVar[Mcp] = Mcp()
+    policy: ClassVar[Policy] = Policy()
+    field_aliases: ClassVar[dict[str, tuple[str, ...]]] = {}
+    """Extra input names of this operation's fields (beside the global aliases and camelCase)."""
+    output_fields: ClassVar[tuple[str, ...]] = ()
+    """Fields the engine sets on the operation object after it ran (spec: command output fields)."""
+    spec: ClassVar[OperationSpec]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _apply_aliases(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        out = dict(data)
+        for canonical, aliases in {**GLOBAL_ALIASES, **cls.field_aliases}.items():
+            if canonical not in cls.model_fields:
+                continue
+            given = [a for a in (canonical, to_camel(canonical), *aliases) if a in out]
+            if len(given) > 1 and len({repr(out[a]) for a in given}) > 1:
+                raise ValueError(f"{canonical} given twice with different values ({', '.join(given)})")
+            for a in given:
+                value = out.pop(a)
+                out[canonical] = value
+        return out
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        if cls.__name__.endswith(("Command", "Query")) and cls.__module__ != __name__:
+            spec = OperationSpec.compile(cls)
+            cls.spec = spec
+            if spec.name in CATALOG and CATALOG[spec.name].cls.__qualname__ != cls.__qualname__:
+                raise HandlerDiscoveryError(f"Operation name {spec.name!r} registered twice ({cls.__qualname__}).")
+            CATALOG[spec.name] = spec
+
+    def input_dict(self) -> dict[str, Any]:
+        """Input fields only (no output fields), JSON-ready."""
+        return self.model_dump(mode="json", exclude=set(self.output_fields))
+
+
+class Command(Operation):
+    """An operation that changes state."""
+
+    kind: ClassVar[str] = "command"
+
+
+class Query(Operation):
+    """An operation that only reads."""
+
+    kind: ClassVar[str] = "query"
+
+
+def sdk_name(class_name: str) -> str:
+    """`CreateRequestCommand` -> `create_request` (drop the suffix, snake_case)."""
+    base = re.sub(r"(Command|Query)$", "", class_name)
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", base).lower()
+
+
+@dataclass(frozen=True)
+class OperationSpec:
+    """Everything an interface needs to know about one operation, derived once."""
+
+    cls: type[Operation]
+    name: str
+    kind: str
+    summary: str
+    description: str
+    result_type: type[Any]
+    input_fields: tuple[str, ...]
+    required_fields: tuple[str, ...]
+    rest: Rest | None
+    path_fields: tuple[str, ...]
+    query_fields: tuple[str, ...]
+    body_fields: tuple[str, ...]
+    cli: Cli | None
+    mcp_names: tuple[str, ...]
+    policy: Policy
+
+    @classmethod
+    def compile(cls, op: type[Operation]) -> OperationSpec:
+        name = sdk_name(op.__name__)
+        where = f"{op.__module__}.{op.__qualname__}"
+        doc = (op.__doc__ or "").strip()
+        if not doc:
+            raise HandlerDiscoveryError(f"{where} needs a docstring: its first line is the help text.")
+        if op.result_type is dict:
+            raise HandlerDiscoveryError(f"{where} must declare result_type.")
+        inputs = tuple(f for f in op.model_fields if f not in op.output_fields)
+        for out in op.output_fields:
+            if out not in op.model_fields:
+                raise HandlerDiscoveryError(f"{where}: output field {out!r} is not a field.")
+        required = tuple(f for f in inputs if op.model_fields[f].is_required())
+        path_fields: tuple[str, ...] = ()
+        query_fields: tuple[str, ...] = ()
+        body_fields: tuple[str, ...] = ()
+        rest = op.rest
+        if rest is not None:
+            for p in rest.paths:
+                names = tuple(_PATH_PARAM.findall(p))
+                if p != rest.path and set(names) != set(path_fields):
+                    raise HandlerDiscoveryError(f"{where}: alternative path {p!r} has other parameters.")
+                path_fields = names
+                for n in names:
+                    if n not in inputs:
+                        raise HandlerDiscoveryError(f"{where}: path parameter {{{n}}} is not a field.")
+            rest_of = tuple(f for f in inputs if f not in path_fields)
+            if rest.query is not None:
+                unknown = set(rest.query) - set(rest_of)
+                if unknown:
+                    raise HandlerDiscoveryError(f"{where}: query fields {sorted(unknown)} are not fields.")
+                query_fields = rest.query
+                body_fields = tuple(f for f in rest_of if f not in rest.query)
+            elif rest.method in ("GET", "DELETE"):
+                query_fields = rest_of
+            else:
+                body_fields = rest_of
+            if rest.body_field is not None and rest.body_field not in body_fields:
+                raise HandlerDiscoveryError(f"{where}: body_field {rest.body_field!r} is not a body field.")
+        if op.cli is not None:
+            for a in op.cli.args:
+                if a not in inputs:
+                    raise HandlerDiscoveryError(f"{where}: CLI argument {a!r} is not a field.")
+        mcp_names: tuple[str, ...] = ()
+        if op.mcp.enabled:
+            mcp_names = (op.mcp.name or name, *op.mcp.extra)
+        for f, target in op.policy.fields.items():
+            if target not in inputs:
+                raise HandlerDiscoveryError(f"{where}: policy field {f!r} maps to unknown field {target!r}.")
+        lines = doc.splitlines()
+        return cls(
+            cls=op,
+            name=name,
+            kind=op.kind,
+            summary=lines[0].strip(),
+            description="\n".join(lines[1:]).strip(),
+            result_type=op.result_type,
+            input_fields=inputs,
+            required_fields=required,
+            rest=rest,
+            path_fields=path_fields,
+            query_fields=query_fields,
+            body_fields=body_fields,
+            cli=op.cli,
+            mcp_names=mcp_names,
+            policy=op.policy,
+        )
+
+    # -- building -------------------------------------------------------
+    def build(self, data: Mapping[str, Any]) -> Operation:
+        """Validate input into the operation; a bad field is a ValidationError naming it."""
+        try:
+            return self.cls.model_validate(dict(data))
+        except pydantic.ValidationError as exc:
+            raise validation_error(exc, self.name) from None
+
+    # -- authorization --------------------------------------------------
+    @property
+    def route(self) -> str | None:
+        """Tier-1 route template this operation is authorized as."""
+        if self.policy.route:
+            return self.policy.route
+        return self.rest.path if self.rest else None
+
+    @property
+    def method(self) -> str:
+        if self.policy.method:
+            return self.policy.method
+        if self.rest:
+            return self.rest.method
+        return "GET" if self.kind == "query" else "POST"
+
+    @property
+    def category(self) -> str:
+        if self.policy.category:
+            return self.policy.category
+        return self.cls.__module__.rsplit(".", 1)[-1]
+
+    def concrete_route(self, op: Operation) -> str | None:
+        """The route with path parameters filled from the operation (tier 1 matches this)."""
+        route = self.route
+        if route is None:
+            return None
+        return _PATH_PARAM.sub(lambda m: str(getattr(op, m.group(1), m.group(0))), route)
+
+    def object_attributes(self, op: Operation) -> dict[str, Any]:
+        """Tier-2 attributes known from the input alone (before any lookup)."""
+        return {attr: getattr(op, fld) for attr, fld in self.policy.fields.items() if getattr(op, fld) is not None}
+
+    def to_info_dict(self) -> dict[str, Any]:
+        """The operation as data (feeds the route catalogue and reachability tests)."""
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "summary": self.summary,
+            "result": self.result_type.__name__,
+            "fields": list(self.input_fields),
+            "required": list(self.required_fields),
+            "rest": None
+            if self.rest is None
+            else {"method": self.rest.method, "paths": list(self.rest.paths), "status": self.rest.status},
+            "cli": None if self.cli is None else f"{self.cli.group} {self.cli.action}",
+            "mcp": list(self.mcp_names),
+            "route": self.route,
+            "object_type": self.policy.object_type,
+            "unauthenticated": self.policy.unauthenticated,
+        }
+
+
+def validation_error(exc: pydantic.ValidationError, where: str) -> ValidationError:
+    """Turn pydantic's error into ours: first problem in the message, all in details."""
+    errors = exc.errors(include_url=False)
+    first = errors[0]
+    fld = ".".join(str(p) for p in first["loc"]) or "input"
+    value = first.get("input")
+    if not isinstance(value, str | int | float | bool) and value is not None:
+        value = None
+    message = f"Invalid value for {fld!r} in {where}: {first['msg']}."
+    if first["type"] == "missing":
+        message = f"{fld!r} is required for {where}."
+    elif first["type"] == "extra_forbidden":
+        message = f"Unknown field {fld!r} for {where}."
+    return ValidationError(
+        message,
+        details={
+            "field": fld,
+            "value": value,
+            "expected": first["msg"],
+            "errors": [
+                {"field": ".".join(str(p) for p in e["loc"]), "message": e["msg"], "type": e["type"]} for e in errors
+            ],
+        },
+    )
+
+
+CATALOG: dict[str, OperationSpec] = {}
+"""SDK name -> spec, for every registered operation."""
+
+
+def get_spec(name_or_op: str | Operation | type[Operation]) -> OperationSpec:
+    """The spec of an operation by SDK name, class or instance."""
+    if isinstance(name_or_op, str):
+        try:
+            return CATALOG[name_or_op]
+        except KeyError:
+            raise HandlerDiscoveryError(
+                f"No operation named {name_or_op!r}; known: {', '.join(sorted(CATALOG))}."
+            ) from None
+    cls = name_or_op if isinstance(name_or_op, type) else type(name_or_op)
+    return cls.spec

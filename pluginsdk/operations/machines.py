@@ -1,0 +1,88 @@
+"""Machine queries: one machine, lists, status of several, health, active count."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ..models import ActiveMachineCount, Machine, MachineHealth, MachineList, MachineStatus
+from ._base import Cli, Policy, Query, Rest
+
+__all__ = [
+    "GetActiveMachineCountQuery",
+    "GetMachineHealthQuery",
+    "GetMachineQuery",
+    "GetMachineStatusQuery",
+    "ListMachinesQuery",
+]
+
+_MACHINE_POLICY = Policy(object_type="machine", fields={"machineId": "machine_id"}, category="machines")
+
+
+class GetMachineQuery(Query):
+    """Show one machine."""
+
+    result_type = Machine
+    rest = Rest("GET", "/api/v1/machines/{machine_id}")
+    cli = Cli("machines", "show", args=("machine_id",))
+    policy = _MACHINE_POLICY
+
+    machine_id: str = Field(min_length=1)
+    """Machine to show."""
+    provider_name: str | None = None
+
+
+class ListMachinesQuery(Query):
+    """List machines, newest first."""
+
+    result_type = MachineList
+    rest = Rest("GET", "/api/v1/machines")
+    cli = Cli("machines", "list")
+    policy = Policy(object_type="machine", category="machines")
+
+    status: MachineStatus | None = None
+    """Only machines in this status."""
+    template_id: str | None = None
+    """Only machines from this template."""
+    request_id: str | None = None
+    """Only machines of this request."""
+    active_only: bool = False
+    """Only machines that exist at the provider (pending, running, stopping, stopped)."""
+    limit: int = Field(50, ge=1, le=10000)
+    offset: int = Field(0, ge=0)
+    provider_name: str | None = None
+
+
+class GetMachineStatusQuery(Query):
+    """Status and address of several machines."""
+
+    result_type = MachineList
+    rest = Rest("GET", "/api/v1/machines/status")
+    cli = Cli("machines", "status", args=("machine_ids",))
+    policy = Policy(object_type="machine", category="machines")
+    field_aliases = {"machine_ids": ("machine_id", "machineId")}
+
+    machine_ids: list[str] = Field(min_length=1, max_length=1000)
+    """Machines to read."""
+
+
+class GetMachineHealthQuery(Query):
+    """Health of one machine as its provider reports it."""
+
+    result_type = MachineHealth
+    rest = Rest("GET", "/api/v1/machines/{machine_id}/health")
+    cli = Cli("machines", "health", args=("machine_id",))
+    policy = _MACHINE_POLICY
+
+    machine_id: str = Field(min_length=1)
+
+
+class GetActiveMachineCountQuery(Query):
+    """How many machines exist at the provider now, in total and per template."""
+
+    result_type = ActiveMachineCount
+    rest = Rest("GET", "/api/v1/machines/count")
+    cli = Cli("machines", "count")
+    policy = Policy(object_type="machine", category="machines")
+
+    template_id: str | None = None
+    provider_name: str | None = None

@@ -1,0 +1,327 @@
+"""Provisioning and return requests: create, read, list, cancel, sync, complete, clean up."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator
+
+from ..models import (
+    CleanupResult,
+    Request,
+    RequestCreated,
+    RequestList,
+    RequestStatus,
+    RequestStatusList,
+    RequestSummary,
+    ReturnRequestCreated,
+    SkippedMachine,
+)
+from ._base import Cli, Command, Mcp, Policy, Query, Rest
+
+__all__ = [
+    "CancelRequestCommand",
+    "CleanupAllResourcesCommand",
+    "CleanupOldRequestsCommand",
+    "CompleteRequestCommand",
+    "CreateRequestCommand",
+    "CreateReturnRequestCommand",
+    "GetRequestQuery",
+    "GetRequestStatusQuery",
+    "GetRequestSummaryQuery",
+    "ListActiveRequestsQuery",
+    "ListRequestsQuery",
+    "ListReturnRequestsQuery",
+    "PopulateMachineIdsCommand",
+    "SyncRequestCommand",
+    "UpdateRequestStatusCommand",
+]
+
+_REQUEST_POLICY = Policy(object_type="request", fields={"requestId": "request_id"}, category="requests")
+
+
+class CreateRequestCommand(Command):
+    """Request machines from a template.
+
+    Idempotent on `request_id`: the same id again returns the first request.
+    With `wait` it returns once the request is finished or `timeout` passes.
+    """
+
+    result_type = RequestCreated
+    rest = Rest("POST", "/api/v1/machines", status=202, alt_paths=("/api/v1/machines/request",))
+    cli = Cli("machines", "request", args=("template_id", "requested_count"))
+    mcp = Mcp(extra=("request_machines",))
+    policy = Policy(object_type="request", fields={"templateId": "template_id"}, category="machines")
+    output_fields = ("created_request_id",)
+
+    template_id: str = Field(min_length=1)
+    """Template to provision from."""
+    requested_count: int = Field(ge=1)
+    """How many machines (aliases: count, machine_count)."""
+    timeout: int = Field(3600, ge=1)
+    """Seconds before the request gives up on machines that do not come up."""
+    request_id: str | None = Field(None, pattern=r"^req-[A-Za-z0-9-]{1,64}$")
+    """Pre-generated id (req-...) for idempotent retries."""
+    tags: dict[str, str] = Field(default_factory=dict)
+    """Extra tags for the machines."""
+    additional_data: dict[str, Any] = Field(default_factory=dict)
+    """Passed through to the request record."""
+    wait: bool = False
+    """Return only when the request is finished (or timeout passes)."""
+    dry_run: bool = False
+    """Validate and record, never touch the cloud provider."""
+    created_request_id: str | None = None
+    """Output: the id of the created request."""
+
+
+class CreateReturnRequestCommand(Command):
+    """Return machines to the provider (terminate them)."""
+
+    result_type = ReturnRequestCreated
+    rest = Rest("POST", "/api/v1/machines/return")
+    cli = Cli("machines", "return", args=("machine_ids",))
+    mcp = Mcp(extra=("return_machines",))
+    policy = Policy(object_type="machine", category="machines")
+    output_fields = ("created_request_ids", "processed_machines", "skipped_machines")
+
+    machine_ids: list[str] = Field(default_factory=list)
+    """Machines to return."""
+    force_return: bool = False
+    """Return machines even if they are still starting or their request is active."""
+    return_all: bool = False
+    """Return every active machine (needs force_return; destructive)."""
+    timeout: int = Field(3600, ge=1)
+    """Seconds to wait for the provider to confirm termination."""
+    request_id: str | None = Field(None, pattern=r"^ret-[A-Za-z0-9-]{1,64}$")
+    """Pre-generated return request id (ret-...) for idempotent retries."""
+    dry_run: bool = False
+    """Report what would be returned, change nothing."""
+    created_request_ids: list[str] | None = None
+    """Output: return request ids made."""
+    processed_machines: list[str] | None = None
+    """Output: machines being returned."""
+    skipped_machines: list[SkippedMachine] | None = None
+    """Output: machines not returned, with the reason."""
+
+    @field_validator("machine_ids")
+    @classmethod
+    def _no_blank(cls, v: list[str]) -> list[str]:
+        if any(not m.strip() for m in v):
+            raise ValueError("machine ids must not be blank")
+        return list(dict.fromkeys(v))
+
+
+class CancelRequestCommand(Command):
+    """Cancel a provisioning request; machines not yet running are terminated."""
+
+    result_type = Request
+    rest = Rest("DELETE", "/api/v1/requests/{request_id}", query=("reason", "force"))
+    cli = Cli("requests", "cancel", args=("request_id",))
+    policy = _REQUEST_POLICY
+
+    request_id: str = Field(min_length=1)
+    """Request to cancel."""
+    reason: str = ""
+    """Why (kept on the request)."""
+    force: bool = False
+    """Also return machines that are already running."""
+
+
+class UpdateRequestStatusCommand(Command):
+    """Set a request's status by hand (only legal transitions)."""
+
+    result_type = Request
+    rest = Rest("PUT", "/api/v1/requests/{request_id}/status")
+    cli = Cli("requests", "set-status", args=("request_id", "status"))
+    policy = _REQUEST_POLICY
+
+    request_id: str = Field(min_length=1)
+    status: RequestStatus
+    """New status."""
+    message: str = ""
+    """Why."""
+
+
+class SyncRequestCommand(Command):
+    """Refresh a request and its machines from the provider now."""
+
+    result_type = Request
+    rest = Rest("POST", "/api/v1/requests/{request_id}/sync")
+    cli = Cli("requests", "sync", args=("request_id",))
+    policy = _REQUEST_POLICY
+
+    request_id: str = Field(min_length=1)
+
+
+class CompleteRequestCommand(Command):
+    """Mark a request finished with what it has (completed, or partial if machines failed)."""
+
+    result_type = Request
+    rest = Rest("POST", "/api/v1/requests/{request_id}/complete")
+    cli = Cli("requests", "complete", args=("request_id",))
+    policy = _REQUEST_POLICY
+
+    request_id: str = Field(min_length=1)
+    message: str = ""
+
+
+class PopulateMachineIdsCommand(Command):
+    """Record machine ids the provider holds for a request (fleets that filled later, crash recovery)."""
+
+    result_type = Request
+    rest = Rest("POST", "/api/v1/requests/{request_id}/machine-ids")
+    cli = Cli("requests", "populate-machines", args=("request_id",))
+    policy = _REQUEST_POLICY
+
+    request_id: str = Field(min_length=1)
+
+
+class CleanupOldRequestsCommand(Command):
+    """Delete finished requests older than N days."""
+
+    result_type = CleanupResult
+    rest = Rest("POST", "/api/v1/requests/cleanup")
+    cli = Cli("requests", "cleanup")
+    policy = Policy(object_type="request", category="requests")
+    output_fields = ("requests_cleaned", "request_ids_found")
+
+    older_than_days: float = Field(1, ge=0)
+    """Age threshold in days."""
+    statuses_to_cleanup: list[RequestStatus] = Field(
+        default_factory=lambda: [RequestStatus.COMPLETED, RequestStatus.PARTIAL, RequestStatus.FAILED, RequestStatus.CANCELLED]
+    )
+    """Only requests in these statuses (active statuses are refused)."""
+    dry_run: bool = False
+    """Report what would be deleted."""
+    requests_cleaned: int | None = None
+    """Output: how many were deleted."""
+    request_ids_found: list[str] | None = None
+    """Output: which."""
+
+    @field_validator("statuses_to_cleanup")
+    @classmethod
+    def _terminal_only(cls, v: list[RequestStatus]) -> list[RequestStatus]:
+        active = [s.value for s in v if not s.terminal]
+        if active:
+            raise ValueError(f"active statuses cannot be cleaned up: {', '.join(active)}")
+        return v
+
+
+class CleanupAllResourcesCommand(Command):
+    """Delete old finished requests and terminated machines in one go."""
+
+    result_type = CleanupResult
+    rest = Rest("POST", "/api/v1/cleanup")
+    cli = Cli("system", "cleanup")
+    policy = Policy(object_type="request", category="system")
+    output_fields = ("requests_cleaned", "machines_cleaned", "total_cleaned")
+
+    older_than_days: float = Field(1, ge=0)
+    """Age threshold in days."""
+    include_pending: bool = False
+    """Also fail and delete pending requests older than the threshold."""
+    requests_cleaned: int | None = None
+    machines_cleaned: int | None = None
+    total_cleaned: int | None = None
+
+
+class GetRequestQuery(Query):
+    """Show a request's status and machines (shape follows the scheduler strategy)."""
+
+    result_type = Request
+    rest = Rest(
+        "GET", "/api/v1/requests/{request_id}", alt_paths=("/api/v1/requests/{request_id}/status",), defaults={"long": True}
+    )
+    cli = Cli("requests", "show", args=("request_id",))
+    policy = _REQUEST_POLICY
+
+    request_id: str = Field(min_length=1)
+    """Request to show."""
+    long: bool = False
+    """Include full machine records."""
+    lightweight: bool = False
+    """Read the store only; do not ask the provider."""
+    provider_name: str | None = None
+
+
+class GetRequestStatusQuery(Query):
+    """Status of one or more requests; unknown ids are reported, not raised."""
+
+    result_type = RequestStatusList
+    rest = Rest("GET", "/api/v1/requests/status")
+    cli = Cli("requests", "status", args=("request_ids",))
+    mcp = Mcp(name="get_request_status")
+    policy = Policy(object_type="request", category="requests")
+    field_aliases = {"request_ids": ("request_id", "requestId")}
+
+    request_ids: list[str] = Field(min_length=1, max_length=1000)
+    """Requests to read (alias: request_id)."""
+    long: bool = True
+    """Include machine records."""
+
+    @field_validator("request_ids", mode="before")
+    @classmethod
+    def _one_or_many(cls, v: Any) -> Any:
+        return [v] if isinstance(v, str) else v
+
+
+class ListRequestsQuery(Query):
+    """List requests, newest first."""
+
+    result_type = RequestList
+    rest = Rest("GET", "/api/v1/requests")
+    cli = Cli("requests", "list")
+    policy = Policy(object_type="request", category="requests")
+
+    status: RequestStatus | None = None
+    """Only requests in this status."""
+    template_id: str | None = None
+    """Only requests for this template."""
+    request_type: str | None = Field(None, pattern="^(provision|return)$")
+    """provision or return."""
+    limit: int = Field(50, ge=1, le=10000)
+    offset: int = Field(0, ge=0)
+
+
+class ListActiveRequestsQuery(Query):
+    """List requests that are still pending or running."""
+
+    result_type = RequestList
+    rest = Rest("GET", "/api/v1/requests/active")
+    cli = Cli("requests", "active")
+    policy = Policy(object_type="request", category="requests")
+
+    all_resources: bool = False
+    """Include finished requests too."""
+    limit: int = Field(50, ge=1, le=10000)
+    offset: int = Field(0, ge=0)
+    provider_name: str | None = None
+    filter_expressions: list[str] = Field(default_factory=list)
+    """Filters like `template_id=web` or `status!=failed` (field, = or !=, value)."""
+
+
+class ListReturnRequestsQuery(Query):
+    """List return requests and machines the cloud reclaimed (spot interruptions)."""
+
+    result_type = RequestList
+    rest = Rest("GET", "/api/v1/requests/return")
+    cli = Cli("requests", "returns")
+    policy = Policy(object_type="request", category="requests")
+
+    machine_names: list[str] = Field(default_factory=list)
+    """Only return requests touching these machines (ids or host names)."""
+    status: RequestStatus | None = None
+    limit: int = Field(50, ge=1, le=10000)
+    offset: int = Field(0, ge=0)
+    provider_name: str | None = None
+
+
+class GetRequestSummaryQuery(Query):
+    """Counts of requests by status and type, and of machines by status."""
+
+    result_type = RequestSummary
+    rest = Rest("GET", "/api/v1/requests/summary")
+    cli = Cli("requests", "summary")
+    policy = Policy(object_type="request", category="requests")
+
+    template_id: str | None = None

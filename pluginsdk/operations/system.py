@@ -1,0 +1,72 @@
+"""System queries: configuration, providers, status, metrics."""
+
+from __future__ import annotations
+
+from ..models import ConfigurationView, Metrics, ProviderHealth, ProviderList, SystemStatus
+from ._base import Cli, Mcp, Policy, Query, Rest
+
+__all__ = [
+    "GetConfigurationQuery",
+    "GetMetricsQuery",
+    "GetProviderHealthQuery",
+    "GetSystemStatusQuery",
+    "ListProvidersQuery",
+]
+
+_SYSTEM = Policy(category="system")
+
+
+class GetConfigurationQuery(Query):
+    """The effective configuration (secrets masked) and where each value came from."""
+
+    result_type = ConfigurationView
+    rest = Rest("GET", "/api/v1/config")
+    cli = Cli("system", "config")
+    mcp = Mcp(extra=("get_provider_config",))
+    policy = _SYSTEM
+
+    group: str | None = None
+    """Only this group (provider, api, storage, logging, scheduler, ...)."""
+
+
+class GetProviderHealthQuery(Query):
+    """Check that a provider answers."""
+
+    result_type = ProviderHealth
+    rest = Rest("GET", "/api/v1/providers/health")
+    cli = Cli("system", "health")
+    mcp = Mcp(extra=("check_provider_health",))
+    policy = _SYSTEM
+
+    provider_name: str | None = None
+    """Provider to check (default: the configured one)."""
+    detailed: bool = False
+    """Include the provider's details."""
+
+
+class ListProvidersQuery(Query):
+    """List the provider drivers installed and which one is active."""
+
+    result_type = ProviderList
+    rest = Rest("GET", "/api/v1/providers")
+    cli = Cli("providers", "list")
+    policy = _SYSTEM
+
+
+class GetSystemStatusQuery(Query):
+    """Version, backend, provider, store and request counts at a glance."""
+
+    result_type = SystemStatus
+    rest = Rest("GET", "/api/v1/system/status")
+    cli = Cli("system", "status")
+    policy = _SYSTEM
+
+
+class GetMetricsQuery(Query):
+    """Operation counters and timings of this engine."""
+
+    result_type = Metrics
+    rest = Rest("GET", "/api/v1/system/metrics")
+    cli = Cli("system", "metrics")
+    mcp = Mcp(extra=("get_provider_metrics",))
+    policy = _SYSTEM

@@ -1,0 +1,30 @@
+"""Who is calling: every operation runs as a Principal."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["SYSTEM_ADMIN", "Principal"]
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """An authenticated caller.
+
+    `roles` are resolved from user-role assignments by the engine; an empty
+    tuple means "resolve on use". `mfa` is true only for multi-factor
+    sessions; API-key sessions never are.
+    """
+
+    user_id: str
+    roles: tuple[str, ...] = ()
+    mfa: bool = False
+    auth_method: str = "local"
+    """local (in-process), api_key, jwt, oauth."""
+    api_key_id: str | None = None
+    email: str | None = None
+    claims: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
+
+
+SYSTEM_ADMIN = Principal(user_id="administrator", auth_method="local")
+"""The in-process default: the configured administrator user."""
