@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..models import ActiveMachineCount, Machine, MachineHealth, MachineList, MachineStatus
-from ._base import Cli, Policy, Query, Rest
+from ..models import ActiveMachineCount, CleanupResult, Machine, MachineHealth, MachineList, MachineStatus
+from ._base import Cli, Command, Policy, Query, Rest
 
 __all__ = [
+    "CleanupTerminatedMachinesCommand",
     "GetActiveMachineCountQuery",
     "GetMachineHealthQuery",
     "GetMachineQuery",
@@ -86,3 +87,18 @@ class GetActiveMachineCountQuery(Query):
 
     template_id: str | None = None
     provider_name: str | None = None
+
+
+class CleanupTerminatedMachinesCommand(Command):
+    """Delete records of machines terminated or failed more than N days ago."""
+
+    result_type = CleanupResult
+    rest = Rest("POST", "/api/v1/machines/cleanup")
+    cli = Cli("machines", "cleanup")
+    policy = Policy(object_type="machine", category="machines")
+    output_fields = ("machines_cleaned",)
+
+    older_than_days: float = Field(1, ge=0)
+    """Age threshold in days."""
+    machines_cleaned: int | None = None
+    """Output: how many machine records were deleted."""

@@ -1,8 +1,9 @@
 """Versioned schema migrations (portable SQL for SQLite and PostgreSQL).
 
 Each migration is applied once, in order, inside one transaction, and bumps
-`schema_version`. Add a migration by appending to MIGRATIONS — never edit a
-released one. Other engine parts (auth) register theirs with `register()`.
+`schema_version`. Every table of the engine (provisioning, the local
+provider, auth) is created here, so a store is complete before any module
+uses it. Add a migration by appending to MIGRATIONS — never edit a released one.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 
 from .db import Database
 
-__all__ = ["MIGRATIONS", "migrate", "register"]
+__all__ = ["MIGRATIONS", "migrate"]
 
 MIGRATIONS: dict[int, Sequence[str]] = {
     1: (
@@ -51,14 +52,18 @@ MIGRATIONS: dict[int, Sequence[str]] = {
         "CREATE INDEX ix_machines_return ON machines (return_request_id)",
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     ),
+    2: (  # the `local` provider's simulated instances
+        """CREATE TABLE local_instances (
+            instance_id TEXT PRIMARY KEY,
+            request_id TEXT NOT NULL,
+            instance_type TEXT,
+            launched_at DOUBLE PRECISION NOT NULL,
+            boots_at DOUBLE PRECISION NOT NULL,
+            fails INTEGER NOT NULL,
+            terminate_at DOUBLE PRECISION)""",
+        "CREATE INDEX ix_local_instances_request ON local_instances (request_id)",
+    ),
 }
-
-
-def register(version: int, statements: Sequence[str]) -> None:
-    """Add a migration (used by engine modules that own tables)."""
-    if version in MIGRATIONS and tuple(MIGRATIONS[version]) != tuple(statements):
-        raise RuntimeError(f"schema migration {version} registered twice with different statements")
-    MIGRATIONS[version] = tuple(statements)
 
 
 async def current_version(db: Database) -> int:

@@ -1,0 +1,256 @@
+"""The in-process engine: one `execute(operation, principal)` for every catalog operation.
+
+It authorizes (tier 1 and tier 2 on what the input names, before any
+lookup), dispatches to the handler registered for the operation class, turns
+unexpected failures into MethodExecutionError, and counts calls for metrics.
+Handlers live in `handlers/`, one module per operation group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Protocol, TypeVar
+
+from pluginsdk.config import Settings
+from pluginsdk.errors import HandlerDiscoveryError, MethodExecutionError, SDKError, ValidationError
+from pluginsdk.models import Template
+from pluginsdk.operations import Operation, OperationSpec
+from pluginsdk.principal import Principal
+
+from .providers.base import ProviderDriver
+from .store import Store, open_store
+from .templates_files import TemplateFiles
+
+__all__ = ["HANDLERS", "AllowAll", "Authorizer", "Engine", "handles"]
+
+log = logging.getLogger("pluginsdk.engine")
+
+O = TypeVar("O", bound=Operation)
+T = TypeVar("T")
+Handler = Callable[["Engine", Any, Principal], Awaitable[Any]]
+
+HANDLERS: dict[type[Operation], Handler] = {}
+
+
+def handles(*ops: type[Operation]) -> Callable[[Handler], Handler]:
+    """Register a handler for operation classes (one handler per class)."""
+
+    def deco(fn: Handler) -> Handler:
+        for op in ops:
+            if op in HANDLERS:
+                raise HandlerDiscoveryError(f"Two handlers for {op.__name__}.")
+            HANDLERS[op] = fn
+        return fn
+
+    return deco
+
+
+class Authorizer(Protocol):
+    """The auth service as the engine sees it (tier 1 and tier 2)."""
+
+    async def authorize(self, principal: Principal, spec: OperationSpec, op: Operation) -> Principal:
+        """Resolve the principal's roles, check the route and the object the input names; raise PermissionDeniedError."""
+        ...
+
+    async def filter_allowed(
+        self, principal: Principal, object_type: str, items: list[T], attrs: Callable[[T], Mapping[str, Any]], method: str
+    ) -> list[T]:
+        """The items of a listing this principal may see."""
+        ...
+
+
+class AllowAll:
+    """Authorizer used when no auth service is configured: every call allowed (embedding, tests of handlers)."""
+
+    async def authorize(self, principal: Principal, spec: OperationSpec, op: Operation) -> Principal:
+        return principal
+
+    async def filter_allowed(
+        self, principal: Principal, object_type: str, items: list[T], attrs: Callable[[T], Mapping[str, Any]], method: str
+    ) -> list[T]:
+        return items
+
+
+class Engine:
+    """Store, providers, templates and authorizer, shared by every handler."""
+
+    def __init__(self, settings: Settings, *, background: bool = False) -> None:
+        self.settings = settings
+        self.background = background
+        self.store: Store | None = None
+        self.providers: dict[str, ProviderDriver] = {}
+        self.files = TemplateFiles(settings.templates.dir)
+        self.authz: Authorizer = AllowAll()
+        self.metrics: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "errors": 0, "seconds": 0.0})
+        self.started_at = time.time()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._closing = asyncio.Event()
+        self.on_close: list[Callable[[], Awaitable[None]]] = []
+
+    # -- lifecycle --------------------------------------------------------
+    async def start(self) -> None:
+        from . import handlers  # noqa: F401 - registers every handler
+
+        self.store = await open_store(self.settings.storage_target)
+        await self._start_auth()
+        if self.background:
+            self.spawn(self._reconcile_loop())
+
+    async def _start_auth(self) -> None:
+        """Plug in the auth service when it is installed (it registers its own handlers and tables)."""
+        try:
+            from .auth import start_auth
+        except ImportError:
+            return
+        self.authz = await start_auth(self)
+
+    async def aclose(self) -> None:
+        self._closing.set()
+        for task in list(self._tasks):
+            task.cancel()
+        for task in list(self._tasks):
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        for hook in self.on_close:
+            await hook()
+        for p in self.providers.values():
+            with contextlib.suppress(Exception):
+                await p.aclose()
+        if self.store is not None:
+            await self.store.aclose()
+            self.store = None
+
+    def spawn(self, coro: Awaitable[Any]) -> None:
+        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _reconcile_loop(self) -> None:
+        from .reconciler import reconcile_active
+
+        interval = self.settings.sdk.reconcile_interval
+        while not self._closing.is_set():
+            try:
+                await reconcile_active(self)
+            except Exception:  # keep the loop alive; the next pass retries
+                log.exception("background reconciliation failed")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._closing.wait(), interval)
+
+    @property
+    def db(self) -> Store:
+        if self.store is None:
+            raise HandlerDiscoveryError("The engine is not started.")
+        return self.store
+
+    # -- providers --------------------------------------------------------
+    async def provider(self, name: str | None = None) -> ProviderDriver:
+        """The provider driver by name (default: the configured one), started on first use."""
+        name = name or self.settings.provider.type
+        if name in self.providers:
+            return self.providers[name]
+        cls = load_provider_class(name)
+        config = {
+            "region": self.settings.provider.region,
+            "profile": self.settings.provider.profile,
+            **self.settings.group(f"provider.{name}"),
+        }
+        driver: ProviderDriver = cls(name=name, config=config, settings=self.settings)
+        bind = getattr(driver, "bind_store", None)
+        if bind is not None:
+            bind(self.db)
+        await driver.start()
+        self.providers[name] = driver
+        return driver
+
+    async def provider_for(self, template: Template) -> ProviderDriver:
+        driver = await self.provider()
+        if template.provider_api not in driver.apis:
+            raise ValidationError(
+                f"Template '{template.template_id}' uses provider_api '{template.provider_api}', which the "
+                f"'{driver.name}' provider does not serve (it serves: {', '.join(driver.apis)}).",
+                details={"field": "provider_api", "value": template.provider_api, "expected": list(driver.apis)},
+            )
+        return driver
+
+    # -- templates --------------------------------------------------------
+    async def all_templates(self, provider_api: str | None = None, *, force_refresh: bool = False) -> list[Template]:
+        """Stored templates and templates from files (a stored one wins on the same id)."""
+        stored = {t.template_id: t for t in await self.db.list_templates(provider_api)}
+        for t in self.files.load(force=force_refresh).values():
+            if t.template_id not in stored and (provider_api is None or t.provider_api == provider_api):
+                stored[t.template_id] = t
+        return sorted(stored.values(), key=lambda t: t.template_id)
+
+    async def template(self, template_id: str) -> Template | None:
+        return await self.db.get_template(template_id) or self.files.load().get(template_id)
+
+    # -- execution --------------------------------------------------------
+    async def execute(self, op: Operation, principal: Principal) -> Any:
+        spec = op.spec
+        handler = HANDLERS.get(type(op))
+        if handler is None:
+            raise HandlerDiscoveryError(f"No handler is registered for {spec.name}.")
+        stats = self.metrics[spec.name]
+        stats["calls"] += 1
+        started = time.perf_counter()
+        try:
+            principal = await self.authz.authorize(principal, spec, op)
+            return await handler(self, op, principal)
+        except SDKError:
+            stats["errors"] += 1
+            raise
+        except Exception as exc:
+            stats["errors"] += 1
+            log.exception("operation %s failed", spec.name)
+            raise MethodExecutionError(f"{spec.name} failed unexpectedly: {type(exc).__name__}.") from exc
+        finally:
+            stats["seconds"] += time.perf_counter() - started
+
+    async def visible(
+        self, principal: Principal, object_type: str, items: Iterable[T], attrs: Callable[[T], Mapping[str, Any]]
+    ) -> list[T]:
+        """Tier-2 filter for listings (GET)."""
+        return await self.authz.filter_allowed(principal, object_type, list(items), attrs, "GET")
+
+
+_PROVIDERS = {
+    "local": "backends.local.providers.local:LocalProvider",
+    "aws": "backends.local.providers.aws:AwsProvider",
+}
+
+
+def load_provider_class(name: str) -> type[Any]:
+    """Provider class by name: built-ins first, then the `pluginsdk.providers` entry points."""
+    import importlib
+
+    target = _PROVIDERS.get(name)
+    if target is None:
+        from importlib.metadata import entry_points
+
+        found = [ep for ep in entry_points(group="pluginsdk.providers") if ep.name == name]
+        if not found:
+            known = sorted({*_PROVIDERS, *(ep.name for ep in entry_points(group="pluginsdk.providers"))})
+            raise HandlerDiscoveryError(f"No provider named {name!r}; installed: {', '.join(known)}.")
+        cls: type[Any] = found[0].load()
+        return cls
+    module, _, attr = target.partition(":")
+    try:
+        cls = getattr(importlib.import_module(module), attr)
+    except ImportError as exc:
+        raise HandlerDiscoveryError(
+            f"The {name!r} provider is not installed ({exc.name} missing); install 'pluginsdk[{name}]'."
+        ) from exc
+    return cls
+
+
+def provider_names() -> list[str]:
+    """Every provider that can be loaded here."""
+    from importlib.metadata import entry_points
+
+    return sorted({*_PROVIDERS, *(ep.name for ep in entry_points(group="pluginsdk.providers"))})

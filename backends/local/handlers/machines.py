@@ -1,0 +1,126 @@
+"""Machine handlers."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import timedelta
+
+from pluginsdk.errors import NotFoundError
+from pluginsdk.models import (
+    ActiveMachineCount,
+    CleanupResult,
+    Machine,
+    MachineHealth,
+    MachineList,
+    MachineStatus,
+    RequestType,
+    utcnow,
+)
+from pluginsdk.operations import (
+    CleanupTerminatedMachinesCommand,
+    GetActiveMachineCountQuery,
+    GetMachineHealthQuery,
+    GetMachineQuery,
+    GetMachineStatusQuery,
+    ListMachinesQuery,
+)
+from pluginsdk.principal import Principal
+
+from ..engine import Engine, handles
+from ..reconciler import reconcile
+from .requests import machine_attrs
+
+ACTIVE = [s.value for s in MachineStatus if s.active]
+
+
+async def _refresh(engine: Engine, machines: Sequence[Machine]) -> list[Machine]:
+    """Reconcile the active requests these machines belong to, then re-read them."""
+    request_ids = {m.request_id for m in machines if not m.status.gone}
+    request_ids |= {m.return_request_id for m in machines if m.return_request_id and not m.status.gone}
+    if not request_ids:
+        return list(machines)
+    for r in (await engine.db.get_requests(sorted(request_ids))).values():
+        if not r.status.terminal or r.request_type is RequestType.RETURN:
+            await reconcile(engine, r)
+    again = await engine.db.get_machines([m.machine_id for m in machines])
+    return [again.get(m.machine_id, m) for m in machines]
+
+
+async def _load(engine: Engine, machine_id: str) -> Machine:
+    m = await engine.db.get_machine(machine_id)
+    if m is None:
+        raise NotFoundError("machine", machine_id, f"Machine '{machine_id}' not found; run `pluginsdk machines list`.")
+    return m
+
+
+@handles(GetMachineQuery)
+async def get_machine(engine: Engine, op: GetMachineQuery, principal: Principal) -> Machine:
+    return (await _refresh(engine, [await _load(engine, op.machine_id)]))[0]
+
+
+@handles(ListMachinesQuery)
+async def list_machines(engine: Engine, op: ListMachinesQuery, principal: Principal) -> MachineList:
+    statuses = [op.status.value] if op.status else ACTIVE if op.active_only else None
+    items, total = await engine.db.list_machines(
+        statuses=statuses,
+        template_id=op.template_id,
+        request_id=op.request_id,
+        provider_name=op.provider_name,
+        limit=op.limit,
+        offset=op.offset,
+    )
+    shown = await engine.visible(principal, "machine", items, machine_attrs)
+    total -= len(items) - len(shown)
+    return MachineList(machines=shown, total_count=total, message=f"{total} machines")
+
+
+@handles(GetMachineStatusQuery)
+async def get_machine_status(engine: Engine, op: GetMachineStatusQuery, principal: Principal) -> MachineList:
+    found = await engine.db.get_machines(op.machine_ids)
+    shown = await engine.visible(principal, "machine", list(found.values()), machine_attrs)
+    shown = await _refresh(engine, shown)
+    missing = [mid for mid in op.machine_ids if mid not in {m.machine_id for m in shown}]
+    return MachineList(
+        machines=shown,
+        total_count=len(shown),
+        success=not missing,
+        message=f"Machines not found: {', '.join(missing)}" if missing else f"{len(shown)} machines",
+    )
+
+
+@handles(GetMachineHealthQuery)
+async def get_machine_health(engine: Engine, op: GetMachineHealthQuery, principal: Principal) -> MachineHealth:
+    m = (await _refresh(engine, [await _load(engine, op.machine_id)]))[0]
+    healthy = m.status is MachineStatus.RUNNING
+    return MachineHealth(
+        machine_id=m.machine_id,
+        status=m.status.value,
+        healthy=healthy,
+        checks={"provider_state": m.status.value, "has_address": bool(m.ip_address), "reason": m.status_reason},
+        message="Machine is running." if healthy else f"Machine is {m.status.value}.",
+    )
+
+
+@handles(GetActiveMachineCountQuery)
+async def get_active_machine_count(
+    engine: Engine, op: GetActiveMachineCountQuery, principal: Principal
+) -> ActiveMachineCount:
+    by_template = await engine.db.count_active_machines(op.template_id)
+    total = sum(by_template.values())
+    return ActiveMachineCount(count=total, by_template=by_template, message=f"{total} active machines")
+
+
+@handles(CleanupTerminatedMachinesCommand)
+async def cleanup_terminated_machines(
+    engine: Engine, op: CleanupTerminatedMachinesCommand, principal: Principal
+) -> CleanupResult:
+    before = utcnow() - timedelta(days=op.older_than_days)
+    gone, _ = await engine.db.list_machines(
+        statuses=[MachineStatus.TERMINATED.value, MachineStatus.FAILED.value], updated_before=before
+    )
+    deleted = await engine.db.delete_machines([m.machine_id for m in gone])
+    return CleanupResult(
+        machines_cleaned=deleted,
+        total_cleaned=deleted,
+        message=f"Removed {deleted} machine records older than {op.older_than_days} days.",
+    )

@@ -1,0 +1,571 @@
+"""Provisioning and return request handlers."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import defaultdict
+from datetime import timedelta
+from typing import Any
+
+from pluginsdk.errors import NotFoundError, ProviderError, StateConflictError, ValidationError
+from pluginsdk.models import (
+    CleanupResult,
+    Machine,
+    MachineStatus,
+    Request,
+    RequestCreated,
+    RequestList,
+    RequestStatus,
+    RequestStatusList,
+    RequestSummary,
+    RequestType,
+    ReturnRequestCreated,
+    SkippedMachine,
+    can_transition,
+    utcnow,
+)
+from pluginsdk.operations import (
+    CancelRequestCommand,
+    CleanupAllResourcesCommand,
+    CleanupOldRequestsCommand,
+    CompleteRequestCommand,
+    CreateRequestCommand,
+    CreateReturnRequestCommand,
+    GetRequestQuery,
+    GetRequestStatusQuery,
+    GetRequestSummaryQuery,
+    ListActiveRequestsQuery,
+    ListRequestsQuery,
+    ListReturnRequestsQuery,
+    PopulateMachineIdsCommand,
+    SyncRequestCommand,
+    UpdateRequestStatusCommand,
+)
+from pluginsdk.principal import Principal
+
+from ..engine import Engine, handles
+from ..reconciler import apply_states, reconcile, settle_status, terminate_machines
+
+ACTIVE = (RequestStatus.PENDING.value, RequestStatus.RUNNING.value)
+
+
+def request_attrs(r: Request) -> dict[str, Any]:
+    return {"requestId": r.request_id, "templateId": r.template_id, "userId": r.created_by}
+
+
+async def load_request(engine: Engine, request_id: str) -> Request:
+    r = await engine.db.get_request(request_id)
+    if r is None:
+        raise NotFoundError("request", request_id, f"Request '{request_id}' not found; run `pluginsdk requests list`.")
+    return r
+
+
+async def with_machines(engine: Engine, r: Request) -> Request:
+    if r.request_type is RequestType.RETURN:
+        machines = await engine.db.machines_of_return(r.request_id)
+    else:
+        machines = await engine.db.machines_of_request(r.request_id)
+    return r.model_copy(update={"machines": machines})
+
+
+async def fresh(engine: Engine, r: Request, *, lightweight: bool = False) -> Request:
+    """The request advanced from its provider (unless lightweight or finished)."""
+    if lightweight or r.status.terminal or r.dry_run:
+        return r
+    return await reconcile(engine, r)
+
+
+@handles(CreateRequestCommand)
+async def create_request(engine: Engine, op: CreateRequestCommand, principal: Principal) -> RequestCreated:
+    request_id = op.request_id or f"req-{uuid.uuid4()}"
+    if op.request_id:
+        existing = await engine.db.get_request(op.request_id)
+        if existing is not None:  # idempotent retry: the first answer again
+            if existing.template_id != op.template_id or existing.count != op.requested_count:
+                raise StateConflictError(
+                    f"Request '{op.request_id}' exists with other parameters.",
+                    details={"field": "request_id", "value": op.request_id, "expected": "a new id or the same parameters"},
+                )
+            return _created(existing, "Request already submitted (idempotent retry).")
+    template = await engine.template(op.template_id)
+    if template is None:
+        raise NotFoundError("template", op.template_id, f"Template '{op.template_id}' not found; run `pluginsdk templates list`.")
+    limit = engine.settings.provider.max_machines_per_request
+    if template.max_number is not None:
+        limit = min(limit, template.max_number)
+    if op.requested_count > limit:
+        raise ValidationError(
+            f"Cannot request {op.requested_count} machines from '{op.template_id}': at most {limit} per request.",
+            details={"field": "requested_count", "value": op.requested_count, "expected": f"1..{limit}"},
+        )
+    driver = await engine.provider_for(template)
+    if op.dry_run:
+        return RequestCreated(
+            request_id=request_id,
+            status="dry-run",
+            dry_run=True,
+            message=f"Dry run: {op.requested_count} machines of '{op.template_id}' would be requested from "
+            f"'{driver.name}'; nothing was created.",
+        )
+    request = Request(
+        request_id=request_id,
+        status=RequestStatus.PENDING,
+        template_id=op.template_id,
+        count=op.requested_count,
+        provider_name=driver.name,
+        provider_api=template.provider_api,
+        tags={**template.tags, **op.tags},
+        timeout=op.timeout,
+        created_by=principal.user_id,
+        provider_data={"additional_data": op.additional_data} if op.additional_data else {},
+    )
+    await engine.db.insert_request(request)  # recorded before the provider is called: a crash loses nothing
+    try:
+        launched = await driver.launch(request, template, op.requested_count)
+    except ProviderError as exc:
+        failed = request.model_copy(
+            update={
+                "status": RequestStatus.FAILED,
+                "message": f"Provider error: {exc.message}",
+                "completed_at": utcnow(),
+                "updated_at": utcnow(),
+            }
+        )
+        await engine.db.update_request(failed)
+        exc.details.setdefault("request_id", request_id)
+        raise
+    async with engine.db.transaction():
+        current = await engine.db.get_request(request_id) or request
+        stored = {m.machine_id: m for m in await engine.db.machines_of_request(request_id)}
+        changed = apply_states(current, stored, launched.machines)
+        if changed:
+            await engine.db.upsert_machines(changed)
+        status, message = settle_status(current, list(stored.values()), timed_out=False)
+        if not stored:
+            status = RequestStatus.RUNNING
+        current = current.model_copy(
+            update={
+                "status": status,
+                "message": launched.message or message,
+                "machine_ids": list(stored),
+                "provider_data": {**current.provider_data, **launched.provider_data},
+                "updated_at": utcnow(),
+                "completed_at": utcnow() if status.terminal else None,
+            }
+        )
+        await engine.db.update_request(current)
+    if op.wait:
+        current = await wait_for(engine, current, op.timeout)
+    return _created(await with_machines(engine, current), "Request submitted." if not op.wait else current.message)
+
+
+def _created(r: Request, message: str) -> RequestCreated:
+    status = "submitted" if r.status in (RequestStatus.PENDING, RequestStatus.RUNNING) else r.status.value
+    return RequestCreated(request_id=r.request_id, status=status, machines=r.machines, message=message)
+
+
+async def wait_for(engine: Engine, request: Request, timeout: float) -> Request:
+    """Poll the request until it is finished or `timeout` seconds pass."""
+    deadline = time.monotonic() + timeout
+    delay = 0.05
+    while not request.status.terminal and time.monotonic() < deadline:
+        await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
+        delay = min(delay * 1.5, 1.0)
+        request = await reconcile(engine, request)
+    return request
+
+
+@handles(CreateReturnRequestCommand)
+async def create_return_request(
+    engine: Engine, op: CreateReturnRequestCommand, principal: Principal
+) -> ReturnRequestCreated:
+    if op.return_all and not op.force_return:
+        raise ValidationError(
+            "return_all returns every active machine; confirm with force_return.",
+            details={"field": "force_return", "value": False, "expected": True},
+        )
+    if not op.machine_ids and not op.return_all:
+        raise ValidationError(
+            "Give the machine ids to return.", details={"field": "machine_ids", "value": [], "expected": "1 or more ids"}
+        )
+    if op.request_id and (existing := await engine.db.get_request(op.request_id)) is not None:
+        return ReturnRequestCreated(
+            request_id=existing.request_id,
+            created_request_ids=[existing.request_id],
+            processed_machines=existing.machine_ids,
+            message="Return request already submitted (idempotent retry).",
+        )
+    if op.return_all:
+        found, _ = await engine.db.list_machines(statuses=[s.value for s in MachineStatus if s.active])
+        machines = {m.machine_id: m for m in found}
+        wanted = list(machines)
+    else:
+        machines = await engine.db.get_machines(op.machine_ids)
+        wanted = op.machine_ids
+    allowed = {
+        m.machine_id
+        for m in await engine.authz.filter_allowed(
+            principal, "machine", list(machines.values()), machine_attrs, "POST"
+        )
+    }
+    skipped: list[SkippedMachine] = []
+    chosen: list[Machine] = []
+    open_returns: dict[str, bool] = {}
+    for mid in wanted:
+        m = machines.get(mid)
+        if m is None or mid not in allowed:
+            skipped.append(SkippedMachine(machine_id=mid, reason="not found"))
+            continue
+        if m.status.gone or m.status is MachineStatus.SHUTTING_DOWN:
+            skipped.append(SkippedMachine(machine_id=mid, reason=f"already {m.status.value}"))
+            continue
+        if m.return_request_id:
+            if m.return_request_id not in open_returns:
+                prior = await engine.db.get_request(m.return_request_id)
+                open_returns[m.return_request_id] = prior is not None and not prior.status.terminal
+            if open_returns[m.return_request_id]:
+                skipped.append(SkippedMachine(machine_id=mid, reason=f"already being returned by {m.return_request_id}"))
+                continue
+        if m.status is MachineStatus.PENDING and not op.force_return:
+            skipped.append(SkippedMachine(machine_id=mid, reason="still starting; use force_return"))
+            continue
+        chosen.append(m)
+    if op.dry_run or not chosen:
+        return ReturnRequestCreated(
+            processed_machines=[m.machine_id for m in chosen],
+            skipped_machines=skipped,
+            message=("Dry run: " if op.dry_run else "")
+            + f"{len(chosen)} machines would be returned, {len(skipped)} skipped."
+            if op.dry_run
+            else f"No machine returned; {len(skipped)} skipped.",
+        )
+    ret_id = op.request_id or f"ret-{uuid.uuid4()}"
+    now = utcnow()
+    ret = Request(
+        request_id=ret_id,
+        request_type=RequestType.RETURN,
+        status=RequestStatus.RUNNING,
+        count=len(chosen),
+        provider_name=chosen[0].provider_name,
+        machine_ids=[m.machine_id for m in chosen],
+        timeout=op.timeout,
+        created_by=principal.user_id,
+        message=f"Returning {len(chosen)} machines.",
+    )
+    async with engine.db.transaction():
+        await engine.db.insert_request(ret)
+        await engine.db.upsert_machines(m.model_copy(update={"return_request_id": ret_id, "updated_at": now}) for m in chosen)
+    groups: dict[str, list[Machine]] = defaultdict(list)
+    for m in chosen:
+        groups[m.request_id].append(m.model_copy(update={"return_request_id": ret_id}))
+    for request_id, group in groups.items():
+        origin = await engine.db.get_request(request_id)
+        if origin is not None:
+            await terminate_machines(engine, origin, group)
+    await reconcile(engine, ret)
+    return ReturnRequestCreated(
+        request_id=ret_id,
+        created_request_ids=[ret_id],
+        processed_machines=[m.machine_id for m in chosen],
+        skipped_machines=skipped,
+        message=f"Returning {len(chosen)} machines" + (f"; {len(skipped)} skipped." if skipped else "."),
+    )
+
+
+def machine_attrs(m: Machine) -> dict[str, Any]:
+    return {"machineId": m.machine_id, "templateId": m.template_id, "requestId": m.request_id}
+
+
+@handles(CancelRequestCommand)
+async def cancel_request(engine: Engine, op: CancelRequestCommand, principal: Principal) -> Request:
+    r = await load_request(engine, op.request_id)
+    if r.request_type is RequestType.RETURN:
+        raise StateConflictError(
+            f"'{op.request_id}' is a return request; return requests cannot be cancelled.",
+            details={"field": "request_id", "value": op.request_id, "expected": "a provisioning request"},
+        )
+    r = await fresh(engine, r)
+    if r.status.terminal:
+        raise StateConflictError(
+            f"Request '{op.request_id}' is already {r.status.value}; only pending or running requests can be cancelled.",
+            details={"field": "status", "value": r.status.value, "expected": "pending or running"},
+        )
+    machines = await engine.db.machines_of_request(r.request_id)
+    doomed = [
+        m
+        for m in machines
+        if m.status is MachineStatus.PENDING or (op.force and m.status in (MachineStatus.RUNNING, MachineStatus.STOPPED))
+    ]
+    now = utcnow()
+    reason = op.reason or "cancelled by " + principal.user_id
+    async with engine.db.transaction():
+        current = await load_request(engine, op.request_id)
+        if not can_transition(current.status, RequestStatus.CANCELLED):
+            raise StateConflictError(f"Request '{op.request_id}' is already {current.status.value}.")
+        current = current.model_copy(
+            update={"status": RequestStatus.CANCELLED, "message": f"Cancelled: {reason}", "updated_at": now, "completed_at": now}
+        )
+        await engine.db.update_request(current)
+    if doomed:
+        await terminate_machines(engine, current, doomed)
+    return await with_machines(engine, current)
+
+
+@handles(UpdateRequestStatusCommand)
+async def update_request_status(engine: Engine, op: UpdateRequestStatusCommand, principal: Principal) -> Request:
+    async with engine.db.transaction():
+        r = await load_request(engine, op.request_id)
+        if not can_transition(r.status, op.status):
+            raise StateConflictError(
+                f"Request '{op.request_id}' cannot go from {r.status.value} to {op.status.value}.",
+                details={"field": "status", "value": op.status.value, "expected": sorted(_next(r.status))},
+            )
+        now = utcnow()
+        r = r.model_copy(
+            update={
+                "status": op.status,
+                "message": op.message or r.message,
+                "updated_at": now,
+                "completed_at": now if op.status.terminal else None,
+            }
+        )
+        await engine.db.update_request(r)
+    return await with_machines(engine, r)
+
+
+def _next(status: RequestStatus) -> list[str]:
+    from pluginsdk.models import REQUEST_TRANSITIONS
+
+    return [s.value for s in REQUEST_TRANSITIONS[status]]
+
+
+@handles(SyncRequestCommand, PopulateMachineIdsCommand)
+async def sync_request(engine: Engine, op: SyncRequestCommand | PopulateMachineIdsCommand, principal: Principal) -> Request:
+    r = await load_request(engine, op.request_id)
+    if r.request_type is RequestType.PROVISION and r.status.terminal and not r.dry_run:
+        # still adopt machines the provider holds (crash recovery), without moving the status
+        driver = await engine.provider(r.provider_name)
+        seen = await driver.describe(r, await engine.template(r.template_id or ""))
+        async with engine.db.transaction():
+            stored = {m.machine_id: m for m in await engine.db.machines_of_request(r.request_id)}
+            changed = apply_states(r, stored, seen)
+            if changed:
+                await engine.db.upsert_machines(changed)
+                r = r.model_copy(update={"machine_ids": list(stored), "updated_at": utcnow()})
+                await engine.db.update_request(r)
+    else:
+        r = await reconcile(engine, r)
+    return await with_machines(engine, r)
+
+
+@handles(CompleteRequestCommand)
+async def complete_request(engine: Engine, op: CompleteRequestCommand, principal: Principal) -> Request:
+    r = await fresh(engine, await load_request(engine, op.request_id))
+    if r.status.terminal:
+        raise StateConflictError(
+            f"Request '{op.request_id}' is already {r.status.value}.",
+            details={"field": "status", "value": r.status.value, "expected": "pending or running"},
+        )
+    machines = await engine.db.machines_of_request(r.request_id)
+    up = sum(1 for m in machines if m.status is MachineStatus.RUNNING)
+    status = RequestStatus.COMPLETED if up >= r.count else RequestStatus.PARTIAL if up else RequestStatus.FAILED
+    now = utcnow()
+    r = r.model_copy(
+        update={
+            "status": status,
+            "message": op.message or f"Completed by {principal.user_id} with {up} of {r.count} machines running.",
+            "updated_at": now,
+            "completed_at": now,
+        }
+    )
+    await engine.db.update_request(r)
+    return await with_machines(engine, r)
+
+
+@handles(GetRequestQuery)
+async def get_request(engine: Engine, op: GetRequestQuery, principal: Principal) -> Request:
+    r = await fresh(engine, await load_request(engine, op.request_id), lightweight=op.lightweight)
+    return await with_machines(engine, r) if op.long else r
+
+
+@handles(GetRequestStatusQuery)
+async def get_request_status(engine: Engine, op: GetRequestStatusQuery, principal: Principal) -> RequestStatusList:
+    found = await engine.db.get_requests(op.request_ids)
+    visible = {r.request_id for r in await engine.visible(principal, "request", list(found.values()), request_attrs)}
+    out: list[Request] = []
+    missing: list[str] = []
+    for rid in op.request_ids:
+        r = found.get(rid)
+        if r is None or rid not in visible:
+            missing.append(rid)
+            continue
+        r = await fresh(engine, r)
+        out.append(await with_machines(engine, r) if op.long else r)
+    return RequestStatusList(
+        requests=out,
+        not_found=missing,
+        message="" if not missing else f"{len(missing)} request(s) not found: {', '.join(missing[:5])}",
+    )
+
+
+async def _listing(
+    engine: Engine, principal: Principal, requests: list[Request], total: int, limit: int, offset: int
+) -> RequestList:
+    shown = await engine.visible(principal, "request", requests, request_attrs)
+    if len(shown) != len(requests):
+        total -= len(requests) - len(shown)
+    return RequestList(requests=shown, total_count=total, message=f"{total} requests")
+
+
+@handles(ListRequestsQuery)
+async def list_requests(engine: Engine, op: ListRequestsQuery, principal: Principal) -> RequestList:
+    items, total = await engine.db.list_requests(
+        statuses=[op.status.value] if op.status else None,
+        template_id=op.template_id,
+        request_type=op.request_type,
+        limit=op.limit,
+        offset=op.offset,
+    )
+    return await _listing(engine, principal, items, total, op.limit, op.offset)
+
+
+_FILTER_FIELDS = {"template_id", "status", "request_type", "provider_name", "created_by", "provider_api"}
+
+
+def _filters(expressions: list[str]) -> list[tuple[str, bool, str]]:
+    out = []
+    for expr in expressions:
+        negate = "!=" in expr
+        field, sep, value = expr.partition("!=" if negate else "=")
+        field = field.strip()
+        if not sep or field not in _FILTER_FIELDS:
+            raise ValidationError(
+                f"Bad filter expression {expr!r}; use field=value or field!=value with a field of "
+                f"{', '.join(sorted(_FILTER_FIELDS))}.",
+                details={"field": "filter_expressions", "value": expr, "expected": "field=value"},
+            )
+        out.append((field, negate, value.strip()))
+    return out
+
+
+@handles(ListActiveRequestsQuery)
+async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, principal: Principal) -> RequestList:
+    filters = _filters(op.filter_expressions)
+    items, total = await engine.db.list_requests(
+        statuses=None if op.all_resources else ACTIVE,
+        provider_name=op.provider_name,
+        limit=None if filters else op.limit,
+        offset=0 if filters else op.offset,
+    )
+    if filters:
+        def keep(r: Request) -> bool:
+            return all((str(getattr(r, f) or "") == v) != neg for f, neg, v in filters)
+
+        items = [r for r in items if keep(r)]
+        total = len(items)
+        items = items[op.offset : op.offset + op.limit]
+    return await _listing(engine, principal, items, total, op.limit, op.offset)
+
+
+@handles(ListReturnRequestsQuery)
+async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, principal: Principal) -> RequestList:
+    items, total = await engine.db.list_requests(
+        statuses=[op.status.value] if op.status else None,
+        request_type=RequestType.RETURN.value,
+        provider_name=op.provider_name,
+        limit=None if op.machine_names else op.limit,
+        offset=0 if op.machine_names else op.offset,
+    )
+    items = [await fresh(engine, r) for r in items]
+    if op.machine_names:
+        wanted = set(op.machine_names)
+        items = [await with_machines(engine, r) for r in items]
+        items = [r for r in items if wanted & ({m.machine_id for m in r.machines} | {m.name for m in r.machines if m.name})]
+        total = len(items)
+        items = items[op.offset : op.offset + op.limit]
+    else:
+        items = [await with_machines(engine, r) for r in items]
+    return await _listing(engine, principal, items, total, op.limit, op.offset)
+
+
+@handles(GetRequestSummaryQuery)
+async def get_request_summary(engine: Engine, op: GetRequestSummaryQuery, principal: Principal) -> RequestSummary:
+    by_status = await engine.db.count_requests_by("status", op.template_id)
+    by_type = await engine.db.count_requests_by("request_type", op.template_id)
+    return RequestSummary(
+        total_requests=sum(by_status.values()),
+        by_status=by_status,
+        by_type=by_type,
+        machines_by_status=await engine.db.count_machines_by_status(),
+        message=f"{sum(by_status.values())} requests",
+    )
+
+
+async def _cleanup_requests(
+    engine: Engine, statuses: list[str], older_than_days: float, dry_run: bool
+) -> tuple[list[str], int]:
+    """Delete finished requests older than the threshold whose machines are all gone (running machines are kept)."""
+    before = utcnow() - timedelta(days=older_than_days)
+    candidates, _ = await engine.db.list_requests(statuses=statuses, created_before=before)
+    ids: list[str] = []
+    for r in candidates:
+        if r.request_type is RequestType.PROVISION:
+            machines = await engine.db.machines_of_request(r.request_id)
+            if any(not m.status.gone for m in machines):
+                continue
+        ids.append(r.request_id)
+    machines_deleted = 0
+    if ids and not dry_run:
+        async with engine.db.transaction():
+            for rid in ids:
+                machines_deleted += len(await engine.db.machines_of_request(rid))
+            await engine.db.delete_requests(ids)
+    return ids, machines_deleted
+
+
+@handles(CleanupOldRequestsCommand)
+async def cleanup_old_requests(engine: Engine, op: CleanupOldRequestsCommand, principal: Principal) -> CleanupResult:
+    ids, machines = await _cleanup_requests(
+        engine, [s.value for s in op.statuses_to_cleanup], op.older_than_days, op.dry_run
+    )
+    cleaned = 0 if op.dry_run else len(ids)
+    return CleanupResult(
+        requests_cleaned=cleaned,
+        request_ids_found=ids,
+        machines_cleaned=0 if op.dry_run else machines,
+        total_cleaned=cleaned + (0 if op.dry_run else machines),
+        message=("Dry run: " if op.dry_run else "") + f"{len(ids)} requests older than {op.older_than_days} days.",
+    )
+
+
+@handles(CleanupAllResourcesCommand)
+async def cleanup_all_resources(engine: Engine, op: CleanupAllResourcesCommand, principal: Principal) -> CleanupResult:
+    if op.include_pending:
+        before = utcnow() - timedelta(days=op.older_than_days)
+        stale, _ = await engine.db.list_requests(statuses=[RequestStatus.PENDING.value], created_before=before)
+        for r in stale:
+            await engine.db.update_request(
+                r.model_copy(
+                    update={
+                        "status": RequestStatus.FAILED,
+                        "message": "Failed by cleanup: pending too long.",
+                        "completed_at": utcnow(),
+                    }
+                )
+            )
+    statuses = [s.value for s in RequestStatus if s.terminal]
+    ids, machines = await _cleanup_requests(engine, statuses, op.older_than_days, False)
+    before = utcnow() - timedelta(days=op.older_than_days)
+    gone, _ = await engine.db.list_machines(
+        statuses=[MachineStatus.TERMINATED.value, MachineStatus.FAILED.value], updated_before=before
+    )
+    machines += await engine.db.delete_machines([m.machine_id for m in gone])
+    return CleanupResult(
+        requests_cleaned=len(ids),
+        request_ids_found=ids,
+        machines_cleaned=machines,
+        total_cleaned=len(ids) + machines,
+        message=f"Removed {len(ids)} requests and {machines} machines older than {op.older_than_days} days.",
+    )

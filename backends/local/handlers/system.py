@@ -1,0 +1,97 @@
+"""System handlers: configuration, providers, status, metrics."""
+
+from __future__ import annotations
+
+import time
+
+from pluginsdk._constants import VERSION
+from pluginsdk.errors import ValidationError
+from pluginsdk.models import (
+    ConfigurationView,
+    Metrics,
+    ProviderHealth,
+    ProviderInfo,
+    ProviderList,
+    SystemStatus,
+)
+from pluginsdk.operations import (
+    GetConfigurationQuery,
+    GetMetricsQuery,
+    GetProviderHealthQuery,
+    GetSystemStatusQuery,
+    ListProvidersQuery,
+)
+from pluginsdk.principal import Principal
+
+from ..engine import Engine, handles, load_provider_class, provider_names
+
+
+@handles(GetConfigurationQuery)
+async def get_configuration(engine: Engine, op: GetConfigurationQuery, principal: Principal) -> ConfigurationView:
+    config = engine.settings.redacted()
+    sources = dict(engine.settings.sources)
+    if op.group is not None:
+        if op.group not in config:
+            raise ValidationError(
+                f"No configuration group {op.group!r}; groups: {', '.join(sorted(config))}.",
+                details={"field": "group", "value": op.group, "expected": sorted(config)},
+            )
+        config = {op.group: config[op.group]}
+        sources = {k: v for k, v in sources.items() if k.startswith(op.group + ".")}
+    return ConfigurationView(configuration=config, sources=sources, message="Effective configuration")
+
+
+@handles(GetProviderHealthQuery)
+async def get_provider_health(engine: Engine, op: GetProviderHealthQuery, principal: Principal) -> ProviderHealth:
+    name = op.provider_name or engine.settings.provider.type
+    driver = await engine.provider(name)
+    started = time.perf_counter()
+    details = await driver.health()
+    healthy = bool(details.pop("healthy", False))
+    details["latency_ms"] = round((time.perf_counter() - started) * 1000, 2)
+    return ProviderHealth(
+        provider_name=name,
+        healthy=healthy,
+        details=details if op.detailed else {"latency_ms": details["latency_ms"]},
+        success=healthy,
+        message=f"Provider '{name}' is {'healthy' if healthy else 'unhealthy'}.",
+    )
+
+
+@handles(ListProvidersQuery)
+async def list_providers(engine: Engine, op: ListProvidersQuery, principal: Principal) -> ProviderList:
+    active = engine.settings.provider.type
+    infos = []
+    for name in provider_names():
+        try:
+            apis = list(load_provider_class(name).apis)
+        except Exception:  # driver's extra not installed: list it without APIs
+            apis = []
+        infos.append(ProviderInfo(name=name, type=name, apis=apis, default=name == active))
+    return ProviderList(providers=infos, message=f"{len(infos)} providers; active: {active}")
+
+
+@handles(GetSystemStatusQuery)
+async def get_system_status(engine: Engine, op: GetSystemStatusQuery, principal: Principal) -> SystemStatus:
+    by_status = await engine.db.count_requests_by("status")
+    active = sum((await engine.db.count_active_machines()).values())
+    return SystemStatus(
+        version=VERSION,
+        backend="local",
+        provider=engine.settings.provider.type,
+        storage=engine.db.db.dialect,
+        scheduler=engine.settings.scheduler.type,
+        requests_by_status=by_status,
+        active_machines=active,
+        message="ok",
+    )
+
+
+@handles(GetMetricsQuery)
+async def get_metrics(engine: Engine, op: GetMetricsQuery, principal: Principal) -> Metrics:
+    counters: dict[str, float] = {"uptime_seconds": round(time.time() - engine.started_at, 3)}
+    for name, stats in sorted(engine.metrics.items()):
+        counters[f"{name}.calls"] = stats["calls"]
+        counters[f"{name}.errors"] = stats["errors"]
+        counters[f"{name}.seconds"] = round(stats["seconds"], 6)
+    return Metrics(counters=counters, message=f"{len(engine.metrics)} operations seen")

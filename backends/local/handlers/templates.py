@@ -1,0 +1,231 @@
+"""Template handlers and the one set of template validation rules."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pydantic
+
+from pluginsdk.errors import AlreadyExistsError, InvalidTemplateError, NotFoundError, StateConflictError, ValidationError
+from pluginsdk.models import (
+    Template,
+    TemplateList,
+    TemplateRefresh,
+    TemplateResult,
+    TemplateValidation,
+    TemplateWritten,
+    utcnow,
+)
+from pluginsdk.operations import (
+    CreateTemplateCommand,
+    DeleteTemplateCommand,
+    GetTemplateQuery,
+    ListTemplatesQuery,
+    RefreshTemplatesCommand,
+    UpdateTemplateCommand,
+    ValidateTemplateQuery,
+)
+from pluginsdk.principal import Principal
+
+from ..engine import Engine, handles
+from ..templates_files import template_from_mapping
+
+PRICE_TYPES = ("ondemand", "spot", "heterogeneous")
+FLEET_APIS = ("EC2Fleet", "SpotFleet", "ASG")
+
+
+def template_attrs(t: Template) -> dict[str, Any]:
+    return {"templateId": t.template_id, "providerApi": t.provider_api}
+
+
+def check_template(engine: Engine, data: dict[str, Any]) -> tuple[Template | None, list[str], list[str]]:
+    """Validate a raw configuration: (template or None, errors, warnings)."""
+    errors: list[str] = []
+    warnings: list[str] = []
+    known = set(Template.model_fields) | {Template.model_fields[f].alias or f for f in Template.model_fields}
+    known |= {"vmType", "vmTypes", "keyName", "subnetId", "attributes", "instanceTags"}
+    for key in sorted(set(data) - known):
+        warnings.append(f"Unknown field '{key}' is ignored.")
+    for required in ("template_id", "image_id"):
+        camel = Template.model_fields[required].alias or required
+        value = data.get(required, data.get(camel))
+        if value is None or (isinstance(value, str) and not value.strip()):
+            errors.append(f"'{required}' is required.")
+    template: Template | None = None
+    if not errors:
+        try:
+            template = template_from_mapping(data)
+        except pydantic.ValidationError as exc:
+            for e in exc.errors(include_url=False):
+                errors.append(f"'{'.'.join(map(str, e['loc']))}': {e['msg']}.")
+    if template is None:
+        return None, errors, warnings
+    driver_apis = _apis(engine)
+    if driver_apis and template.provider_api not in driver_apis:
+        errors.append(
+            f"provider_api '{template.provider_api}' is not served by the '{engine.settings.provider.type}' provider "
+            f"(serves: {', '.join(driver_apis)})."
+        )
+    if template.max_number is not None and template.max_number < 1:
+        errors.append("'max_number' must be at least 1.")
+    if template.max_number and template.max_number > engine.settings.provider.max_machines_per_request:
+        warnings.append(
+            f"max_number {template.max_number} exceeds the global limit "
+            f"{engine.settings.provider.max_machines_per_request}; the lower one applies."
+        )
+    if template.price_type not in PRICE_TYPES:
+        errors.append(f"'price_type' must be one of {', '.join(PRICE_TYPES)}.")
+    for itype, weight in template.instance_types.items():
+        if weight <= 0:
+            errors.append(f"Weight of instance type '{itype}' must be positive.")
+    if not template.instance_type and not template.instance_types:
+        warnings.append("No instance_type given; the provider's default applies.")
+    if template.provider_api in FLEET_APIS and not template.subnet_ids:
+        warnings.append(f"{template.provider_api} without subnet_ids launches in the default VPC only.")
+    if template.provider_api != "local" and not template.image_id.startswith("ami-"):
+        warnings.append(f"image_id '{template.image_id}' does not look like an AMI id (ami-...).")
+    return (template if not errors else None), errors, warnings
+
+
+def _apis(engine: Engine) -> tuple[str, ...]:
+    driver = engine.providers.get(engine.settings.provider.type)
+    if driver is not None:
+        return driver.apis
+    from ..engine import load_provider_class
+
+    try:
+        return tuple(load_provider_class(engine.settings.provider.type).apis)
+    except Exception:
+        return ()
+
+
+def _invalid(template_id: str | None, errors: list[str]) -> InvalidTemplateError:
+    return InvalidTemplateError(
+        f"Template '{template_id}' is invalid: {errors[0]}" + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""),
+        details={"field": "template", "value": template_id, "expected": "a valid template", "errors": errors},
+    )
+
+
+@handles(ListTemplatesQuery)
+async def list_templates(engine: Engine, op: ListTemplatesQuery, principal: Principal) -> TemplateList:
+    templates = await engine.all_templates(op.provider_api, force_refresh=op.force_refresh)
+    if op.active_only:
+        templates = [t for t in templates if t.configuration.get("active", True) is not False]
+    if op.provider_name:
+        driver = await engine.provider(op.provider_name)
+        templates = [t for t in templates if t.provider_api in driver.apis]
+    templates = await engine.visible(principal, "template", templates, template_attrs)
+    page = templates[op.offset : op.offset + op.limit]
+    return TemplateList(templates=page, total_count=len(templates), message=f"{len(templates)} templates")
+
+
+@handles(GetTemplateQuery)
+async def get_template(engine: Engine, op: GetTemplateQuery, principal: Principal) -> TemplateResult:
+    t = await engine.template(op.template_id)
+    if t is None:
+        raise NotFoundError("template", op.template_id, f"Template '{op.template_id}' not found; run `pluginsdk templates list`.")
+    if not op.include_config:
+        t = t.model_copy(update={"configuration": {}})
+    return TemplateResult(template=t, message="Template found")
+
+
+@handles(CreateTemplateCommand)
+async def create_template(engine: Engine, op: CreateTemplateCommand, principal: Principal) -> TemplateWritten:
+    data = op.model_dump(exclude={"validate_only"}, exclude_none=True)
+    template, errors, _ = check_template(engine, data)
+    if template is None:
+        raise _invalid(op.template_id, errors)
+    if op.validate_only:
+        return TemplateWritten(template_id=op.template_id, message="Template is valid; nothing was stored (validate_only).")
+    if engine.files.load().get(op.template_id) is not None:
+        raise AlreadyExistsError("template", op.template_id, f"Template '{op.template_id}' is defined in a template file.")
+    now = utcnow()
+    await engine.db.insert_template(template.model_copy(update={"created_at": now, "updated_at": now, "source": "store"}))
+    return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' created.")
+
+
+async def _stored(engine: Engine, template_id: str) -> Template:
+    t = await engine.db.get_template(template_id)
+    if t is not None:
+        return t
+    file_t = engine.files.load().get(template_id)
+    if file_t is not None:
+        raise ValidationError(
+            f"Template '{template_id}' comes from the file {file_t.source}; change the file and run "
+            "`pluginsdk templates refresh`.",
+            details={"field": "template_id", "value": template_id, "expected": "a stored template"},
+        )
+    raise NotFoundError("template", template_id, f"Template '{template_id}' not found; run `pluginsdk templates list`.")
+
+
+@handles(UpdateTemplateCommand)
+async def update_template(engine: Engine, op: UpdateTemplateCommand, principal: Principal) -> TemplateWritten:
+    async with engine.db.transaction():
+        current = await _stored(engine, op.template_id)
+        changes = op.model_dump(exclude={"template_id"}, exclude_unset=True, exclude_none=True)
+        if not changes:
+            raise ValidationError(
+                "Nothing to update: give at least one field.",
+                details={"field": "body", "value": None, "expected": "at least one template field"},
+            )
+        merged = {**current.model_dump(), **changes}
+        template, errors, _ = check_template(engine, merged)
+        if template is None:
+            raise _invalid(op.template_id, errors)
+        updated = template.model_copy(update={"created_at": current.created_at, "updated_at": utcnow(), "source": "store"})
+        await engine.db.replace_template(updated)
+    return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' updated.")
+
+
+@handles(DeleteTemplateCommand)
+async def delete_template(engine: Engine, op: DeleteTemplateCommand, principal: Principal) -> TemplateWritten:
+    async with engine.db.transaction():
+        await _stored(engine, op.template_id)
+        _, active = await engine.db.list_requests(statuses=("pending", "running"), template_id=op.template_id, limit=1)
+        if active and not op.force:
+            raise StateConflictError(
+                f"Template '{op.template_id}' is used by {active} active request(s); wait for them or use force.",
+                details={"field": "template_id", "value": op.template_id, "expected": "no active requests"},
+            )
+        await engine.db.delete_template(op.template_id)
+    return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' deleted.")
+
+
+@handles(ValidateTemplateQuery)
+async def validate_template(engine: Engine, op: ValidateTemplateQuery, principal: Principal) -> TemplateValidation:
+    if op.template_config is None:
+        if op.template_id is None:
+            raise ValidationError(
+                "Give template_config or template_id to validate.",
+                details={"field": "template_config", "value": None, "expected": "an object"},
+            )
+        stored = await engine.template(op.template_id)
+        if stored is None:
+            raise NotFoundError("template", op.template_id)
+        config: dict[str, Any] = stored.model_dump(exclude={"source", "created_at", "updated_at"})
+    else:
+        config = dict(op.template_config)
+        if op.template_id and not (config.get("template_id") or config.get("templateId")):
+            config["template_id"] = op.template_id
+    _, errors, warnings = check_template(engine, config)
+    tid = config.get("template_id") or config.get("templateId") or op.template_id
+    return TemplateValidation(
+        valid=not errors,
+        template_id=tid if isinstance(tid, str) else None,
+        validation_errors=errors,
+        validation_warnings=warnings,
+        message="Template is valid." if not errors else f"Template is invalid: {len(errors)} error(s).",
+    )
+
+
+@handles(RefreshTemplatesCommand)
+async def refresh_templates(engine: Engine, op: RefreshTemplatesCommand, principal: Principal) -> TemplateRefresh:
+    engine.files.invalidate()
+    loaded = engine.files.load(force=op.force)
+    total = len(await engine.all_templates())
+    return TemplateRefresh(
+        template_count=total,
+        cache_stats=dict(engine.files.stats),
+        message=f"{len(loaded)} templates from files, {total} in all"
+        + (f"; {len(engine.files.errors)} file(s) with errors" if engine.files.errors else ""),
+    )

@@ -1,0 +1,172 @@
+"""The `local` provider: simulated machines with real state transitions.
+
+Embedded default, so the SDK works with no cloud account. Machines boot after
+`boot_delay` seconds, fail at `failure_rate`, and never exceed `capacity`
+active machines. Ids, host names, addresses and fates are derived from
+(seed, request id, index), so runs are deterministic under a seed. State is
+kept in the engine's store (table `local_instances`, schema migration 2), so separate CLI
+processes — how HPC schedulers call us — see the same machines.
+
+Config (`provider.local`): boot_delay (s, default 2), terminate_delay
+(s, default 1), failure_rate (0..1, default 0), capacity (default 1000),
+seed (default none: random).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pluginsdk.errors import ConfigurationError, ProviderError
+from pluginsdk.models import Machine, MachineStatus, Request, Template
+
+from ..store import Store
+from .base import LaunchResult, ProvisionedMachine
+
+__all__ = ["LocalProvider"]
+
+class LocalProvider:
+    """Simulated provider; see the module docstring for its settings."""
+
+    apis: tuple[str, ...] = ("local", "aws", "RunInstances", "EC2Fleet", "SpotFleet", "ASG")
+
+    def __init__(self, name: str = "local", config: Mapping[str, Any] | None = None, **_: Any) -> None:
+        cfg = dict(config or {})
+        self.name = name
+        try:
+            self.boot_delay = float(cfg.get("boot_delay", 2.0))
+            self.terminate_delay = float(cfg.get("terminate_delay", 1.0))
+            self.failure_rate = float(cfg.get("failure_rate", 0.0))
+            self.capacity = int(cfg.get("capacity", 1000))
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError(f"Invalid provider.local setting: {exc}.", key="provider.local") from exc
+        if not 0.0 <= self.failure_rate <= 1.0:
+            raise ConfigurationError(
+                "provider.local.failure_rate must be between 0 and 1.", key="provider.local.failure_rate"
+            )
+        seed = cfg.get("seed")
+        self.deterministic = seed is not None
+        self.seed = str(seed) if seed is not None else f"{random.random()}"  # noqa: S311 - simulation only
+        self._store: Store | None = None
+        self.clock = time.time
+
+    def bind_store(self, store: Store) -> None:
+        self._store = store
+
+    @property
+    def _db(self) -> Any:
+        if self._store is None:
+            raise ProviderError("The local provider is not bound to a store.")
+        return self._store.db
+
+    async def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    def _rand(self, *parts: object) -> random.Random:
+        """A generator seeded from (seed, parts): the same inputs give the same fate."""
+        digest = hashlib.sha256(":".join(map(str, (self.seed, *parts))).encode()).digest()
+        return random.Random(digest)  # noqa: S311 - deterministic simulation, not security
+
+    def _machine_id(self, request_id: str, index: int) -> str:
+        return "i-" + hashlib.sha256(f"{self.seed}:{request_id}:{index}".encode()).hexdigest()[:17]
+
+    async def _active_count(self) -> int:
+        now = self.clock()
+        row = await self._db.fetchone(
+            "SELECT COUNT(*) AS n FROM local_instances WHERE fails = 0 AND (terminate_at IS NULL OR terminate_at > :now)",
+            {"now": now},
+        )
+        return int(row["n"]) if row else 0
+
+    async def launch(self, request: Request, template: Template, count: int) -> LaunchResult:
+        free = self.capacity - await self._active_count()
+        if free <= 0:
+            raise ProviderError(
+                f"Insufficient capacity: the local provider holds {self.capacity} machines already.",
+                details={"provider_code": "InsufficientInstanceCapacity", "operation": "launch"},
+            )
+        now = self.clock()
+        existing = await self._db.fetchall(
+            "SELECT instance_id FROM local_instances WHERE request_id = :r", {"r": request.request_id}
+        )
+        start_index = len(existing)  # idempotent re-launch continues numbering
+        rows = []
+        for i in range(start_index, start_index + count):
+            machine_id = self._machine_id(request.request_id, i)
+            rng = self._rand(request.request_id, i)
+            over_capacity = i - start_index >= free
+            fails = over_capacity or rng.random() < self.failure_rate
+            rows.append(
+                {
+                    "id": machine_id,
+                    "r": request.request_id,
+                    "t": template.instance_type,
+                    "l": now,
+                    "b": now + self.boot_delay * (0.5 + rng.random()),
+                    "f": 2 if over_capacity else int(fails),
+                }
+            )
+        await self._db.executemany(
+            "INSERT INTO local_instances (instance_id, request_id, instance_type, launched_at, boots_at, fails)"
+            " VALUES (:id, :r, :t, :l, :b, :f) ON CONFLICT (instance_id) DO NOTHING",
+            rows,
+        )
+        machines = await self.describe(request, template)
+        return LaunchResult(machines=machines, provider_data={"launched": count}, message=f"{count} machines launching")
+
+    def _state(self, row: Mapping[str, Any], now: float) -> ProvisionedMachine:
+        machine_id = row["instance_id"]
+        reason = None
+        term = row["terminate_at"]
+        if term is not None:
+            status = MachineStatus.TERMINATED if now >= term else MachineStatus.SHUTTING_DOWN
+        elif row["fails"]:
+            status = MachineStatus.FAILED if now >= row["boots_at"] or row["fails"] == 2 else MachineStatus.PENDING
+            if status is MachineStatus.FAILED:
+                reason = "InsufficientInstanceCapacity" if row["fails"] == 2 else "Simulated boot failure"
+        else:
+            status = MachineStatus.RUNNING if now >= row["boots_at"] else MachineStatus.PENDING
+        h = hashlib.sha256(f"{self.seed}:{machine_id}".encode()).hexdigest()
+        n = int(h[:8], 16)
+        ip = f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{max(n & 255, 4)}"
+        return ProvisionedMachine(
+            machine_id=machine_id,
+            status=status,
+            name=f"ip-{ip.replace('.', '-')}.local",
+            ip_address=ip,
+            instance_type=row["instance_type"],
+            launched_at=datetime.fromtimestamp(row["launched_at"], UTC),
+            reason=reason,
+        )
+
+    async def describe(self, request: Request, template: Template | None) -> list[ProvisionedMachine]:
+        rows = await self._db.fetchall(
+            "SELECT * FROM local_instances WHERE request_id = :r ORDER BY launched_at, instance_id",
+            {"r": request.request_id},
+        )
+        now = self.clock()
+        return [self._state(r, now) for r in rows]
+
+    async def terminate(self, request: Request, machines: Sequence[Machine]) -> dict[str, MachineStatus]:
+        now = self.clock()
+        ids = [m.machine_id for m in machines]
+        await self._db.executemany(
+            "UPDATE local_instances SET terminate_at = :t WHERE instance_id = :id AND terminate_at IS NULL",
+            [{"t": now + self.terminate_delay, "id": i} for i in ids],
+        )
+        states = {m.machine_id: m.status for m in await self.describe(request, None)}
+        return {i: states.get(i, MachineStatus.TERMINATED) for i in ids}
+
+    async def reclaimed(self) -> list[ProvisionedMachine]:
+        return []
+
+    async def health(self) -> dict[str, Any]:
+        active = await self._active_count()
+        return {"healthy": True, "active": active, "capacity": self.capacity, "deterministic": self.deterministic}

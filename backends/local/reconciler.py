@@ -1,0 +1,273 @@
+"""Advance requests from what the provider reports.
+
+Used on status reads, by `wait=True`, and by the background loop of
+long-lived processes. Provider calls happen outside transactions; the store is
+then re-read and updated in one transaction, so two processes reconciling the
+same request cannot move it backwards. Machine states only follow the
+transition table; an illegal report is logged and ignored, never written.
+Machines found at the provider that the store does not know (the engine died
+between launch and write) are adopted here.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections import defaultdict
+from datetime import timedelta
+
+from pluginsdk.models import (
+    Machine,
+    MachineStatus,
+    Request,
+    RequestStatus,
+    RequestType,
+    can_transition,
+    utcnow,
+)
+
+from .engine import Engine
+from .providers.base import ProvisionedMachine
+
+__all__ = ["apply_states", "reconcile", "reconcile_active", "settle_status"]
+
+log = logging.getLogger("pluginsdk.reconciler")
+
+
+def _merge(m: Machine, pm: ProvisionedMachine) -> Machine | None:
+    """The machine updated from the provider's view, or None when nothing changes."""
+    update: dict[str, object] = {}
+    if pm.status != m.status:
+        if can_transition(m.status, pm.status):
+            update["status"] = pm.status
+            if pm.reason:
+                update["status_reason"] = pm.reason
+        else:
+            log.warning("ignored illegal transition of %s: %s -> %s", m.machine_id, m.status, pm.status)
+    for field in ("name", "ip_address", "public_ip_address", "instance_type"):
+        value = getattr(pm, field)
+        if value and value != getattr(m, field):
+            update[field] = value
+    if not update:
+        return None
+    update["updated_at"] = utcnow()
+    return m.model_copy(update=update)
+
+
+def apply_states(request: Request, stored: dict[str, Machine], seen: list[ProvisionedMachine]) -> list[Machine]:
+    """Fold provider states into stored machines (adopting unknown ones); returns the changed machines."""
+    changed: list[Machine] = []
+    for pm in seen:
+        m = stored.get(pm.machine_id)
+        if m is None:
+            m = Machine(
+                machine_id=pm.machine_id,
+                request_id=request.request_id,
+                template_id=request.template_id or "",
+                status=pm.status,
+                name=pm.name,
+                ip_address=pm.ip_address,
+                public_ip_address=pm.public_ip_address,
+                instance_type=pm.instance_type,
+                provider_name=request.provider_name,
+                provider_api=request.provider_api,
+                status_reason=pm.reason,
+                created_at=pm.launched_at or utcnow(),
+            )
+            stored[m.machine_id] = m
+            changed.append(m)
+            continue
+        new = _merge(m, pm)
+        if new is not None:
+            stored[m.machine_id] = new
+            changed.append(new)
+    return changed
+
+
+def settle_status(request: Request, machines: list[Machine], *, timed_out: bool) -> tuple[RequestStatus, str]:
+    """The status a provisioning request should have given its machines."""
+    up = sum(1 for m in machines if m.status is MachineStatus.RUNNING)
+    pending = sum(1 for m in machines if m.status is MachineStatus.PENDING)
+    if up >= request.count:
+        return RequestStatus.COMPLETED, f"{up} of {request.count} machines running."
+    if (pending == 0 and len(machines) >= request.count) or timed_out:
+        why = "timed out" if timed_out and pending else "finished"
+        if up:
+            return RequestStatus.PARTIAL, f"Request {why}: {up} of {request.count} machines running, the rest failed."
+        failed = [m.status_reason for m in machines if m.status_reason]
+        return RequestStatus.FAILED, f"Request {why}: no machine came up" + (f" ({failed[0]})." if failed else ".")
+    status = RequestStatus.RUNNING if machines else request.status
+    return status, f"{up} of {request.count} machines running, {pending} pending."
+
+
+async def reconcile(engine: Engine, request: Request) -> Request:
+    """Bring one request up to date with its provider; returns the stored result."""
+    if request.dry_run or request.status.terminal:
+        return request
+    if request.request_type is RequestType.RETURN:
+        return await _reconcile_return(engine, request)
+    return await _reconcile_provision(engine, request)
+
+
+async def _reconcile_provision(engine: Engine, request: Request) -> Request:
+    driver = await engine.provider(request.provider_name)
+    template = await engine.template(request.template_id or "")
+    seen = await driver.describe(request, template)
+    now = utcnow()
+    to_terminate: list[Machine] = []
+    async with engine.db.transaction():
+        current = await engine.db.get_request(request.request_id)
+        if current is None or current.status.terminal:
+            return current or request
+        stored = {m.machine_id: m for m in await engine.db.machines_of_request(current.request_id)}
+        changed = apply_states(current, stored, seen)
+        timed_out = now > current.created_at + timedelta(seconds=current.timeout)
+        status, message = settle_status(current, list(stored.values()), timed_out=timed_out)
+        if status.terminal and timed_out:
+            to_terminate = [m for m in stored.values() if m.status is MachineStatus.PENDING]
+        if changed:
+            await engine.db.upsert_machines(changed)
+        ids = list(stored)
+        if status != current.status or ids != current.machine_ids or message != current.message:
+            if not can_transition(current.status, status):
+                log.warning("ignored illegal request transition %s -> %s", current.status, status)
+                status = current.status
+            current = current.model_copy(
+                update={
+                    "status": status,
+                    "message": message,
+                    "machine_ids": ids,
+                    "updated_at": now,
+                    "completed_at": now if status.terminal else None,
+                }
+            )
+            await engine.db.update_request(current)
+    if to_terminate:
+        await terminate_machines(engine, current, to_terminate)
+    return current
+
+
+async def terminate_machines(engine: Engine, request: Request, machines: list[Machine]) -> None:
+    """Ask the provider to take machines of one provisioning request back and record what it says."""
+    driver = await engine.provider(request.provider_name)
+    states = await driver.terminate(request, machines)
+    now = utcnow()
+    updated = []
+    for m in machines:
+        new = states.get(m.machine_id, MachineStatus.SHUTTING_DOWN)
+        if can_transition(m.status, new) and new != m.status:
+            updated.append(m.model_copy(update={"status": new, "updated_at": now}))
+    if updated:
+        async with engine.db.transaction():
+            await engine.db.upsert_machines(updated)
+
+
+async def _reconcile_return(engine: Engine, ret: Request) -> Request:
+    machines = await engine.db.machines_of_return(ret.request_id)
+    by_request: dict[str, list[Machine]] = defaultdict(list)
+    for m in machines:
+        if not m.status.gone:
+            by_request[m.request_id].append(m)
+    seen: dict[str, ProvisionedMachine] = {}
+    for request_id in by_request:
+        origin = await engine.db.get_request(request_id)
+        if origin is None:
+            continue
+        driver = await engine.provider(origin.provider_name)
+        for pm in await driver.describe(origin, None):
+            seen[pm.machine_id] = pm
+    now = utcnow()
+    async with engine.db.transaction():
+        current = await engine.db.get_request(ret.request_id)
+        if current is None or current.status.terminal:
+            return current or ret
+        stored = {m.machine_id: m for m in await engine.db.machines_of_return(ret.request_id)}
+        changed: list[Machine] = []
+        for mid, m in stored.items():
+            pm = seen.get(mid)
+            if pm is None and not m.status.gone and m.request_id in by_request:
+                pm = ProvisionedMachine(machine_id=mid, status=MachineStatus.TERMINATED, reason="not found at provider")
+            if pm is not None:
+                new = _merge(m, pm)
+                if new is not None:
+                    stored[mid] = new
+                    changed.append(new)
+        if changed:
+            await engine.db.upsert_machines(changed)
+        gone = sum(1 for m in stored.values() if m.status.gone)
+        total = len(stored)
+        timed_out = now > current.created_at + timedelta(seconds=current.timeout)
+        status = current.status
+        if gone >= total:
+            status = RequestStatus.COMPLETED
+        elif timed_out:
+            status = RequestStatus.PARTIAL if gone else RequestStatus.FAILED
+        elif status is RequestStatus.PENDING:
+            status = RequestStatus.RUNNING
+        message = f"{gone} of {total} machines terminated."
+        if status != current.status or message != current.message:
+            current = current.model_copy(
+                update={
+                    "status": status,
+                    "message": message,
+                    "updated_at": now,
+                    "completed_at": now if status.terminal else None,
+                }
+            )
+            await engine.db.update_request(current)
+    return current
+
+
+async def record_reclaimed(engine: Engine) -> list[str]:
+    """Machines the cloud took back on its own become a completed return request (listed by getReturnRequests)."""
+    driver = await engine.provider()
+    reclaimed = await driver.reclaimed()
+    if not reclaimed:
+        return []
+    known = await engine.db.get_machines([pm.machine_id for pm in reclaimed])
+    fresh = [pm for pm in reclaimed if pm.machine_id in known and known[pm.machine_id].return_request_id is None]
+    if not fresh:
+        return []
+    now = utcnow()
+    ret = Request(
+        request_id=f"ret-{uuid.uuid4()}",
+        request_type=RequestType.RETURN,
+        status=RequestStatus.COMPLETED,
+        count=len(fresh),
+        provider_name=driver.name,
+        message=f"Reclaimed by the provider: {fresh[0].reason or 'spot interruption'}.",
+        machine_ids=[pm.machine_id for pm in fresh],
+        completed_at=now,
+        created_by="provider",
+    )
+    async with engine.db.transaction():
+        await engine.db.insert_request(ret)
+        await engine.db.upsert_machines(
+            known[pm.machine_id].model_copy(
+                update={
+                    "status": MachineStatus.TERMINATED,
+                    "return_request_id": ret.request_id,
+                    "status_reason": pm.reason or "spot interruption",
+                    "updated_at": now,
+                }
+            )
+            for pm in fresh
+        )
+    return ret.machine_ids
+
+
+async def reconcile_active(engine: Engine) -> int:
+    """One pass over every active request (and reclaimed machines); returns how many were looked at."""
+    ids = await engine.db.active_request_ids()
+    for request_id in ids:
+        request = await engine.db.get_request(request_id)
+        if request is not None:
+            try:
+                await reconcile(engine, request)
+            except Exception:
+                log.exception("reconciling %s failed", request_id)
+    try:
+        await record_reclaimed(engine)
+    except Exception:
+        log.exception("checking reclaimed machines failed")
+    return len(ids)
