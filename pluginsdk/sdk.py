@@ -86,7 +86,9 @@ class PluginSDK(_Methods):
     async def start(self) -> PluginSDK:
         """Load configuration and start the backend (done by `async with`)."""
         if self._settings is None:
-            self._settings = load_settings(config=self._config, config_path=self._config_path, overrides=self._overrides)
+            self._settings = load_settings(
+                config=self._config, config_path=self._config_path, overrides=self._overrides
+            )
         if self._backend is None:
             name = self._backend_arg if isinstance(self._backend_arg, str) else None
             name = name or os.environ.get("PLUGIN_BACKEND") or DEFAULT_BACKEND

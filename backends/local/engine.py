@@ -30,7 +30,6 @@ __all__ = ["HANDLERS", "AllowAll", "Authorizer", "Engine", "handles"]
 
 log = logging.getLogger("pluginsdk.engine")
 
-O = TypeVar("O", bound=Operation)
 T = TypeVar("T")
 Handler = Callable[["Engine", Any, Principal], Awaitable[Any]]
 
@@ -54,11 +53,16 @@ class Authorizer(Protocol):
     """The auth service as the engine sees it (tier 1 and tier 2)."""
 
     async def authorize(self, principal: Principal, spec: OperationSpec, op: Operation) -> Principal:
-        """Resolve the principal's roles, check the route and the object the input names; raise PermissionDeniedError."""
+        """Resolve roles, check the route and the object the input names; raise PermissionDeniedError."""
         ...
 
     async def filter_allowed(
-        self, principal: Principal, object_type: str, items: list[T], attrs: Callable[[T], Mapping[str, Any]], method: str
+        self,
+        principal: Principal,
+        object_type: str,
+        items: list[T],
+        attrs: Callable[[T], Mapping[str, Any]],
+        method: str,
     ) -> list[T]:
         """The items of a listing this principal may see."""
         ...
@@ -71,7 +75,12 @@ class AllowAll:
         return principal
 
     async def filter_allowed(
-        self, principal: Principal, object_type: str, items: list[T], attrs: Callable[[T], Mapping[str, Any]], method: str
+        self,
+        principal: Principal,
+        object_type: str,
+        items: list[T],
+        attrs: Callable[[T], Mapping[str, Any]],
+        method: str,
     ) -> list[T]:
         return items
 
@@ -103,11 +112,15 @@ class Engine:
 
     async def _start_auth(self) -> None:
         """Plug in the auth service when it is installed (it registers its own handlers and tables)."""
+        import importlib
+
         try:
-            from .auth import start_auth
-        except ImportError:
+            auth = importlib.import_module(".auth", __package__)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{__package__}.auth":
+                raise
             return
-        self.authz = await start_auth(self)
+        self.authz = await auth.start_auth(self)
 
     async def aclose(self) -> None:
         self._closing.set()

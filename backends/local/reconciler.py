@@ -174,8 +174,7 @@ async def _reconcile_return(engine: Engine, ret: Request) -> Request:
         if origin is None:
             continue
         driver = await engine.provider(origin.provider_name)
-        for pm in await driver.describe(origin, None):
-            seen[pm.machine_id] = pm
+        seen.update({found.machine_id: found for found in await driver.describe(origin, None)})
     now = utcnow()
     async with engine.db.transaction():
         current = await engine.db.get_request(ret.request_id)
@@ -184,7 +183,7 @@ async def _reconcile_return(engine: Engine, ret: Request) -> Request:
         stored = {m.machine_id: m for m in await engine.db.machines_of_return(ret.request_id)}
         changed: list[Machine] = []
         for mid, m in stored.items():
-            pm = seen.get(mid)
+            pm: ProvisionedMachine | None = seen.get(mid)
             if pm is None and not m.status.gone and m.request_id in by_request:
                 pm = ProvisionedMachine(machine_id=mid, status=MachineStatus.TERMINATED, reason="not found at provider")
             if pm is not None:

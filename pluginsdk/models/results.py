@@ -22,6 +22,7 @@ __all__ = [
     "MachineHealth",
     "MachineList",
     "MachineResult",
+    "Metrics",
     "ProviderHealth",
     "ProviderInfo",
     "ProviderList",
@@ -29,10 +30,9 @@ __all__ = [
     "RequestList",
     "RequestStatusList",
     "RequestSummary",
-    "SystemStatus",
-    "Metrics",
     "Result",
     "ReturnRequestCreated",
+    "SystemStatus",
     "TemplateList",
     "TemplateRefresh",
     "TemplateResult",
@@ -185,5 +185,3 @@ class ProviderHealth(Result):
     provider_name: str
     healthy: bool
     details: dict[str, Any] = Field(default_factory=dict)
-
-

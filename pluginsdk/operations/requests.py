@@ -188,7 +188,12 @@ class CleanupOldRequestsCommand(Command):
     older_than_days: float = Field(1, ge=0)
     """Age threshold in days."""
     statuses_to_cleanup: list[RequestStatus] = Field(
-        default_factory=lambda: [RequestStatus.COMPLETED, RequestStatus.PARTIAL, RequestStatus.FAILED, RequestStatus.CANCELLED]
+        default_factory=lambda: [
+            RequestStatus.COMPLETED,
+            RequestStatus.PARTIAL,
+            RequestStatus.FAILED,
+            RequestStatus.CANCELLED,
+        ]
     )
     """Only requests in these statuses (active statuses are refused)."""
     dry_run: bool = False
@@ -230,7 +235,10 @@ class GetRequestQuery(Query):
 
     result_type = Request
     rest = Rest(
-        "GET", "/api/v1/requests/{request_id}", alt_paths=("/api/v1/requests/{request_id}/status",), defaults={"long": True}
+        "GET",
+        "/api/v1/requests/{request_id}",
+        alt_paths=("/api/v1/requests/{request_id}/status",),
+        defaults={"long": True},
     )
     cli = Cli("requests", "show", args=("request_id",))
     policy = _REQUEST_POLICY

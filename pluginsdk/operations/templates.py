@@ -7,7 +7,6 @@ from typing import Any
 from pydantic import Field
 
 from ..models import (
-    Template,
     TemplateList,
     TemplateRefresh,
     TemplateResult,

@@ -86,12 +86,18 @@ async def create_request(engine: Engine, op: CreateRequestCommand, principal: Pr
             if existing.template_id != op.template_id or existing.count != op.requested_count:
                 raise StateConflictError(
                     f"Request '{op.request_id}' exists with other parameters.",
-                    details={"field": "request_id", "value": op.request_id, "expected": "a new id or the same parameters"},
+                    details={
+                        "field": "request_id",
+                        "value": op.request_id,
+                        "expected": "a new id or the same parameters",
+                    },
                 )
             return _created(existing, "Request already submitted (idempotent retry).")
     template = await engine.template(op.template_id)
     if template is None:
-        raise NotFoundError("template", op.template_id, f"Template '{op.template_id}' not found; run `pluginsdk templates list`.")
+        raise NotFoundError(
+            "template", op.template_id, f"Template '{op.template_id}' not found; run `pluginsdk templates list`."
+        )
     limit = engine.settings.provider.max_machines_per_request
     if template.max_number is not None:
         limit = min(limit, template.max_number)
@@ -166,9 +172,9 @@ def _created(r: Request, message: str) -> RequestCreated:
     return RequestCreated(request_id=r.request_id, status=status, machines=r.machines, message=message)
 
 
-async def wait_for(engine: Engine, request: Request, timeout: float) -> Request:
-    """Poll the request until it is finished or `timeout` seconds pass."""
-    deadline = time.monotonic() + timeout
+async def wait_for(engine: Engine, request: Request, seconds: float) -> Request:
+    """Poll the request until it is finished or `seconds` pass."""
+    deadline = time.monotonic() + seconds
     delay = 0.05
     while not request.status.terminal and time.monotonic() < deadline:
         await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
@@ -188,7 +194,8 @@ async def create_return_request(
         )
     if not op.machine_ids and not op.return_all:
         raise ValidationError(
-            "Give the machine ids to return.", details={"field": "machine_ids", "value": [], "expected": "1 or more ids"}
+            "Give the machine ids to return.",
+            details={"field": "machine_ids", "value": [], "expected": "1 or more ids"},
         )
     if op.request_id and (existing := await engine.db.get_request(op.request_id)) is not None:
         return ReturnRequestCreated(
@@ -206,9 +213,7 @@ async def create_return_request(
         wanted = op.machine_ids
     allowed = {
         m.machine_id
-        for m in await engine.authz.filter_allowed(
-            principal, "machine", list(machines.values()), machine_attrs, "POST"
-        )
+        for m in await engine.authz.filter_allowed(principal, "machine", list(machines.values()), machine_attrs, "POST")
     }
     skipped: list[SkippedMachine] = []
     chosen: list[Machine] = []
@@ -226,7 +231,9 @@ async def create_return_request(
                 prior = await engine.db.get_request(m.return_request_id)
                 open_returns[m.return_request_id] = prior is not None and not prior.status.terminal
             if open_returns[m.return_request_id]:
-                skipped.append(SkippedMachine(machine_id=mid, reason=f"already being returned by {m.return_request_id}"))
+                skipped.append(
+                    SkippedMachine(machine_id=mid, reason=f"already being returned by {m.return_request_id}")
+                )
                 continue
         if m.status is MachineStatus.PENDING and not op.force_return:
             skipped.append(SkippedMachine(machine_id=mid, reason="still starting; use force_return"))
@@ -256,7 +263,9 @@ async def create_return_request(
     )
     async with engine.db.transaction():
         await engine.db.insert_request(ret)
-        await engine.db.upsert_machines(m.model_copy(update={"return_request_id": ret_id, "updated_at": now}) for m in chosen)
+        await engine.db.upsert_machines(
+            m.model_copy(update={"return_request_id": ret_id, "updated_at": now}) for m in chosen
+        )
     groups: dict[str, list[Machine]] = defaultdict(list)
     for m in chosen:
         groups[m.request_id].append(m.model_copy(update={"return_request_id": ret_id}))
@@ -289,14 +298,16 @@ async def cancel_request(engine: Engine, op: CancelRequestCommand, principal: Pr
     r = await fresh(engine, r)
     if r.status.terminal:
         raise StateConflictError(
-            f"Request '{op.request_id}' is already {r.status.value}; only pending or running requests can be cancelled.",
+            f"Request '{op.request_id}' is already {r.status.value}; "
+            "only pending or running requests can be cancelled.",
             details={"field": "status", "value": r.status.value, "expected": "pending or running"},
         )
     machines = await engine.db.machines_of_request(r.request_id)
     doomed = [
         m
         for m in machines
-        if m.status is MachineStatus.PENDING or (op.force and m.status in (MachineStatus.RUNNING, MachineStatus.STOPPED))
+        if m.status is MachineStatus.PENDING
+        or (op.force and m.status in (MachineStatus.RUNNING, MachineStatus.STOPPED))
     ]
     now = utcnow()
     reason = op.reason or "cancelled by " + principal.user_id
@@ -305,7 +316,12 @@ async def cancel_request(engine: Engine, op: CancelRequestCommand, principal: Pr
         if not can_transition(current.status, RequestStatus.CANCELLED):
             raise StateConflictError(f"Request '{op.request_id}' is already {current.status.value}.")
         current = current.model_copy(
-            update={"status": RequestStatus.CANCELLED, "message": f"Cancelled: {reason}", "updated_at": now, "completed_at": now}
+            update={
+                "status": RequestStatus.CANCELLED,
+                "message": f"Cancelled: {reason}",
+                "updated_at": now,
+                "completed_at": now,
+            }
         )
         await engine.db.update_request(current)
     if doomed:
@@ -342,7 +358,9 @@ def _next(status: RequestStatus) -> list[str]:
 
 
 @handles(SyncRequestCommand, PopulateMachineIdsCommand)
-async def sync_request(engine: Engine, op: SyncRequestCommand | PopulateMachineIdsCommand, principal: Principal) -> Request:
+async def sync_request(
+    engine: Engine, op: SyncRequestCommand | PopulateMachineIdsCommand, principal: Principal
+) -> Request:
     r = await load_request(engine, op.request_id)
     if r.request_type is RequestType.PROVISION and r.status.terminal and not r.dry_run:
         # still adopt machines the provider holds (crash recovery), without moving the status
@@ -410,9 +428,7 @@ async def get_request_status(engine: Engine, op: GetRequestStatusQuery, principa
     )
 
 
-async def _listing(
-    engine: Engine, principal: Principal, requests: list[Request], total: int, limit: int, offset: int
-) -> RequestList:
+async def _listing(engine: Engine, principal: Principal, requests: list[Request], total: int) -> RequestList:
     shown = await engine.visible(principal, "request", requests, request_attrs)
     if len(shown) != len(requests):
         total -= len(requests) - len(shown)
@@ -428,7 +444,7 @@ async def list_requests(engine: Engine, op: ListRequestsQuery, principal: Princi
         limit=op.limit,
         offset=op.offset,
     )
-    return await _listing(engine, principal, items, total, op.limit, op.offset)
+    return await _listing(engine, principal, items, total)
 
 
 _FILTER_FIELDS = {"template_id", "status", "request_type", "provider_name", "created_by", "provider_api"}
@@ -460,13 +476,14 @@ async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, prin
         offset=0 if filters else op.offset,
     )
     if filters:
+
         def keep(r: Request) -> bool:
             return all((str(getattr(r, f) or "") == v) != neg for f, neg, v in filters)
 
         items = [r for r in items if keep(r)]
         total = len(items)
         items = items[op.offset : op.offset + op.limit]
-    return await _listing(engine, principal, items, total, op.limit, op.offset)
+    return await _listing(engine, principal, items, total)
 
 
 @handles(ListReturnRequestsQuery)
@@ -482,12 +499,14 @@ async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, prin
     if op.machine_names:
         wanted = set(op.machine_names)
         items = [await with_machines(engine, r) for r in items]
-        items = [r for r in items if wanted & ({m.machine_id for m in r.machines} | {m.name for m in r.machines if m.name})]
+        items = [
+            r for r in items if wanted & ({m.machine_id for m in r.machines} | {m.name for m in r.machines if m.name})
+        ]
         total = len(items)
         items = items[op.offset : op.offset + op.limit]
     else:
         items = [await with_machines(engine, r) for r in items]
-    return await _listing(engine, principal, items, total, op.limit, op.offset)
+    return await _listing(engine, principal, items, total)
 
 
 @handles(GetRequestSummaryQuery)

@@ -6,7 +6,13 @@ from typing import Any
 
 import pydantic
 
-from pluginsdk.errors import AlreadyExistsError, InvalidTemplateError, NotFoundError, StateConflictError, ValidationError
+from pluginsdk.errors import (
+    AlreadyExistsError,
+    InvalidTemplateError,
+    NotFoundError,
+    StateConflictError,
+    ValidationError,
+)
 from pluginsdk.models import (
     Template,
     TemplateList,
@@ -101,7 +107,8 @@ def _apis(engine: Engine) -> tuple[str, ...]:
 
 def _invalid(template_id: str | None, errors: list[str]) -> InvalidTemplateError:
     return InvalidTemplateError(
-        f"Template '{template_id}' is invalid: {errors[0]}" + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""),
+        f"Template '{template_id}' is invalid: {errors[0]}"
+        + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""),
         details={"field": "template", "value": template_id, "expected": "a valid template", "errors": errors},
     )
 
@@ -123,7 +130,9 @@ async def list_templates(engine: Engine, op: ListTemplatesQuery, principal: Prin
 async def get_template(engine: Engine, op: GetTemplateQuery, principal: Principal) -> TemplateResult:
     t = await engine.template(op.template_id)
     if t is None:
-        raise NotFoundError("template", op.template_id, f"Template '{op.template_id}' not found; run `pluginsdk templates list`.")
+        raise NotFoundError(
+            "template", op.template_id, f"Template '{op.template_id}' not found; run `pluginsdk templates list`."
+        )
     if not op.include_config:
         t = t.model_copy(update={"configuration": {}})
     return TemplateResult(template=t, message="Template found")
@@ -136,11 +145,17 @@ async def create_template(engine: Engine, op: CreateTemplateCommand, principal: 
     if template is None:
         raise _invalid(op.template_id, errors)
     if op.validate_only:
-        return TemplateWritten(template_id=op.template_id, message="Template is valid; nothing was stored (validate_only).")
+        return TemplateWritten(
+            template_id=op.template_id, message="Template is valid; nothing was stored (validate_only)."
+        )
     if engine.files.load().get(op.template_id) is not None:
-        raise AlreadyExistsError("template", op.template_id, f"Template '{op.template_id}' is defined in a template file.")
+        raise AlreadyExistsError(
+            "template", op.template_id, f"Template '{op.template_id}' is defined in a template file."
+        )
     now = utcnow()
-    await engine.db.insert_template(template.model_copy(update={"created_at": now, "updated_at": now, "source": "store"}))
+    await engine.db.insert_template(
+        template.model_copy(update={"created_at": now, "updated_at": now, "source": "store"})
+    )
     return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' created.")
 
 
@@ -172,7 +187,9 @@ async def update_template(engine: Engine, op: UpdateTemplateCommand, principal: 
         template, errors, _ = check_template(engine, merged)
         if template is None:
             raise _invalid(op.template_id, errors)
-        updated = template.model_copy(update={"created_at": current.created_at, "updated_at": utcnow(), "source": "store"})
+        updated = template.model_copy(
+            update={"created_at": current.created_at, "updated_at": utcnow(), "source": "store"}
+        )
         await engine.db.replace_template(updated)
     return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' updated.")
 

@@ -29,6 +29,7 @@ from .base import LaunchResult, ProvisionedMachine
 
 __all__ = ["LocalProvider"]
 
+
 class LocalProvider:
     """Simulated provider; see the module docstring for its settings."""
 
@@ -50,7 +51,7 @@ class LocalProvider:
             )
         seed = cfg.get("seed")
         self.deterministic = seed is not None
-        self.seed = str(seed) if seed is not None else f"{random.random()}"  # noqa: S311 - simulation only
+        self.seed = str(seed) if seed is not None else f"{random.random()}"
         self._store: Store | None = None
         self.clock = time.time
 
@@ -72,7 +73,7 @@ class LocalProvider:
     def _rand(self, *parts: object) -> random.Random:
         """A generator seeded from (seed, parts): the same inputs give the same fate."""
         digest = hashlib.sha256(":".join(map(str, (self.seed, *parts))).encode()).digest()
-        return random.Random(digest)  # noqa: S311 - deterministic simulation, not security
+        return random.Random(digest)
 
     def _machine_id(self, request_id: str, index: int) -> str:
         return "i-" + hashlib.sha256(f"{self.seed}:{request_id}:{index}".encode()).hexdigest()[:17]
@@ -80,7 +81,8 @@ class LocalProvider:
     async def _active_count(self) -> int:
         now = self.clock()
         row = await self._db.fetchone(
-            "SELECT COUNT(*) AS n FROM local_instances WHERE fails = 0 AND (terminate_at IS NULL OR terminate_at > :now)",
+            "SELECT COUNT(*) AS n FROM local_instances"
+            " WHERE fails = 0 AND (terminate_at IS NULL OR terminate_at > :now)",
             {"now": now},
         )
         return int(row["n"]) if row else 0

@@ -65,8 +65,13 @@ class Store:
             await self.db.execute(
                 "INSERT INTO templates (template_id, provider_api, data, created_at, updated_at)"
                 " VALUES (:id, :api, :data, :c, :u)",
-                {"id": t.template_id, "api": t.provider_api, "data": t.model_dump_json(), "c": _ts(t.created_at),
-                 "u": _ts(t.updated_at)},
+                {
+                    "id": t.template_id,
+                    "api": t.provider_api,
+                    "data": t.model_dump_json(),
+                    "c": _ts(t.created_at),
+                    "u": _ts(t.updated_at),
+                },
             )
 
     async def replace_template(self, t: Template) -> None:
@@ -320,5 +325,3 @@ async def open_store(target: str) -> Store:
     db = open_database(target)
     await migrate(db)
     return Store(db)
-
-
