@@ -20,7 +20,7 @@ from pluginsdk.config import Settings
 from pluginsdk.errors import HandlerDiscoveryError, MethodExecutionError, SDKError, ValidationError
 from pluginsdk.models import Template
 from pluginsdk.operations import Operation, OperationSpec
-from pluginsdk.principal import Principal
+from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
 from .providers.base import ProviderDriver
 from .store import Store, open_store
@@ -50,7 +50,14 @@ def handles(*ops: type[Operation]) -> Callable[[Handler], Handler]:
 
 
 class Authorizer(Protocol):
-    """The auth service as the engine sees it (tier 1 and tier 2)."""
+    """The auth service as the engine sees it: authentication, tier 1 and tier 2."""
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        """The principal of an HTTP `Authorization` header value (API key, or `Bearer <JWT>`).
+
+        Raises AuthenticationError (401) for missing, unknown, expired or deactivated credentials.
+        """
+        ...
 
     async def authorize(self, principal: Principal, spec: OperationSpec, op: Operation) -> Principal:
         """Resolve roles, check the route and the object the input names; raise PermissionDeniedError."""
@@ -69,7 +76,10 @@ class Authorizer(Protocol):
 
 
 class AllowAll:
-    """Authorizer used when no auth service is configured: every call allowed (embedding, tests of handlers)."""
+    """Authorizer used when no auth service is installed: every call allowed, every caller the administrator."""
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        return SYSTEM_ADMIN
 
     async def authorize(self, principal: Principal, spec: OperationSpec, op: Operation) -> Principal:
         return principal

@@ -1,0 +1,34 @@
+"""Shared fixtures: `sdk` runs every behavioural test against both backends."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from pluginsdk import PluginSDK
+from tests.support.backends import BACKENDS, open_sdk
+
+os.environ.setdefault("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
+for _var in [v for v in os.environ if v.startswith("PLUGIN_")]:
+    del os.environ[_var]  # tests never inherit a developer's configuration
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def sdk(backend_kind: str, tmp_path: Path) -> AsyncIterator[PluginSDK]:
+    """A started PluginSDK on a fresh store, acting as the administrator."""
+    async with open_sdk(backend_kind, tmp_path) as s:
+        yield s
+
+
+@pytest.fixture
+async def local_sdk(tmp_path: Path) -> AsyncIterator[PluginSDK]:
+    async with open_sdk("local", tmp_path) as s:
+        yield s
