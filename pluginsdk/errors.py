@@ -53,7 +53,8 @@ _NOT_FOUND_CODES = {
 class SDKError(Exception):
     """Base of every error pluginsdk raises on purpose."""
 
-    error_code: ClassVar[str] = "INTERNAL_ERROR"
+    error_code: str = "INTERNAL_ERROR"
+    """The envelope's `error_code` (an instance may refine it, e.g. TEMPLATE_NOT_FOUND)."""
     http_status: ClassVar[int] = 500
 
     def __init__(
@@ -70,7 +71,6 @@ class SDKError(Exception):
 
     @property
     def code(self) -> str:
-        """The envelope's `error_code` (may depend on the instance, e.g. not-found)."""
         return self.error_code
 
     @property
@@ -165,10 +165,7 @@ class NotFoundError(SDKError, LookupError):
         super().__init__(message or f"{entity_type.capitalize()} '{entity_id}' not found.", details=details, **kw)
         self.entity_type = entity_type
         self.entity_id = entity_id
-
-    @property
-    def code(self) -> str:
-        return _NOT_FOUND_CODES.get(self.entity_type, "NOT_FOUND")
+        self.error_code = _NOT_FOUND_CODES.get(entity_type, "NOT_FOUND")
 
 
 class AlreadyExistsError(SDKError):

@@ -89,6 +89,11 @@ class RequestCreated(Result):
     def id(self) -> str:
         return self.request_id
 
+    @property
+    def created_request_id(self) -> str:
+        """The command output field of the spec (same as `request_id`)."""
+        return self.request_id
+
 
 class ReturnRequestCreated(Result):
     request_id: str | None = None

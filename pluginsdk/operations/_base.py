@@ -10,7 +10,10 @@ per operation in an interface. A bad binding fails at import, naming the class.
 
 from __future__ import annotations
 
+import functools
 import re
+import types
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -18,6 +21,7 @@ from typing import Any, ClassVar
 import pydantic
 from pydantic import ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
 
 from ..errors import HandlerDiscoveryError, ValidationError
 from ..models import BaseModel
@@ -115,6 +119,7 @@ class Operation(BaseModel):
         validate_by_alias=True,
         extra="forbid",
         use_attribute_docstrings=True,
+        loc_by_alias=False,
     )
 
     kind: ClassVar[str] = "query"
@@ -140,10 +145,18 @@ class Operation(BaseModel):
                 continue
             given = [a for a in (canonical, to_camel(canonical), *aliases) if a in out]
             if len(given) > 1 and len({repr(out[a]) for a in given}) > 1:
-                raise ValueError(f"{canonical} given twice with different values ({', '.join(given)})")
+                raise PydanticCustomError(
+                    "alias_conflict",
+                    "{field} given twice with different values ({names})",
+                    {"field": canonical, "names": ", ".join(given)},
+                )
             for a in given:
                 value = out.pop(a)
                 out[canonical] = value
+        for name in _list_fields(cls):  # one id where a list is expected: ["id"]
+            for key in (name, to_camel(name)):
+                if isinstance(out.get(key), str):
+                    out[key] = [out[key]]
         return out
 
     @classmethod
@@ -171,6 +184,18 @@ class Query(Operation):
     """An operation that only reads."""
 
     kind: ClassVar[str] = "query"
+
+
+@functools.cache
+def _list_fields(cls: type[Operation]) -> tuple[str, ...]:
+    """Fields typed as a list (optionally | None)."""
+    out = []
+    for name, f in cls.model_fields.items():
+        args = typing.get_args(f.annotation) if typing.get_origin(f.annotation) in (types.UnionType, typing.Union) else ()
+        candidates = [a for a in args if a is not type(None)] or [f.annotation]
+        if any(typing.get_origin(a) is list for a in candidates):
+            out.append(name)
+    return tuple(out)
 
 
 def sdk_name(class_name: str) -> str:
@@ -333,7 +358,7 @@ def validation_error(exc: pydantic.ValidationError, where: str) -> ValidationErr
     """Turn pydantic's error into ours: first problem in the message, all in details."""
     errors = exc.errors(include_url=False)
     first = errors[0]
-    fld = ".".join(str(p) for p in first["loc"]) or "input"
+    fld = ".".join(str(p) for p in first["loc"]) or str((first.get("ctx") or {}).get("field", "input"))
     value = first.get("input")
     if not isinstance(value, str | int | float | bool) and value is not None:
         value = None

@@ -223,9 +223,6 @@ async def create_return_request(
         if m is None or mid not in allowed:
             skipped.append(SkippedMachine(machine_id=mid, reason="not found"))
             continue
-        if m.status.gone or m.status is MachineStatus.SHUTTING_DOWN:
-            skipped.append(SkippedMachine(machine_id=mid, reason=f"already {m.status.value}"))
-            continue
         if m.return_request_id:
             if m.return_request_id not in open_returns:
                 prior = await engine.db.get_request(m.return_request_id)

@@ -1,0 +1,88 @@
+"""Configuration layering: arguments > PLUGIN_* > file/dict > defaults, with named errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pluginsdk import ConfigurationError, PluginSDK
+from pluginsdk.config import default_data_dir, load_settings
+
+
+def test_defaults_are_embedded(tmp_path: Path) -> None:
+    s = load_settings(environ={})
+    assert s.provider.type == "local" and s.storage.type == "sqlite" and s.scheduler.type == "default"
+    assert s.storage_target == str(default_data_dir() / "pluginsdk.db")
+    assert s.source_of("provider.type") == "default"
+
+
+def test_priority_argument_over_env_over_file(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"provider": {"type": "aws", "region": "eu-west-1"}, "logging": {"level": "INFO"}}))
+    env = {"PLUGIN_REGION": "us-east-2", "PLUGIN_LOG_LEVEL": "ERROR"}
+    s = load_settings(config_path=cfg, environ=env, overrides={"logging.level": "DEBUG"})
+    assert s.provider.type == "aws" and s.source_of("provider.type") == f"file {cfg}"
+    assert s.provider.region == "us-east-2" and s.source_of("provider.region") == "environment PLUGIN_REGION"
+    assert s.logging.level == "DEBUG" and s.source_of("logging.level") == "argument"
+
+
+def test_yaml_file_and_flat_sdk_dict(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text("storage:\n  path: /tmp/x.db\nscheduler:\n  type: hostfactory\n")
+    s = load_settings(config_path=cfg, config={"provider": "aws", "region": "ap-south-1", "timeout": 12}, environ={})
+    assert s.storage.path == "/tmp/x.db" and s.scheduler.type == "hostfactory"
+    assert s.provider.type == "aws" and s.provider.region == "ap-south-1" and s.sdk.timeout == 12
+
+
+def test_config_file_from_plugin_config_env(tmp_path: Path) -> None:
+    cfg = tmp_path / "c.json"
+    cfg.write_text(json.dumps({"api": {"port": 9001}}))
+    assert load_settings(environ={"PLUGIN_CONFIG": str(cfg)}).api.port == 9001
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key", "source"),
+    [
+        ({"environ": {"PLUGIN_API_PORT": "eighty"}}, "api.port", "environment PLUGIN_API_PORT"),
+        ({"environ": {"PLUGIN_LOG_LEVEL": "LOUD"}}, "logging.level", "environment PLUGIN_LOG_LEVEL"),
+        ({"environ": {}, "config": {"scheduler": {"type": "slurm"}}}, "scheduler.type", "config dict"),
+        ({"environ": {}, "overrides": {"sdk.timeout": -1}}, "sdk.timeout", "argument"),
+    ],
+)
+def test_bad_values_name_key_and_source(kwargs: dict[str, object], key: str, source: str) -> None:
+    with pytest.raises(ConfigurationError) as exc:
+        load_settings(**kwargs)  # type: ignore[arg-type]
+    assert exc.value.key == key and exc.value.source == source
+    assert key in exc.value.message and source in exc.value.message
+    assert exc.value.error_code == "CONFIGURATION_ERROR"
+
+
+def test_unreadable_or_malformed_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="Cannot read"):
+        load_settings(config_path=tmp_path / "missing.json", environ={})
+    bad = tmp_path / "bad.json"
+    bad.write_text("{nope")
+    with pytest.raises(ConfigurationError, match="not valid JSON"):
+        load_settings(config_path=bad, environ={})
+    lst = tmp_path / "list.yaml"
+    lst.write_text("- 1\n- 2\n")
+    with pytest.raises(ConfigurationError, match="object of groups"):
+        load_settings(config_path=lst, environ={})
+
+
+async def test_sdk_uses_plugin_storage_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PLUGIN_STORAGE_PATH", str(tmp_path / "env.db"))
+    async with PluginSDK() as sdk:
+        await sdk.create_template(template_id="t", image_id="ami-1")
+        assert sdk.settings.source_of("storage.path") == "environment PLUGIN_STORAGE_PATH"
+    assert (tmp_path / "env.db").exists()
+
+
+async def test_sdk_bad_provider_is_a_clear_error(tmp_path: Path) -> None:
+    async with PluginSDK(provider="nimbus", config={"storage": {"path": str(tmp_path / "s.db")}}) as sdk:
+        from pluginsdk import HandlerDiscoveryError
+
+        with pytest.raises(HandlerDiscoveryError, match="No provider named 'nimbus'"):
+            await sdk.get_provider_health()

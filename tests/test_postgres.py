@@ -1,0 +1,53 @@
+"""The same engine on PostgreSQL (127.0.0.1:5432, trust auth); skipped where none is reachable."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from pluginsdk import AlreadyExistsError, PluginSDK
+from pluginsdk.models import RequestStatus
+from tests.support.backends import base_config
+
+pytestmark = pytest.mark.postgres
+
+
+@pytest.fixture
+async def pg_url() -> AsyncIterator[str]:
+    asyncpg = pytest.importorskip("asyncpg")
+    try:
+        admin = await asyncio.wait_for(asyncpg.connect("postgresql://postgres@127.0.0.1:5432/test"), 3)
+    except (OSError, asyncio.TimeoutError, asyncpg.PostgresError) as exc:
+        pytest.skip(f"PostgreSQL not reachable on 127.0.0.1:5432: {exc}")
+    name = f"psdk_{uuid.uuid4().hex[:10]}"
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"postgresql://postgres@127.0.0.1:5432/{name}"
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+async def test_provisioning_cycle_on_postgres(pg_url: str, tmp_path: Path) -> None:
+    config = base_config(tmp_path, storage={"type": "postgresql", "url": pg_url})
+    async with PluginSDK(config=config) as sdk:
+        assert (await sdk.get_system_status()).storage == "postgresql"
+        await sdk.create_template(template_id="web", image_id="ami-1", tags={"a": "b"})
+        with pytest.raises(AlreadyExistsError):
+            await sdk.create_template(template_id="web", image_id="ami-1")
+        req = await sdk.create_request("web", 2, wait=True)
+        assert req.status == "completed" and len(req.machines) == 2
+        ret = await sdk.create_return_request([m.machine_id for m in req.machines])
+        for _ in range(100):
+            if (await sdk.get_request(ret.request_id or "")).status.terminal:
+                break
+            await asyncio.sleep(0.05)
+        assert (await sdk.get_request(ret.request_id or "")).status is RequestStatus.COMPLETED
+        assert (await sdk.list_requests()).total_count == 2
+    # a second engine on the same database sees the same state (schema already migrated)
+    async with PluginSDK(config=config) as again:
+        assert (await again.get_template("web")).template.tags == {"a": "b"}
