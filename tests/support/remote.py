@@ -14,9 +14,5 @@ from pluginsdk import PluginSDK
 
 @asynccontextmanager
 async def remote_sdk(config: dict[str, Any], tmp_path: Path) -> AsyncIterator[PluginSDK]:
-    try:
-        import backends.remote  # noqa: F401
-    except ImportError:
-        pytest.skip("remote backend not built yet")
-    raise NotImplementedError("replaced by the REST issue")
-    yield  # pragma: no cover
+    pytest.skip("remote backend not built yet (REST issue)")
+    yield PluginSDK()  # pragma: no cover
