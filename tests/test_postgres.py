@@ -21,7 +21,7 @@ async def pg_url() -> AsyncIterator[str]:
     asyncpg = pytest.importorskip("asyncpg")
     try:
         admin = await asyncio.wait_for(asyncpg.connect("postgresql://postgres@127.0.0.1:5432/test"), 3)
-    except (OSError, asyncio.TimeoutError, asyncpg.PostgresError) as exc:
+    except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
         pytest.skip(f"PostgreSQL not reachable on 127.0.0.1:5432: {exc}")
     name = f"psdk_{uuid.uuid4().hex[:10]}"
     await admin.execute(f'CREATE DATABASE "{name}"')

@@ -116,7 +116,9 @@ async def test_dry_run_never_reaches_the_provider(web: PluginSDK) -> None:
 
 
 async def test_failures_make_a_failed_request(backend_kind: str, tmp_path: Path) -> None:
-    async with open_sdk(backend_kind, tmp_path, provider={"local": {"failure_rate": 1.0, "boot_delay": 0.05, "seed": 1}}) as sdk:
+    async with open_sdk(
+        backend_kind, tmp_path, provider={"local": {"failure_rate": 1.0, "boot_delay": 0.05, "seed": 1}}
+    ) as sdk:
         await sdk.create_template(template_id="web", image_id="ami-1")
         res = await sdk.create_request("web", 2, wait=True)
         r = await sdk.get_request(res.id, long=True)
@@ -125,7 +127,9 @@ async def test_failures_make_a_failed_request(backend_kind: str, tmp_path: Path)
 
 
 async def test_some_failures_make_a_partial_request(backend_kind: str, tmp_path: Path) -> None:
-    async with open_sdk(backend_kind, tmp_path, provider={"local": {"failure_rate": 0.5, "boot_delay": 0.05, "seed": 3}}) as sdk:
+    async with open_sdk(
+        backend_kind, tmp_path, provider={"local": {"failure_rate": 0.5, "boot_delay": 0.05, "seed": 3}}
+    ) as sdk:
         await sdk.create_template(template_id="web", image_id="ami-1")
         r = await sdk.get_request((await sdk.create_request("web", 10, wait=True)).id, long=True)
         up = sum(m.status is MachineStatus.RUNNING for m in r.machines)
@@ -133,7 +137,9 @@ async def test_some_failures_make_a_partial_request(backend_kind: str, tmp_path:
 
 
 async def test_capacity_limit(backend_kind: str, tmp_path: Path) -> None:
-    async with open_sdk(backend_kind, tmp_path, provider={"local": {"capacity": 3, "boot_delay": 0.05, "seed": 1}}) as sdk:
+    async with open_sdk(
+        backend_kind, tmp_path, provider={"local": {"capacity": 3, "boot_delay": 0.05, "seed": 1}}
+    ) as sdk:
         await sdk.create_template(template_id="web", image_id="ami-1")
         r = await sdk.get_request((await sdk.create_request("web", 5, wait=True)).id, long=True)
         assert r.status is RequestStatus.PARTIAL

@@ -142,13 +142,17 @@ async def test_list_filters_and_pages(sdk: PluginSDK) -> None:
 
 
 async def test_validate_reports_errors_and_warnings(sdk: PluginSDK) -> None:
-    ok = await sdk.validate_template(template_config={"templateId": "v", "imageId": "ami-1", "instanceType": "t3.micro"})
+    ok = await sdk.validate_template(
+        template_config={"templateId": "v", "imageId": "ami-1", "instanceType": "t3.micro"}
+    )
     assert ok.valid and ok.template_id == "v" and ok.validation_errors == []
     bad = await sdk.validate_template(template_config={"template_id": "v", "maxNumber": -1, "surprise": True})
     assert not bad.valid
     assert any("image_id" in e for e in bad.validation_errors)
     assert any("surprise" in w for w in bad.validation_warnings)
-    warn = await sdk.validate_template(template_config={"template_id": "w", "image_id": "img", "provider_api": "EC2Fleet"})
+    warn = await sdk.validate_template(
+        template_config={"template_id": "w", "image_id": "img", "provider_api": "EC2Fleet"}
+    )
     assert warn.valid and len(warn.validation_warnings) >= 2  # no subnets, not an AMI id, no instance type
     with pytest.raises(ValidationError):
         await sdk.validate_template()
@@ -164,7 +168,9 @@ async def test_validate_stored_template_by_id(sdk: PluginSDK) -> None:
 async def test_templates_load_from_files_with_cache_stats(backend_kind: str, tmp_path: Path) -> None:
     tdir = tmp_path / "templates"
     tdir.mkdir()
-    (tdir / "a.json").write_text(json.dumps({"templates": [{"templateId": "hf-1", "imageId": "ami-1", "vmType": "m5.large", "maxNumber": 4}]}))
+    (tdir / "a.json").write_text(
+        json.dumps({"templates": [{"templateId": "hf-1", "imageId": "ami-1", "vmType": "m5.large", "maxNumber": 4}]})
+    )
     (tdir / "b.yaml").write_text("template_id: y-1\nimage_id: ami-2\ninstance_type: t3.small\n")
     (tdir / "broken.json").write_text("{not json")
     async with open_sdk(backend_kind, tmp_path, templates={"dir": str(tdir)}) as sdk:

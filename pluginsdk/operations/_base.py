@@ -191,7 +191,9 @@ def _list_fields(cls: type[Operation]) -> tuple[str, ...]:
     """Fields typed as a list (optionally | None)."""
     out = []
     for name, f in cls.model_fields.items():
-        args = typing.get_args(f.annotation) if typing.get_origin(f.annotation) in (types.UnionType, typing.Union) else ()
+        args = (
+            typing.get_args(f.annotation) if typing.get_origin(f.annotation) in (types.UnionType, typing.Union) else ()
+        )
         candidates = [a for a in args if a is not type(None)] or [f.annotation]
         if any(typing.get_origin(a) is list for a in candidates):
             out.append(name)
