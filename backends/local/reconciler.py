@@ -116,7 +116,7 @@ async def _reconcile_provision(engine: Engine, request: Request) -> Request:
     now = utcnow()
     to_terminate: list[Machine] = []
     async with engine.db.transaction():
-        current = await engine.db.get_request(request.request_id)
+        current = await engine.db.get_request(request.request_id, for_update=True)
         if current is None or current.status.terminal:
             return current or request
         stored = {m.machine_id: m for m in await engine.db.machines_of_request(current.request_id)}
@@ -177,7 +177,7 @@ async def _reconcile_return(engine: Engine, ret: Request) -> Request:
         seen.update({found.machine_id: found for found in await driver.describe(origin, None)})
     now = utcnow()
     async with engine.db.transaction():
-        current = await engine.db.get_request(ret.request_id)
+        current = await engine.db.get_request(ret.request_id, for_update=True)
         if current is None or current.status.terminal:
             return current or ret
         stored = {m.machine_id: m for m in await engine.db.machines_of_return(ret.request_id)}

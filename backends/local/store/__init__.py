@@ -119,8 +119,11 @@ class Store:
             self._request_params(r),
         )
 
-    async def get_request(self, request_id: str) -> Request | None:
-        row = await self.db.fetchone("SELECT data FROM requests WHERE request_id = :id", {"id": request_id})
+    async def get_request(self, request_id: str, *, for_update: bool = False) -> Request | None:
+        """One request; `for_update` locks its row until the transaction ends (PostgreSQL; SQLite's
+        BEGIN IMMEDIATE already serialises writers), so two processes never advance it at once."""
+        lock = " FOR UPDATE" if for_update and self.db.dialect == "postgresql" else ""
+        row = await self.db.fetchone(f"SELECT data FROM requests WHERE request_id = :id{lock}", {"id": request_id})
         return Request.model_validate_json(row["data"]) if row else None
 
     async def get_requests(self, request_ids: Sequence[str]) -> dict[str, Request]:
@@ -234,11 +237,12 @@ class Store:
         row = await self.db.fetchone("SELECT data FROM machines WHERE machine_id = :id", {"id": machine_id})
         return Machine.model_validate_json(row["data"]) if row else None
 
-    async def get_machines(self, machine_ids: Sequence[str]) -> dict[str, Machine]:
+    async def get_machines(self, machine_ids: Sequence[str], *, for_update: bool = False) -> dict[str, Machine]:
         if not machine_ids:
             return {}
         clause, params = _in("m", list(machine_ids))
-        rows = await self.db.fetchall(f"SELECT data FROM machines WHERE machine_id IN {clause}", params)
+        lock = " FOR UPDATE" if for_update and self.db.dialect == "postgresql" else ""
+        rows = await self.db.fetchall(f"SELECT data FROM machines WHERE machine_id IN {clause}{lock}", params)
         out = (Machine.model_validate_json(r["data"]) for r in rows)
         return {m.machine_id: m for m in out}
 
