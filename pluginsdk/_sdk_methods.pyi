@@ -2,11 +2,15 @@
 
 from typing import Any
 
-from pluginsdk.models import ActiveMachineCount, CleanupResult, ConfigurationView, Machine, MachineHealth, MachineList, MachineStatus, Metrics, ProviderHealth, ProviderList, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten
+from pluginsdk.models import ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuthorizationDecision, CleanupResult, ConfigurationView, FilteredObjects, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, ProviderHealth, ProviderList, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SecureConfig, SessionTokens, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed
 
 class SDKMethods:
+    async def authorize_web_routes(self, routes: list[WebRoute], **aliases: Any) -> WebRoutesAllowed:
+        """Check web-client routes: returns the ones the caller may open."""
     async def cancel_request(self, request_id: str, reason: str = ..., force: bool = ..., **aliases: Any) -> Request:
         """Cancel a provisioning request; machines not yet running are terminated."""
+    async def change_password(self, previous_password: str, proposed_password: str, **aliases: Any) -> SessionTokens:
+        """Change the caller's managed-pool password; other sessions are signed out."""
     async def cleanup_all_resources(self, older_than_days: float = ..., include_pending: bool = ..., **aliases: Any) -> CleanupResult:
         """Delete old finished requests and terminated machines in one go."""
     async def cleanup_old_requests(self, older_than_days: float = ..., statuses_to_cleanup: list[RequestStatus] = ..., dry_run: bool = ..., **aliases: Any) -> CleanupResult:
@@ -15,18 +19,48 @@ class SDKMethods:
         """Delete records of machines terminated or failed more than N days ago."""
     async def complete_request(self, request_id: str, message: str = ..., **aliases: Any) -> Request:
         """Mark a request finished with what it has (completed, or partial if machines failed)."""
+    async def create_api_key(self, api_key_name: str, description: str, user_id: str, expires_at: str | None = ..., **aliases: Any) -> ApiKeyCreated:
+        """Issue an API key acting as any user who holds a role (administrators); the secret is shown once."""
+    async def create_managed_user(self, user_id: str, email: str, phone: str | None = ..., **aliases: Any) -> ManagedUserWritten:
+        """Create a managed user; a temporary password is mailed to them (changed at first sign-in)."""
+    async def create_my_api_key(self, api_key_name: str, description: str, expires_at: str, **aliases: Any) -> ApiKeyCreated:
+        """Issue an API key acting as the caller; the secret is shown once."""
     async def create_request(self, template_id: str, requested_count: int, timeout: int = ..., request_id: str | None = ..., tags: dict[str, str] = ..., additional_data: dict[str, Any] = ..., wait: bool = ..., dry_run: bool = ..., **aliases: Any) -> RequestCreated:
         """Request machines from a template."""
     async def create_return_request(self, machine_ids: list[str] = ..., force_return: bool = ..., return_all: bool = ..., timeout: int = ..., request_id: str | None = ..., dry_run: bool = ..., **aliases: Any) -> ReturnRequestCreated:
         """Return machines to the provider (terminate them)."""
+    async def create_role(self, role_name: str, description: str, source: str | None = ..., source_identifier: str | None = ..., mfa_required: bool = ..., **aliases: Any) -> RoleWritten:
+        """Create a role."""
     async def create_template(self, template_id: str, image_id: str, name: str | None = ..., description: str | None = ..., instance_type: str | None = ..., instance_types: dict[str, float] | None = ..., key_name: str | None = ..., security_group_ids: list[str] | None = ..., subnet_ids: list[str] | None = ..., user_data: str | None = ..., tags: dict[str, str] | None = ..., version: str | None = ..., max_number: int | None = ..., price_type: str | None = ..., allocation_strategy: str | None = ..., configuration: dict[str, Any] | None = ..., provider_api: str = ..., validate_only: bool = ..., **aliases: Any) -> TemplateWritten:
         """Create a template."""
+    async def create_user_roles(self, user_id: str, role_name: list[str], **aliases: Any) -> UserRolesWritten:
+        """Give a user roles (each pair may exist only once)."""
+    async def delete_api_key(self, api_key_id: str, **aliases: Any) -> ApiKeyResult:
+        """Revoke an API key permanently (administrators)."""
+    async def delete_managed_user(self, user_id: str, **aliases: Any) -> ManagedUserWritten:
+        """Delete a managed user; their API keys and sessions stop working at once."""
+    async def delete_my_api_key(self, api_key_id: str, **aliases: Any) -> ApiKeyResult:
+        """Revoke one of the caller's API keys permanently."""
+    async def delete_role(self, role_id: str, **aliases: Any) -> RoleWritten:
+        """Delete a role (user-role assignments naming it stay; clean them up separately)."""
     async def delete_template(self, template_id: str, force: bool = ..., **aliases: Any) -> TemplateWritten:
         """Delete a template."""
+    async def delete_user_roles(self, user_id: str, **aliases: Any) -> UserRolesWritten:
+        """Remove every role of a user."""
+    async def filter_allowed(self, object_type: str, objects: list[dict[str, Any]] = ..., method: str = ..., **aliases: Any) -> FilteredObjects:
+        """The objects (attribute dicts) the caller may use `method` on, in input order."""
     async def get_active_machine_count(self, template_id: str | None = ..., provider_name: str | None = ..., **aliases: Any) -> ActiveMachineCount:
         """How many machines exist at the provider now, in total and per template."""
+    async def get_amplify_config(self, **aliases: Any) -> AmplifyConfig:
+        """The web client's bootstrap configuration (no sign-in needed)."""
+    async def get_api_key(self, api_key_id: str, **aliases: Any) -> ApiKeyResult:
+        """Show one API key (never its secret)."""
     async def get_configuration(self, group: str | None = ..., **aliases: Any) -> ConfigurationView:
         """The effective configuration (secrets masked) and where each value came from."""
+    async def get_jwks(self, **aliases: Any) -> Jwks:
+        """The public keys that sign managed-pool tokens (JWK Set; no sign-in needed)."""
+    async def get_login_profile(self, user_id: str, **aliases: Any) -> LoginProfile:
+        """The caller's own login profile."""
     async def get_machine(self, machine_id: str, provider_name: str | None = ..., **aliases: Any) -> Machine:
         """Show one machine."""
     async def get_machine_health(self, machine_id: str, **aliases: Any) -> MachineHealth:
@@ -35,6 +69,8 @@ class SDKMethods:
         """Status and address of several machines."""
     async def get_metrics(self, **aliases: Any) -> Metrics:
         """Operation counters and timings of this engine."""
+    async def get_my_api_key(self, api_key_id: str, **aliases: Any) -> ApiKeyResult:
+        """Show one of the caller's API keys."""
     async def get_provider_health(self, provider_name: str | None = ..., detailed: bool = ..., **aliases: Any) -> ProviderHealth:
         """Check that a provider answers."""
     async def get_request(self, request_id: str, long: bool = ..., lightweight: bool = ..., provider_name: str | None = ..., **aliases: Any) -> Request:
@@ -43,31 +79,75 @@ class SDKMethods:
         """Status of one or more requests; unknown ids are reported, not raised."""
     async def get_request_summary(self, template_id: str | None = ..., **aliases: Any) -> RequestSummary:
         """Counts of requests by status and type, and of machines by status."""
+    async def get_secure_config(self, **aliases: Any) -> SecureConfig:
+        """Runtime configuration for signed-in clients (feature flags, service URLs)."""
     async def get_system_status(self, **aliases: Any) -> SystemStatus:
         """Version, backend, provider, store and request counts at a glance."""
     async def get_template(self, template_id: str, provider_name: str | None = ..., include_config: bool = ..., **aliases: Any) -> TemplateResult:
         """Show one template."""
+    async def get_version(self, **aliases: Any) -> VersionInfo:
+        """The service version (no sign-in needed)."""
+    async def is_allowed(self, object_type: str, attributes: dict[str, Any] = ..., method: str = ..., **aliases: Any) -> AuthorizationDecision:
+        """Whether the caller may use `method` on an object of `object_type` with these attributes."""
     async def list_active_requests(self, all_resources: bool = ..., limit: int = ..., offset: int = ..., provider_name: str | None = ..., filter_expressions: list[str] = ..., **aliases: Any) -> RequestList:
         """List requests that are still pending or running."""
+    async def list_allowed_api_routes(self, **aliases: Any) -> AllowedApiRoutes:
+        """List the API routes and methods the caller may use."""
+    async def list_api_keys(self, max_items: int = ..., page_size: int = ..., starting_token: str | None = ..., user_id: str | None = ..., **aliases: Any) -> ApiKeyList:
+        """List every user's API keys (administrators)."""
+    async def list_api_routes(self, **aliases: Any) -> ApiRouteList:
+        """List every API route of the service (path, methods, category, unauthenticated)."""
     async def list_machines(self, status: MachineStatus | None = ..., template_id: str | None = ..., request_id: str | None = ..., active_only: bool = ..., limit: int = ..., offset: int = ..., provider_name: str | None = ..., **aliases: Any) -> MachineList:
         """List machines, newest first."""
+    async def list_managed_users(self, max_items: int = ..., page_size: int | None = ..., starting_token: str | None = ..., **aliases: Any) -> ManagedUserList:
+        """List managed user-pool users."""
+    async def list_my_api_keys(self, max_items: int = ..., page_size: int = ..., starting_token: str | None = ..., **aliases: Any) -> ApiKeyList:
+        """List the caller's own API keys."""
     async def list_providers(self, **aliases: Any) -> ProviderList:
         """List the provider drivers installed and which one is active."""
     async def list_requests(self, status: RequestStatus | None = ..., template_id: str | None = ..., request_type: str | None = ..., limit: int = ..., offset: int = ..., **aliases: Any) -> RequestList:
         """List requests, newest first."""
     async def list_return_requests(self, machine_names: list[str] = ..., status: RequestStatus | None = ..., limit: int = ..., offset: int = ..., provider_name: str | None = ..., **aliases: Any) -> RequestList:
         """List return requests and machines the cloud reclaimed (spot interruptions)."""
+    async def list_roles(self, **aliases: Any) -> RoleList:
+        """List roles."""
     async def list_templates(self, provider_api: str | None = ..., active_only: bool = ..., limit: int = ..., offset: int = ..., provider_name: str | None = ..., force_refresh: bool = ..., **aliases: Any) -> TemplateList:
         """List templates (stored and loaded from the templates directory)."""
+    async def list_user_roles(self, **aliases: Any) -> UserRoleList:
+        """List user-role assignments, one entry per user."""
+    async def login(self, username: str, password: str, new_password: str | None = ..., totp_code: str | None = ..., **aliases: Any) -> SessionTokens:
+        """Sign in to the managed user pool with username and password; returns tokens or a challenge."""
+    async def logout(self, **aliases: Any) -> SessionTokens:
+        """End the caller's session: its refresh token stops working and its tokens are rejected."""
     async def populate_machine_ids(self, request_id: str, **aliases: Any) -> Request:
         """Record machine ids the provider holds for a request (fleets that filled later, crash recovery)."""
     async def refresh_templates(self, force: bool = ..., **aliases: Any) -> TemplateRefresh:
         """Reload template files from the templates directory."""
+    async def refresh_tokens(self, refresh_token: str, **aliases: Any) -> SessionTokens:
+        """Exchange a refresh token for new id and access tokens (same session, same MFA state)."""
+    async def reset_managed_user_password(self, user_id: str, confirm_reset: bool | None = ..., **aliases: Any) -> ManagedUserWritten:
+        """Reset a managed user's password: a new temporary one is mailed to them."""
+    async def setup_mfa(self, **aliases: Any) -> MfaSetup:
+        """Start TOTP set-up for the caller: returns a secret for an authenticator app."""
     async def sync_request(self, request_id: str, **aliases: Any) -> Request:
         """Refresh a request and its machines from the provider now."""
+    async def update_api_key(self, api_key_id: str, description: str | None = ..., expires_at: str | None = ..., is_active: str | None = ..., api_key_name: str | None = ..., **aliases: Any) -> ApiKeyResult:
+        """Update an API key's description, expiry (null clears it) or active flag (administrators)."""
+    async def update_login_profile(self, user_id: str, email: str | None = ..., **aliases: Any) -> LoginProfile:
+        """Write the caller's own login profile (the user pool's email wins when it knows one)."""
+    async def update_managed_user(self, user_id: str, email: str | None = ..., phone: str | None = ..., clear_phone: bool | None = ..., **aliases: Any) -> ManagedUserWritten:
+        """Update a managed user: only the attributes given change."""
+    async def update_my_api_key(self, api_key_id: str, description: str | None = ..., expires_at: str | None = ..., is_active: str | None = ..., api_key_name: str | None = ..., **aliases: Any) -> ApiKeyResult:
+        """Update one of the caller's keys (expiry stays within 365 days of its creation and cannot be cleared)."""
     async def update_request_status(self, request_id: str, status: RequestStatus, message: str = ..., **aliases: Any) -> Request:
         """Set a request's status by hand (only legal transitions)."""
+    async def update_role(self, role_name: str, description: str | None = ..., source: str | None = ..., source_identifier: str | None = ..., mfa_required: bool | None = ..., **aliases: Any) -> RoleWritten:
+        """Update a role: only the fields given change (source null clears it; description cannot be null)."""
     async def update_template(self, template_id: str, name: str | None = ..., description: str | None = ..., instance_type: str | None = ..., instance_types: dict[str, float] | None = ..., key_name: str | None = ..., security_group_ids: list[str] | None = ..., subnet_ids: list[str] | None = ..., user_data: str | None = ..., tags: dict[str, str] | None = ..., version: str | None = ..., max_number: int | None = ..., price_type: str | None = ..., allocation_strategy: str | None = ..., configuration: dict[str, Any] | None = ..., image_id: str | None = ..., provider_api: str | None = ..., **aliases: Any) -> TemplateWritten:
         """Update a template: only the fields given change."""
+    async def update_user_roles(self, user_id: str, role_name: list[str], **aliases: Any) -> UserRolesWritten:
+        """Replace a user's roles with exactly this list."""
     async def validate_template(self, template_config: dict[str, Any] | None = ..., template_id: str | None = ..., **aliases: Any) -> TemplateValidation:
         """Validate a template configuration (errors and warnings); stores nothing."""
+    async def verify_mfa(self, code: str, **aliases: Any) -> SessionTokens:
+        """Confirm TOTP set-up with a code: MFA is enabled and the current session becomes multi-factor."""

@@ -2,6 +2,43 @@
 
 from ._base import BaseModel as BaseModel
 from ._base import utcnow as utcnow
+from .auth_results import AllowedApiRoute as AllowedApiRoute
+from .auth_results import AllowedApiRoutes as AllowedApiRoutes
+from .auth_results import AllowedWebRoute as AllowedWebRoute
+from .auth_results import AmplifyConfig as AmplifyConfig
+from .auth_results import ApiKey as ApiKey
+from .auth_results import ApiKeyCreated as ApiKeyCreated
+from .auth_results import ApiKeyList as ApiKeyList
+from .auth_results import ApiKeyResult as ApiKeyResult
+from .auth_results import ApiRoute as ApiRoute
+from .auth_results import ApiRouteList as ApiRouteList
+from .auth_results import AuthorizationDecision as AuthorizationDecision
+from .auth_results import ConstraintImported as ConstraintImported
+from .auth_results import ConstraintWritten as ConstraintWritten
+from .auth_results import FilteredObjects as FilteredObjects
+from .auth_results import Jwks as Jwks
+from .auth_results import LabelValue as LabelValue
+from .auth_results import LoginProfile as LoginProfile
+from .auth_results import ManagedUser as ManagedUser
+from .auth_results import ManagedUserList as ManagedUserList
+from .auth_results import ManagedUserWritten as ManagedUserWritten
+from .auth_results import MfaSetup as MfaSetup
+from .auth_results import ObjectTypeInfo as ObjectTypeInfo
+from .auth_results import PermissionObjects as PermissionObjects
+from .auth_results import PermissionObjectsBody as PermissionObjectsBody
+from .auth_results import Role as Role
+from .auth_results import RoleItems as RoleItems
+from .auth_results import RoleList as RoleList
+from .auth_results import RoleWritten as RoleWritten
+from .auth_results import SecureConfig as SecureConfig
+from .auth_results import SessionTokens as SessionTokens
+from .auth_results import UserRoleAssignment as UserRoleAssignment
+from .auth_results import UserRoleItems as UserRoleItems
+from .auth_results import UserRoleList as UserRoleList
+from .auth_results import UserRolesWritten as UserRolesWritten
+from .auth_results import VersionInfo as VersionInfo
+from .auth_results import WebRoute as WebRoute
+from .auth_results import WebRoutesAllowed as WebRoutesAllowed
 from .provisioning import MACHINE_TRANSITIONS as MACHINE_TRANSITIONS
 from .provisioning import REQUEST_TRANSITIONS as REQUEST_TRANSITIONS
 from .provisioning import Machine as Machine
@@ -39,15 +76,39 @@ __all__ = [
     "MACHINE_TRANSITIONS",
     "REQUEST_TRANSITIONS",
     "ActiveMachineCount",
+    "AllowedApiRoute",
+    "AllowedApiRoutes",
+    "AllowedWebRoute",
+    "AmplifyConfig",
+    "ApiKey",
+    "ApiKeyCreated",
+    "ApiKeyList",
+    "ApiKeyResult",
+    "ApiRoute",
+    "ApiRouteList",
+    "AuthorizationDecision",
     "BaseModel",
     "CleanupResult",
     "ConfigurationView",
+    "ConstraintImported",
+    "ConstraintWritten",
+    "FilteredObjects",
+    "Jwks",
+    "LabelValue",
+    "LoginProfile",
     "Machine",
     "MachineHealth",
     "MachineList",
     "MachineResult",
     "MachineStatus",
+    "ManagedUser",
+    "ManagedUserList",
+    "ManagedUserWritten",
     "Metrics",
+    "MfaSetup",
+    "ObjectTypeInfo",
+    "PermissionObjects",
+    "PermissionObjectsBody",
     "ProviderHealth",
     "ProviderInfo",
     "ProviderList",
@@ -60,6 +121,12 @@ __all__ = [
     "RequestType",
     "Result",
     "ReturnRequestCreated",
+    "Role",
+    "RoleItems",
+    "RoleList",
+    "RoleWritten",
+    "SecureConfig",
+    "SessionTokens",
     "SkippedMachine",
     "SystemStatus",
     "Template",
@@ -68,6 +135,13 @@ __all__ = [
     "TemplateResult",
     "TemplateValidation",
     "TemplateWritten",
+    "UserRoleAssignment",
+    "UserRoleItems",
+    "UserRoleList",
+    "UserRolesWritten",
+    "VersionInfo",
+    "WebRoute",
+    "WebRoutesAllowed",
     "can_transition",
     "utcnow",
 ]

@@ -11,9 +11,13 @@ from ._base import Query as Query
 from ._base import Rest as Rest
 from ._base import get_spec as get_spec
 from ._base import sdk_name as sdk_name
+from .api_keys import *  # noqa: F403
+from .auth_sessions import *  # noqa: F403
+from .bootstrap import *  # noqa: F403
 from .machines import *  # noqa: F403
 from .requests import *  # noqa: F403
+from .roles import *  # noqa: F403
+from .routes import *  # noqa: F403
 from .system import *  # noqa: F403
 from .templates import *  # noqa: F403
-
-# Auth-service operations register themselves from their own modules (see auth.py when present).
+from .users import *  # noqa: F403

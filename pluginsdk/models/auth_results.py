@@ -1,0 +1,414 @@
+"""Result objects of the auth service (roles, user roles, users, API keys, routes, sessions).
+
+They render camelCase on the auth-service REST routes (their clients read
+`roleName`, `apiKeyId`, ...); a few keys the spec spells differently carry an
+explicit alias (`Items`, `NextToken`, `route__path`). A key the spec says is
+"present only when ..." is left out of the output when it is None. Secrets
+(API keys, TOTP seeds, tokens) never show in `str()` or `repr()`.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import ConfigDict, Field
+
+from ._base import BaseModel
+from .results import Result
+
+__all__ = [
+    "AllowedApiRoute",
+    "AllowedApiRoutes",
+    "AllowedWebRoute",
+    "AmplifyConfig",
+    "ApiKey",
+    "ApiKeyCreated",
+    "ApiKeyList",
+    "ApiKeyResult",
+    "ApiRoute",
+    "ApiRouteList",
+    "AuthorizationDecision",
+    "ConstraintImported",
+    "ConstraintWritten",
+    "FilteredObjects",
+    "Jwks",
+    "LabelValue",
+    "LoginProfile",
+    "ManagedUser",
+    "ManagedUserList",
+    "ManagedUserWritten",
+    "MfaSetup",
+    "ObjectTypeInfo",
+    "PermissionObjects",
+    "PermissionObjectsBody",
+    "Role",
+    "RoleItems",
+    "RoleList",
+    "RoleWritten",
+    "SecureConfig",
+    "SessionTokens",
+    "UserRoleAssignment",
+    "UserRoleItems",
+    "UserRoleList",
+    "UserRolesWritten",
+    "VersionInfo",
+    "WebRoute",
+    "WebRoutesAllowed",
+]
+
+
+def _absent_if_none(value: Any) -> bool:
+    return value is None
+
+
+def _mask(model: BaseModel, secret_fields: tuple[str, ...]) -> str:
+    shown = {k: ("***" if k in secret_fields and v else v) for k, v in model.to_dict(exclude_none=True).items()}
+    return f"{type(model).__name__}({', '.join(f'{k}={v!r}' for k, v in shown.items())})"
+
+
+# -- roles and user roles ------------------------------------------------------
+class Role(BaseModel):
+    """A role: constraints name it in groupPermissions; users receive it through user-role assignments."""
+
+    id: str
+    """Generated identifier."""
+    role_name: str
+    """Unique, immutable name."""
+    description: str
+    created_on: datetime
+    source: str | None = None
+    """Where the role comes from (e.g. INTERNAL_SYSTEM)."""
+    source_identifier: str | None = None
+    mfa_required: bool = False
+    """When true the role's constraints apply only to multi-factor sessions."""
+
+
+class RoleItems(BaseModel):
+    items: list[Role] = Field(default_factory=list, alias="Items")
+
+
+class RoleList(BaseModel):
+    """`GET /roles`: `message.Items`."""
+
+    message: RoleItems = Field(default_factory=RoleItems)
+
+
+class RoleWritten(Result):
+    """Outcome of a role create, update or delete."""
+
+    role_name: str
+    operation: str
+
+
+class UserRoleAssignment(BaseModel):
+    """The roles one user holds."""
+
+    user_id: str
+    role_name: list[str] = Field(default_factory=list)
+    created_on: datetime
+
+
+class UserRoleItems(BaseModel):
+    items: list[UserRoleAssignment] = Field(default_factory=list, alias="Items")
+
+
+class UserRoleList(BaseModel):
+    """`GET /user-roles`: `message.Items`."""
+
+    message: UserRoleItems = Field(default_factory=UserRoleItems)
+
+
+class UserRolesWritten(Result):
+    """Outcome of a user-role create, replace or delete."""
+
+    user_id: str
+    operation: str
+    role_name: list[str] | None = Field(None, exclude_if=_absent_if_none)
+    """The user's roles after the change (absent after delete)."""
+
+
+# -- constraints (the Constraint model itself lives in models/auth.py) -------------
+class ConstraintWritten(Result):
+    """Outcome of a constraint create, update or delete."""
+
+    constraint_id: str
+    operation: str
+    constraint: str | None = Field(None, exclude_if=_absent_if_none)
+    """JSON text of the stored constraint (with an `identifier` field); absent after delete."""
+
+
+class ConstraintImported(Result):
+    """Outcome of a constraint template import."""
+
+    constraint_ids: list[str] = Field(default_factory=list)
+    """The constraints written, in template order."""
+
+
+class LabelValue(BaseModel):
+    label: str
+    value: str
+
+
+class ObjectTypeInfo(LabelValue):
+    fields: list[LabelValue] = Field(default_factory=list)
+
+
+class PermissionObjectsBody(BaseModel):
+    object_types: list[ObjectTypeInfo] = Field(default_factory=list)
+    operators: list[LabelValue] = Field(default_factory=list)
+    permissions: list[LabelValue] = Field(default_factory=list)
+    permission_types: list[LabelValue] = Field(default_factory=list)
+
+
+class PermissionObjects(BaseModel):
+    """The authoritative values for objectType, criterion field, operator, permission and permissionType."""
+
+    message: PermissionObjectsBody = Field(default_factory=PermissionObjectsBody)
+
+
+# -- managed users ----------------------------------------------------------------
+class ManagedUser(BaseModel):
+    """A user of the embedded (managed) user pool."""
+
+    user_id: str
+    email: str
+    phone: str | None = None
+    """E.164."""
+    user_status: str
+    """CONFIRMED, or FORCE_CHANGE_PASSWORD until the temporary password is replaced."""
+    enabled: bool = True
+    user_create_date: datetime
+    user_last_modified_date: datetime
+    mfa_enabled: bool = False
+
+
+class ManagedUserList(BaseModel):
+    """`GET /user/managed`: `users`, and `NextToken` while more remain."""
+
+    users: list[ManagedUser] = Field(default_factory=list)
+    next_token: str | None = Field(None, alias="NextToken", exclude_if=_absent_if_none)
+
+
+class ManagedUserWritten(Result):
+    """Outcome of a managed-user create, update, delete or password reset."""
+
+    user_id: str
+    operation: str
+    user: ManagedUser | None = Field(None, exclude_if=_absent_if_none)
+
+
+# -- API keys ---------------------------------------------------------------------
+class ApiKey(BaseModel):
+    """An API key's record (never its secret)."""
+
+    api_key_id: str
+    api_key_name: str
+    description: str
+    user_id: str
+    """The user the key acts as."""
+    created_by: str
+    created_at: datetime
+    updated_at: datetime
+    expires_at: datetime | None = None
+    is_active: str = "true"
+    """The text `true` or `false`."""
+
+
+class ApiKeyResult(ApiKey):
+    """One key (get, update)."""
+
+    message: str = ""
+
+
+class ApiKeyCreated(ApiKey):
+    """A new key: its record plus the secret, shown this once."""
+
+    api_key: str = Field(repr=False)
+    """The secret; it cannot be retrieved later."""
+    message: str = ""
+
+    def __str__(self) -> str:
+        return _mask(self, ("api_key",))
+
+    def __repr__(self) -> str:
+        return _mask(self, ("api_key",))
+
+
+class ApiKeyList(BaseModel):
+    """A page of keys: `Items`; `NextToken` and `truncated` only while more remain."""
+
+    model_config = ConfigDict(alias_generator=None)
+
+    items: list[ApiKey] = Field(default_factory=list, alias="Items")
+    next_token: str | None = Field(None, alias="NextToken", exclude_if=_absent_if_none)
+    truncated: bool | None = Field(None, exclude_if=_absent_if_none)
+
+
+# -- routes, profiles, bootstrap ----------------------------------------------------
+class ApiRoute(BaseModel):
+    path: str
+    """Route template."""
+    methods: list[str] = Field(default_factory=list)
+    category: str
+    unauthenticated: bool = False
+
+
+class ApiRouteList(BaseModel):
+    """Every API route of the service."""
+
+    routes: list[ApiRoute] = Field(default_factory=list)
+
+
+class AllowedApiRoute(BaseModel):
+    path: str
+    methods: list[str] = Field(default_factory=list)
+    """Only the methods the caller may use."""
+    category: str
+
+
+class AllowedApiRoutes(BaseModel):
+    """The API routes the caller may use."""
+
+    routes: list[AllowedApiRoute] = Field(default_factory=list)
+    user_id: str
+
+
+class WebRoute(BaseModel):
+    """A web-client route to check."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    method: str = Field(pattern=r"^(GET|PUT|POST|DELETE)$")
+    route__path: str = Field(alias="route__path", min_length=1, max_length=512)
+
+
+class AllowedWebRoute(BaseModel):
+    method: str
+    route__path: str = Field(alias="route__path")
+    object__type: str = Field("web", alias="object__type")
+
+
+class WebRoutesAllowed(BaseModel):
+    """The web routes the caller may open."""
+
+    allowed_routes: list[AllowedWebRoute] = Field(default_factory=list)
+    email: str
+    """The requester's identity."""
+
+
+class LoginProfile(BaseModel):
+    """The caller's login profile (identity-only until one is written)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    user_id: str
+    email: str | None = Field(None, exclude_if=_absent_if_none)
+
+
+class AmplifyConfig(BaseModel):
+    """What the web client needs before sign-in."""
+
+    model_config = ConfigDict(alias_generator=None)
+
+    region: str
+    api: str
+    managed_user_pool_id: str = Field("undefined", alias="managedUserPoolId")
+    managed_app_client_id: str = Field("undefined", alias="managedAppClientId")
+    managed_identity_pool_id: str = Field("undefined", alias="managedIdentityPoolId")
+    managed_user_pool_endpoint: str = Field("undefined", alias="managedUserPoolEndpoint")
+    content_security_policy: str = Field("", alias="contentSecurityPolicy")
+    banner_html_message: str = Field("", alias="bannerHtmlMessage")
+    external_oauth_idp_url: str | None = Field(None, alias="externalOAuthIdpURL", exclude_if=_absent_if_none)
+    external_oauth_idp_client_id: str | None = Field(None, alias="externalOAuthIdpClientId", exclude_if=_absent_if_none)
+    external_oauth_idp_scope: str | None = Field(None, alias="externalOAuthIdpScope", exclude_if=_absent_if_none)
+    external_oauth_idp_scope_mfa: str | None = Field(None, alias="externalOAuthIdpScopeMfa", exclude_if=_absent_if_none)
+    external_oauth_idp_token_endpoint: str | None = Field(
+        None, alias="externalOAuthIdpTokenEndpoint", exclude_if=_absent_if_none
+    )
+    external_oauth_idp_authorization_endpoint: str | None = Field(
+        None, alias="externalOAuthIdpAuthorizationEndpoint", exclude_if=_absent_if_none
+    )
+    external_oauth_idp_discovery_endpoint: str | None = Field(
+        None, alias="externalOAuthIdpDiscoveryEndpoint", exclude_if=_absent_if_none
+    )
+
+
+class SecureConfig(BaseModel):
+    """Runtime configuration for signed-in clients."""
+
+    features_enabled: str = ""
+    """Comma-separated feature flags."""
+    location_service_api_url: str = ""
+    web_deployed_url: str = ""
+
+
+class VersionInfo(BaseModel):
+    """The service version."""
+
+    version: str
+
+
+# -- sessions ------------------------------------------------------------------------
+class SessionTokens(BaseModel):
+    """Tokens of a managed-pool session, or the challenge that must be answered first."""
+
+    id_token: str | None = Field(None, repr=False, exclude_if=_absent_if_none)
+    """Present it as `Authorization: Bearer <id_token>`."""
+    access_token: str | None = Field(None, repr=False, exclude_if=_absent_if_none)
+    refresh_token: str | None = Field(None, repr=False, exclude_if=_absent_if_none)
+    """Exchange it for new tokens with `refresh_tokens`."""
+    expires_in: int | None = Field(None, exclude_if=_absent_if_none)
+    """Seconds the id and access tokens stay valid."""
+    token_type: str | None = Field(None, exclude_if=_absent_if_none)
+    challenge_name: str | None = Field(None, exclude_if=_absent_if_none)
+    """NEW_PASSWORD_REQUIRED or SOFTWARE_TOKEN_MFA: call again with new_password / totp_code."""
+    mfa: bool = False
+    """Whether the session is multi-factor."""
+    message: str = ""
+
+    def __str__(self) -> str:
+        return _mask(self, ("id_token", "access_token", "refresh_token"))
+
+    def __repr__(self) -> str:
+        return _mask(self, ("id_token", "access_token", "refresh_token"))
+
+
+class MfaSetup(BaseModel):
+    """A pending TOTP secret: add it to an authenticator app, then call `verify_mfa` with a code."""
+
+    secret_code: str = Field(repr=False)
+    otpauth_uri: str = Field(repr=False)
+    message: str = ""
+
+    def __str__(self) -> str:
+        return _mask(self, ("secret_code", "otpauth_uri"))
+
+    def __repr__(self) -> str:
+        return _mask(self, ("secret_code", "otpauth_uri"))
+
+
+class Jwks(BaseModel):
+    """The public keys that sign managed-pool tokens (RFC 7517 JWK Set)."""
+
+    keys: list[dict[str, Any]] = Field(default_factory=list)
+
+
+# -- authorization checks for embedding services ------------------------------------
+class AuthorizationDecision(BaseModel):
+    """Whether the caller may act on one object."""
+
+    allowed: bool
+    object_type: str
+    method: str
+    user_id: str
+
+
+class FilteredObjects(BaseModel):
+    """The objects the caller may act on, in input order, and their input positions."""
+
+    allowed: list[dict[str, Any]] = Field(default_factory=list)
+    indexes: list[int] = Field(default_factory=list)
+    object_type: str
+    method: str
+    user_id: str

@@ -1,0 +1,191 @@
+"""API keys: the administrative variant (any user's keys) and the self-service variant (the caller's own)."""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator, model_validator
+
+from ..models.auth_results import ApiKeyCreated, ApiKeyList, ApiKeyResult
+from ._base import Cli, Command, Policy, Query, Rest
+from .auth_fields import Description, PartialUpdate, UserId, strip_text
+
+__all__ = [
+    "CreateAPIKeyCommand",
+    "CreateMyAPIKeyCommand",
+    "DeleteAPIKeyCommand",
+    "DeleteMyAPIKeyCommand",
+    "GetAPIKeyQuery",
+    "GetMyAPIKeyQuery",
+    "ListAPIKeysQuery",
+    "ListMyAPIKeysQuery",
+    "UpdateAPIKeyCommand",
+    "UpdateMyAPIKeyCommand",
+]
+
+_ADMIN = Policy(category="apiKeys")
+_SELF = Policy(category="userApiKeys")
+_KEY_ID = r"^[A-Za-z0-9\-]{1,64}$"
+
+
+class _ListKeys(Query):
+    max_items: int = Field(3000, ge=1)
+    """Most keys per page (1-3000; larger values are clamped)."""
+    page_size: int = Field(1000, ge=1)
+    """Keys per page (default 1000; clamped to max_items)."""
+    starting_token: str | None = None
+    """NextToken of the previous page, unmodified."""
+
+
+class ListAPIKeysQuery(_ListKeys):
+    """List every user's API keys (administrators)."""
+
+    result_type = ApiKeyList
+    rest = Rest("GET", "/auth/api-keys", camel=True)
+    cli = Cli("api-keys", "list")
+    policy = _ADMIN
+
+    user_id: str | None = None
+    """Only this user's keys."""
+
+
+class ListMyAPIKeysQuery(_ListKeys):
+    """List the caller's own API keys."""
+
+    result_type = ApiKeyList
+    rest = Rest("GET", "/auth/user/api-keys", camel=True)
+    cli = Cli("api-keys", "list-mine")
+    policy = _SELF
+
+
+class GetAPIKeyQuery(Query):
+    """Show one API key (never its secret)."""
+
+    result_type = ApiKeyResult
+    rest = Rest("GET", "/auth/api-keys/{api_key_id}", camel=True)
+    cli = Cli("api-keys", "show", args=("api_key_id",))
+    policy = _ADMIN
+
+    api_key_id: str = Field(pattern=_KEY_ID)
+    """Key to show."""
+
+
+class GetMyAPIKeyQuery(Query):
+    """Show one of the caller's API keys."""
+
+    result_type = ApiKeyResult
+    rest = Rest("GET", "/auth/user/api-keys/{api_key_id}", camel=True)
+    cli = Cli("api-keys", "show-mine", args=("api_key_id",))
+    policy = _SELF
+
+    api_key_id: str = Field(pattern=_KEY_ID)
+    """Key to show."""
+
+
+class _CreateKey(Command):
+    api_key_name: str = Field(min_length=1, max_length=128)
+    """Display name, unique per user; cannot change later."""
+    description: Description
+    """What the key is for (4-256 characters after trimming)."""
+
+    _strip_name = field_validator("api_key_name", mode="before")(strip_text)
+
+
+class CreateAPIKeyCommand(_CreateKey):
+    """Issue an API key acting as any user who holds a role (administrators); the secret is shown once."""
+
+    result_type = ApiKeyCreated
+    rest = Rest("POST", "/auth/api-keys", camel=True)
+    cli = Cli("api-keys", "create", args=("api_key_name", "user_id"))
+    policy = _ADMIN
+
+    user_id: UserId
+    """User the key acts as (must hold a role assignment)."""
+    expires_at: str | None = None
+    """Expiry, ISO 8601 with a time zone, in the future; a date alone means the end of that day UTC."""
+
+
+class CreateMyAPIKeyCommand(_CreateKey):
+    """Issue an API key acting as the caller; the secret is shown once."""
+
+    result_type = ApiKeyCreated
+    rest = Rest("POST", "/auth/user/api-keys", camel=True)
+    cli = Cli("api-keys", "create-mine", args=("api_key_name",))
+    policy = _SELF
+
+    expires_at: str
+    """Expiry (ISO 8601 with a time zone, or a date), at most 365 days from now."""
+
+
+class _UpdateKey(PartialUpdate, Command):
+    api_key_id: str = Field(pattern=_KEY_ID)
+    """Key to update."""
+    description: str | None = Field(None, min_length=4, max_length=256)
+    """New description."""
+    expires_at: str | None = None
+    """New expiry (ISO 8601 with a time zone, or a date)."""
+    is_active: str | None = Field(None, pattern=r"^(true|false)$")
+    """The text `true` (enable) or `false` (disable)."""
+    api_key_name: str | None = None
+    """Not changeable; giving it is an error."""
+
+    _strip = field_validator("description", mode="before")(strip_text)
+
+    @model_validator(mode="after")
+    def _something_to_change(self) -> _UpdateKey:
+        if "api_key_name" in self.model_fields_set:
+            raise ValueError("apiKeyName cannot change after creation")
+        given = self.model_fields_set & {"description", "expires_at", "is_active"}
+        if not given:
+            raise ValueError("give at least one of description, expiresAt, isActive")
+        if "description" in given and self.description is None:
+            raise ValueError("description cannot be null")
+        if "is_active" in given and self.is_active is None:
+            raise ValueError("isActive must be the text 'true' or 'false'")
+        return self
+
+
+class UpdateAPIKeyCommand(_UpdateKey):
+    """Update an API key's description, expiry (null clears it) or active flag (administrators)."""
+
+    result_type = ApiKeyResult
+    rest = Rest("PUT", "/auth/api-keys/{api_key_id}", camel=True)
+    cli = Cli("api-keys", "update", args=("api_key_id",))
+    policy = _ADMIN
+
+
+class UpdateMyAPIKeyCommand(_UpdateKey):
+    """Update one of the caller's keys (expiry stays within 365 days of its creation and cannot be cleared)."""
+
+    result_type = ApiKeyResult
+    rest = Rest("PUT", "/auth/user/api-keys/{api_key_id}", camel=True)
+    cli = Cli("api-keys", "update-mine", args=("api_key_id",))
+    policy = _SELF
+
+    @model_validator(mode="after")
+    def _no_clear(self) -> UpdateMyAPIKeyCommand:
+        if "expires_at" in self.model_fields_set and self.expires_at is None:
+            raise ValueError("expiresAt cannot be cleared on a self-service key")
+        return self
+
+
+class DeleteAPIKeyCommand(Command):
+    """Revoke an API key permanently (administrators)."""
+
+    result_type = ApiKeyResult
+    rest = Rest("DELETE", "/auth/api-keys/{api_key_id}", camel=True)
+    cli = Cli("api-keys", "delete", args=("api_key_id",))
+    policy = _ADMIN
+
+    api_key_id: str = Field(pattern=_KEY_ID)
+    """Key to revoke."""
+
+
+class DeleteMyAPIKeyCommand(Command):
+    """Revoke one of the caller's API keys permanently."""
+
+    result_type = ApiKeyResult
+    rest = Rest("DELETE", "/auth/user/api-keys/{api_key_id}", camel=True)
+    cli = Cli("api-keys", "delete-mine", args=("api_key_id",))
+    policy = _SELF
+
+    api_key_id: str = Field(pattern=_KEY_ID)
+    """Key to revoke."""

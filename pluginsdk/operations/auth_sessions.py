@@ -1,0 +1,110 @@
+"""Sessions of the embedded (managed) user pool: sign-in, token refresh, TOTP MFA, passwords, JWKS."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ..models.auth_results import Jwks, MfaSetup, SessionTokens
+from ._base import Cli, Command, Policy, Query, Rest
+from .auth_fields import Sensitive
+
+__all__ = [
+    "ChangePasswordCommand",
+    "GetJwksQuery",
+    "LoginCommand",
+    "LogoutCommand",
+    "RefreshTokensCommand",
+    "SetupMfaCommand",
+    "VerifyMfaCommand",
+]
+
+
+class LoginCommand(Sensitive, Command):
+    """Sign in to the managed user pool with username and password; returns tokens or a challenge.
+
+    Challenge NEW_PASSWORD_REQUIRED: call again with `new_password` (the
+    temporary password must be replaced). SOFTWARE_TOKEN_MFA: call again with
+    `totp_code`. A TOTP-verified session is multi-factor.
+    """
+
+    result_type = SessionTokens
+    rest = Rest("POST", "/auth/login", camel=True)
+    cli = Cli("auth", "login", args=("username",))
+    policy = Policy(unauthenticated=True, category="session")
+    secret_fields = ("password", "new_password")
+
+    username: str = Field(min_length=1, max_length=256)
+    """User id."""
+    password: str
+    """Current (or temporary) password."""
+    new_password: str | None = None
+    """Replacement password, when the temporary one must be changed."""
+    totp_code: str | None = Field(None, pattern=r"^[0-9]{6}$")
+    """Six-digit code of the authenticator app, for users with MFA enabled."""
+
+
+class RefreshTokensCommand(Sensitive, Command):
+    """Exchange a refresh token for new id and access tokens (same session, same MFA state)."""
+
+    result_type = SessionTokens
+    rest = Rest("POST", "/auth/token", camel=True)
+    cli = Cli("auth", "refresh")
+    policy = Policy(unauthenticated=True, category="session")
+    secret_fields = ("refresh_token",)
+
+    refresh_token: str = Field(min_length=1, max_length=512)
+    """The refresh token of the session."""
+
+
+class LogoutCommand(Command):
+    """End the caller's session: its refresh token stops working and its tokens are rejected."""
+
+    result_type = SessionTokens
+    rest = Rest("POST", "/auth/user/logout", camel=True)
+    cli = Cli("auth", "logout")
+    policy = Policy(category="session")
+
+
+class ChangePasswordCommand(Sensitive, Command):
+    """Change the caller's managed-pool password; other sessions are signed out."""
+
+    result_type = SessionTokens
+    rest = Rest("POST", "/auth/user/password", camel=True)
+    cli = Cli("auth", "change-password")
+    policy = Policy(category="session")
+    secret_fields = ("previous_password", "proposed_password")
+
+    previous_password: str
+    """Current password."""
+    proposed_password: str
+    """New password."""
+
+
+class SetupMfaCommand(Command):
+    """Start TOTP set-up for the caller: returns a secret for an authenticator app."""
+
+    result_type = MfaSetup
+    rest = Rest("POST", "/auth/user/mfa/setup", camel=True)
+    cli = Cli("auth", "mfa-setup")
+    policy = Policy(category="session")
+
+
+class VerifyMfaCommand(Command):
+    """Confirm TOTP set-up with a code: MFA is enabled and the current session becomes multi-factor."""
+
+    result_type = SessionTokens
+    rest = Rest("POST", "/auth/user/mfa/verify", camel=True)
+    cli = Cli("auth", "mfa-verify", args=("code",))
+    policy = Policy(category="session")
+
+    code: str = Field(pattern=r"^[0-9]{6}$")
+    """Six-digit code from the authenticator app."""
+
+
+class GetJwksQuery(Query):
+    """The public keys that sign managed-pool tokens (JWK Set; no sign-in needed)."""
+
+    result_type = Jwks
+    rest = Rest("GET", "/auth/.well-known/jwks.json", camel=True)
+    cli = Cli("auth", "jwks")
+    policy = Policy(unauthenticated=True, category="session")

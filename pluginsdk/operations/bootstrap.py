@@ -1,0 +1,70 @@
+"""Client bootstrap: web-client configuration, runtime configuration, version, login profiles."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from ..models.auth_results import AmplifyConfig, LoginProfile, SecureConfig, VersionInfo
+from ._base import Cli, Command, Policy, Query, Rest
+from .auth_fields import UserId
+
+__all__ = [
+    "GetAmplifyConfigQuery",
+    "GetLoginProfileQuery",
+    "GetSecureConfigQuery",
+    "GetVersionQuery",
+    "UpdateLoginProfileCommand",
+]
+
+
+class GetAmplifyConfigQuery(Query):
+    """The web client's bootstrap configuration (no sign-in needed)."""
+
+    result_type = AmplifyConfig
+    rest = Rest("GET", "/api/amplify-config", camel=True)
+    cli = Cli("auth", "amplify-config")
+    policy = Policy(unauthenticated=True, category="bootstrap")
+
+
+class GetVersionQuery(Query):
+    """The service version (no sign-in needed)."""
+
+    result_type = VersionInfo
+    rest = Rest("GET", "/api/version", camel=True)
+    cli = Cli("auth", "version")
+    policy = Policy(unauthenticated=True, category="bootstrap")
+
+
+class GetSecureConfigQuery(Query):
+    """Runtime configuration for signed-in clients (feature flags, service URLs)."""
+
+    result_type = SecureConfig
+    rest = Rest("GET", "/secure-config", camel=True)
+    cli = Cli("auth", "secure-config")
+    policy = Policy(category="bootstrap")
+
+
+class GetLoginProfileQuery(Query):
+    """The caller's own login profile."""
+
+    result_type = LoginProfile
+    rest = Rest("GET", "/auth/loginProfile/{user_id}", camel=True)
+    cli = Cli("auth", "profile", args=("user_id",))
+    policy = Policy(category="loginProfile")
+
+    user_id: UserId
+    """The caller's own identity."""
+
+
+class UpdateLoginProfileCommand(Command):
+    """Write the caller's own login profile (the user pool's email wins when it knows one)."""
+
+    result_type = LoginProfile
+    rest = Rest("POST", "/auth/loginProfile/{user_id}", camel=True)
+    cli = Cli("auth", "profile-update", args=("user_id",))
+    policy = Policy(category="loginProfile")
+
+    user_id: UserId
+    """The caller's own identity."""
+    email: str | None = Field(None, max_length=320)
+    """Email address."""
