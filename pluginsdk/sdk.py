@@ -168,6 +168,7 @@ def parameter_order(spec: OperationSpec) -> list[str]:
 
 def _docstring(spec: OperationSpec) -> str:
     fields = spec.cls.model_fields
+    spec.field_docs()
     lines = [spec.summary]
     if spec.description:
         lines += ["", spec.description]
@@ -211,16 +212,34 @@ def _make_method(spec: OperationSpec) -> Callable[..., Coroutine[Any, Any, Any]]
     method.__signature__ = inspect.Signature(params, return_annotation=spec.result_type)  # type: ignore[attr-defined]
     method.__name__ = spec.name
     method.__qualname__ = f"PluginSDK.{spec.name}"
-    method.__doc__ = _docstring(spec)
+    method.__doc__ = spec.summary
     method.__module__ = __name__
     return method
+
+
+class _OperationMethod:
+    """Class attribute holding a derived method; fills its full docstring on first lookup.
+
+    Field docs are read from source (~7 ms a module), so they are read when someone looks, not at import.
+    """
+
+    def __init__(self, spec: OperationSpec) -> None:
+        self.spec = spec
+        self.func = _make_method(spec)
+        self.documented = False
+
+    def __get__(self, obj: object, owner: type | None = None) -> Any:
+        if not self.documented:
+            self.func.__doc__ = _docstring(self.spec)
+            self.documented = True
+        return self.func if obj is None else self.func.__get__(obj, owner)
 
 
 def _install_methods() -> None:
     for name, spec in CATALOG.items():
         if name in _RESERVED:
             raise ConfigurationError(f"Operation {name!r} clashes with a PluginSDK attribute.")
-        setattr(PluginSDK, name, _make_method(spec))
+        setattr(PluginSDK, name, _OperationMethod(spec))
 
 
 _install_methods()

@@ -104,6 +104,7 @@ class Engine:
         self.store: Store | None = None
         self.providers: dict[str, ProviderDriver] = {}
         self.files = TemplateFiles(settings.templates.dir)
+        self._templates: tuple[str | None, list[Template]] | None = None
         self.authz: Authorizer = AllowAll()
         self.metrics: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "errors": 0, "seconds": 0.0})
         self.started_at = time.time()
@@ -203,12 +204,19 @@ class Engine:
 
     # -- templates --------------------------------------------------------
     async def all_templates(self, provider_api: str | None = None, *, force_refresh: bool = False) -> list[Template]:
-        """Stored templates and templates from files (a stored one wins on the same id)."""
-        stored = {t.template_id: t for t in await self.db.list_templates(provider_api)}
+        """Stored templates and templates from files (a stored one wins on the same id), sorted by id.
+
+        Parsed templates are cached until the store's template version changes (one point read per call),
+        so listing 1,000 templates does not re-parse 1,000 JSON documents.
+        """
+        version = await self.db.templates_version()
+        if self._templates is None or self._templates[0] != version:
+            self._templates = (version, await self.db.list_templates())
+        stored = {t.template_id: t for t in self._templates[1]}
         for t in self.files.load(force=force_refresh).values():
-            if t.template_id not in stored and (provider_api is None or t.provider_api == provider_api):
-                stored[t.template_id] = t
-        return sorted(stored.values(), key=lambda t: t.template_id)
+            stored.setdefault(t.template_id, t)
+        found = sorted(stored.values(), key=lambda t: t.template_id)
+        return found if provider_api is None else [t for t in found if t.provider_api == provider_api]
 
     async def template(self, template_id: str) -> Template | None:
         return await self.db.get_template(template_id) or self.files.load().get(template_id)

@@ -5,7 +5,6 @@ asks for aliases. `to_dict()`/`to_json()` and a compact `__str__` make
 objects pleasant in notebooks and logs.
 """
 
-from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
@@ -29,7 +28,8 @@ class BaseModel(pydantic.BaseModel):
     model_config = ConfigDict(
         alias_generator=to_camel,
         extra="ignore",
-        use_attribute_docstrings=True,
+        use_attribute_docstrings=False,
+        defer_build=True,
         validate_by_name=True,
         validate_by_alias=True,
     )

@@ -8,6 +8,7 @@ server, remote client, CLI and MCP server read only specs; nothing is written
 per operation in an interface. A bad binding fails at import, naming the class.
 """
 
+
 from __future__ import annotations
 
 import functools
@@ -118,7 +119,8 @@ class Operation(BaseModel):
         validate_by_name=True,
         validate_by_alias=True,
         extra="forbid",
-        use_attribute_docstrings=True,
+        use_attribute_docstrings=False,
+        defer_build=True,
         loc_by_alias=False,
     )
 
@@ -298,6 +300,7 @@ class OperationSpec:
     # -- building -------------------------------------------------------
     def build(self, data: Mapping[str, Any]) -> Operation:
         """Validate input into the operation; a bad field is a ValidationError naming it."""
+        _documented(self.cls)
         try:
             return self.cls.model_validate(dict(data))
         except pydantic.ValidationError as exc:
@@ -335,6 +338,21 @@ class OperationSpec:
     def object_attributes(self, op: Operation) -> dict[str, Any]:
         """Tier-2 attributes known from the input alone (before any lookup)."""
         return {attr: getattr(op, fld) for attr, fld in self.policy.fields.items() if getattr(op, fld) is not None}
+
+    def field_docs(self) -> dict[str, str]:
+        """Field name -> help text (the docstring under the field)."""
+        _documented(self.cls)
+        return {f: self.cls.model_fields[f].description or "" for f in self.input_fields}
+
+    def input_schema(self) -> dict[str, Any]:
+        """JSON schema of the input fields (snake_case), with field docs as descriptions."""
+        _documented(self.cls)
+        schema = self.cls.model_json_schema(by_alias=False)
+        props = schema.get("properties", {})
+        for out in self.cls.output_fields:
+            props.pop(out, None)
+        schema["required"] = [f for f in schema.get("required", []) if f in props]
+        return schema
 
     def to_info_dict(self) -> dict[str, Any]:
         """The operation as data (feeds the route catalogue and reachability tests)."""
@@ -380,6 +398,15 @@ def validation_error(exc: pydantic.ValidationError, where: str) -> ValidationErr
             ],
         },
     )
+
+
+@functools.cache
+def _documented(cls: type[Operation]) -> bool:
+    """Attach field docstrings to an operation class once, before pydantic builds its (deferred) schema."""
+    from .._docs import apply_field_docs
+
+    apply_field_docs(cls)
+    return True
 
 
 CATALOG: dict[str, OperationSpec] = {}

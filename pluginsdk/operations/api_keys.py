@@ -1,6 +1,5 @@
 """API keys: the administrative variant (any user's keys) and the self-service variant (the caller's own)."""
 
-from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
@@ -130,7 +129,7 @@ class _UpdateKey(PartialUpdate, Command):
     _strip = field_validator("description", mode="before")(strip_text)
 
     @model_validator(mode="after")
-    def _something_to_change(self) -> _UpdateKey:
+    def _something_to_change(self) -> "_UpdateKey":
         if "api_key_name" in self.model_fields_set:
             raise ValueError("apiKeyName cannot change after creation")
         given = self.model_fields_set & {"description", "expires_at", "is_active"}
@@ -161,7 +160,7 @@ class UpdateMyAPIKeyCommand(_UpdateKey):
     policy = _SELF
 
     @model_validator(mode="after")
-    def _no_clear(self) -> UpdateMyAPIKeyCommand:
+    def _no_clear(self) -> "UpdateMyAPIKeyCommand":
         if "expires_at" in self.model_fields_set and self.expires_at is None:
             raise ValueError("expiresAt cannot be cleared on a self-service key")
         return self

@@ -1,6 +1,5 @@
 """Field types and helpers shared by the auth-service operations (no operations here)."""
 
-from __future__ import annotations
 
 import re
 from typing import Annotated, Any, ClassVar

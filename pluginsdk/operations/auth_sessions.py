@@ -1,6 +1,5 @@
 """Sessions of the embedded (managed) user pool: sign-in, token refresh, TOTP MFA, passwords, JWKS."""
 
-from __future__ import annotations
 
 from pydantic import Field
 

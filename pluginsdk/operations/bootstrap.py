@@ -1,6 +1,5 @@
 """Client bootstrap: web-client configuration, runtime configuration, version, login profiles."""
 
-from __future__ import annotations
 
 from pydantic import Field
 

@@ -1,6 +1,5 @@
 """Machine queries: one machine, lists, status of several, health, active count."""
 
-from __future__ import annotations
 
 from pydantic import Field
 

@@ -1,6 +1,5 @@
 """Provisioning and return requests: create, read, list, cancel, sync, complete, clean up."""
 
-from __future__ import annotations
 
 from typing import Any
 

@@ -1,6 +1,5 @@
 """Roles and user-role assignments."""
 
-from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
@@ -74,7 +73,7 @@ class UpdateRoleCommand(PartialUpdate, Command):
     _strip = field_validator("description", mode="before")(strip_text)
 
     @model_validator(mode="after")
-    def _something_to_change(self) -> UpdateRoleCommand:
+    def _something_to_change(self) -> "UpdateRoleCommand":
         given = self.model_fields_set - {"role_name"}
         if not given:
             raise ValueError("give at least one of description, source, sourceIdentifier, mfaRequired besides roleName")

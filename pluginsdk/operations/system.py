@@ -1,6 +1,5 @@
 """System queries: configuration, providers, status, metrics."""
 
-from __future__ import annotations
 
 from ..models import ConfigurationView, Metrics, ProviderHealth, ProviderList, SystemStatus
 from ._base import Cli, Mcp, Policy, Query, Rest

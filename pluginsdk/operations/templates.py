@@ -1,6 +1,5 @@
 """Template operations: create, read, update, delete, validate, refresh."""
 
-from __future__ import annotations
 
 from typing import Any
 

@@ -1,6 +1,5 @@
 """Managed user-pool users (available when `app.authProvider.useManaged.enabled` is true)."""
 
-from __future__ import annotations
 
 from pydantic import Field, field_validator, model_validator
 
@@ -71,7 +70,7 @@ class UpdateManagedUserCommand(PartialUpdate, Command):
     """Remove the phone number (not together with phone)."""
 
     @model_validator(mode="after")
-    def _one_change(self) -> UpdateManagedUserCommand:
+    def _one_change(self) -> "UpdateManagedUserCommand":
         if self.phone is not None and self.clear_phone is not None:
             raise ValueError("give phone or clearPhone, not both")
         if self.email is None and self.phone is None and not self.clear_phone:
@@ -112,7 +111,7 @@ class ResetManagedUserPasswordCommand(Command):
         return v
 
     @model_validator(mode="after")
-    def _given(self) -> ResetManagedUserPasswordCommand:
+    def _given(self) -> "ResetManagedUserPasswordCommand":
         if self.confirm_reset is not True:
             raise ValueError("confirmReset must be true to reset the password")
         return self

@@ -7,6 +7,7 @@ the provisioning service lives in this module.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
@@ -58,10 +59,18 @@ class Store:
             rows = await self.db.fetchall("SELECT data FROM templates ORDER BY template_id")
         return [Template.model_validate_json(r["data"]) for r in rows]
 
+    async def templates_version(self) -> str | None:
+        """Changes on every template write (any process): the engine's template cache key."""
+        return await self.get_meta("templates_version")
+
+    async def _bump_templates(self) -> None:
+        await self.set_meta("templates_version", uuid.uuid4().hex)
+
     async def insert_template(self, t: Template) -> None:
         async with self.db.transaction():
             if await self.db.fetchone("SELECT 1 AS x FROM templates WHERE template_id = :id", {"id": t.template_id}):
                 raise AlreadyExistsError("template", t.template_id)
+            await self._bump_templates()
             await self.db.execute(
                 "INSERT INTO templates (template_id, provider_api, data, created_at, updated_at)"
                 " VALUES (:id, :api, :data, :c, :u)",
@@ -75,12 +84,14 @@ class Store:
             )
 
     async def replace_template(self, t: Template) -> None:
+        await self._bump_templates()
         await self.db.execute(
             "UPDATE templates SET provider_api = :api, data = :data, updated_at = :u WHERE template_id = :id",
             {"id": t.template_id, "api": t.provider_api, "data": t.model_dump_json(), "u": _ts(t.updated_at)},
         )
 
     async def delete_template(self, template_id: str) -> bool:
+        await self._bump_templates()
         return await self.db.execute("DELETE FROM templates WHERE template_id = :id", {"id": template_id}) > 0
 
     async def count_templates(self) -> int:
