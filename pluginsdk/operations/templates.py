@@ -145,7 +145,7 @@ class ValidateTemplateQuery(Query):
     """Validate a template configuration (errors and warnings); stores nothing."""
 
     result_type = TemplateValidation
-    rest = Rest("POST", "/api/v1/templates/validate", body_field="template_config")
+    rest = Rest("POST", "/api/v1/templates/validate", body_field="template_config", query=("template_id",))
     cli = Cli("templates", "validate")
     policy = Policy(object_type="template", fields={"templateId": "template_id"}, category="templates")
 

@@ -1,18 +1,60 @@
-"""The remote side of the shared fixture (REST issue): a uvicorn server on loopback + the remote backend."""
+"""The remote side of the shared fixture: a real uvicorn server on 127.0.0.1 and the remote backend.
+
+The server runs in a thread with its own event loop, serving an engine on the test's store. Credentials
+come the way an operator gets them: an admin API key issued in-process on the same store.
+"""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from pluginsdk import PluginSDK
+from pluginsdk.config import load_settings
+
+
+@contextmanager
+def running_server(config: dict[str, Any]) -> Iterator[str]:
+    """Serve `config`'s engine on a free loopback port; yields the base URL."""
+    import uvicorn
+
+    from pluginsdk.server import create_app
+
+    settings = load_settings(config=config, environ={})
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings), host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    )
+    thread = threading.Thread(target=server.run, name="pluginsdk-test-server", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise RuntimeError("test server did not start")
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
+
+
+async def admin_key(config: dict[str, Any], name: str = "test-harness") -> str:
+    """An API key acting as the administrator, issued in-process on the same store."""
+    async with PluginSDK(config=config) as local:
+        created = await local.create_api_key(api_key_name=name, description="test harness key", user_id="administrator")
+        return str(created.api_key)
 
 
 @asynccontextmanager
 async def remote_sdk(config: dict[str, Any], tmp_path: Path) -> AsyncIterator[PluginSDK]:
-    pytest.skip("remote backend not built yet (REST issue)")
-    yield PluginSDK()  # pragma: no cover
+    key = await admin_key(config)
+    with running_server(config) as url:
+        async with PluginSDK(backend="remote", api_url=url, api_key=key, config=config) as sdk:
+            yield sdk
+    await asyncio.sleep(0)

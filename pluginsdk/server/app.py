@@ -1,0 +1,331 @@
+"""The REST server: FastAPI routes derived from the operation catalog, one loop, no per-operation code.
+
+For every spec with a REST binding and every one of its paths, one route: path parameters from the path,
+query parameters (GET/DELETE, or `Rest.query`), a JSON body for the rest (or the whole body into
+`Rest.body_field`), snake_case or camelCase names, `Rest.defaults` when absent. The caller is authenticated
+(except `Policy.unauthenticated` operations), then the engine authorizes and runs the operation. The reply
+is the typed result rendered as the spec names it (camelCase for auth-service routes), or the one error
+envelope with the error's HTTP status. OpenAPI schemas come from the same models, so what the document
+says is what the server returns.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from pydantic.alias_generators import to_camel
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+
+from .._constants import VERSION
+from ..config import Settings
+from ..errors import AuthenticationError, MethodExecutionError, SDKError, ValidationError
+from ..operations import CATALOG, OperationSpec
+from ..principal import Principal
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("pluginsdk.server")
+access_log = logging.getLogger("pluginsdk.access")
+
+ANONYMOUS = Principal(user_id="anonymous", auth_method="none")
+_REF = "#/components/schemas/{model}"
+
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["success", "error", "error_code", "details"],
+    "properties": {
+        "success": {"type": "boolean", "const": False},
+        "error": {"type": "string"},
+        "error_code": {"type": "string"},
+        "details": {"type": "object"},
+        "message": {"type": "string"},
+    },
+}
+
+
+def _route_key(path: str) -> list[tuple[int, str]]:
+    """Literal segments before parameters at each position (`/requests/status` before `/requests/{id}`)."""
+    return [(1 if seg.startswith("{") else 0, seg) for seg in path.strip("/").split("/")]
+
+
+def _render(result: Any, camel: bool) -> Any:
+    if hasattr(result, "model_dump"):
+        return result.model_dump(mode="json", by_alias=camel)
+    return result
+
+
+def error_response(err: SDKError, camel: bool, request_id: str) -> JSONResponse:
+    body = err.to_envelope()
+    if camel:
+        body["message"] = err.message
+    return JSONResponse(body, status_code=err.http_status, headers={"X-Request-ID": request_id})
+
+
+def _lists(spec: OperationSpec) -> set[str]:
+    from ..operations._base import _list_fields
+
+    return set(_list_fields(spec.cls))
+
+
+async def _gather_input(spec: OperationSpec, request: Request) -> dict[str, Any]:
+    """Path > query > body, each under its snake_case or camelCase name."""
+    assert spec.rest is not None
+    data: dict[str, Any] = {}
+    if spec.body_fields:
+        raw = await request.body()
+        if raw.strip():
+            try:
+                body = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise ValidationError(
+                    f"The request body is not valid JSON: {exc.msg}.",
+                    details={"field": "body", "value": None, "expected": "a JSON object"},
+                ) from None
+            if spec.rest.body_field is not None:
+                data[spec.rest.body_field] = body
+            elif isinstance(body, dict):
+                data.update(body)
+            else:
+                raise ValidationError(
+                    "The request body must be a JSON object.",
+                    details={"field": "body", "value": None, "expected": "a JSON object"},
+                )
+    lists = _lists(spec)
+    params = request.query_params
+    for name in spec.query_fields:
+        for key in (name, to_camel(name)):
+            if key in params:
+                values = params.getlist(key)
+                if name in lists:
+                    data[name] = [v for item in values for v in item.split(",") if v != ""]
+                else:
+                    data[name] = values[-1]
+                break
+    for name in spec.path_fields:
+        data[name] = request.path_params[name]
+    given = {k for k in data} | {to_camel(k) for k in data}
+    for key, value in spec.rest.defaults.items():
+        if key not in given:
+            data[key] = value
+    return data
+
+
+def _endpoint(spec: OperationSpec) -> Callable[[Request], Awaitable[Response]]:
+    assert spec.rest is not None
+    rest = spec.rest
+    camel = rest.camel
+
+    async def endpoint(request: Request) -> Response:
+        request_id: str = request.state.request_id
+        engine = request.app.state.engine
+        try:
+            if spec.policy.unauthenticated:
+                principal = ANONYMOUS
+            else:
+                principal = await engine.authz.authenticate(request.headers.get("authorization"))
+            request.state.user = principal.user_id
+            op = spec.build(await _gather_input(spec, request))
+            result = await engine.execute(op, principal)
+        except SDKError as err:
+            return error_response(err, camel, request_id)
+        return JSONResponse(_render(result, camel), status_code=rest.status, headers={"X-Request-ID": request_id})
+
+    endpoint.__name__ = spec.name
+    return endpoint
+
+
+class _Schemas:
+    """Collects JSON schemas of models into OpenAPI components (pydantic `$defs` moved to components)."""
+
+    def __init__(self) -> None:
+        self.components: dict[str, Any] = {"ErrorEnvelope": ERROR_SCHEMA}
+
+    def output(self, model: type[Any], camel: bool) -> dict[str, Any]:
+        suffix = "Camel" if camel else ""
+        schema: dict[str, Any] = model.model_json_schema(
+            by_alias=camel, mode="serialization", ref_template=_REF.replace("{model}", "{model}" + suffix)
+        )
+        return self._hoist(schema, suffix, model.__name__)
+
+    def input(self, spec: OperationSpec) -> dict[str, Any]:
+        spec.field_docs()
+        schema: dict[str, Any] = spec.cls.model_json_schema(
+            by_alias=False, mode="validation", ref_template=_REF.replace("{model}", "{model}Input")
+        )
+        schema.pop("title", None)
+        return self._hoist(schema, "Input", None)
+
+    def _hoist(self, schema: dict[str, Any], suffix: str, name: str | None) -> dict[str, Any]:
+        for def_name, definition in schema.pop("$defs", {}).items():
+            self.components[def_name + suffix] = definition
+        if name is None:
+            return schema
+        self.components[name + suffix] = schema
+        return {"$ref": _REF.format(model=name + suffix)}
+
+
+def _openapi_extra(spec: OperationSpec, schemas: _Schemas) -> dict[str, Any]:
+    assert spec.rest is not None
+    full = schemas.input(spec)
+    props: dict[str, Any] = full.get("properties", {})
+    required = set(full.get("required", []))
+    params = [
+        {
+            "name": n,
+            "in": "path",
+            "required": True,
+            "schema": {"type": "string"},
+            "description": props[n].get("description", ""),
+        }
+        for n in spec.path_fields
+    ]
+    for n in spec.query_fields:
+        prop = dict(props.get(n, {}))
+        description = prop.pop("description", "")
+        params.append({"name": n, "in": "query", "required": False, "schema": prop, "description": description})
+    extra: dict[str, Any] = {"parameters": params}
+    if spec.body_fields:
+        if spec.rest.body_field is not None:
+            body_schema = props.get(spec.rest.body_field, {"type": "object"})
+        else:
+            body_schema = {
+                "type": "object",
+                "properties": {n: props[n] for n in spec.body_fields if n in props},
+                "required": [n for n in spec.body_fields if n in required],
+            }
+        extra["requestBody"] = {
+            "required": bool(required & set(spec.body_fields)),
+            "content": {"application/json": {"schema": body_schema}},
+        }
+    result = schemas.output(spec.result_type, spec.rest.camel)
+    error = {"$ref": _REF.format(model="ErrorEnvelope")}
+    extra["responses"] = {
+        str(spec.rest.status): {"description": spec.summary, "content": {"application/json": {"schema": result}}},
+        **{
+            code: {"description": why, "content": {"application/json": {"schema": error}}}
+            for code, why in (
+                ("400", "Invalid input"),
+                ("401", "Missing or invalid credentials"),
+                ("403", "Not authorized"),
+                ("404", "Not found"),
+                ("409", "Conflict"),
+                ("500", "Internal error"),
+                ("502", "Provider error"),
+            )
+        },
+    }
+    return extra
+
+
+def create_app(engine_or_settings: Any) -> FastAPI:
+    """The app serving every catalog operation. Give it a started Engine, or Settings (the app starts one)."""
+    from backends.local.engine import Engine
+
+    owned: Engine | None = None
+    if isinstance(engine_or_settings, Settings):
+        owned = Engine(engine_or_settings, background=True)
+        engine: Engine = owned
+    else:
+        engine = engine_or_settings
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if owned is not None:
+            await owned.start()
+        try:
+            yield
+        finally:
+            if owned is not None:
+                await owned.aclose()
+
+    app = FastAPI(
+        title="pluginsdk",
+        version=VERSION,
+        description="Machine provisioning and the auth service, derived from the pluginsdk operation catalog.",
+        lifespan=lifespan,
+        openapi_url="/openapi.json",
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.engine = engine
+    schemas = _Schemas()
+
+    routes = [(path, spec) for spec in CATALOG.values() if spec.rest for path in spec.rest.paths]
+    for path, spec in sorted(routes, key=lambda r: (_route_key(r[0]), r[1].name)):
+        assert spec.rest is not None
+        app.add_api_route(
+            path,
+            _endpoint(spec),
+            methods=[spec.rest.method],
+            status_code=spec.rest.status,
+            name=spec.name if path == spec.rest.path else f"{spec.name}_alt",
+            operation_id=spec.name if path == spec.rest.path else f"{spec.name}_{len(path)}",
+            summary=spec.summary,
+            description=spec.description,
+            tags=[spec.category],
+            include_in_schema=True,
+            response_model=None,
+            openapi_extra=_openapi_extra(spec, schemas),
+        )
+
+    async def health(request: Request) -> Response:
+        try:
+            await request.app.state.engine.db.db.fetchone("SELECT 1 AS ok")
+        except Exception:
+            return JSONResponse({"status": "unavailable", "store": "unreachable"}, status_code=503)
+        return JSONResponse({"status": "ok", "store": "ok", "version": VERSION})
+
+    app.add_api_route("/health", health, methods=["GET"], summary="Liveness and readiness", tags=["system"])
+
+    @app.middleware("http")
+    async def request_context(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        request_id = request.headers.get("x-request-id") or uuid.uuid4().hex
+        request.state.request_id = request_id
+        request.state.user = None
+        started = time.perf_counter()
+        try:
+            response = await call_next(request)
+        except Exception:  # never leak internals: one envelope, logged with its request id
+            log.exception("unhandled error (request %s)", request_id)
+            err = MethodExecutionError("Internal server error.")
+            response = error_response(err, False, request_id)
+        response.headers.setdefault("X-Request-ID", request_id)
+        if access_log.isEnabledFor(logging.INFO):
+            access_log.info(
+                json.dumps(
+                    {
+                        "request_id": request_id,
+                        "method": request.method,
+                        "path": request.url.path,
+                        "status": response.status_code,
+                        "ms": round((time.perf_counter() - started) * 1000, 2),
+                        "user": request.state.user,
+                    }
+                )
+            )
+        return response
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            doc.setdefault("components", {}).setdefault("schemas", {}).update(schemas.components)
+            app.openapi_schema = doc
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    app.add_exception_handler(AuthenticationError, _sdk_error_handler)  # raised outside endpoints (middleware use)
+    return app
+
+
+async def _sdk_error_handler(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, SDKError)
+    return error_response(exc, False, getattr(request.state, "request_id", uuid.uuid4().hex))
