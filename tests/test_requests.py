@@ -279,26 +279,29 @@ async def test_complete_sync_and_populate(backend_kind: str, tmp_path: Path) -> 
             await sdk.complete_request(req.id)
 
 
-async def test_listings_filters_and_summary(web: PluginSDK) -> None:
-    done = await web.create_request("web", 1, wait=True)
-    live = await web.create_request("web", 1)
-    await web.create_template(template_id="other", image_id="ami-2")
-    await web.create_request("other", 1)
-    everything = await web.list_requests()
-    assert everything.total_count == 3 and everything.requests[0].request_id != done.id  # newest first
-    assert [r.request_id for r in (await web.list_requests(status="completed")).requests] == [done.id]
-    assert (await web.list_requests(template_id="other")).total_count == 1
-    assert (await web.list_requests(limit=1)).total_count == 3
-    active = await web.list_active_requests()
-    assert done.id not in [r.request_id for r in active.requests] and live.id in [r.request_id for r in active.requests]
-    assert (await web.list_active_requests(all_resources=True)).total_count == 3
-    filtered = await web.list_active_requests(filter_expressions=["template_id!=other"])
-    assert [r.request_id for r in filtered.requests] == [live.id]
-    with pytest.raises(ValidationError):
-        await web.list_active_requests(filter_expressions=["password=1"])
-    summary = await web.get_request_summary()
-    assert summary.total_requests == 3 and summary.by_type == {"provision": 3}
-    assert sum(summary.by_status.values()) == 3
+async def test_listings_filters_and_summary(backend_kind: str, tmp_path: Path) -> None:
+    async with open_sdk(backend_kind, tmp_path, provider={"local": {"boot_delay": 30, "seed": 1}}) as web:
+        await web.create_template(template_id="web", image_id="ami-1")
+        done = await web.create_request("web", 1)
+        await web.update_request_status(done.id, "completed", message="done by hand")
+        live = await web.create_request("web", 1)
+        await web.create_template(template_id="other", image_id="ami-2")
+        await web.create_request("other", 1)
+        everything = await web.list_requests()
+        assert everything.total_count == 3 and everything.requests[-1].request_id == done.id  # newest first
+        assert [r.request_id for r in (await web.list_requests(status="completed")).requests] == [done.id]
+        assert (await web.list_requests(template_id="other")).total_count == 1
+        assert (await web.list_requests(limit=1)).total_count == 3
+        active = [r.request_id for r in (await web.list_active_requests()).requests]
+        assert done.id not in active and live.id in active
+        assert (await web.list_active_requests(all_resources=True)).total_count == 3
+        filtered = await web.list_active_requests(filter_expressions=["template_id!=other"])
+        assert [r.request_id for r in filtered.requests] == [live.id]
+        with pytest.raises(ValidationError):
+            await web.list_active_requests(filter_expressions=["password=1"])
+        summary = await web.get_request_summary()
+        assert summary.total_requests == 3 and summary.by_type == {"provision": 3}
+        assert summary.by_status.get("completed") == 1 and sum(summary.by_status.values()) == 3
 
 
 async def test_cleanup_old_requests_keeps_live_machines(web: PluginSDK) -> None:
