@@ -55,7 +55,7 @@ class SDKMethods:
         """The web client's bootstrap configuration (no sign-in needed)."""
     async def get_api_key(self, api_key_id: str, **aliases: Any) -> ApiKeyResult:
         """Show one API key (never its secret)."""
-    async def get_configuration(self, group: str | None = ..., **aliases: Any) -> ConfigurationView:
+    async def get_configuration(self, group: Literal[provider, api, storage, logging, scheduler, templates, sdk, app] | None = ..., **aliases: Any) -> ConfigurationView:
         """The effective configuration (secrets masked) and where each value came from."""
     async def get_jwks(self, **aliases: Any) -> Jwks:
         """The public keys that sign managed-pool tokens (JWK Set; no sign-in needed)."""

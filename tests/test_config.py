@@ -81,8 +81,10 @@ async def test_sdk_uses_plugin_storage_path(tmp_path: Path, monkeypatch: pytest.
 
 
 async def test_sdk_bad_provider_is_a_clear_error(tmp_path: Path) -> None:
-    async with PluginSDK(provider="nimbus", config={"storage": {"path": str(tmp_path / "s.db")}}) as sdk:
-        from pluginsdk import HandlerDiscoveryError
+    from pluginsdk import HandlerDiscoveryError, NotFoundError
 
-        with pytest.raises(HandlerDiscoveryError, match="No provider named 'nimbus'"):
+    async with PluginSDK(provider="nimbus", config={"storage": {"path": str(tmp_path / "s.db")}}) as sdk:
+        with pytest.raises(HandlerDiscoveryError, match="No provider named 'nimbus'"):  # configured: misconfiguration
             await sdk.get_provider_health()
+        with pytest.raises(NotFoundError, match="No provider named 'cirrus'"):  # asked for by the caller: 404
+            await sdk.get_provider_health(provider_name="cirrus")

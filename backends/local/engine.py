@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from pluginsdk.config import Settings
-from pluginsdk.errors import HandlerDiscoveryError, MethodExecutionError, SDKError, ValidationError
+from pluginsdk.errors import HandlerDiscoveryError, MethodExecutionError, NotFoundError, SDKError, ValidationError
 from pluginsdk.models import Template
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
@@ -175,10 +175,16 @@ class Engine:
     # -- providers --------------------------------------------------------
     async def provider(self, name: str | None = None) -> ProviderDriver:
         """The provider driver by name (default: the configured one), started on first use."""
+        asked = name
         name = name or self.settings.provider.type
         if name in self.providers:
             return self.providers[name]
-        cls = load_provider_class(name)
+        try:
+            cls = load_provider_class(name)
+        except HandlerDiscoveryError as exc:
+            if asked is None:  # the configured provider is missing: the server is misconfigured
+                raise
+            raise NotFoundError("provider", asked, exc.message) from None
         config = {
             "region": self.settings.provider.region,
             "profile": self.settings.provider.profile,

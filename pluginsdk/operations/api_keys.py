@@ -1,6 +1,5 @@
 """API keys: the administrative variant (any user's keys) and the self-service variant (the caller's own)."""
 
-
 from pydantic import Field, field_validator, model_validator
 
 from ..models.auth_results import ApiKeyCreated, ApiKeyList, ApiKeyResult

@@ -1,6 +1,5 @@
 """Machine queries: one machine, lists, status of several, health, active count."""
 
-
 from pydantic import Field
 
 from ..models import ActiveMachineCount, CleanupResult, Machine, MachineHealth, MachineList, MachineStatus
@@ -48,7 +47,7 @@ class ListMachinesQuery(Query):
     active_only: bool = False
     """Only machines that exist at the provider (pending, running, stopping, stopped)."""
     limit: int = Field(50, ge=1, le=10000)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=1_000_000_000)
     provider_name: str | None = None
 
 
@@ -97,7 +96,7 @@ class CleanupTerminatedMachinesCommand(Command):
     policy = Policy(object_type="machine", category="machines")
     output_fields = ("machines_cleaned",)
 
-    older_than_days: float = Field(1, ge=0)
+    older_than_days: float = Field(1, ge=0, le=36500)
     """Age threshold in days."""
     machines_cleaned: int | None = None
     """Output: how many machine records were deleted."""

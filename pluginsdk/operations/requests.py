@@ -1,6 +1,5 @@
 """Provisioning and return requests: create, read, list, cancel, sync, complete, clean up."""
 
-
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -55,9 +54,9 @@ class CreateRequestCommand(Command):
 
     template_id: str = Field(min_length=1)
     """Template to provision from."""
-    requested_count: int = Field(ge=1)
+    requested_count: int = Field(ge=1, le=1_000_000)
     """How many machines (aliases: count, machine_count)."""
-    timeout: int = Field(3600, ge=1)
+    timeout: int = Field(3600, ge=1, le=604800)
     """Seconds before the request gives up on machines that do not come up."""
     request_id: str | None = Field(None, pattern=r"^req-[A-Za-z0-9-]{1,64}$")
     """Pre-generated id (req-...) for idempotent retries."""
@@ -89,7 +88,7 @@ class CreateReturnRequestCommand(Command):
     """Return machines even if they are still starting or their request is active."""
     return_all: bool = False
     """Return every active machine (needs force_return; destructive)."""
-    timeout: int = Field(3600, ge=1)
+    timeout: int = Field(3600, ge=1, le=604800)
     """Seconds to wait for the provider to confirm termination."""
     request_id: str | None = Field(None, pattern=r"^ret-[A-Za-z0-9-]{1,64}$")
     """Pre-generated return request id (ret-...) for idempotent retries."""
@@ -184,7 +183,7 @@ class CleanupOldRequestsCommand(Command):
     policy = Policy(object_type="request", category="requests")
     output_fields = ("requests_cleaned", "request_ids_found")
 
-    older_than_days: float = Field(1, ge=0)
+    older_than_days: float = Field(1, ge=0, le=36500)
     """Age threshold in days."""
     statuses_to_cleanup: list[RequestStatus] = Field(
         default_factory=lambda: [
@@ -220,7 +219,7 @@ class CleanupAllResourcesCommand(Command):
     policy = Policy(object_type="request", category="system")
     output_fields = ("requests_cleaned", "machines_cleaned", "total_cleaned")
 
-    older_than_days: float = Field(1, ge=0)
+    older_than_days: float = Field(1, ge=0, le=36500)
     """Age threshold in days."""
     include_pending: bool = False
     """Also fail and delete pending requests older than the threshold."""
@@ -287,7 +286,7 @@ class ListRequestsQuery(Query):
     request_type: str | None = Field(None, pattern="^(provision|return)$")
     """provision or return."""
     limit: int = Field(50, ge=1, le=10000)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=1_000_000_000)
 
 
 class ListActiveRequestsQuery(Query):
@@ -301,7 +300,7 @@ class ListActiveRequestsQuery(Query):
     all_resources: bool = False
     """Include finished requests too."""
     limit: int = Field(50, ge=1, le=10000)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=1_000_000_000)
     provider_name: str | None = None
     filter_expressions: list[str] = Field(default_factory=list)
     """Filters like `template_id=web` or `status!=failed` (field, = or !=, value)."""
@@ -319,7 +318,7 @@ class ListReturnRequestsQuery(Query):
     """Only return requests touching these machines (ids or host names)."""
     status: RequestStatus | None = None
     limit: int = Field(50, ge=1, le=10000)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=1_000_000_000)
     provider_name: str | None = None
 
 

@@ -1,6 +1,5 @@
 """Roles and user-role assignments."""
 
-
 from pydantic import Field, field_validator, model_validator
 
 from ..models.auth_results import RoleList, RoleWritten, UserRoleList, UserRolesWritten

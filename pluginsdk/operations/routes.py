@@ -1,6 +1,5 @@
 """Route authorization: the API route catalogue, the caller's allowed routes, web routes, object checks."""
 
-
 from typing import Any
 
 from pydantic import Field

@@ -1,5 +1,6 @@
 """System queries: configuration, providers, status, metrics."""
 
+from typing import Literal
 
 from ..models import ConfigurationView, Metrics, ProviderHealth, ProviderList, SystemStatus
 from ._base import Cli, Mcp, Policy, Query, Rest
@@ -24,8 +25,8 @@ class GetConfigurationQuery(Query):
     mcp = Mcp(extra=("get_provider_config",))
     policy = _SYSTEM
 
-    group: str | None = None
-    """Only this group (provider, api, storage, logging, scheduler, ...)."""
+    group: Literal["provider", "api", "storage", "logging", "scheduler", "templates", "sdk", "app"] | None = None
+    """Only this group."""
 
 
 class GetProviderHealthQuery(Query):

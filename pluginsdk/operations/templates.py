@@ -1,6 +1,5 @@
 """Template operations: create, read, update, delete, validate, refresh."""
 
-
 from typing import Any
 
 from pydantic import Field
@@ -41,7 +40,7 @@ class ListTemplatesQuery(Query):
     """Skip templates marked inactive."""
     limit: int = Field(50, ge=1, le=10000)
     """Most templates to return."""
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=1_000_000_000)
     """Templates to skip."""
     provider_name: str | None = None
     """Only templates usable by this provider."""
@@ -85,7 +84,7 @@ class _TemplateFields(Command):
     """Tags put on every machine."""
     version: str | None = None
     """Template version (default 1.0)."""
-    max_number: int | None = Field(None, ge=1)
+    max_number: int | None = Field(None, ge=1, le=1_000_000)
     """Most machines one request may ask for."""
     price_type: str | None = None
     """ondemand, spot or heterogeneous."""

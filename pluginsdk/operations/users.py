@@ -1,6 +1,5 @@
 """Managed user-pool users (available when `app.authProvider.useManaged.enabled` is true)."""
 
-
 from pydantic import Field, field_validator, model_validator
 
 from ..models.auth_results import ManagedUserList, ManagedUserWritten

@@ -201,6 +201,7 @@ def _openapi_extra(spec: OperationSpec, schemas: _Schemas) -> dict[str, Any]:
                 "type": "object",
                 "properties": {n: props[n] for n in spec.body_fields if n in props},
                 "required": [n for n in spec.body_fields if n in required],
+                "additionalProperties": False,  # operations reject unknown fields (400)
             }
         extra["requestBody"] = {
             "required": bool(required & set(spec.body_fields)),

@@ -44,7 +44,7 @@ async def get_configuration(engine: Engine, op: GetConfigurationQuery, principal
 @handles(GetProviderHealthQuery)
 async def get_provider_health(engine: Engine, op: GetProviderHealthQuery, principal: Principal) -> ProviderHealth:
     name = op.provider_name or engine.settings.provider.type
-    driver = await engine.provider(name)
+    driver = await engine.provider(op.provider_name)
     started = time.perf_counter()
     details = await driver.health()
     healthy = bool(details.pop("healthy", False))
