@@ -5,7 +5,6 @@ asks for aliases. `to_dict()`/`to_json()` and a compact `__str__` make
 objects pleasant in notebooks and logs.
 """
 
-
 import json
 from datetime import UTC, datetime
 from typing import Any

@@ -7,7 +7,6 @@ explicit alias (`Items`, `NextToken`, `route__path`). A key the spec says is
 (API keys, TOTP seeds, tokens) never show in `str()` or `repr()`.
 """
 
-
 from datetime import datetime
 from typing import Any
 

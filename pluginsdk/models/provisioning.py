@@ -4,7 +4,6 @@ Statuses are closed enums (`decisions.md`); the legal transitions live in one
 table here so every backend enforces the same rules.
 """
 
-
 from datetime import datetime
 from enum import StrEnum
 from typing import Any

@@ -5,7 +5,6 @@ as it is, so the interfaces never re-wrap per operation. `success`, `message`
 and `timestamp` are the envelope keys the spec names.
 """
 
-
 from datetime import datetime
 from typing import Any
 

@@ -8,7 +8,6 @@ server, remote client, CLI and MCP server read only specs; nothing is written
 per operation in an interface. A bad binding fails at import, naming the class.
 """
 
-
 from __future__ import annotations
 
 import functools

@@ -1,6 +1,5 @@
 """Field types and helpers shared by the auth-service operations (no operations here)."""
 
-
 import re
 from typing import Annotated, Any, ClassVar
 

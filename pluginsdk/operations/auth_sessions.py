@@ -1,6 +1,5 @@
 """Sessions of the embedded (managed) user pool: sign-in, token refresh, TOTP MFA, passwords, JWKS."""
 
-
 from pydantic import Field
 
 from ..models.auth_results import Jwks, MfaSetup, SessionTokens

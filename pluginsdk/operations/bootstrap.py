@@ -1,6 +1,5 @@
 """Client bootstrap: web-client configuration, runtime configuration, version, login profiles."""
 
-
 from pydantic import Field
 
 from ..models.auth_results import AmplifyConfig, LoginProfile, SecureConfig, VersionInfo

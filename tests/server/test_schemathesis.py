@@ -11,8 +11,8 @@ import asyncio
 from pathlib import Path
 
 import schemathesis
-from schemathesis import checks
 from hypothesis import HealthCheck, given, settings
+from schemathesis import checks
 
 from tests.support.backends import base_config
 from tests.support.remote import admin_key, running_server
