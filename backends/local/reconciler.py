@@ -11,6 +11,7 @@ between launch and write) are adopted here.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from collections import defaultdict
@@ -259,6 +260,7 @@ async def reconcile_active(engine: Engine) -> int:
     """One pass over every active request (and reclaimed machines); returns how many were looked at."""
     ids = await engine.db.active_request_ids()
     for request_id in ids:
+        await asyncio.sleep(0)  # SQLite and the local provider never suspend: let requests be served between items
         request = await engine.db.get_request(request_id)
         if request is not None:
             try:

@@ -21,13 +21,16 @@ from typing import Any
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute
 from pydantic.alias_generators import to_camel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._constants import VERSION
 from ..config import Settings
-from ..errors import AuthenticationError, MethodExecutionError, SDKError, ValidationError
+from ..errors import MethodExecutionError, SDKError, ValidationError
 from ..operations import CATALOG, OperationSpec
 from ..principal import Principal
 
@@ -260,22 +263,32 @@ def create_app(engine_or_settings: Any) -> FastAPI:
     app.state.engine = engine
     schemas = _Schemas()
 
+    # Serving routes are plain Starlette routes (our endpoints take the Request and return a Response, so
+    # FastAPI's per-request parameter machinery would only add cost); the OpenAPI document is generated
+    # from APIRoute objects built from the same specs but never mounted.
+    doc_routes: list[APIRoute] = []
     routes = [(path, spec) for spec in CATALOG.values() if spec.rest for path in spec.rest.paths]
     for path, spec in sorted(routes, key=lambda r: (_route_key(r[0]), r[1].name)):
         assert spec.rest is not None
-        app.add_api_route(
-            path,
-            _endpoint(spec),
-            methods=[spec.rest.method],
-            status_code=spec.rest.status,
-            name=spec.name if path == spec.rest.path else f"{spec.name}_alt",
-            operation_id=spec.name if path == spec.rest.path else f"{spec.name}_{len(path)}",
-            summary=spec.summary,
-            description=spec.description,
-            tags=[spec.category],
-            include_in_schema=True,
-            response_model=None,
-            openapi_extra=_openapi_extra(spec, schemas),
+        endpoint = _endpoint(spec)
+        alt = path != spec.rest.path
+        app.router.routes.append(
+            Route(path, endpoint, methods=[spec.rest.method], name=f"{spec.name}_alt" if alt else spec.name)
+        )
+        doc_routes.append(
+            APIRoute(
+                path,
+                endpoint,
+                methods=[spec.rest.method],
+                status_code=spec.rest.status,
+                name=spec.name,
+                operation_id=f"{spec.name}_{len(path)}" if alt else spec.name,
+                summary=spec.summary,
+                description=spec.description,
+                tags=[spec.category],
+                response_model=None,
+                openapi_extra=_openapi_extra(spec, schemas),
+            )
         )
 
     async def health(request: Request) -> Response:
@@ -285,48 +298,73 @@ def create_app(engine_or_settings: Any) -> FastAPI:
             return JSONResponse({"status": "unavailable", "store": "unreachable"}, status_code=503)
         return JSONResponse({"status": "ok", "store": "ok", "version": VERSION})
 
-    app.add_api_route("/health", health, methods=["GET"], summary="Liveness and readiness", tags=["system"])
-
-    @app.middleware("http")
-    async def request_context(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        request_id = request.headers.get("x-request-id") or uuid.uuid4().hex
-        request.state.request_id = request_id
-        request.state.user = None
-        started = time.perf_counter()
-        try:
-            response = await call_next(request)
-        except Exception:  # never leak internals: one envelope, logged with its request id
-            log.exception("unhandled error (request %s)", request_id)
-            err = MethodExecutionError("Internal server error.")
-            response = error_response(err, False, request_id)
-        response.headers.setdefault("X-Request-ID", request_id)
-        if access_log.isEnabledFor(logging.INFO):
-            access_log.info(
-                json.dumps(
-                    {
-                        "request_id": request_id,
-                        "method": request.method,
-                        "path": request.url.path,
-                        "status": response.status_code,
-                        "ms": round((time.perf_counter() - started) * 1000, 2),
-                        "user": request.state.user,
-                    }
-                )
-            )
-        return response
+    app.router.routes.append(Route("/health", health, methods=["GET"], name="health"))
+    doc_routes.append(APIRoute("/health", health, methods=["GET"], summary="Liveness and readiness", tags=["system"]))
+    app.add_middleware(RequestContext)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
-            doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=doc_routes)
             doc.setdefault("components", {}).setdefault("schemas", {}).update(schemas.components)
             app.openapi_schema = doc
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
-    app.add_exception_handler(AuthenticationError, _sdk_error_handler)  # raised outside endpoints (middleware use)
     return app
 
 
-async def _sdk_error_handler(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, SDKError)
-    return error_response(exc, False, getattr(request.state, "request_id", uuid.uuid4().hex))
+class RequestContext:
+    """Pure ASGI middleware: request id (incoming X-Request-ID or a new one), access log line, and a 500
+    envelope for anything unhandled. (Starlette's BaseHTTPMiddleware costs a task and a stream per request.)"""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = ""
+        for name, value in scope["headers"]:
+            if name == b"x-request-id":
+                request_id = value.decode("latin-1")[:128]
+                break
+        request_id = request_id or uuid.uuid4().hex
+        state = scope.setdefault("state", {})
+        state["request_id"] = request_id
+        state["user"] = None
+        started = time.perf_counter()
+        status = 500
+        sent = False
+        header = (b"x-request-id", request_id.encode("latin-1"))
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status, sent
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                sent = True
+                headers = [h for h in message.get("headers", []) if h[0] != b"x-request-id"]
+                message = {**message, "headers": [*headers, header]}
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_with_id)
+        except Exception:  # never leak internals: one envelope, logged with its request id
+            log.exception("unhandled error (request %s)", request_id)
+            if not sent:
+                await error_response(MethodExecutionError("Internal server error."), False, request_id)(
+                    scope, receive, send_with_id
+                )
+        if access_log.isEnabledFor(logging.INFO):
+            access_log.info(
+                json.dumps(
+                    {
+                        "request_id": request_id,
+                        "method": scope["method"],
+                        "path": scope["path"],
+                        "status": status,
+                        "ms": round((time.perf_counter() - started) * 1000, 2),
+                        "user": state.get("user"),
+                    }
+                )
+            )

@@ -1,0 +1,184 @@
+"""REST server benchmark (issue 4): request status by id over loopback, ours against orb-py's server.
+
+    python bench/server_bench.py [--seconds 10] [--connections 64]
+
+Each server runs in its own process with one uvicorn worker; `wrk` (Debian package) drives it with 64
+connections and 2 threads, reading the same request by id (ours with an API key; orb's API runs without
+auth by default, the header is sent anyway). Also measures the remote SDK's per-call overhead over the
+local engine (p50). Prints one table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+PEER_PY = ROOT / "bench" / ".peer" / "venv" / "bin" / "python"
+PEER_ORB = ROOT / "bench" / ".peer" / "venv" / "bin" / "orb"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_http(url: str, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(url, timeout=2)
+            return
+        except OSError as exc:
+            if getattr(exc, "code", None):  # an HTTP error status means it is up
+                return
+            time.sleep(0.2)
+    raise RuntimeError(f"{url} did not come up")
+
+
+def wrk(url: str, headers: dict[str, str], seconds: int, connections: int) -> dict[str, float]:
+    cmd = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency"]
+    for k, v in headers.items():
+        cmd += ["-H", f"{k}: {v}"]
+    out = subprocess.run([*cmd, url], capture_output=True, text=True, check=True).stdout
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
+
+    def lat(p: str) -> float:
+        m = re.search(rf"\s{p}%\s+([\d.]+)(us|ms|s)", out)
+        if not m:
+            return float("nan")
+        return float(m.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)]
+
+    non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {"rps": rps, "p50_ms": lat("50"), "p99_ms": lat("99"), "non2xx": float(non2xx.group(1)) if non2xx else 0.0}
+
+
+async def seed_ours(config: dict[str, Any], requests: int) -> tuple[str, str]:
+    from pluginsdk import PluginSDK
+
+    async with PluginSDK(config=config) as sdk:
+        await sdk.create_template(template_id="web", image_id="ami-1")
+        ids = [(await sdk.create_request("web", 1, wait=True)).id for _ in range(requests)]
+        key = await sdk.create_api_key(api_key_name="bench", description="benchmark key", user_id="administrator")
+        return ids[len(ids) // 2], str(key.api_key)
+
+
+async def remote_overhead(config: dict[str, Any], url: str, key: str, rid: str, n: int) -> dict[str, float]:
+    from pluginsdk import PluginSDK
+
+    async def p50(sdk: PluginSDK) -> float:
+        for _ in range(50):
+            await sdk.get_request(rid)
+        samples = []
+        for _ in range(n):
+            t = time.perf_counter()
+            await sdk.get_request(rid)
+            samples.append(time.perf_counter() - t)
+        samples.sort()
+        return samples[len(samples) // 2] * 1e6
+
+    async with PluginSDK(config=config) as local:
+        local_us = await p50(local)
+    async with PluginSDK(backend="remote", api_url=url, api_key=key, config=config) as remote:
+        remote_us = await p50(remote)
+    return {"local_p50_us": local_us, "remote_p50_us": remote_us, "overhead_us": remote_us - local_us}
+
+
+def ours(args: argparse.Namespace, tmp: Path) -> tuple[dict[str, float], dict[str, float]]:
+    config = {"storage": {"path": str(tmp / "ours.db")}, "provider": {"local": {"boot_delay": 0.0}}}
+    rid, key = asyncio.run(seed_ours(config, args.requests))
+    port = free_port()
+    code = (
+        "from pluginsdk.config import load_settings; from pluginsdk.server import serve; "
+        f"serve(load_settings(config={config!r}), '127.0.0.1', {port})"
+    )
+    log = open(tmp / "ours-server.log", "w")  # noqa: SIM115 - closed with the process
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=log)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_http(f"{url}/health")
+        except RuntimeError:
+            sys.exit((tmp / "ours-server.log").read_text()[-3000:])
+        load = wrk(f"{url}/api/v1/requests/{rid}", {"Authorization": key}, args.seconds, args.connections)
+        overhead = asyncio.run(remote_overhead(config, url, key, rid, 2000))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+    return load, overhead
+
+
+def peer(args: argparse.Namespace, tmp: Path) -> dict[str, float] | None:
+    if not PEER_ORB.exists():
+        print("peer venv missing (bench/.peer/venv with orb-py): peer skipped", file=sys.stderr)
+        return None
+    sys.path.insert(0, str(ROOT / "bench"))
+    from peer_orb import env_for, seed
+
+    work = tmp / "orb"
+    ids = seed(work, 10, args.requests)
+    env = env_for(work)
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(PEER_ORB), "server", "start", "--foreground", "--api-only", "--host", "127.0.0.1", "--port", str(port),
+         "--workers", "1", "--server-log-level", "warning"],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=work,
+    )  # fmt: skip
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_http(f"{url}/health")
+        rid = ids[len(ids) // 2]
+        probe = urllib.request.urlopen(f"{url}/api/v1/requests/{rid}", timeout=30)
+        if probe.status != 200:
+            print(f"peer answered {probe.status} for a stored request", file=sys.stderr)
+        return wrk(f"{url}/api/v1/requests/{rid}", {"Authorization": "unused"}, args.seconds, args.connections)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--connections", type=int, default=64)
+    ap.add_argument("--requests", type=int, default=1000, help="requests stored in each system")
+    ap.add_argument("--no-peer", action="store_true")
+    args = ap.parse_args()
+    if not shutil.which("wrk"):
+        sys.exit("wrk is needed: apt-get install wrk")
+    os.environ.pop("PLUGIN_CONFIG", None)
+    with tempfile.TemporaryDirectory() as tmp:
+        load, overhead = ours(args, Path(tmp))
+        theirs = None if args.no_peer else peer(args, Path(tmp))
+    print(f"\nGET request status by id, {args.connections} connections, {args.seconds}s, 1 worker each, "
+          f"{args.requests} stored requests\n")  # fmt: skip
+    print("| server | req/s | p50 (ms) | p99 (ms) | non-2xx |\n|---|---:|---:|---:|---:|")
+    print(f"| pluginsdk | {load['rps']:,.0f} | {load['p50_ms']:.2f} | {load['p99_ms']:.2f} | {load['non2xx']:.0f} |")
+    if theirs:
+        print(
+            f"| orb-py | {theirs['rps']:,.0f} | {theirs['p50_ms']:.2f} | {theirs['p99_ms']:.2f} | {theirs['non2xx']:.0f} |"
+        )
+        print(f"\nthroughput ratio pluginsdk / orb-py: {load['rps'] / theirs['rps']:.1f}×")
+    print(f"\nremote SDK get_request p50 {overhead['remote_p50_us']:.0f} µs vs local {overhead['local_p50_us']:.0f} µs: "
+          f"overhead {overhead['overhead_us']:.0f} µs")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
