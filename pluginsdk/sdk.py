@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -143,6 +143,14 @@ class PluginSDK(_Methods):
     async def call(self, name: str, /, **params: Any) -> Any:
         """Run an operation by SDK name with keyword parameters (what CLI and MCP use)."""
         return await self.execute(operations.get_spec(name).build(params))
+
+    async def iterate(self, name: str, /, **params: Any) -> AsyncIterator[Any]:
+        """Every item of a list operation, fetching page after page (`async for t in sdk.iterate("list_templates")`)."""
+        from ._pagination import iterate_pages
+
+        spec = operations.get_spec(name)
+        async for item in iterate_pages(spec, params, lambda p: self.execute(spec.build(p))):
+            yield item
 
     @staticmethod
     def catalog() -> dict[str, OperationSpec]:
