@@ -67,7 +67,7 @@ def seed(work: Path, templates: int, requests: int) -> list[str]:
     for i, rid in enumerate(ids):
         recs[rid] = {
             "request_id": rid, "template_id": f"tpl-{i % max(templates, 1):05d}", "machine_count": 2,
-            "requested_count": 2, "desired_capacity": 2, "request_type": "acquire", "status": "completed",
+            "requested_count": 2, "desired_capacity": 2, "request_type": "acquire", "status": "complete",
             "status_message": "done", "provider_name": "aws-default", "provider_api": "EC2Fleet",
             "provider_type": "aws", "resource_ids": [], "machine_ids": [f"i-{i:08d}0", f"i-{i:08d}1"],
             "message": "done", "successful_count": 2, "failed_count": 0, "metadata": {"dry_run": False},

@@ -130,8 +130,13 @@ def peer(args: argparse.Namespace, tmp: Path) -> dict[str, float] | None:
     from peer_orb import env_for, seed
 
     work = tmp / "orb"
-    ids = seed(work, 10, args.requests)
     env = env_for(work)
+    subprocess.run(
+        [str(PEER_ORB), "init", "--non-interactive", "--force", "--aws-region", "us-east-1",
+         "--config-dir", str(work / "config")],
+        env=env, capture_output=True, check=True,
+    )  # fmt: skip
+    ids = seed(work, 10, args.requests)
     port = free_port()
     proc = subprocess.Popen(
         [str(PEER_ORB), "server", "start", "--foreground", "--api-only", "--host", "127.0.0.1", "--port", str(port),
