@@ -145,3 +145,24 @@ __all__ = [
     "can_transition",
     "utcnow",
 ]
+from .auth import OBJECT_TYPES as OBJECT_TYPES
+from .auth import OPERATORS as OPERATORS
+from .auth import PERMISSION_TYPES as PERMISSION_TYPES
+from .auth import PERMISSIONS as PERMISSIONS
+from .auth import Constraint as Constraint
+from .auth import Criterion as Criterion
+from .auth import GroupPermission as GroupPermission
+from .auth import UserPermission as UserPermission
+from .auth import validate_constraint as validate_constraint
+
+__all__ += [
+    "OBJECT_TYPES",
+    "OPERATORS",
+    "PERMISSIONS",
+    "PERMISSION_TYPES",
+    "Constraint",
+    "Criterion",
+    "GroupPermission",
+    "UserPermission",
+    "validate_constraint",
+]

@@ -1,0 +1,210 @@
+"""Permission constraints of the auth service, and the permissionObjects table they are checked against.
+
+The models mirror the wire shape (camelCase aliases: `constraintId`, `objectType`, `criteriaAnd`,
+`criteriaOr`, `groupPermissions`, `userPermissions`, `groupId`, `permissionType`, `userId`); dump
+them with `by_alias=True` for the wire. Field values are plain `str` on purpose: stored constraints
+written by older versions must still load (the evaluator ignores what it does not know), so the
+write-time rules live in one place, `validate_constraint()`, which raises the SDK's
+`ValidationError` with `field`/`value`/`expected` details.
+
+`userPermissions` entries have no shape in the spec; this project uses the group-permission shape
+with `userId` in place of `groupId`: `{"userId", "permission", "permissionType"}`.
+"""
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+import pydantic
+from pydantic import Field
+
+from ..errors import ValidationError
+from ._base import BaseModel
+
+__all__ = [
+    "DESCRIPTION_MAX",
+    "DESCRIPTION_MIN",
+    "OBJECT_TYPES",
+    "OPERATORS",
+    "PERMISSIONS",
+    "PERMISSION_TYPES",
+    "Constraint",
+    "Criterion",
+    "GroupPermission",
+    "UserPermission",
+    "validate_constraint",
+]
+
+OBJECT_TYPES: dict[str, tuple[str, ...]] = {
+    "database": ("databaseId",),
+    "asset": ("databaseId", "assetName", "assetType", "tags"),
+    "pipeline": ("databaseId", "pipelineId", "pipelineType", "pipelineExecutionType"),
+    "workflow": ("databaseId", "workflowId"),
+    "metadataSchema": ("databaseId", "metadataSchemaName", "metadataSchemaEntityType"),
+    "tag": ("tagName",),
+    "tagType": ("tagTypeName",),
+    "role": ("roleName",),
+    "userRole": ("roleName", "userId"),
+    "api": ("route__path",),
+    "web": ("route__path",),
+    "template": ("templateId", "providerApi"),
+    "request": ("requestId", "templateId", "userId"),
+    "machine": ("machineId", "templateId", "requestId"),
+}
+"""objectType -> the criterion fields valid for it (decisions.md, permissionObjects)."""
+
+OPERATORS: tuple[str, ...] = (
+    "equals",
+    "contains",
+    "does_not_contain",
+    "starts_with",
+    "ends_with",
+    "is_one_of",
+    "is_not_one_of",
+)
+"""Criterion operators; the two `*_one_of` take a comma-separated list of patterns."""
+
+PERMISSIONS: tuple[str, ...] = ("GET", "PUT", "POST", "DELETE")
+PERMISSION_TYPES: tuple[str, ...] = ("allow", "deny")
+
+DESCRIPTION_MIN = 4
+DESCRIPTION_MAX = 256
+
+# Same rules as pluginsdk.operations.auth_fields (models may not import operations).
+_USER_ID = re.compile(r"^[A-Za-z0-9_\-\.\+\@]{3,256}$")
+_ROLE_NAME = re.compile(r"^[A-Za-z0-9_.\- ]{1,64}$")
+
+
+class Criterion(BaseModel):
+    """One comparison of an object field with a value; `*` in the value matches any run of characters."""
+
+    field: str
+    value: str
+    operator: str
+
+
+class GroupPermission(BaseModel):
+    """Grants (`allow`) or denies (`deny`) one HTTP method to a role (the spec's group)."""
+
+    group_id: str
+    permission: str
+    """GET, PUT, POST or DELETE."""
+    permission_type: str
+    """allow or deny."""
+
+
+class UserPermission(BaseModel):
+    """Like `GroupPermission`, for one named user (shape chosen by this project: the spec shows none)."""
+
+    user_id: str
+    permission: str
+    permission_type: str
+
+
+class Constraint(BaseModel):
+    """A permission constraint: which objects of one type (criteria) which roles/users may act on (permissions)."""
+
+    constraint_id: str = ""
+    """Unique identifier (the path parameter on create)."""
+    name: str
+    description: str
+    object_type: str
+    criteria_and: list[Criterion] = Field(default_factory=list)
+    """All must match."""
+    criteria_or: list[Criterion] = Field(default_factory=list)
+    """When present, at least one must match."""
+    group_permissions: list[GroupPermission] = Field(default_factory=list)
+    user_permissions: list[UserPermission] = Field(default_factory=list)
+
+
+def _invalid(message: str, field: str, value: Any, expected: Any) -> ValidationError:
+    return ValidationError(message, details={"field": field, "value": value, "expected": expected})
+
+
+def _check_permission(where: str, permission: str, permission_type: str) -> None:
+    if permission not in PERMISSIONS:
+        raise _invalid(f"Invalid permission '{permission}'.", f"{where}.permission", permission, list(PERMISSIONS))
+    if permission_type not in PERMISSION_TYPES:
+        raise _invalid(
+            f"Invalid permissionType '{permission_type}'.",
+            f"{where}.permissionType",
+            permission_type,
+            list(PERMISSION_TYPES),
+        )
+
+
+def validate_constraint(constraint: Constraint | Mapping[str, Any]) -> Constraint:
+    """Check a constraint against the write-time rules and return it normalised (description trimmed).
+
+    Used on create, update and template import; the evaluator itself never rejects stored data
+    (unknown fields are ignored there), so everything a writer can get wrong is caught here.
+    """
+    if isinstance(constraint, Constraint):
+        c = constraint
+    else:
+        try:
+            c = Constraint.model_validate(constraint)
+        except pydantic.ValidationError as exc:
+            err = exc.errors()[0]
+            where = ".".join(str(p) for p in err["loc"])
+            raise _invalid(f"Invalid constraint: {where}: {err['msg']}", where, err.get("input"), err["type"]) from None
+    if not c.name.strip():
+        raise _invalid("A constraint needs a name.", "name", c.name, "non-empty text")
+    description = c.description.strip()
+    if not DESCRIPTION_MIN <= len(description) <= DESCRIPTION_MAX:
+        raise _invalid(
+            f"description must be {DESCRIPTION_MIN} to {DESCRIPTION_MAX} characters after trimming.",
+            "description",
+            c.description,
+            f"{DESCRIPTION_MIN}..{DESCRIPTION_MAX} characters",
+        )
+    fields = OBJECT_TYPES.get(c.object_type)
+    if fields is None:
+        raise _invalid(f"Unknown objectType '{c.object_type}'.", "objectType", c.object_type, list(OBJECT_TYPES))
+    if not c.criteria_and and not c.criteria_or:
+        raise _invalid(
+            "A constraint needs at least one criterion in criteriaAnd or criteriaOr.",
+            "criteriaAnd",
+            [],
+            "at least one criterion in criteriaAnd or criteriaOr",
+        )
+    for key, criteria in (("criteriaAnd", c.criteria_and), ("criteriaOr", c.criteria_or)):
+        for i, crit in enumerate(criteria):
+            where = f"{key}[{i}]"
+            if crit.field not in fields:
+                raise _invalid(
+                    f"Field '{crit.field}' is not valid for objectType '{c.object_type}'.",
+                    f"{where}.field",
+                    crit.field,
+                    list(fields),
+                )
+            if crit.operator not in OPERATORS:
+                raise _invalid(
+                    f"Unknown operator '{crit.operator}'.", f"{where}.operator", crit.operator, list(OPERATORS)
+                )
+            items = crit.value.split(",") if crit.operator.endswith("_one_of") else [crit.value]
+            if not any(item.strip() for item in items):
+                raise _invalid("A criterion needs a non-empty value.", f"{where}.value", crit.value, "non-empty text")
+    if not c.group_permissions:
+        raise _invalid(
+            "A constraint needs at least one group permission.", "groupPermissions", [], "at least one entry"
+        )
+    for i, gp in enumerate(c.group_permissions):
+        if not _ROLE_NAME.match(gp.group_id):
+            raise _invalid(
+                f"Invalid groupId '{gp.group_id}'.",
+                f"groupPermissions[{i}].groupId",
+                gp.group_id,
+                "1-64 of letters, digits, - _ . and space",
+            )
+        _check_permission(f"groupPermissions[{i}]", gp.permission, gp.permission_type)
+    for i, up in enumerate(c.user_permissions):
+        if not _USER_ID.match(up.user_id):
+            raise _invalid(
+                f"Invalid userId '{up.user_id}'.",
+                f"userPermissions[{i}].userId",
+                up.user_id,
+                "3-256 of letters, digits, _ - . + @",
+            )
+        _check_permission(f"userPermissions[{i}]", up.permission, up.permission_type)
+    return c if description == c.description else c.model_copy(update={"description": description})
