@@ -1,0 +1,35 @@
+"""The auth service of the local engine: identity, the two-tier authorizer, and the auth operations' handlers.
+
+The engine calls `start_auth(engine)` at start; it reads `app.authProvider`,
+seeds the default roles once, and returns the Authorizer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .config import AuthConfig, load_auth_config
+from .crypto import PageTokens, SecretBox, b64d
+from .defaults import seed
+from .service import AuthService
+from .store import AuthStore
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+__all__ = ["AuthConfig", "AuthService", "start_auth"]
+
+
+async def start_auth(engine: Engine) -> AuthService:
+    """Register the auth handlers, prepare the store and return the engine's Authorizer."""
+    from . import handlers  # noqa: F401 - registers the auth operations' handlers
+
+    config = load_auth_config(engine.settings)
+    store = AuthStore(engine.db.db)
+    store_key = b64d(await store.secret("auth.secrets_key"))[:32]
+    box = SecretBox(config.secrets_key or store_key)
+    pages = PageTokens(b64d(await store.secret("auth.page_secret")))
+    await seed(store, config.admin_user_id)
+    service = AuthService(engine, config, store, box, pages)
+    await service.start()
+    return service

@@ -1,0 +1,148 @@
+"""Default roles and constraints, created once when a store is first opened.
+
+`admin` may do everything; `basicReadOnly` may read data objects and the
+`/api/v1` read routes, check its routes, read and write its login profile,
+read `/secure-config`, and manage its own session and keys under
+`/auth/user/`. The configured admin user (default `administrator`) holds
+`admin`; each newly configured admin user id receives it once.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from .crypto import now, ts
+from .store import AuthStore
+
+__all__ = ["ADMIN_ROLE", "READ_ONLY_ROLE", "default_constraints", "seed"]
+
+ADMIN_ROLE = "admin"
+READ_ONLY_ROLE = "basicReadOnly"
+ALL_METHODS = ("GET", "PUT", "POST", "DELETE")
+
+#: objectType -> criterion fields (decisions.md); the evaluator's table is authoritative at run time.
+DATA_TYPES: dict[str, tuple[str, ...]] = {
+    "database": ("databaseId",),
+    "asset": ("databaseId", "assetName", "assetType", "tags"),
+    "pipeline": ("databaseId", "pipelineId", "pipelineType", "pipelineExecutionType"),
+    "workflow": ("databaseId", "workflowId"),
+    "metadataSchema": ("databaseId", "metadataSchemaName", "metadataSchemaEntityType"),
+    "tag": ("tagName",),
+    "tagType": ("tagTypeName",),
+    "template": ("templateId", "providerApi"),
+    "request": ("requestId", "templateId", "userId"),
+    "machine": ("machineId", "templateId", "requestId"),
+}
+ADMIN_ONLY_TYPES: dict[str, tuple[str, ...]] = {
+    "role": ("roleName",),
+    "userRole": ("roleName", "userId"),
+    "api": ("route__path",),
+    "web": ("route__path",),
+}
+
+
+def _perm(role: str, methods: tuple[str, ...]) -> list[dict[str, str]]:
+    return [{"groupId": role, "permission": m, "permissionType": "allow"} for m in methods]
+
+
+def _any(fields: tuple[str, ...]) -> list[dict[str, str]]:
+    return [{"field": f, "operator": "equals", "value": "*"} for f in fields]
+
+
+def _routes(*paths: str) -> list[dict[str, str]]:
+    return [{"field": "route__path", "operator": "equals", "value": p} for p in paths]
+
+
+def default_constraints() -> list[dict[str, Any]]:
+    """The default constraints in their wire (camelCase) shape."""
+    out: list[dict[str, Any]] = []
+    for object_type, fields in {**DATA_TYPES, **ADMIN_ONLY_TYPES}.items():
+        out.append(
+            {
+                "constraintId": f"psdk-default-admin-{object_type}",
+                "name": f"admin: all {object_type}",
+                "description": f"Default: the admin role may use every method on every {object_type}.",
+                "objectType": object_type,
+                "criteriaOr": _any(fields),
+                "groupPermissions": _perm(ADMIN_ROLE, ALL_METHODS),
+            }
+        )
+    for object_type, fields in DATA_TYPES.items():
+        out.append(
+            {
+                "constraintId": f"psdk-default-readonly-{object_type}",
+                "name": f"basicReadOnly: read {object_type}",
+                "description": f"Default: the basicReadOnly role may read every {object_type}.",
+                "objectType": object_type,
+                "criteriaOr": _any(fields),
+                "groupPermissions": _perm(READ_ONLY_ROLE, ("GET",)),
+            }
+        )
+    out += [
+        {
+            "constraintId": "psdk-default-readonly-api-read",
+            "name": "basicReadOnly: read routes",
+            "description": "Default: basicReadOnly may call the /api/v1 read routes and /secure-config.",
+            "objectType": "api",
+            "criteriaOr": _routes("/api/v1/*", "/secure-config"),
+            "groupPermissions": _perm(READ_ONLY_ROLE, ("GET",)),
+        },
+        {
+            "constraintId": "psdk-default-readonly-api-self",
+            "name": "basicReadOnly: own routes and profile",
+            "description": "Default: basicReadOnly may check its routes and objects and use its login profile.",
+            "objectType": "api",
+            "criteriaOr": _routes("/auth/routes", "/auth/routes/*", "/auth/loginProfile/*", "/auth/authorize*"),
+            "groupPermissions": _perm(READ_ONLY_ROLE, ("GET", "POST")),
+        },
+        {
+            "constraintId": "psdk-default-readonly-api-user",
+            "name": "basicReadOnly: own keys and session",
+            "description": "Default: basicReadOnly may manage its own API keys, password, MFA and session.",
+            "objectType": "api",
+            "criteriaOr": _routes("/auth/user/*"),
+            "groupPermissions": _perm(READ_ONLY_ROLE, ALL_METHODS),
+        },
+    ]
+    return out
+
+
+async def seed(store: AuthStore, admin_user_id: str) -> bool:
+    """Create the defaults once per store and the admin assignment once per admin user id; True if anything changed."""
+    changed = False
+    at = ts(now())
+    db = store.db
+    async with store.transaction():
+        if await store.meta("auth.seeded") is None:
+            for name, desc in (
+                (ADMIN_ROLE, "Administrators: every method on every object type and route."),
+                (READ_ONLY_ROLE, "Read-only users: read data, check routes, manage their own keys."),
+            ):
+                await db.execute(
+                    "INSERT INTO auth_roles (role_name, id, description, source, source_identifier, mfa_required,"
+                    " created_on) VALUES (:n, :id, :d, 'INTERNAL_SYSTEM', NULL, 0, :at)"
+                    " ON CONFLICT (role_name) DO NOTHING",
+                    {"n": name, "id": str(uuid.uuid4()), "d": desc, "at": at},
+                )
+            for c in default_constraints():
+                await db.execute(
+                    "INSERT INTO auth_constraints (constraint_id, object_type, data, created_at, updated_at)"
+                    " VALUES (:id, :type, :data, :at, :at) ON CONFLICT (constraint_id) DO NOTHING",
+                    {"id": c["constraintId"], "type": c["objectType"], "data": json.dumps(c), "at": at},
+                )
+            await store.set_meta("auth.seeded", at)
+            changed = True
+        flag = f"auth.admin_seeded.{admin_user_id}"
+        if await store.meta(flag) is None:
+            await db.execute(
+                "INSERT INTO auth_user_roles (user_id, role_name, created_on) VALUES (:u, :r, :at)"
+                " ON CONFLICT (user_id, role_name) DO NOTHING",
+                {"u": admin_user_id, "r": ADMIN_ROLE, "at": at},
+            )
+            await store.set_meta(flag, at)
+            changed = True
+        if changed:
+            await store.bump_policy_version()
+    return changed

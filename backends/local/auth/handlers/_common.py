@@ -1,0 +1,64 @@
+"""Helpers shared by the auth handlers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pluginsdk.errors import HandlerDiscoveryError
+from pluginsdk.models.auth_results import ApiKey, ManagedUser, Role
+
+from ..crypto import parse_ts
+
+if TYPE_CHECKING:
+    from ...engine import Engine
+    from ..service import AuthService
+
+__all__ = ["api_key_from_row", "role_from_row", "service", "user_from_row"]
+
+
+def service(engine: Engine) -> AuthService:
+    from ..service import AuthService
+
+    svc = engine.authz
+    if not isinstance(svc, AuthService):
+        raise HandlerDiscoveryError("The auth service is not running in this engine.")
+    return svc
+
+
+def role_from_row(r: Any) -> Role:
+    return Role(
+        id=r["id"],
+        role_name=r["role_name"],
+        description=r["description"],
+        created_on=parse_ts(r["created_on"]),
+        source=r["source"],
+        source_identifier=r["source_identifier"],
+        mfa_required=bool(r["mfa_required"]),
+    )
+
+
+def api_key_from_row(r: Any) -> ApiKey:
+    return ApiKey(
+        api_key_id=r["api_key_id"],
+        api_key_name=r["api_key_name"],
+        description=r["description"],
+        user_id=r["user_id"],
+        created_by=r["created_by"],
+        created_at=parse_ts(r["created_at"]),
+        updated_at=parse_ts(r["updated_at"]),
+        expires_at=parse_ts(r["expires_at"]) if r["expires_at"] else None,
+        is_active="true" if r["is_active"] else "false",
+    )
+
+
+def user_from_row(r: Any) -> ManagedUser:
+    return ManagedUser(
+        user_id=r["user_id"],
+        email=r["email"],
+        phone=r["phone"],
+        user_status=r["status"],
+        enabled=bool(r["enabled"]),
+        user_create_date=parse_ts(r["created_at"]),
+        user_last_modified_date=parse_ts(r["updated_at"]),
+        mfa_enabled=bool(r["mfa_enabled"]),
+    )

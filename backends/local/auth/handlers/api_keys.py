@@ -1,0 +1,225 @@
+"""Handlers: API keys, administrative and self-service.
+
+The secret is `psdk_` + 256 random bits, returned once by create and kept
+only as its SHA-256. Self-service calls see only the caller's keys: any other
+key reads as not found.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from pluginsdk.errors import InvalidPaginationToken, NotFoundError, ValidationError
+from pluginsdk.models.auth_results import ApiKeyCreated, ApiKeyList, ApiKeyResult
+from pluginsdk.operations.api_keys import (
+    CreateAPIKeyCommand,
+    CreateMyAPIKeyCommand,
+    DeleteAPIKeyCommand,
+    DeleteMyAPIKeyCommand,
+    GetAPIKeyQuery,
+    GetMyAPIKeyQuery,
+    ListAPIKeysQuery,
+    ListMyAPIKeysQuery,
+    UpdateAPIKeyCommand,
+    UpdateMyAPIKeyCommand,
+)
+from pluginsdk.principal import Principal
+
+from ...engine import Engine, handles
+from ...store.db import Row
+from ..crypto import new_api_key, now, parse_expiry, parse_ts, sha256_hex, ts
+from ._common import api_key_from_row, service
+
+SELF_SERVICE_DAYS = 365
+MAX_ITEMS = 3000
+
+
+def _expiry(value: str, *, latest: datetime | None) -> datetime:
+    expiry = parse_expiry(value)
+    if expiry <= now():
+        raise ValidationError(
+            "'expires_at' must be in the future.",
+            details={"field": "expires_at", "value": value[:64], "expected": "a future time"},
+        )
+    if latest is not None and expiry > latest:
+        raise ValidationError(
+            f"'expires_at' must be at most {SELF_SERVICE_DAYS} days after the key's creation ({ts(latest)}).",
+            details={"field": "expires_at", "value": value[:64], "expected": f"<= {ts(latest)}"},
+        )
+    return expiry
+
+
+async def _list(
+    engine: Engine, listing: str, user_id: str | None, op: ListAPIKeysQuery | ListMyAPIKeysQuery
+) -> ApiKeyList:
+    svc = service(engine)
+    max_items = min(op.max_items, MAX_ITEMS)
+    size = min(op.page_size, max_items)
+    pos = svc.decode_page(listing, op.starting_token)
+    after: tuple[str, str] | None = None
+    if pos is not None:
+        c, i = pos.get("c"), pos.get("i")
+        if not isinstance(c, str) or not isinstance(i, str):
+            raise InvalidPaginationToken(details={"field": "startingToken"})
+        after = (str(c), str(i))
+    rows = await svc.store.page_api_keys(user_id, after, size + 1)
+    more = len(rows) > size
+    rows = rows[:size]
+    items = [api_key_from_row(r) for r in rows]
+    if not more:
+        return ApiKeyList(items=items)
+    token = svc.encode_page(listing, {"c": rows[-1]["created_at"], "i": rows[-1]["api_key_id"]})
+    return ApiKeyList(items=items, next_token=token, truncated=True)
+
+
+@handles(ListAPIKeysQuery)
+async def list_api_keys(engine: Engine, op: ListAPIKeysQuery, principal: Principal) -> ApiKeyList:
+    return await _list(engine, f"api-keys:all:{op.user_id or ''}", op.user_id, op)
+
+
+@handles(ListMyAPIKeysQuery)
+async def list_my_api_keys(engine: Engine, op: ListMyAPIKeysQuery, principal: Principal) -> ApiKeyList:
+    return await _list(engine, f"api-keys:self:{principal.user_id}", principal.user_id, op)
+
+
+async def _owned(engine: Engine, api_key_id: str, owner: str | None) -> Row:
+    row = await service(engine).store.get_api_key(api_key_id)
+    if row is None or (owner is not None and row["user_id"] != owner):
+        raise NotFoundError("api_key", api_key_id, f"API key '{api_key_id}' not found.")
+    return row
+
+
+@handles(GetAPIKeyQuery)
+async def get_api_key(engine: Engine, op: GetAPIKeyQuery, principal: Principal) -> ApiKeyResult:
+    row = await _owned(engine, op.api_key_id, None)
+    return ApiKeyResult(**api_key_from_row(row).model_dump())
+
+
+@handles(GetMyAPIKeyQuery)
+async def get_my_api_key(engine: Engine, op: GetMyAPIKeyQuery, principal: Principal) -> ApiKeyResult:
+    row = await _owned(engine, op.api_key_id, principal.user_id)
+    return ApiKeyResult(**api_key_from_row(row).model_dump())
+
+
+async def _create(
+    engine: Engine,
+    principal: Principal,
+    *,
+    user_id: str,
+    name: str,
+    description: str,
+    expires_at: str | None,
+    self_service: bool,
+) -> ApiKeyCreated:
+    store = service(engine).store
+    created = now()
+    expiry = None
+    if expires_at is not None:
+        latest = created + timedelta(days=SELF_SERVICE_DAYS) if self_service else None
+        expiry = _expiry(expires_at, latest=latest)
+    secret = new_api_key()
+    row: dict[str, Any] = {
+        "api_key_id": str(uuid.uuid4()),
+        "api_key_name": name,
+        "description": description,
+        "user_id": user_id,
+        "created_by": principal.user_id,
+        "created_at": ts(created),
+        "updated_at": ts(created),
+        "expires_at": ts(expiry) if expiry else None,
+        "is_active": 1,
+        "key_hash": sha256_hex(secret),
+    }
+    async with store.transaction():
+        if not self_service and not await store.roles_of(user_id):
+            raise ValidationError(
+                f"User '{user_id}' holds no role; assign one first (`pluginsdk user-roles create`).",
+                details={"field": "user_id", "value": user_id, "expected": "a user with a role assignment"},
+            )
+        await store.insert_api_key(row)
+    record = api_key_from_row(row)
+    return ApiKeyCreated(
+        **record.model_dump(),
+        api_key=secret,
+        message="API key created. Store the secret now: it cannot be shown again.",
+    )
+
+
+@handles(CreateAPIKeyCommand)
+async def create_api_key(engine: Engine, op: CreateAPIKeyCommand, principal: Principal) -> ApiKeyCreated:
+    return await _create(
+        engine,
+        principal,
+        user_id=op.user_id,
+        name=op.api_key_name,
+        description=op.description,
+        expires_at=op.expires_at,
+        self_service=False,
+    )
+
+
+@handles(CreateMyAPIKeyCommand)
+async def create_my_api_key(engine: Engine, op: CreateMyAPIKeyCommand, principal: Principal) -> ApiKeyCreated:
+    return await _create(
+        engine,
+        principal,
+        user_id=principal.user_id,
+        name=op.api_key_name,
+        description=op.description,
+        expires_at=op.expires_at,
+        self_service=True,
+    )
+
+
+async def _update(engine: Engine, op: UpdateAPIKeyCommand | UpdateMyAPIKeyCommand, owner: str | None) -> ApiKeyResult:
+    store = service(engine).store
+    row = await _owned(engine, op.api_key_id, owner)
+    given = op.model_fields_set
+    changes: dict[str, Any] = {}
+    if "description" in given:
+        changes["description"] = op.description
+    if "is_active" in given:
+        changes["is_active"] = 1 if op.is_active == "true" else 0
+    if "expires_at" in given:
+        if op.expires_at is None:
+            changes["expires_at"] = None
+        else:
+            latest = parse_ts(row["created_at"]) + timedelta(days=SELF_SERVICE_DAYS) if owner is not None else None
+            changes["expires_at"] = ts(_expiry(op.expires_at, latest=latest))
+    changes["updated_at"] = ts(now())
+    async with store.transaction():
+        if not await store.update_api_key(op.api_key_id, changes):
+            raise NotFoundError("api_key", op.api_key_id, f"API key '{op.api_key_id}' not found.")
+        updated = await store.get_api_key(op.api_key_id)
+    assert updated is not None
+    return ApiKeyResult(**api_key_from_row(updated).model_dump(), message="API key updated.")
+
+
+@handles(UpdateAPIKeyCommand)
+async def update_api_key(engine: Engine, op: UpdateAPIKeyCommand, principal: Principal) -> ApiKeyResult:
+    return await _update(engine, op, None)
+
+
+@handles(UpdateMyAPIKeyCommand)
+async def update_my_api_key(engine: Engine, op: UpdateMyAPIKeyCommand, principal: Principal) -> ApiKeyResult:
+    return await _update(engine, op, principal.user_id)
+
+
+async def _delete(engine: Engine, api_key_id: str, owner: str | None) -> ApiKeyResult:
+    store = service(engine).store
+    row = await _owned(engine, api_key_id, owner)
+    if not await store.delete_api_key(api_key_id):
+        raise NotFoundError("api_key", api_key_id, f"API key '{api_key_id}' not found.")
+    return ApiKeyResult(**api_key_from_row(row).model_dump(), message=f"API key '{api_key_id}' deleted.")
+
+
+@handles(DeleteAPIKeyCommand)
+async def delete_api_key(engine: Engine, op: DeleteAPIKeyCommand, principal: Principal) -> ApiKeyResult:
+    return await _delete(engine, op.api_key_id, None)
+
+
+@handles(DeleteMyAPIKeyCommand)
+async def delete_my_api_key(engine: Engine, op: DeleteMyAPIKeyCommand, principal: Principal) -> ApiKeyResult:
+    return await _delete(engine, op.api_key_id, principal.user_id)

@@ -1,0 +1,161 @@
+"""Handlers: roles and user-role assignments."""
+
+from __future__ import annotations
+
+import uuid
+from collections import defaultdict
+
+from pluginsdk.errors import AlreadyExistsError, NotFoundError, ValidationError
+from pluginsdk.models.auth_results import (
+    RoleItems,
+    RoleList,
+    RoleWritten,
+    UserRoleAssignment,
+    UserRoleItems,
+    UserRoleList,
+    UserRolesWritten,
+)
+from pluginsdk.operations.roles import (
+    CreateRoleCommand,
+    CreateUserRolesCommand,
+    DeleteRoleCommand,
+    DeleteUserRolesCommand,
+    ListRolesQuery,
+    ListUserRolesQuery,
+    UpdateRoleCommand,
+    UpdateUserRolesCommand,
+)
+from pluginsdk.principal import Principal
+
+from ...engine import Engine, handles
+from ..crypto import now, parse_ts, ts
+from ._common import role_from_row, service
+
+
+@handles(ListRolesQuery)
+async def list_roles(engine: Engine, op: ListRolesQuery, principal: Principal) -> RoleList:
+    roles = [role_from_row(r) for r in await service(engine).store.list_roles()]
+    roles = await engine.authz.filter_allowed(principal, "role", roles, lambda r: {"roleName": r.role_name}, "GET")
+    return RoleList(message=RoleItems(items=roles))
+
+
+@handles(CreateRoleCommand)
+async def create_role(engine: Engine, op: CreateRoleCommand, principal: Principal) -> RoleWritten:
+    store = service(engine).store
+    async with store.transaction():
+        await store.insert_role(
+            {
+                "role_name": op.role_name,
+                "id": str(uuid.uuid4()),
+                "description": op.description,
+                "source": op.source,
+                "source_identifier": op.source_identifier,
+                "mfa_required": int(op.mfa_required),
+                "created_on": ts(now()),
+            }
+        )
+        await store.bump_policy_version()
+    return RoleWritten(role_name=op.role_name, operation="create", message=f"Role '{op.role_name}' created.")
+
+
+@handles(UpdateRoleCommand)
+async def update_role(engine: Engine, op: UpdateRoleCommand, principal: Principal) -> RoleWritten:
+    store = service(engine).store
+    changes: dict[str, object] = {}
+    for name in ("description", "source", "source_identifier", "mfa_required"):
+        if name in op.model_fields_set:
+            value = getattr(op, name)
+            changes[name] = int(value) if isinstance(value, bool) else value
+    async with store.transaction():
+        if not await store.update_role(op.role_name, changes):
+            raise NotFoundError("role", op.role_name, f"Role '{op.role_name}' not found.")
+        await store.bump_policy_version()
+    return RoleWritten(role_name=op.role_name, operation="update", message=f"Role '{op.role_name}' updated.")
+
+
+@handles(DeleteRoleCommand)
+async def delete_role(engine: Engine, op: DeleteRoleCommand, principal: Principal) -> RoleWritten:
+    store = service(engine).store
+    async with store.transaction():
+        if not await store.delete_role(op.role_id):
+            raise NotFoundError("role", op.role_id, f"Role '{op.role_id}' not found.")
+        await store.bump_policy_version()
+    return RoleWritten(
+        role_name=op.role_id,
+        operation="delete",
+        message=f"Role '{op.role_id}' deleted; user-role assignments naming it remain until removed.",
+    )
+
+
+@handles(ListUserRolesQuery)
+async def list_user_roles(engine: Engine, op: ListUserRolesQuery, principal: Principal) -> UserRoleList:
+    by_user: dict[str, list[str]] = defaultdict(list)
+    created: dict[str, str] = {}
+    for r in await service(engine).store.user_role_rows():
+        by_user[r["user_id"]].append(r["role_name"])
+        created[r["user_id"]] = min(created.get(r["user_id"], r["created_on"]), r["created_on"])
+    items = [
+        UserRoleAssignment(user_id=u, role_name=names, created_on=parse_ts(created[u])) for u, names in by_user.items()
+    ]
+    items = await engine.authz.filter_allowed(
+        principal, "userRole", items, lambda a: {"userId": a.user_id, "roleName": a.role_name}, "GET"
+    )
+    return UserRoleList(message=UserRoleItems(items=items))
+
+
+async def _check_roles_exist(engine: Engine, names: list[str]) -> None:
+    existing = await service(engine).store.existing_roles(names)
+    missing = [n for n in names if n not in existing]
+    if missing:
+        raise ValidationError(
+            f"Unknown role(s): {', '.join(repr(m) for m in missing)}; create them first (`pluginsdk roles create`).",
+            details={"field": "role_name", "value": missing[0], "expected": "an existing role name"},
+        )
+
+
+@handles(CreateUserRolesCommand)
+async def create_user_roles(engine: Engine, op: CreateUserRolesCommand, principal: Principal) -> UserRolesWritten:
+    store = service(engine).store
+    async with store.transaction():
+        await _check_roles_exist(engine, op.role_name)
+        held = set(await store.roles_of(op.user_id))
+        dup = [r for r in op.role_name if r in held]
+        if dup:
+            raise AlreadyExistsError(
+                "user_role",
+                op.user_id,
+                f"User '{op.user_id}' already holds {', '.join(repr(d) for d in dup)}; use update_user_roles "
+                "(PUT /user-roles) to replace the list.",
+                details={"field": "role_name", "value": dup[0]},
+            )
+        await store.add_user_roles(op.user_id, op.role_name, ts(now()))
+        await store.bump_policy_version()
+        roles = await store.roles_of(op.user_id)
+    return UserRolesWritten(
+        user_id=op.user_id, operation="create", role_name=roles, message=f"Roles assigned to '{op.user_id}'."
+    )
+
+
+@handles(UpdateUserRolesCommand)
+async def update_user_roles(engine: Engine, op: UpdateUserRolesCommand, principal: Principal) -> UserRolesWritten:
+    store = service(engine).store
+    async with store.transaction():
+        await _check_roles_exist(engine, op.role_name)
+        held = await store.roles_of(op.user_id)
+        await store.delete_user_roles(op.user_id, [r for r in held if r not in op.role_name])
+        await store.add_user_roles(op.user_id, [r for r in op.role_name if r not in held], ts(now()))
+        await store.bump_policy_version()
+        roles = await store.roles_of(op.user_id)
+    return UserRolesWritten(
+        user_id=op.user_id, operation="update", role_name=roles, message=f"Roles of '{op.user_id}' replaced."
+    )
+
+
+@handles(DeleteUserRolesCommand)
+async def delete_user_roles(engine: Engine, op: DeleteUserRolesCommand, principal: Principal) -> UserRolesWritten:
+    store = service(engine).store
+    async with store.transaction():
+        if not await store.delete_user_roles(op.user_id):
+            raise NotFoundError("user_role", op.user_id, f"User '{op.user_id}' has no role assignments.")
+        await store.bump_policy_version()
+    return UserRolesWritten(user_id=op.user_id, operation="delete", message=f"All roles of '{op.user_id}' removed.")

@@ -1,0 +1,153 @@
+"""Handlers: managed user-pool users (only when `app.authProvider.useManaged.enabled`).
+
+New users and password resets get a temporary password from `secrets`,
+mailed through the configured SMTP server and stored only as an argon2 hash;
+the user must replace it at the next sign-in (status FORCE_CHANGE_PASSWORD).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from pluginsdk.errors import AlreadyExistsError, NotFoundError
+from pluginsdk.models.auth_results import ManagedUserList, ManagedUserWritten
+from pluginsdk.operations.users import (
+    CreateManagedUserCommand,
+    DeleteManagedUserCommand,
+    ListManagedUsersQuery,
+    ResetManagedUserPasswordCommand,
+    UpdateManagedUserCommand,
+)
+from pluginsdk.principal import Principal
+
+from ...engine import Engine, handles
+from ..crypto import now, temporary_password, ts
+from ..service import AuthService
+from ._common import service, user_from_row
+
+FORCE_CHANGE = "FORCE_CHANGE_PASSWORD"
+CONFIRMED = "CONFIRMED"
+
+
+def _mail_body(svc: AuthService, user_id: str, password: str, reason: str) -> str:
+    days = svc.config.managed.temporary_password_days
+    return (
+        f"{reason}\n\nUser name: {user_id}\nTemporary password: {password}\n\n"
+        f"The temporary password expires in {days} days. You will choose a new password when you sign in.\n"
+    )
+
+
+async def _temporary(svc: AuthService, user_id: str, email: str, reason: str) -> dict[str, Any]:
+    """Make, mail and hash a temporary password; the columns to store."""
+    password = temporary_password()
+    await svc.mailer.send(email, "Your temporary password", _mail_body(svc, user_id, password, reason))
+    expires = now() + timedelta(days=svc.config.managed.temporary_password_days)
+    return {
+        "password_hash": await svc.passwords.ahash(password),
+        "password_expires_at": ts(expires),
+        "status": FORCE_CHANGE,
+    }
+
+
+@handles(ListManagedUsersQuery)
+async def list_managed_users(engine: Engine, op: ListManagedUsersQuery, principal: Principal) -> ManagedUserList:
+    svc = service(engine)
+    svc.require_managed()
+    size = op.page_size or op.max_items
+    pos = svc.decode_page("users", op.starting_token)
+    after = str(pos.get("u", "")) if pos is not None else None
+    rows = await svc.store.page_users(after, size + 1)
+    more = len(rows) > size
+    rows = rows[:size]
+    users = [user_from_row(r) for r in rows]
+    token = svc.encode_page("users", {"u": rows[-1]["user_id"]}) if more else None
+    return ManagedUserList(users=users, next_token=token)
+
+
+@handles(CreateManagedUserCommand)
+async def create_managed_user(engine: Engine, op: CreateManagedUserCommand, principal: Principal) -> ManagedUserWritten:
+    svc = service(engine)
+    svc.require_managed()
+    if await svc.store.get_user(op.user_id) is not None:
+        raise AlreadyExistsError("user", op.user_id, f"User '{op.user_id}' already exists.")
+    at = ts(now())
+    row: dict[str, Any] = {
+        "user_id": op.user_id,
+        "email": op.email,
+        "phone": op.phone,
+        "status": FORCE_CHANGE,
+        "enabled": 1,
+        "mfa_enabled": 0,
+        "created_at": at,
+        "updated_at": at,
+    }
+    if svc.mailer.configured:
+        row.update(await _temporary(svc, op.user_id, op.email, "An account was created for you."))
+        message = f"User '{op.user_id}' created; a temporary password was sent to their email address."
+    else:
+        message = (
+            f"User '{op.user_id}' created without a password: no SMTP server is configured "
+            "(app.authProvider.smtp); reset the password once mail works."
+        )
+    async with svc.store.transaction():
+        await svc.store.insert_user(row)
+        stored = await svc.store.get_user(op.user_id)
+    assert stored is not None
+    return ManagedUserWritten(user_id=op.user_id, operation="create", user=user_from_row(stored), message=message)
+
+
+@handles(UpdateManagedUserCommand)
+async def update_managed_user(engine: Engine, op: UpdateManagedUserCommand, principal: Principal) -> ManagedUserWritten:
+    svc = service(engine)
+    svc.require_managed()
+    changes: dict[str, Any] = {"updated_at": ts(now())}
+    if op.email is not None:
+        changes["email"] = op.email
+    if op.phone is not None:
+        changes["phone"] = op.phone
+    if op.clear_phone:
+        changes["phone"] = None
+    async with svc.store.transaction():
+        if not await svc.store.update_user(op.user_id, changes):
+            raise NotFoundError("user", op.user_id, f"User '{op.user_id}' not found.")
+        stored = await svc.store.get_user(op.user_id)
+    assert stored is not None
+    return ManagedUserWritten(
+        user_id=op.user_id, operation="update", user=user_from_row(stored), message=f"User '{op.user_id}' updated."
+    )
+
+
+@handles(DeleteManagedUserCommand)
+async def delete_managed_user(engine: Engine, op: DeleteManagedUserCommand, principal: Principal) -> ManagedUserWritten:
+    svc = service(engine)
+    svc.require_managed()
+    async with svc.store.transaction():
+        if not await svc.store.delete_user(op.user_id):
+            raise NotFoundError("user", op.user_id, f"User '{op.user_id}' not found.")
+    return ManagedUserWritten(
+        user_id=op.user_id,
+        operation="delete",
+        message=f"User '{op.user_id}' deleted; their API keys and sessions are revoked.",
+    )
+
+
+@handles(ResetManagedUserPasswordCommand)
+async def reset_managed_user_password(
+    engine: Engine, op: ResetManagedUserPasswordCommand, principal: Principal
+) -> ManagedUserWritten:
+    svc = service(engine)
+    svc.require_managed()
+    user = await svc.store.get_user(op.user_id)
+    if user is None:
+        raise NotFoundError("user", op.user_id, f"User '{op.user_id}' not found.")
+    changes = await _temporary(svc, op.user_id, user["email"], "Your password was reset by an administrator.")
+    changes["updated_at"] = ts(now())
+    async with svc.store.transaction():
+        await svc.store.update_user(op.user_id, changes)
+        await svc.store.revoke_sessions(op.user_id)
+    return ManagedUserWritten(
+        user_id=op.user_id,
+        operation="resetPassword",
+        message="A new temporary password was sent to the user's email address.",
+    )

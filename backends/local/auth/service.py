@@ -1,0 +1,258 @@
+"""The auth service as the engine's Authorizer: who is calling (authenticate) and may they (authorize).
+
+Authentication
+- `Authorization: psdk_...` — an API key: SHA-256 lookup, constant-time
+  compare, then active flag and expiry; read on every request, so revoking,
+  deactivating, expiring or deleting the user bites on the next call.
+- `Authorization: Bearer <JWT>` — managed pool: our signature (by `kid`),
+  issuer, audience, expiry, then the session row (revoked? user enabled?
+  MFA?) in one read; external IdP: the IdP's JWKS (cached).
+
+Authorization (both tiers, before any handler looks anything up)
+- The policy (constraints + roles) is compiled once per policy version. Every
+  decision reads the version row (one cheap read); a change made by any
+  process is seen on the next decision.
+- Roles come from user-role assignments (cached per version); roles that no
+  longer exist grant nothing; a user without roles is evaluated as holding
+  `defaultUserRoleName` when that is set.
+- Tier 1: the concrete route (`/auth/constraints/c1`) and method. Tier 2: the
+  object attributes the input names (operation's policy fields); a list value
+  there means several objects, and each must be allowed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import itertools
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pluginsdk._constants import API_KEY_PREFIX
+from pluginsdk.errors import AuthenticationError, PermissionDeniedError, ValidationError
+from pluginsdk.operations import Operation, OperationSpec
+from pluginsdk.principal import Principal
+
+from .config import AuthConfig
+from .crypto import PageTokens, Passwords, SecretBox, now, parse_ts, sha256_hex
+from .mail import Mailer
+from .oauth import ExternalVerifier
+from .policy_bridge import CompiledPolicy, compile_policy, object_fields
+from .store import AuthStore
+from .tokens import TokenService
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+__all__ = ["AuthService"]
+
+T = TypeVar("T")
+
+_MAX_HEADER = 4096
+
+
+@dataclass(slots=True)
+class _Snapshot:
+    version: int
+    policy: CompiledPolicy
+    roles: dict[str, bool]
+    """Existing role name -> mfaRequired."""
+    user_roles: dict[str, tuple[str, ...]]
+    """Per-user cache, filled on first use within this version."""
+
+
+class AuthService:
+    """Authenticator and two-tier authorizer; also the state the auth handlers share."""
+
+    def __init__(self, engine: Engine, config: AuthConfig, store: AuthStore, box: SecretBox, pages: PageTokens) -> None:
+        self.engine = engine
+        self.config = config
+        self.store = store
+        self.box = box
+        self.pages = pages
+        self.mailer = Mailer(config.smtp)
+        self.tokens: TokenService | None = None
+        self.external: ExternalVerifier | None = None
+        self._passwords: Passwords | None = None
+        self._snapshot: _Snapshot | None = None
+        self._lock = asyncio.Lock()
+        self.compiles = 0
+        """How many times the policy was compiled (observability, tests)."""
+
+    async def start(self) -> None:
+        if self.config.mode == "managed":
+            self.tokens = TokenService(self.store, self.box, self.config.managed)
+            await self.tokens.start()
+        elif self.config.mode == "external":
+            self.external = ExternalVerifier(self.config.external)
+
+    @property
+    def passwords(self) -> Passwords:
+        if self._passwords is None:
+            m = self.config.managed
+            self._passwords = Passwords(m.argon2_time_cost, m.argon2_memory_kib, m.argon2_parallelism)
+        return self._passwords
+
+    # -- policy ------------------------------------------------------------------
+    async def snapshot(self) -> _Snapshot:
+        """The compiled policy of the current version (recompiled only when the version moved)."""
+        version = await self.store.policy_version()
+        snap = self._snapshot
+        if snap is not None and snap.version == version:
+            return snap
+        async with self._lock:
+            snap = self._snapshot
+            if snap is not None and snap.version == version:
+                return snap
+            async with self.store.transaction():  # one consistent read of version, roles and constraints
+                version = await self.store.policy_version()
+                role_rows = await self.store.list_roles()
+                constraint_rows = await self.store.all_constraints()
+            roles = {r["role_name"]: bool(r["mfa_required"]) for r in role_rows}
+            policy = compile_policy([json.loads(r["data"]) for r in constraint_rows], roles)
+            self.compiles += 1
+            self._snapshot = _Snapshot(version, policy, roles, {})
+            return self._snapshot
+
+    async def with_roles(self, principal: Principal, snap: _Snapshot | None = None) -> Principal:
+        """The principal with its roles resolved from assignments (never trusted from the caller)."""
+        snap = snap or await self.snapshot()
+        roles = snap.user_roles.get(principal.user_id)
+        if roles is None:
+            assigned = await self.store.roles_of(principal.user_id)
+            roles = tuple(r for r in assigned if r in snap.roles)
+            if not roles and self.config.default_user_role_name in snap.roles:
+                roles = (str(self.config.default_user_role_name),)
+            if len(snap.user_roles) > 100_000:
+                snap.user_roles.clear()
+            snap.user_roles[principal.user_id] = roles
+        return principal if principal.roles == roles else replace(principal, roles=roles)
+
+    async def route_allowed(self, principal: Principal, path: str, method: str) -> bool:
+        snap = await self.snapshot()
+        p = await self.with_roles(principal, snap)
+        return snap.policy.route_allowed(p, path, method)
+
+    async def is_allowed(self, principal: Principal, object_type: str, attrs: Mapping[str, Any], method: str) -> bool:
+        snap = await self.snapshot()
+        p = await self.with_roles(principal, snap)
+        return snap.policy.is_allowed(p, object_type, attrs, method)
+
+    # -- Authorizer protocol -------------------------------------------------------
+    async def authenticate(self, authorization: str | None) -> Principal:
+        if not authorization or not authorization.strip():
+            raise AuthenticationError(
+                "Authentication required: send an API key, or `Bearer <token>`, in the Authorization header."
+            )
+        value = authorization.strip()
+        if len(value) > _MAX_HEADER:
+            raise AuthenticationError("The Authorization header is not valid.")
+        scheme, _, rest = value.partition(" ")
+        if scheme.lower() == "bearer" and rest.strip():
+            return await self._bearer(rest.strip())
+        if value.startswith(API_KEY_PREFIX):
+            return await self._api_key(value)
+        raise AuthenticationError(
+            f"The Authorization header is not valid: send an API key ({API_KEY_PREFIX}...) or `Bearer <token>`."
+        )
+
+    async def _api_key(self, key: str) -> Principal:
+        rejected = AuthenticationError("The API key is unknown, expired or deactivated.")
+        digest = sha256_hex(key)
+        row = await self.store.api_key_by_hash(digest)
+        if row is None or not hmac.compare_digest(str(row["key_hash"]), digest):
+            raise rejected
+        if not row["is_active"]:
+            raise rejected
+        if row["expires_at"] is not None and parse_ts(row["expires_at"]) <= now():
+            raise rejected
+        return Principal(user_id=row["user_id"], auth_method="api_key", api_key_id=row["api_key_id"], mfa=False)
+
+    async def _bearer(self, token: str) -> Principal:
+        if self.tokens is not None:
+            claims = await self.tokens.verify(token)
+            sid = str(claims["sid"])
+            state = await self.store.session_state(sid)
+            if (
+                state is None
+                or state["revoked"]
+                or not state["enabled"]
+                or state["user_id"] != claims["sub"]
+                or parse_ts(state["expires_at"]) <= now()
+            ):
+                raise AuthenticationError("The session has ended; sign in again.")
+            return Principal(
+                user_id=str(claims["sub"]),
+                mfa=bool(state["mfa"]),
+                auth_method="jwt",
+                email=state["email"],
+                claims={"sid": sid, "token_use": claims.get("token_use")},
+            )
+        if self.external is not None:
+            return await self.external.principal(token)
+        raise AuthenticationError("Bearer tokens are not accepted here: no identity provider is configured.")
+
+    async def authorize(self, principal: Principal, spec: OperationSpec, op: Operation) -> Principal:
+        if spec.policy.unauthenticated:
+            return principal
+        snap = await self.snapshot()
+        p = await self.with_roles(principal, snap)
+        route = spec.concrete_route(op)
+        method = spec.method
+        if route is None or not snap.policy.route_allowed(p, route, method):
+            raise PermissionDeniedError(
+                f"Not authorized: '{p.user_id}' may not {method} {spec.route}.",
+                details={"field": "route", "value": spec.route, "expected": method},
+            )
+        object_type = spec.policy.object_type
+        if object_type:
+            attrs = spec.object_attributes(op)
+            if attrs:
+                if method == "POST" and "userId" in object_fields(object_type) and "userId" not in attrs:
+                    attrs["userId"] = p.user_id  # a new object of this type belongs to its creator
+                for combo in _expand(attrs):
+                    if not snap.policy.is_allowed(p, object_type, combo, method):
+                        raise PermissionDeniedError(
+                            f"Not authorized: '{p.user_id}' may not {method} this {object_type}.",
+                            details={"field": object_type, "expected": method},
+                        )
+        return p
+
+    async def filter_allowed(
+        self,
+        principal: Principal,
+        object_type: str,
+        items: list[T],
+        attrs: Callable[[T], Mapping[str, Any]],
+        method: str,
+    ) -> list[T]:
+        snap = await self.snapshot()
+        p = await self.with_roles(principal, snap)
+        keep = snap.policy.filter_allowed(p, object_type, [attrs(i) for i in items], method)
+        return [i for i, ok in zip(items, keep, strict=True) if ok]
+
+    # -- helpers for handlers ----------------------------------------------------------
+    def decode_page(self, listing: str, token: str | None) -> dict[str, Any] | None:
+        return None if token is None else self.pages.decode(listing, token)
+
+    def encode_page(self, listing: str, position: dict[str, Any]) -> str:
+        return self.pages.encode(listing, position)
+
+    def require_managed(self) -> None:
+        if not self.config.managed.enabled:
+            raise ValidationError(
+                "User management is unavailable: the managed user pool is not enabled "
+                "(app.authProvider.useManaged.enabled).",
+                details={"field": "app.authProvider.useManaged.enabled", "value": False, "expected": True},
+            )
+
+
+def _expand(attrs: dict[str, Any]) -> list[dict[str, Any]]:
+    """Input naming several objects (a list value) -> one attribute set per object."""
+    lists = {k: v for k, v in attrs.items() if isinstance(v, list)}
+    if not lists:
+        return [attrs]
+    keys = list(lists)
+    return [{**attrs, **dict(zip(keys, combo, strict=True))} for combo in itertools.product(*lists.values())]

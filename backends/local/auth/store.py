@@ -1,0 +1,310 @@
+"""All SQL of the auth service (tables of migration 3), portable between SQLite and PostgreSQL.
+
+Every write to constraints, roles or user roles bumps the policy version in
+`meta` within the same transaction, so each process sees the change on its
+next decision (one primary-key read of that row).
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from pluginsdk.errors import AlreadyExistsError
+
+from ..store.db import Database, Row
+
+__all__ = ["AuthStore"]
+
+VERSION_KEY = "auth.policy_version"
+
+
+def _in(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    params = {f"{name}{i}": v for i, v in enumerate(values)}
+    return "(" + ", ".join(f":{k}" for k in params) + ")", params
+
+
+class AuthStore:
+    """Typed access to the auth tables on the engine's database."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    def transaction(self) -> Any:
+        return self.db.transaction()
+
+    # -- meta -----------------------------------------------------------------
+    async def policy_version(self) -> int:
+        row = await self.db.fetchone("SELECT value FROM meta WHERE key = :k", {"k": VERSION_KEY})
+        return int(row["value"]) if row else 0
+
+    async def bump_policy_version(self) -> None:
+        await self.db.execute(
+            "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = :k", {"k": VERSION_KEY}
+        )
+
+    async def meta(self, key: str) -> str | None:
+        row = await self.db.fetchone("SELECT value FROM meta WHERE key = :k", {"k": key})
+        return str(row["value"]) if row else None
+
+    async def meta_once(self, key: str, value: str) -> str:
+        """Store `value` under `key` unless one is there already; returns the stored value (race-safe)."""
+        await self.db.execute(
+            "INSERT INTO meta (key, value) VALUES (:k, :v) ON CONFLICT (key) DO NOTHING", {"k": key, "v": value}
+        )
+        stored = await self.meta(key)
+        assert stored is not None
+        return stored
+
+    async def set_meta(self, key: str, value: str) -> None:
+        await self.db.execute(
+            "INSERT INTO meta (key, value) VALUES (:k, :v) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            {"k": key, "v": value},
+        )
+
+    async def secret(self, key: str, nbytes: int = 32) -> str:
+        """A random secret kept in `meta`, made once per store."""
+        return await self.meta_once(key, secrets.token_urlsafe(nbytes))
+
+    # -- constraints ----------------------------------------------------------
+    async def all_constraints(self) -> list[Row]:
+        return await self.db.fetchall("SELECT constraint_id, data FROM auth_constraints ORDER BY constraint_id")
+
+    async def page_constraints(self, after: str | None, limit: int) -> list[Row]:
+        if after is None:
+            return await self.db.fetchall(
+                "SELECT constraint_id, data FROM auth_constraints ORDER BY constraint_id LIMIT :n", {"n": limit}
+            )
+        return await self.db.fetchall(
+            "SELECT constraint_id, data FROM auth_constraints WHERE constraint_id > :a ORDER BY constraint_id LIMIT :n",
+            {"a": after, "n": limit},
+        )
+
+    async def get_constraint(self, constraint_id: str) -> Row | None:
+        return await self.db.fetchone(
+            "SELECT constraint_id, data FROM auth_constraints WHERE constraint_id = :id", {"id": constraint_id}
+        )
+
+    async def existing_constraint_ids(self, ids: Sequence[str]) -> set[str]:
+        found: set[str] = set()
+        for i in range(0, len(ids), 500):
+            clause, params = _in("c", list(ids[i : i + 500]))
+            rows = await self.db.fetchall(
+                f"SELECT constraint_id FROM auth_constraints WHERE constraint_id IN {clause}", params
+            )
+            found.update(r["constraint_id"] for r in rows)
+        return found
+
+    async def insert_constraints(self, rows: Iterable[Mapping[str, Any]]) -> None:
+        await self.db.executemany(
+            "INSERT INTO auth_constraints (constraint_id, object_type, data, created_at, updated_at)"
+            " VALUES (:id, :type, :data, :at, :at)",
+            list(rows),
+        )
+
+    async def update_constraint(self, constraint_id: str, object_type: str, data: str, at: str) -> bool:
+        n = await self.db.execute(
+            "UPDATE auth_constraints SET object_type = :type, data = :data, updated_at = :at WHERE constraint_id = :id",
+            {"id": constraint_id, "type": object_type, "data": data, "at": at},
+        )
+        return n > 0
+
+    async def delete_constraint(self, constraint_id: str) -> bool:
+        n = await self.db.execute("DELETE FROM auth_constraints WHERE constraint_id = :id", {"id": constraint_id})
+        return n > 0
+
+    # -- roles ------------------------------------------------------------------
+    async def list_roles(self) -> list[Row]:
+        return await self.db.fetchall("SELECT * FROM auth_roles ORDER BY role_name")
+
+    async def get_role(self, role_name: str) -> Row | None:
+        return await self.db.fetchone("SELECT * FROM auth_roles WHERE role_name = :n", {"n": role_name})
+
+    async def existing_roles(self, names: Sequence[str]) -> set[str]:
+        if not names:
+            return set()
+        clause, params = _in("r", list(names))
+        rows = await self.db.fetchall(f"SELECT role_name FROM auth_roles WHERE role_name IN {clause}", params)
+        return {r["role_name"] for r in rows}
+
+    async def insert_role(self, row: Mapping[str, Any]) -> None:
+        if await self.get_role(row["role_name"]) is not None:
+            raise AlreadyExistsError("role", row["role_name"], f"Role '{row['role_name']}' already exists.")
+        await self.db.execute(
+            "INSERT INTO auth_roles (role_name, id, description, source, source_identifier, mfa_required, created_on)"
+            " VALUES (:role_name, :id, :description, :source, :source_identifier, :mfa_required, :created_on)",
+            row,
+        )
+
+    async def update_role(self, role_name: str, changes: Mapping[str, Any]) -> bool:
+        allowed = {"description", "source", "source_identifier", "mfa_required"}
+        sets = [f"{k} = :{k}" for k in changes if k in allowed]
+        if not sets:
+            return await self.get_role(role_name) is not None
+        n = await self.db.execute(
+            f"UPDATE auth_roles SET {', '.join(sets)} WHERE role_name = :role_name",
+            {**{k: v for k, v in changes.items() if k in allowed}, "role_name": role_name},
+        )
+        return n > 0
+
+    async def delete_role(self, role_name: str) -> bool:
+        return await self.db.execute("DELETE FROM auth_roles WHERE role_name = :n", {"n": role_name}) > 0
+
+    # -- user roles --------------------------------------------------------------
+    async def roles_of(self, user_id: str) -> list[str]:
+        rows = await self.db.fetchall(
+            "SELECT role_name FROM auth_user_roles WHERE user_id = :u ORDER BY role_name", {"u": user_id}
+        )
+        return [r["role_name"] for r in rows]
+
+    async def user_role_rows(self, user_id: str | None = None) -> list[Row]:
+        if user_id is None:
+            return await self.db.fetchall("SELECT * FROM auth_user_roles ORDER BY user_id, role_name")
+        return await self.db.fetchall(
+            "SELECT * FROM auth_user_roles WHERE user_id = :u ORDER BY role_name", {"u": user_id}
+        )
+
+    async def add_user_roles(self, user_id: str, role_names: Sequence[str], at: str) -> None:
+        await self.db.executemany(
+            "INSERT INTO auth_user_roles (user_id, role_name, created_on) VALUES (:u, :r, :at)",
+            [{"u": user_id, "r": r, "at": at} for r in role_names],
+        )
+
+    async def delete_user_roles(self, user_id: str, role_names: Sequence[str] | None = None) -> int:
+        if role_names is None:
+            return await self.db.execute("DELETE FROM auth_user_roles WHERE user_id = :u", {"u": user_id})
+        if not role_names:
+            return 0
+        clause, params = _in("r", list(role_names))
+        return await self.db.execute(
+            f"DELETE FROM auth_user_roles WHERE user_id = :u AND role_name IN {clause}", {**params, "u": user_id}
+        )
+
+    # -- managed users -----------------------------------------------------------
+    async def get_user(self, user_id: str) -> Row | None:
+        return await self.db.fetchone("SELECT * FROM auth_users WHERE user_id = :u", {"u": user_id})
+
+    async def page_users(self, after: str | None, limit: int) -> list[Row]:
+        if after is None:
+            return await self.db.fetchall("SELECT * FROM auth_users ORDER BY user_id LIMIT :n", {"n": limit})
+        return await self.db.fetchall(
+            "SELECT * FROM auth_users WHERE user_id > :a ORDER BY user_id LIMIT :n", {"a": after, "n": limit}
+        )
+
+    async def insert_user(self, row: Mapping[str, Any]) -> None:
+        if await self.get_user(row["user_id"]) is not None:
+            raise AlreadyExistsError("user", row["user_id"], f"User '{row['user_id']}' already exists.")
+        cols = ", ".join(row)
+        await self.db.execute(f"INSERT INTO auth_users ({cols}) VALUES ({', '.join(':' + c for c in row)})", row)
+
+    async def update_user(self, user_id: str, changes: Mapping[str, Any]) -> bool:
+        sets = ", ".join(f"{k} = :{k}" for k in changes)
+        return (
+            await self.db.execute(
+                f"UPDATE auth_users SET {sets} WHERE user_id = :user_id", {**changes, "user_id": user_id}
+            )
+            > 0
+        )
+
+    async def delete_user(self, user_id: str) -> bool:
+        """The user, their sessions and their API keys, together."""
+        await self.db.execute("DELETE FROM auth_sessions WHERE user_id = :u", {"u": user_id})
+        await self.db.execute("DELETE FROM auth_api_keys WHERE user_id = :u", {"u": user_id})
+        return await self.db.execute("DELETE FROM auth_users WHERE user_id = :u", {"u": user_id}) > 0
+
+    # -- API keys -------------------------------------------------------------------
+    async def insert_api_key(self, row: Mapping[str, Any]) -> None:
+        dup = await self.db.fetchone(
+            "SELECT 1 AS x FROM auth_api_keys WHERE user_id = :u AND api_key_name = :n",
+            {"u": row["user_id"], "n": row["api_key_name"]},
+        )
+        if dup:
+            raise AlreadyExistsError(
+                "api_key",
+                row["api_key_name"],
+                f"User '{row['user_id']}' already has an API key named '{row['api_key_name']}'.",
+                details={"field": "api_key_name", "value": row["api_key_name"]},
+            )
+        cols = ", ".join(row)
+        await self.db.execute(f"INSERT INTO auth_api_keys ({cols}) VALUES ({', '.join(':' + c for c in row)})", row)
+
+    async def get_api_key(self, api_key_id: str) -> Row | None:
+        return await self.db.fetchone("SELECT * FROM auth_api_keys WHERE api_key_id = :id", {"id": api_key_id})
+
+    async def api_key_by_hash(self, key_hash: str) -> Row | None:
+        return await self.db.fetchone("SELECT * FROM auth_api_keys WHERE key_hash = :h", {"h": key_hash})
+
+    async def page_api_keys(self, user_id: str | None, after: tuple[str, str] | None, limit: int) -> list[Row]:
+        conds, params = [], {"n": limit}
+        if user_id is not None:
+            conds.append("user_id = :u")
+            params["u"] = user_id  # type: ignore[assignment]
+        if after is not None:
+            conds.append("(created_at > :ac OR (created_at = :ac AND api_key_id > :ai))")
+            params["ac"], params["ai"] = after  # type: ignore[assignment]
+        where = (" WHERE " + " AND ".join(conds)) if conds else ""
+        return await self.db.fetchall(
+            f"SELECT * FROM auth_api_keys{where} ORDER BY created_at, api_key_id LIMIT :n", params
+        )
+
+    async def update_api_key(self, api_key_id: str, changes: Mapping[str, Any]) -> bool:
+        sets = ", ".join(f"{k} = :{k}" for k in changes)
+        n = await self.db.execute(
+            f"UPDATE auth_api_keys SET {sets} WHERE api_key_id = :api_key_id", {**changes, "api_key_id": api_key_id}
+        )
+        return n > 0
+
+    async def delete_api_key(self, api_key_id: str) -> bool:
+        return await self.db.execute("DELETE FROM auth_api_keys WHERE api_key_id = :id", {"id": api_key_id}) > 0
+
+    # -- sessions -----------------------------------------------------------------------
+    async def insert_session(self, row: Mapping[str, Any]) -> None:
+        cols = ", ".join(row)
+        await self.db.execute(f"INSERT INTO auth_sessions ({cols}) VALUES ({', '.join(':' + c for c in row)})", row)
+
+    async def session_by_refresh(self, refresh_hash: str) -> Row | None:
+        return await self.db.fetchone("SELECT * FROM auth_sessions WHERE refresh_hash = :h", {"h": refresh_hash})
+
+    async def session_state(self, session_id: str) -> Row | None:
+        """The session and its user in one read (None when either is gone)."""
+        return await self.db.fetchone(
+            "SELECT s.session_id, s.user_id, s.mfa, s.revoked, s.expires_at, u.enabled, u.email"
+            " FROM auth_sessions s JOIN auth_users u ON u.user_id = s.user_id WHERE s.session_id = :s",
+            {"s": session_id},
+        )
+
+    async def set_session_mfa(self, session_id: str) -> None:
+        await self.db.execute("UPDATE auth_sessions SET mfa = 1 WHERE session_id = :s", {"s": session_id})
+
+    async def revoke_session(self, session_id: str) -> None:
+        await self.db.execute("UPDATE auth_sessions SET revoked = 1 WHERE session_id = :s", {"s": session_id})
+
+    async def revoke_sessions(self, user_id: str, keep: str | None = None) -> None:
+        await self.db.execute(
+            "UPDATE auth_sessions SET revoked = 1 WHERE user_id = :u AND session_id <> :k",
+            {"u": user_id, "k": keep or ""},
+        )
+
+    # -- signing keys -------------------------------------------------------------------
+    async def signing_keys(self) -> list[Row]:
+        return await self.db.fetchall("SELECT * FROM auth_signing_keys WHERE active = 1 ORDER BY created_at")
+
+    async def insert_signing_key(self, row: Mapping[str, Any]) -> None:
+        await self.db.execute(
+            "INSERT INTO auth_signing_keys (kid, alg, private_key, public_jwk, created_at, active)"
+            " VALUES (:kid, :alg, :private_key, :public_jwk, :created_at, 1)",
+            row,
+        )
+
+    # -- login profiles ----------------------------------------------------------------
+    async def get_profile(self, user_id: str) -> Row | None:
+        return await self.db.fetchone("SELECT * FROM auth_login_profiles WHERE user_id = :u", {"u": user_id})
+
+    async def put_profile(self, user_id: str, email: str | None, data: str, at: str) -> None:
+        await self.db.execute(
+            "INSERT INTO auth_login_profiles (user_id, email, data, updated_at) VALUES (:u, :e, :d, :at)"
+            " ON CONFLICT (user_id) DO UPDATE SET email = excluded.email, data = excluded.data,"
+            " updated_at = excluded.updated_at",
+            {"u": user_id, "e": email, "d": data, "at": at},
+        )
