@@ -1,0 +1,130 @@
+"""The policy rules stated as plainly as possible, for tests to compare the compiled evaluator against.
+
+No indexes, no caches, no shared code with `matching.py`: every decision scans every constraint, and
+wildcard matching is a textbook dynamic programme over characters. Slow on purpose.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeVar
+
+from pluginsdk.models.auth import OBJECT_TYPES
+from pluginsdk.principal import Principal
+
+from .evaluator import ConstraintSource, read_constraint
+
+__all__ = ["ReferencePolicy", "wildcard_match"]
+
+_M = TypeVar("_M", bound=Mapping[str, Any])
+
+
+def wildcard_match(pattern: str, text: str) -> bool:
+    """True when all of `text` matches `pattern`, where `*` is any run of characters (also none)."""
+    # ok[i][j]: pattern[:i] matches text[:j]
+    ok = [[False] * (len(text) + 1) for _ in range(len(pattern) + 1)]
+    ok[0][0] = True
+    for i in range(1, len(pattern) + 1):
+        for j in range(len(text) + 1):
+            if pattern[i - 1] == "*":
+                ok[i][j] = ok[i - 1][j] or (j > 0 and ok[i][j - 1])
+            else:
+                ok[i][j] = j > 0 and ok[i - 1][j - 1] and pattern[i - 1] == text[j - 1]
+    return ok[len(pattern)][len(text)]
+
+
+def _one_value_matches(operator: str, value: str, text: str) -> bool:
+    """Does one attribute string satisfy the (positive form of the) operator?"""
+    if operator == "equals":
+        return wildcard_match(value, text)
+    if operator == "starts_with":
+        return any(wildcard_match(value, text[:j]) for j in range(len(text) + 1))
+    if operator == "ends_with":
+        return any(wildcard_match(value, text[i:]) for i in range(len(text) + 1))
+    if operator in ("contains", "does_not_contain"):
+        return any(wildcard_match(value, text[i:j]) for i in range(len(text) + 1) for j in range(i, len(text) + 1))
+    # is_one_of / is_not_one_of
+    items = [item.strip() for item in value.split(",")]
+    return any(wildcard_match(item, text) for item in items if item != "")
+
+
+def _attribute_strings(raw: Any) -> list[str]:
+    if raw is None:
+        return []
+    if isinstance(raw, str):
+        return [raw]
+    if isinstance(raw, list | tuple | set | frozenset):
+        return [x if isinstance(x, str) else str(x) for x in raw if x is not None]
+    return [str(raw)]
+
+
+def _criterion_holds(field: str, value: str, operator: str, attrs: Mapping[str, Any]) -> bool:
+    hit = any(_one_value_matches(operator, value, s) for s in _attribute_strings(attrs.get(field)))
+    if operator in ("does_not_contain", "is_not_one_of"):
+        return not hit
+    return hit
+
+
+_KNOWN_OPERATORS = ("equals", "contains", "does_not_contain", "starts_with", "ends_with", "is_one_of", "is_not_one_of")
+
+
+def _constraint_matches(
+    object_type: str,
+    c_and: list[tuple[str, str, str]],
+    c_or: list[tuple[str, str, str]],
+    attrs: Mapping[str, Any],
+) -> bool:
+    fields = OBJECT_TYPES.get(object_type, ())
+    known_and = [c for c in c_and if c[0] in fields and c[2] in _KNOWN_OPERATORS]
+    known_or = [c for c in c_or if c[0] in fields and c[2] in _KNOWN_OPERATORS]
+    if c_and and not known_and:
+        return False
+    if c_or and not known_or:
+        return False
+    if not known_and and not known_or:
+        return False
+    if not all(_criterion_holds(f, v, o, attrs) for f, v, o in known_and):
+        return False
+    return not known_or or any(_criterion_holds(f, v, o, attrs) for f, v, o in known_or)
+
+
+class ReferencePolicy:
+    """Same constructor and decisions as `CompiledPolicy`, by brute force."""
+
+    def __init__(
+        self,
+        constraints: Iterable[ConstraintSource],
+        roles: Mapping[str, bool] | None = None,
+        *,
+        default_user_role_name: str | None = None,
+    ) -> None:
+        self.constraints = [read_constraint(c) for c in constraints]
+        self.roles = dict(roles or {})
+        self.default_user_role_name = default_user_role_name
+
+    def is_allowed(self, principal: Principal, object_type: str, attributes: Mapping[str, Any], method: str) -> bool:
+        roles = list(principal.roles)
+        if not roles and self.default_user_role_name:
+            roles = [self.default_user_role_name]
+        active = [r for r in roles if principal.mfa or not self.roles.get(r, False)]
+        method = method.upper()
+        allowed = False
+        for c_type, c_and, c_or, group_perms, user_perms in self.constraints:
+            if c_type != object_type:
+                continue
+            kinds = [kind for who, m, kind in group_perms if who in active and m == method]
+            kinds += [kind for who, m, kind in user_perms if who == principal.user_id and m == method]
+            if "allow" not in kinds and "deny" not in kinds:
+                continue
+            if not _constraint_matches(c_type, c_and, c_or, attributes):
+                continue
+            if "deny" in kinds:
+                return False
+            allowed = True
+        return allowed
+
+    def route_allowed(self, principal: Principal, path: str, method: str, *, object_type: str = "api") -> bool:
+        return self.is_allowed(principal, object_type, {"route__path": path}, method)
+
+    def filter_allowed(self, principal: Principal, object_type: str, objects: Iterable[_M], method: str) -> list[_M]:
+        return [o for o in objects if self.is_allowed(principal, object_type, o, method)]
