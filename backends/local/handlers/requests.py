@@ -240,8 +240,7 @@ async def create_return_request(
         return ReturnRequestCreated(
             processed_machines=[m.machine_id for m in chosen],
             skipped_machines=skipped,
-            message=("Dry run: " if op.dry_run else "")
-            + f"{len(chosen)} machines would be returned, {len(skipped)} skipped."
+            message=f"Dry run: {len(chosen)} machines would be returned, {len(skipped)} skipped."
             if op.dry_run
             else f"No machine returned; {len(skipped)} skipped.",
         )
