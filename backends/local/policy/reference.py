@@ -70,8 +70,8 @@ _KNOWN_OPERATORS = ("equals", "contains", "does_not_contain", "starts_with", "en
 
 def _constraint_matches(
     object_type: str,
-    c_and: list[tuple[str, str, str]],
-    c_or: list[tuple[str, str, str]],
+    c_and: tuple[tuple[str, str, str], ...],
+    c_or: tuple[tuple[str, str, str], ...],
     attrs: Mapping[str, Any],
 ) -> bool:
     fields = OBJECT_TYPES.get(object_type, ())
