@@ -38,13 +38,13 @@ from pluginsdk.principal import Principal
 from .config import AuthConfig
 from .crypto import PageTokens, Passwords, SecretBox, now, parse_ts, sha256_hex
 from .mail import Mailer
-from .oauth import ExternalVerifier
 from .policy_bridge import CompiledPolicy, compile_policy, object_fields
 from .store import AuthStore
-from .tokens import TokenService
 
 if TYPE_CHECKING:
     from ..engine import Engine
+    from .oauth import ExternalVerifier
+    from .tokens import TokenService
 
 __all__ = ["AuthService"]
 
@@ -82,10 +82,16 @@ class AuthService:
         """How many times the policy was compiled (observability, tests)."""
 
     async def start(self) -> None:
+        # JWT support (PyJWT + cryptography, ~100 ms to import) loads only in the mode that uses it,
+        # so CLI calls authenticated in-process or by API key do not pay for it.
         if self.config.mode == "managed":
+            from .tokens import TokenService
+
             self.tokens = TokenService(self.store, self.box, self.config.managed)
             await self.tokens.start()
         elif self.config.mode == "external":
+            from .oauth import ExternalVerifier
+
             self.external = ExternalVerifier(self.config.external)
 
     @property
