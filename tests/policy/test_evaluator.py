@@ -425,3 +425,64 @@ def test_the_bucket_cache_is_bounded_and_consistent() -> None:
     assert len(policy._cache) <= 8
     policy.cache_clear()
     assert policy.is_allowed(who("r3"), DB, db("x"), "GET")
+
+
+def test_nested_prefixes_and_long_prefixes() -> None:
+    long = "/x" * 40  # 80 characters: the index keys only the first 64
+    both = Both(
+        [
+            constraint("api", and_=[crit("route__path", "starts_with", "/a")], allow={"r": "GET"}),
+            constraint("api", and_=[crit("route__path", "equals", "/a/b*")], deny={"r": "GET"}),
+            constraint("api", and_=[crit("route__path", "equals", "/a/bc*")], allow={"s": "GET"}),
+            constraint("api", and_=[crit("route__path", "equals", "/a/b*/end")], allow={"s": "GET"}),
+            constraint("api", and_=[crit("route__path", "equals", long + "*")], allow={"t": "GET"}),
+        ]
+    )
+    r, s, t = who("r"), who("s"), who("t")
+    assert both.route(r, "/a")
+    assert both.route(r, "/a/c")
+    assert not both.route(r, "/a/b")
+    assert not both.route(r, "/a/bz")
+    assert both.route(s, "/a/bcd")
+    assert both.route(s, "/a/bz/end")
+    assert not both.route(s, "/a/bz/en")
+    assert not both.route(s, "/a/b")
+    assert both.route(t, long)
+    assert both.route(t, long + "/more")
+    assert not both.route(t, long[:-1] + "y")
+    assert not both.route(t, long[:64])
+
+
+def test_guarded_alternatives() -> None:
+    both = Both(
+        [
+            constraint(DB, and_=[crit("databaseId", "is_one_of", "db1, db2*, x*y")], allow={"r": "GET"}),
+            constraint(
+                "asset",
+                or_=[crit("databaseId", "equals", "d1"), crit("assetName", "starts_with", "n")],
+                allow={"r": "GET"},
+            ),
+            constraint(
+                "asset",
+                and_=[crit("tags", "equals", "blocked")],
+                or_=[crit("assetType", "equals", "a"), crit("assetType", "equals", "b")],
+                deny={"r": "GET"},
+            ),
+        ]
+    )
+    r = who("r")
+    for value, expected in {
+        "db1": True,
+        "db2": True,
+        "db20": True,
+        "db3": False,
+        "xzy": True,
+        "xy": True,
+        "x": False,
+    }.items():
+        assert both.allowed(r, DB, db(value)) is expected, value
+    assert both.allowed(r, "asset", {"databaseId": "d1"})
+    assert both.allowed(r, "asset", {"databaseId": "d2", "assetName": "nn"})
+    assert not both.allowed(r, "asset", {"databaseId": "d2", "assetName": "mm"})
+    assert not both.allowed(r, "asset", {"databaseId": "d1", "tags": ["x", "blocked"], "assetType": "b"})
+    assert both.allowed(r, "asset", {"databaseId": "d1", "tags": ["x", "blocked"], "assetType": "c"})

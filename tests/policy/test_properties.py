@@ -115,3 +115,42 @@ def test_compiled_patterns_agree_with_the_textbook_matcher(pattern: str, text: s
 def test_text_without_star_matches_only_itself(literal: str, text: str) -> None:
     literal = literal.replace("*", "")
     assert compile_pattern(literal).matches(text) == (literal == text)
+
+
+SEGMENTS = st.sampled_from(["/a", "/b", "/ab", "/a.b", "/", "a", "b", "*", "x,y", "'"])
+PATHS = st.lists(SEGMENTS, min_size=1, max_size=5).map("".join)
+
+
+@st.composite
+def route_constraints(draw: st.DrawFn) -> dict[str, Any]:
+    def route_crit() -> dict[str, str]:
+        operator = draw(st.sampled_from(OPERATORS))
+        return {"field": "route__path", "operator": operator, "value": draw(PATHS)}
+
+    perms = st.tuples(st.sampled_from(ROLES), st.sampled_from(METHODS), st.sampled_from(("allow", "allow", "deny")))
+    return {
+        "objectType": "api",
+        "criteriaAnd": [route_crit() for _ in range(draw(st.integers(0, 2)))],
+        "criteriaOr": [route_crit() for _ in range(draw(st.integers(0, 3)))],
+        "groupPermissions": [
+            {"groupId": g, "permission": m, "permissionType": t}
+            for g, m, t in draw(st.lists(perms, min_size=1, max_size=3))
+        ],
+    }
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    policy=st.lists(route_constraints(), max_size=40),
+    who=st.lists(principals, min_size=1, max_size=3),
+    paths=st.lists(PATHS.map(lambda p: p.replace("*", "")), min_size=1, max_size=10),
+)
+def test_route_policies_agree_with_reference(
+    policy: list[dict[str, Any]], who: list[Principal], paths: list[str]
+) -> None:
+    compiled = CompiledPolicy(policy)
+    reference = ReferencePolicy(policy)
+    for p in who:
+        for method in METHODS:
+            for path in paths:
+                assert compiled.route_allowed(p, path, method) == reference.route_allowed(p, path, method), (p, path)
