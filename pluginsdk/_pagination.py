@@ -3,7 +3,7 @@
 Two page styles exist in the catalog: token pages (auth-service listings: result `next_token`, passed back
 as `starting_token`; only an absent token ends the listing, an empty page with a token does not) and offset
 pages (provisioning listings: `limit`/`offset`, ending at `total_count` or an empty page). The items are
-the result's one list field. Interfaces (CLI `--all`, MCP) just iterate.
+the result's one list field (or its `message`'s). Interfaces (CLI `--all`, MCP) just iterate.
 """
 
 from __future__ import annotations
@@ -11,14 +11,23 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import pydantic
+
 from .errors import ValidationError
 from .operations import OperationSpec
 
 __all__ = ["iterate_pages", "page_items"]
 
 
+def _page(result: Any) -> Any:
+    """The object holding the items: the result, or its `message` (`GET /auth/constraints`: `message.Items`)."""
+    message = getattr(result, "message", None)
+    return message if isinstance(message, pydantic.BaseModel) else result
+
+
 def page_items(result: Any) -> list[Any]:
     """The list of items of a page result (its one list-typed field)."""
+    result = _page(result)
     lists = [name for name, value in result if isinstance(value, list)]
     if len(lists) != 1:
         raise ValidationError(f"{type(result).__name__} is not a page of items.")
@@ -37,7 +46,7 @@ async def iterate_pages(
             page = await run(params)
             for item in page_items(page):
                 yield item
-            token = getattr(page, "next_token", None)
+            token = getattr(_page(page), "next_token", None)
             if not token:
                 return
             params["starting_token"] = token

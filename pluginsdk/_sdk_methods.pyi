@@ -2,7 +2,7 @@
 
 from typing import Any, Literal
 
-from pluginsdk.models import ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuthorizationDecision, CleanupResult, ConfigurationView, FilteredObjects, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, ProviderHealth, ProviderList, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SecureConfig, SessionTokens, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed
+from pluginsdk.models import ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuthorizationDecision, CleanupResult, ConfigurationView, Constraint, ConstraintImported, ConstraintList, ConstraintWritten, Criterion, FilteredObjects, GroupPermission, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, PermissionObjects, ProviderHealth, ProviderList, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SecureConfig, SessionTokens, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserPermission, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed
 
 class SDKMethods:
     async def authorize_web_routes(self, routes: list[WebRoute], **aliases: Any) -> WebRoutesAllowed:
@@ -21,6 +21,8 @@ class SDKMethods:
         """Mark a request finished with what it has (completed, or partial if machines failed)."""
     async def create_api_key(self, api_key_name: str, description: str, user_id: str, expires_at: str | None = ..., **aliases: Any) -> ApiKeyCreated:
         """Issue an API key acting as any user who holds a role (administrators); the secret is shown once."""
+    async def create_constraint(self, constraint_id: str, name: str, description: str, object_type: str, group_permissions: list[GroupPermission], criteria_and: list[Criterion] | None = ..., criteria_or: list[Criterion] | None = ..., user_permissions: list[UserPermission] | None = ..., **aliases: Any) -> ConstraintWritten:
+        """Create a permission constraint (409 if the id exists); the next decision uses it."""
     async def create_managed_user(self, user_id: str, email: str, phone: str | None = ..., **aliases: Any) -> ManagedUserWritten:
         """Create a managed user; a temporary password is mailed to them (changed at first sign-in)."""
     async def create_my_api_key(self, api_key_name: str, description: str, expires_at: str, **aliases: Any) -> ApiKeyCreated:
@@ -37,6 +39,8 @@ class SDKMethods:
         """Give a user roles (each pair may exist only once)."""
     async def delete_api_key(self, api_key_id: str, **aliases: Any) -> ApiKeyResult:
         """Revoke an API key permanently (administrators)."""
+    async def delete_constraint(self, constraint_id: str, **aliases: Any) -> ConstraintWritten:
+        """Delete one permission constraint (exactly that id)."""
     async def delete_managed_user(self, user_id: str, **aliases: Any) -> ManagedUserWritten:
         """Delete a managed user; their API keys and sessions stop working at once."""
     async def delete_my_api_key(self, api_key_id: str, **aliases: Any) -> ApiKeyResult:
@@ -57,6 +61,8 @@ class SDKMethods:
         """Show one API key (never its secret)."""
     async def get_configuration(self, group: Literal['provider', 'api', 'storage', 'logging', 'scheduler', 'templates', 'sdk', 'app'] | None = ..., **aliases: Any) -> ConfigurationView:
         """The effective configuration (secrets masked) and where each value came from."""
+    async def get_constraint(self, constraint_id: str, **aliases: Any) -> Constraint:
+        """Get one permission constraint by id."""
     async def get_jwks(self, **aliases: Any) -> Jwks:
         """The public keys that sign managed-pool tokens (JWK Set; no sign-in needed)."""
     async def get_login_profile(self, user_id: str, **aliases: Any) -> LoginProfile:
@@ -71,6 +77,8 @@ class SDKMethods:
         """Operation counters and timings of this engine."""
     async def get_my_api_key(self, api_key_id: str, **aliases: Any) -> ApiKeyResult:
         """Show one of the caller's API keys."""
+    async def get_permission_objects(self, **aliases: Any) -> PermissionObjects:
+        """The authoritative values: object types and their fields, operators, permissions, permission types."""
     async def get_provider_health(self, provider_name: str | None = ..., detailed: bool = ..., **aliases: Any) -> ProviderHealth:
         """Check that a provider answers."""
     async def get_request(self, request_id: str, long: bool = ..., lightweight: bool = ..., provider_name: str | None = ..., **aliases: Any) -> Request:
@@ -87,6 +95,8 @@ class SDKMethods:
         """Show one template."""
     async def get_version(self, **aliases: Any) -> VersionInfo:
         """The service version (no sign-in needed)."""
+    async def import_constraints_template(self, constraints: list[dict[str, Any]], variables: dict[str, str] = ..., name: str | None = ..., description: str | None = ..., metadata: dict[str, Any] | None = ..., overwrite: bool = ..., **aliases: Any) -> ConstraintImported:
+        """Create many constraints from a template, all or nothing."""
     async def is_allowed(self, object_type: str, attributes: dict[str, Any] = ..., method: str = ..., **aliases: Any) -> AuthorizationDecision:
         """Whether the caller may use `method` on an object of `object_type` with these attributes."""
     async def list_active_requests(self, all_resources: bool = ..., limit: int = ..., offset: int = ..., provider_name: str | None = ..., filter_expressions: list[str] = ..., **aliases: Any) -> RequestList:
@@ -97,6 +107,8 @@ class SDKMethods:
         """List every user's API keys (administrators)."""
     async def list_api_routes(self, **aliases: Any) -> ApiRouteList:
         """List every API route of the service (path, methods, category, unauthenticated)."""
+    async def list_constraints(self, max_items: int = ..., page_size: int = ..., starting_token: str | None = ..., **aliases: Any) -> ConstraintList:
+        """List permission constraints, in id order, a page at a time."""
     async def list_machines(self, status: MachineStatus | None = ..., template_id: str | None = ..., request_id: str | None = ..., active_only: bool = ..., limit: int = ..., offset: int = ..., provider_name: str | None = ..., **aliases: Any) -> MachineList:
         """List machines, newest first."""
     async def list_managed_users(self, max_items: int = ..., page_size: int | None = ..., starting_token: str | None = ..., **aliases: Any) -> ManagedUserList:
@@ -133,6 +145,8 @@ class SDKMethods:
         """Refresh a request and its machines from the provider now."""
     async def update_api_key(self, api_key_id: str, description: str | None = ..., expires_at: str | None = ..., is_active: str | None = ..., api_key_name: str | None = ..., **aliases: Any) -> ApiKeyResult:
         """Update an API key's description, expiry (null clears it) or active flag (administrators)."""
+    async def update_constraint(self, constraint_id: str, name: str, description: str, object_type: str, group_permissions: list[GroupPermission], criteria_and: list[Criterion] | None = ..., criteria_or: list[Criterion] | None = ..., user_permissions: list[UserPermission] | None = ..., **aliases: Any) -> ConstraintWritten:
+        """Replace a permission constraint with this body (404 if it does not exist)."""
     async def update_login_profile(self, user_id: str, email: str | None = ..., **aliases: Any) -> LoginProfile:
         """Write the caller's own login profile (the user pool's email wins when it knows one)."""
     async def update_managed_user(self, user_id: str, email: str | None = ..., phone: str | None = ..., clear_phone: bool | None = ..., **aliases: Any) -> ManagedUserWritten:

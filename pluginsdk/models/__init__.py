@@ -14,6 +14,8 @@ from .auth_results import ApiRoute as ApiRoute
 from .auth_results import ApiRouteList as ApiRouteList
 from .auth_results import AuthorizationDecision as AuthorizationDecision
 from .auth_results import ConstraintImported as ConstraintImported
+from .auth_results import ConstraintItems as ConstraintItems
+from .auth_results import ConstraintList as ConstraintList
 from .auth_results import ConstraintWritten as ConstraintWritten
 from .auth_results import FilteredObjects as FilteredObjects
 from .auth_results import Jwks as Jwks
@@ -91,6 +93,8 @@ __all__ = [
     "CleanupResult",
     "ConfigurationView",
     "ConstraintImported",
+    "ConstraintItems",
+    "ConstraintList",
     "ConstraintWritten",
     "FilteredObjects",
     "Jwks",

@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from ._base import BaseModel
+from .auth import Constraint
 from .results import Result
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "ApiRouteList",
     "AuthorizationDecision",
     "ConstraintImported",
+    "ConstraintItems",
+    "ConstraintList",
     "ConstraintWritten",
     "FilteredObjects",
     "Jwks",
@@ -127,6 +130,18 @@ class UserRolesWritten(Result):
 
 
 # -- constraints (the Constraint model itself lives in models/auth.py) -------------
+class ConstraintItems(BaseModel):
+    items: list[Constraint] = Field(default_factory=list, alias="Items")
+    next_token: str | None = Field(None, alias="NextToken", exclude_if=_absent_if_none)
+    """Present only while more constraints remain."""
+
+
+class ConstraintList(BaseModel):
+    """`GET /auth/constraints`: `message.Items`, and `message.NextToken` while more remain."""
+
+    message: ConstraintItems = Field(default_factory=ConstraintItems)
+
+
 class ConstraintWritten(Result):
     """Outcome of a constraint create, update or delete."""
 

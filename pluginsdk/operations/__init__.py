@@ -14,6 +14,7 @@ from ._base import sdk_name as sdk_name
 from .api_keys import *  # noqa: F403
 from .auth_sessions import *  # noqa: F403
 from .bootstrap import *  # noqa: F403
+from .constraints import *  # noqa: F403
 from .machines import *  # noqa: F403
 from .requests import *  # noqa: F403
 from .roles import *  # noqa: F403

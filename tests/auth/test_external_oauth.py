@@ -110,17 +110,18 @@ async def test_idp_token_authenticates_and_keys_are_cached(ext_sdk: PluginSDK, i
 
 
 async def test_rotated_key_is_fetched_once_then_rate_limited(ext_sdk: PluginSDK, idp: IdP) -> None:
-    await authenticate(ext_sdk, f"Bearer {idp.token()}")
-    idp.add_key("k2")
-    await asyncio.sleep(0.25)  # past jwksMinRefreshSeconds
-    await authenticate(ext_sdk, f"Bearer {idp.token('k2')}")
-    assert idp.hits == 2
+    # Made first: RSA key generation on a loaded machine can outlast jwksMinRefreshSeconds.
     forged = jwt.encode(
         {"iss": ISSUER, "aud": CLIENT, "sub": "x", "exp": int(time.time()) + 60},
         rsa.generate_private_key(public_exponent=65537, key_size=2048),
         algorithm="RS256",
         headers={"kid": "unknown"},
     )
+    await authenticate(ext_sdk, f"Bearer {idp.token()}")
+    idp.add_key("k2")
+    await asyncio.sleep(0.25)  # past jwksMinRefreshSeconds
+    await authenticate(ext_sdk, f"Bearer {idp.token('k2')}")
+    assert idp.hits == 2
     for _ in range(5):
         with pytest.raises(AuthenticationError):
             await authenticate(ext_sdk, f"Bearer {forged}")

@@ -13,6 +13,8 @@ import json
 import uuid
 from typing import Any
 
+from pluginsdk.models.auth import OBJECT_TYPES
+
 from .crypto import now, ts
 from .store import AuthStore
 
@@ -22,25 +24,9 @@ ADMIN_ROLE = "admin"
 READ_ONLY_ROLE = "basicReadOnly"
 ALL_METHODS = ("GET", "PUT", "POST", "DELETE")
 
-#: objectType -> criterion fields (decisions.md); the evaluator's table is authoritative at run time.
-DATA_TYPES: dict[str, tuple[str, ...]] = {
-    "database": ("databaseId",),
-    "asset": ("databaseId", "assetName", "assetType", "tags"),
-    "pipeline": ("databaseId", "pipelineId", "pipelineType", "pipelineExecutionType"),
-    "workflow": ("databaseId", "workflowId"),
-    "metadataSchema": ("databaseId", "metadataSchemaName", "metadataSchemaEntityType"),
-    "tag": ("tagName",),
-    "tagType": ("tagTypeName",),
-    "template": ("templateId", "providerApi"),
-    "request": ("requestId", "templateId", "userId"),
-    "machine": ("machineId", "templateId", "requestId"),
-}
-ADMIN_ONLY_TYPES: dict[str, tuple[str, ...]] = {
-    "role": ("roleName",),
-    "userRole": ("roleName", "userId"),
-    "api": ("route__path",),
-    "web": ("route__path",),
-}
+ADMIN_ONLY = ("role", "userRole", "api", "web")
+"""Object types only `admin` reaches by default; basicReadOnly may read every other (data) type."""
+DATA_TYPES: dict[str, tuple[str, ...]] = {t: f for t, f in OBJECT_TYPES.items() if t not in ADMIN_ONLY}
 
 
 def _perm(role: str, methods: tuple[str, ...]) -> list[dict[str, str]]:
@@ -58,7 +44,7 @@ def _routes(*paths: str) -> list[dict[str, str]]:
 def default_constraints() -> list[dict[str, Any]]:
     """The default constraints in their wire (camelCase) shape."""
     out: list[dict[str, Any]] = []
-    for object_type, fields in {**DATA_TYPES, **ADMIN_ONLY_TYPES}.items():
+    for object_type, fields in OBJECT_TYPES.items():
         out.append(
             {
                 "constraintId": f"psdk-default-admin-{object_type}",

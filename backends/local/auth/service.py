@@ -32,13 +32,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pluginsdk._constants import API_KEY_PREFIX
 from pluginsdk.errors import AuthenticationError, PermissionDeniedError, ValidationError
+from pluginsdk.models.auth import OBJECT_TYPES
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import Principal
 
+from ..policy import CompiledPolicy, compile_policy
 from .config import AuthConfig
 from .crypto import PageTokens, Passwords, SecretBox, now, parse_ts, sha256_hex
 from .mail import Mailer
-from .policy_bridge import CompiledPolicy, compile_policy, object_fields
 from .store import AuthStore
 
 if TYPE_CHECKING:
@@ -216,7 +217,7 @@ class AuthService:
         if object_type:
             attrs = spec.object_attributes(op)
             if attrs:
-                if method == "POST" and "userId" in object_fields(object_type) and "userId" not in attrs:
+                if method == "POST" and "userId" in OBJECT_TYPES.get(object_type, ()) and "userId" not in attrs:
                     attrs["userId"] = p.user_id  # a new object of this type belongs to its creator
                 for combo in _expand(attrs):
                     if not snap.policy.is_allowed(p, object_type, combo, method):
@@ -236,7 +237,7 @@ class AuthService:
     ) -> list[T]:
         snap = await self.snapshot()
         p = await self.with_roles(principal, snap)
-        keep = snap.policy.filter_allowed(p, object_type, [attrs(i) for i in items], method)
+        keep = snap.policy.allowed_flags(p, object_type, [attrs(i) for i in items], method)
         return [i for i, ok in zip(items, keep, strict=True) if ok]
 
     # -- helpers for handlers ----------------------------------------------------------

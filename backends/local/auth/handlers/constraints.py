@@ -1,1 +1,245 @@
-"""Handlers: constraints (placeholder)."""
+"""Handlers: permission constraints and the permissionObjects table.
+
+Every write validates with `validate_constraint`, runs in one transaction and bumps the policy version, so
+the next decision of any process sees it. Lookups are by exact id (never a prefix: deleting `c1` leaves
+`c10`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from typing import Any
+
+from pluginsdk.errors import AlreadyExistsError, NotFoundError, ValidationError
+from pluginsdk.models.auth import (
+    OBJECT_TYPES,
+    OPERATORS,
+    PERMISSION_TYPES,
+    PERMISSIONS,
+    Constraint,
+    validate_constraint,
+)
+from pluginsdk.models.auth_results import (
+    ConstraintImported,
+    ConstraintItems,
+    ConstraintList,
+    ConstraintWritten,
+    LabelValue,
+    ObjectTypeInfo,
+    PermissionObjects,
+    PermissionObjectsBody,
+)
+from pluginsdk.operations.constraints import (
+    CONSTRAINT_ID_PATTERN,
+    RESERVED_ID,
+    CreateConstraintCommand,
+    DeleteConstraintCommand,
+    GetConstraintQuery,
+    GetPermissionObjectsQuery,
+    ImportConstraintsTemplateCommand,
+    ListConstraintsQuery,
+    UpdateConstraintCommand,
+)
+from pluginsdk.principal import Principal
+
+from ...engine import Engine, handles
+from ..crypto import now, ts
+from ._common import service
+
+PAGE_MAX = 3000
+_VARIABLE = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_]*)\s*}}")
+
+
+def _wire(c: Constraint) -> dict[str, Any]:
+    """The stored (and served) form: camelCase, the wire shape."""
+    return c.model_dump(mode="json", by_alias=True)
+
+
+def _validated(op: CreateConstraintCommand | UpdateConstraintCommand) -> Constraint:
+    return validate_constraint(
+        Constraint(
+            constraint_id=op.constraint_id,
+            name=op.name,
+            description=op.description,
+            object_type=op.object_type,
+            criteria_and=op.criteria_and or [],
+            criteria_or=op.criteria_or or [],
+            group_permissions=op.group_permissions,
+            user_permissions=op.user_permissions or [],
+        )
+    )
+
+
+def _written(c: Constraint, operation: str, verb: str) -> ConstraintWritten:
+    return ConstraintWritten(
+        constraint_id=c.constraint_id,
+        operation=operation,
+        message=f"Constraint '{c.constraint_id}' {verb}.",
+        constraint=json.dumps({"identifier": c.constraint_id, **_wire(c)}),
+    )
+
+
+@handles(ListConstraintsQuery)
+async def list_constraints(engine: Engine, op: ListConstraintsQuery, principal: Principal) -> ConstraintList:
+    svc = service(engine)
+    size = min(op.page_size, op.max_items, PAGE_MAX)
+    pos = svc.decode_page("constraints", op.starting_token)
+    after = str(pos.get("a", "")) if pos is not None else None
+    rows = await svc.store.page_constraints(after, size + 1)
+    more = len(rows) > size
+    rows = rows[:size]
+    items = [Constraint.model_validate(json.loads(r["data"])) for r in rows]
+    token = svc.encode_page("constraints", {"a": rows[-1]["constraint_id"]}) if more else None
+    return ConstraintList(message=ConstraintItems(items=items, next_token=token))
+
+
+@handles(GetConstraintQuery)
+async def get_constraint(engine: Engine, op: GetConstraintQuery, principal: Principal) -> Constraint:
+    row = await service(engine).store.get_constraint(op.constraint_id)
+    if row is None:
+        raise NotFoundError("constraint", op.constraint_id)
+    return Constraint.model_validate(json.loads(row["data"]))
+
+
+@handles(CreateConstraintCommand)
+async def create_constraint(engine: Engine, op: CreateConstraintCommand, principal: Principal) -> ConstraintWritten:
+    store = service(engine).store
+    c = _validated(op)
+    async with store.transaction():
+        if await store.get_constraint(c.constraint_id) is not None:
+            raise AlreadyExistsError("constraint", c.constraint_id)
+        at = ts(now())
+        data = json.dumps(_wire(c))
+        await store.insert_constraints([{"id": c.constraint_id, "type": c.object_type, "data": data, "at": at}])
+        await store.bump_policy_version()
+    return _written(c, "create", "created")
+
+
+@handles(UpdateConstraintCommand)
+async def update_constraint(engine: Engine, op: UpdateConstraintCommand, principal: Principal) -> ConstraintWritten:
+    store = service(engine).store
+    c = _validated(op)
+    async with store.transaction():
+        if not await store.update_constraint(c.constraint_id, c.object_type, json.dumps(_wire(c)), ts(now())):
+            raise NotFoundError("constraint", c.constraint_id)
+        await store.bump_policy_version()
+    return _written(c, "update", "updated")
+
+
+@handles(DeleteConstraintCommand)
+async def delete_constraint(engine: Engine, op: DeleteConstraintCommand, principal: Principal) -> ConstraintWritten:
+    store = service(engine).store
+    async with store.transaction():
+        if not await store.delete_constraint(op.constraint_id):
+            raise NotFoundError("constraint", op.constraint_id)
+        await store.bump_policy_version()
+    return ConstraintWritten(
+        constraint_id=op.constraint_id, operation="delete", message=f"Constraint '{op.constraint_id}' deleted."
+    )
+
+
+def _substitute(value: Any, variables: dict[str, str], where: str) -> Any:
+    """Replace {{NAME}} in every string (not in keys), literally and in one pass."""
+    if isinstance(value, str):
+
+        def one(m: re.Match[str]) -> str:
+            name = m.group(1)
+            if name not in variables:
+                raise ValidationError(
+                    f"Template variable {{{{{name}}}}} in {where} has no value.",
+                    details={"field": f"variables.{name}", "value": None, "expected": "a value in variables"},
+                )
+            return variables[name]
+
+        return _VARIABLE.sub(one, value)
+    if isinstance(value, list):
+        return [_substitute(v, variables, where) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, variables, where) for k, v in value.items()}
+    return value
+
+
+def _prefixed(exc: ValidationError, where: str) -> ValidationError:
+    details = dict(exc.details or {})
+    details["field"] = f"{where}.{details.get('field', '')}".rstrip(".")
+    return ValidationError(f"{where}: {exc.message}", details=details)
+
+
+@handles(ImportConstraintsTemplateCommand)
+async def import_constraints_template(
+    engine: Engine, op: ImportConstraintsTemplateCommand, principal: Principal
+) -> ConstraintImported:
+    store = service(engine).store
+    parsed: list[Constraint] = []
+    for i, raw in enumerate(op.constraints):
+        where = f"constraints[{i}]"
+        body = _substitute(raw, op.variables, where)
+        cid = body.pop("constraintId", None) or body.pop("constraint_id", None) or str(uuid.uuid4())
+        if not isinstance(cid, str) or not re.fullmatch(CONSTRAINT_ID_PATTERN, cid) or cid == RESERVED_ID:
+            raise ValidationError(
+                f"{where}: constraintId {cid!r} is not valid.",
+                details={"field": f"{where}.constraintId", "value": str(cid), "expected": CONSTRAINT_ID_PATTERN},
+            )
+        body.pop("identifier", None)
+        try:
+            parsed.append(validate_constraint({**body, "constraintId": cid}))
+        except ValidationError as exc:
+            raise _prefixed(exc, where) from None
+    ids = [c.constraint_id for c in parsed]
+    seen: set[str] = set()
+    for cid in ids:
+        if cid in seen:
+            raise ValidationError(
+                f"constraintId '{cid}' appears twice in the template.",
+                details={"field": "constraints.constraintId", "value": cid, "expected": "unique ids"},
+            )
+        seen.add(cid)
+    at = ts(now())
+    async with store.transaction():
+        existing = await store.existing_constraint_ids(ids)
+        if existing and not op.overwrite:
+            first = sorted(existing)[0]
+            raise AlreadyExistsError(
+                "constraint",
+                first,
+                f"{len(existing)} constraint(s) of the template exist already (first: '{first}'); "
+                "nothing was imported. Send overwrite=true to replace them.",
+            )
+        fresh = []
+        for c in parsed:
+            data = json.dumps(_wire(c))
+            if c.constraint_id in existing:
+                await store.update_constraint(c.constraint_id, c.object_type, data, at)
+            else:
+                fresh.append({"id": c.constraint_id, "type": c.object_type, "data": data, "at": at})
+        if fresh:
+            await store.insert_constraints(fresh)
+        await store.bump_policy_version()
+    return ConstraintImported(
+        message=f"Imported {len(ids)} constraint(s) ({len(existing)} replaced).", constraint_ids=ids
+    )
+
+
+def _label(name: str) -> str:
+    """`databaseId` -> `Database Id`, `route__path` -> `Route Path`, `is_one_of` -> `Is One Of`."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").split()
+    return " ".join(w[:1].upper() + w[1:] for w in words)
+
+
+@handles(GetPermissionObjectsQuery)
+async def get_permission_objects(
+    engine: Engine, op: GetPermissionObjectsQuery, principal: Principal
+) -> PermissionObjects:
+    return PermissionObjects(
+        message=PermissionObjectsBody(
+            object_types=[
+                ObjectTypeInfo(label=_label(t), value=t, fields=[LabelValue(label=_label(f), value=f) for f in fields])
+                for t, fields in OBJECT_TYPES.items()
+            ],
+            operators=[LabelValue(label=_label(o), value=o) for o in OPERATORS],
+            permissions=[LabelValue(label=p, value=p) for p in PERMISSIONS],
+            permission_types=[LabelValue(label=_label(p), value=p) for p in PERMISSION_TYPES],
+        )
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from pluginsdk.errors import ValidationError
+from pluginsdk.models.auth import OBJECT_TYPES
 from pluginsdk.models.auth_results import (
     AllowedApiRoute,
     AllowedApiRoutes,
@@ -26,7 +27,6 @@ from pluginsdk.operations.routes import (
 from pluginsdk.principal import Principal
 
 from ...engine import Engine, handles
-from ..policy_bridge import object_types
 from ._common import service
 
 _ORDER = ("GET", "POST", "PUT", "DELETE")
@@ -79,7 +79,7 @@ async def authorize_web_routes(engine: Engine, op: AuthorizeWebRoutesQuery, prin
 
 
 def _known_type(object_type: str) -> None:
-    known = object_types()
+    known = tuple(OBJECT_TYPES)
     if object_type not in known:
         raise ValidationError(
             f"Unknown object type {object_type!r}; known: {', '.join(known)}.",

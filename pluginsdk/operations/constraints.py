@@ -1,0 +1,171 @@
+"""Permission constraints: list, get, create, update, delete, template import, and the permissionObjects table.
+
+Constraints are protected by tier 1 only (the `/auth/constraints` routes): they are the policy itself, so
+whoever may call a route may see or change every constraint behind it. The write-time rules (object type,
+fields valid for it, operators, permissions, description length) live in one place,
+`pluginsdk.models.validate_constraint`, which the engine applies on create, update and import.
+"""
+
+import re
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, Field, StringConstraints, field_validator
+
+from ..models.auth import Constraint, Criterion, GroupPermission, UserPermission
+from ..models.auth_results import ConstraintImported, ConstraintList, ConstraintWritten, PermissionObjects
+from ._base import Cli, Command, Policy, Query, Rest
+
+__all__ = [
+    "CONSTRAINT_ID_PATTERN",
+    "RESERVED_ID",
+    "CreateConstraintCommand",
+    "DeleteConstraintCommand",
+    "GetConstraintQuery",
+    "GetPermissionObjectsQuery",
+    "ImportConstraintsTemplateCommand",
+    "ListConstraintsQuery",
+    "UpdateConstraintCommand",
+]
+
+CONSTRAINT_ID_PATTERN = r"^[A-Za-z0-9_\-\.:]{1,128}$"
+"""1-128 of letters, digits, `_ - . :`."""
+RESERVED_ID = "permissionObjects"
+"""The name of a route under /auth/constraints, so never a constraint id."""
+
+
+def _not_reserved(value: str) -> str:
+    if value == RESERVED_ID:
+        raise ValueError(f"{RESERVED_ID!r} is reserved (it names a route), choose another id")
+    return value
+
+
+ConstraintId = Annotated[str, StringConstraints(pattern=CONSTRAINT_ID_PATTERN), AfterValidator(_not_reserved)]
+
+_CONSTRAINTS = Policy(category="constraints")
+
+
+class ListConstraintsQuery(Query):
+    """List permission constraints, in id order, a page at a time.
+
+    The page holds the smallest of page_size, max_items and 3000 constraints; pass `NextToken` back
+    unmodified as starting_token until it is absent.
+    """
+
+    result_type = ConstraintList
+    rest = Rest("GET", "/auth/constraints", camel=True)
+    cli = Cli("constraints", "list")
+    policy = _CONSTRAINTS
+
+    max_items: int = Field(30000, ge=1, le=30000)
+    """Most constraints to return (1-30000)."""
+    page_size: int = Field(3000, ge=1, le=10000)
+    """Constraints per page (1-10000; above 3000 served in pages of 3000)."""
+    starting_token: str | None = None
+    """NextToken of the previous page, unmodified."""
+
+
+class GetConstraintQuery(Query):
+    """Get one permission constraint by id."""
+
+    result_type = Constraint
+    rest = Rest("GET", "/auth/constraints/{constraint_id}", camel=True)
+    cli = Cli("constraints", "show", args=("constraint_id",))
+    policy = _CONSTRAINTS
+
+    constraint_id: ConstraintId
+    """The constraint's id (exact: `c1` never reads `c10`)."""
+
+
+class _ConstraintBody(Command):
+    constraint_id: ConstraintId
+    """The constraint's id (1-128 of letters, digits, _ - . :)."""
+    name: str = Field(min_length=1, max_length=256)
+    """Human-readable name."""
+    description: str = Field(max_length=1024)
+    """Purpose of the constraint (4-256 characters after trimming)."""
+    object_type: str
+    """What it protects: one of the objectTypes of permission_objects (asset, database, api, web, template, ...)."""
+    criteria_and: list[Criterion] | None = Field(None, max_length=100)
+    """Criteria that must all match ({field, operator, value}; `*` in a value matches any run of characters)."""
+    criteria_or: list[Criterion] | None = Field(None, max_length=100)
+    """Criteria of which at least one must match."""
+    group_permissions: list[GroupPermission] = Field(min_length=1, max_length=500)
+    """Permissions for roles: {groupId, permission: GET|PUT|POST|DELETE, permissionType: allow|deny}."""
+    user_permissions: list[UserPermission] | None = Field(None, max_length=500)
+    """Permissions for named users: {userId, permission, permissionType}."""
+
+
+class CreateConstraintCommand(_ConstraintBody):
+    """Create a permission constraint (409 if the id exists); the next decision uses it."""
+
+    result_type = ConstraintWritten
+    rest = Rest("POST", "/auth/constraints/{constraint_id}", camel=True)
+    cli = Cli("constraints", "create", args=("constraint_id",))
+    policy = _CONSTRAINTS
+
+
+class UpdateConstraintCommand(_ConstraintBody):
+    """Replace a permission constraint with this body (404 if it does not exist)."""
+
+    result_type = ConstraintWritten
+    rest = Rest("PUT", "/auth/constraints/{constraint_id}", camel=True)
+    cli = Cli("constraints", "update", args=("constraint_id",))
+    policy = _CONSTRAINTS
+
+
+class DeleteConstraintCommand(Command):
+    """Delete one permission constraint (exactly that id)."""
+
+    result_type = ConstraintWritten
+    rest = Rest("DELETE", "/auth/constraints/{constraint_id}", camel=True)
+    cli = Cli("constraints", "delete", args=("constraint_id",))
+    policy = _CONSTRAINTS
+
+    constraint_id: ConstraintId
+    """The constraint's id."""
+
+
+class ImportConstraintsTemplateCommand(Command):
+    """Create many constraints from a template, all or nothing.
+
+    Every `{{NAME}}` in a string value of `constraints` is replaced by `variables[NAME]` (literal text, one
+    pass; an unknown name is an error). Each constraint is then validated like a create; if any is invalid,
+    or an id exists already (and `overwrite` is false), nothing is written. A constraint without
+    `constraintId` gets a generated one.
+    """
+
+    result_type = ConstraintImported
+    rest = Rest("POST", "/auth/constraintsTemplateImport", camel=True)
+    cli = Cli("constraints", "import")
+    policy = _CONSTRAINTS
+    field_aliases = {"variables": ("variableValues",)}
+
+    constraints: list[dict[str, Any]] = Field(min_length=1, max_length=10000)
+    """The constraints, each shaped like a create body plus `constraintId`; may hold {{VARIABLE}} references."""
+    variables: dict[str, str] = Field(default_factory=dict)
+    """Values for the {{VARIABLE}} references (names: letters, digits, _)."""
+    name: str | None = Field(None, max_length=256)
+    """Name of the template (informational)."""
+    description: str | None = Field(None, max_length=1024)
+    """Description of the template (informational)."""
+    metadata: dict[str, Any] | None = None
+    """Free-form information about the template; not stored."""
+    overwrite: bool = False
+    """Replace constraints whose id exists already (otherwise such an import is rejected with 409)."""
+
+    @field_validator("variables")
+    @classmethod
+    def _names(cls, value: dict[str, str]) -> dict[str, str]:
+        for name in value:
+            if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,63}", name):
+                raise ValueError(f"variable name {name!r} must be letters, digits and _ (not starting with a digit)")
+        return value
+
+
+class GetPermissionObjectsQuery(Query):
+    """The authoritative values: object types and their fields, operators, permissions, permission types."""
+
+    result_type = PermissionObjects
+    rest = Rest("GET", "/auth/constraints/permissionObjects", camel=True)
+    cli = Cli("constraints", "permission-objects")
+    policy = _CONSTRAINTS
