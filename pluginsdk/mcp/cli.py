@@ -40,8 +40,16 @@ def serve(ctx: Any, stdio: bool) -> None:
         backend=options.get("backend"),
         scheduler=options.get("scheduler"),
     )
+    failure: SDKError | None = None
     try:
         anyio.run(run)
-    except SDKError as err:
-        click.echo(f"Error: {err.message} ({err.code})", err=True)
+    except* SDKError as group:  # raised inside the transport's task group, so it arrives grouped
+        failure = _first(group)
+    if failure is not None:
+        click.echo(f"Error: {failure.message} ({failure.code})", err=True)
         sys.exit(1)
+
+
+def _first(group: BaseExceptionGroup[Any]) -> Any:
+    leaf = group.exceptions[0]
+    return _first(leaf) if isinstance(leaf, BaseExceptionGroup) else leaf
