@@ -133,3 +133,17 @@ def test_startup_error_goes_to_stderr(env: dict[str, str]) -> None:
     )
     assert res.returncode == 1 and res.stdout == ""
     assert "CONFIGURATION_ERROR" in res.stderr
+
+
+def test_example_client_runs(env: dict[str, str], tmp_path: Path) -> None:
+    script = Path(__file__).resolve().parents[2] / "examples" / "mcp_client.py"
+    res = subprocess.run(
+        [sys.executable, str(script), "--store", str(tmp_path / "example.db")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=True,
+    )
+    assert "create_template: created" in res.stdout and ": completed, machines [" in res.stdout
+    assert '"type": "NotFoundError"' in res.stdout and "return request ret-" in res.stdout
