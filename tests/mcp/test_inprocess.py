@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -104,3 +105,28 @@ async def test_same_answers_over_either_backend(sdk: PluginSDK) -> None:
         res = await client.call_tool("get_machine", {"machine_id": "i-nope"})
         err = data(res)["error"]
         assert res.is_error and err["type"] == "NotFoundError" and err["error_code"] == "MACHINE_NOT_FOUND"
+
+
+class BrokenBackend:
+    """A third-party backend with a bug: its failure is not an SDKError."""
+
+    name = "broken"
+
+    async def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    async def execute(self, operation: Any, principal: Any = None) -> Any:
+        raise RuntimeError("internal detail /srv/secret.db")
+
+
+async def test_unexpected_failure_hides_internals(tmp_path: Path) -> None:
+    sdk = PluginSDK(backend=BrokenBackend(), config={"storage": {"path": str(tmp_path / "s.db")}})
+    async with sdk, connect(sdk) as client:
+        res = await client.call_tool("list_templates", {})
+    assert res.is_error
+    err = data(res)["error"]
+    assert err["type"] == "MethodExecutionError" and err["tool"] == "list_templates"
+    assert "RuntimeError" in err["message"] and "/srv/secret.db" not in json.dumps(data(res))
