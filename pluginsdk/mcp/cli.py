@@ -31,7 +31,7 @@ def serve(ctx: Any, stdio: bool) -> None:
     import anyio
 
     from ..errors import SDKError
-    from .server import serve_stdio
+    from . import serve_stdio
 
     options: dict[str, Any] = getattr(ctx, "options", {})
     run = functools.partial(

@@ -120,11 +120,13 @@ class ToolSet:
         """Run the tool's operation; every failure becomes an `isError` result carrying the error object."""
         args = dict(arguments or {})
         spec = self.specs.get(tool)
+        log.debug("tool %s %s", tool, mask_arguments(args, spec))
         try:
             if spec is None:
                 raise HandlerDiscoveryError(f"No tool named {tool!r}; list the tools with tools/list.")
             result = await self.sdk.call(spec.name, **args)
         except SDKError as err:
+            log.info("tool %s failed: %s (%s)", tool, err.message, err.code)
             return self._failure(err, tool, args, spec)
         except Exception as exc:  # never leak internals: logged to stderr, one generic error object
             log.exception("MCP tool %s failed unexpectedly", tool)

@@ -25,3 +25,13 @@ def test_cli_and_package_import_no_mcp() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == ""
+
+
+def test_missing_extra_is_a_sentence_on_stderr() -> None:
+    code = (
+        "import sys; sys.modules['mcp'] = None; sys.argv = ['pluginsdk', 'mcp', 'serve', '--stdio']; "
+        "from pluginsdk.cli import main; main()"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, input="", check=False)
+    assert res.returncode == 1 and res.stdout == ""
+    assert "pip install 'pluginsdk[mcp]'" in res.stderr and "Traceback" not in res.stderr
