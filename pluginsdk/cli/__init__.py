@@ -253,11 +253,15 @@ class Group(click.Group):
 
 class Root(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*_groups(), "server"})
+        return sorted({*_groups(), "server", "mcp"})
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name == "server":
             return server
+        if cmd_name == "mcp":
+            from ..mcp.cli import mcp
+
+            return mcp
         groups = _groups()
         if cmd_name in groups:
             return Group(cmd_name, groups[cmd_name])

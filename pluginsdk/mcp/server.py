@@ -1,0 +1,95 @@
+"""The MCP server: the low-level `mcp` Server with handlers over the catalog's tools and the resources.
+
+The low-level Server (not MCPServer) because every tool here is data: its schema comes from the catalog,
+not from a Python signature, and a failure must answer the spec's `error` object, which MCPServer would
+flatten into a sentence.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+from mcp.server import Server
+from mcp.server.context import ServerRequestContext
+
+from .._constants import VERSION
+from .resources import ResourceSet
+from .tools import ToolSet
+
+if TYPE_CHECKING:
+    from ..sdk import PluginSDK
+
+__all__ = ["create_server", "serve_stdio"]
+
+log = logging.getLogger(__name__)
+
+INSTRUCTIONS = (
+    "Provision compute machines from templates and manage access. Tools mirror the pluginsdk SDK methods; "
+    "resources templates://, requests://, machines:// and providers:// list what exists. A failing tool "
+    "answers isError with an `error` object (type, message, tool, arguments)."
+)
+
+Ctx = ServerRequestContext[Any]
+
+
+def create_server(sdk: PluginSDK) -> Server[Any]:
+    """An MCP server whose tools and resources run on `sdk` (already started; the caller closes it)."""
+    tools = ToolSet(sdk)
+    resources = ResourceSet(sdk)
+
+    async def list_tools(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools.tools)
+
+    async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return await tools.call(params.name, params.arguments)
+
+    async def list_resources(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=resources.resources())
+
+    async def list_resource_templates(
+        ctx: Ctx, params: types.PaginatedRequestParams | None
+    ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=resources.templates())
+
+    async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        return await resources.read(str(params.uri))
+
+    schemas = {tool.name: tool.input_schema for tool in tools.tools}
+    return Server(
+        "pluginsdk",
+        version=VERSION,
+        title="pluginsdk",
+        instructions=INSTRUCTIONS,
+        get_tool_input_schema=schemas.get,
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
+        on_read_resource=read_resource,
+    )
+
+
+async def serve_stdio(**sdk_options: Any) -> None:
+    """Serve MCP on stdin/stdout until stdin closes; `sdk_options` go to PluginSDK.
+
+    The stdio transport is entered first: from then on fd 1 points at stderr, so nothing but protocol
+    reaches stdout, whatever starting the SDK (or a stray print) writes.
+    """
+    from mcp.server.stdio import stdio_server
+
+    from ..sdk import PluginSDK
+
+    async with stdio_server() as (read_stream, write_stream), PluginSDK(background=True, **sdk_options) as sdk:
+        configure_logging(sdk.settings.logging.level)
+        server = create_server(sdk)
+        log.info("MCP server ready on stdio (pid %d)", os.getpid())
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+def configure_logging(level: str | None) -> None:
+    """All diagnostics to stderr (stdout is the protocol's); a no-op if the CLI configured logging already."""
+    logging.basicConfig(level=level or "WARNING", stream=sys.stderr)

@@ -1,0 +1,141 @@
+"""MCP tools derived from the operation catalog: one tool per MCP name of every operation.
+
+Nothing here is written per operation. A tool's `inputSchema` is its operation's JSON schema (snake_case
+fields, field docstrings as descriptions) and its `outputSchema` the result model's. A call runs the
+operation through `PluginSDK.call`, the path the CLI takes, and answers with the result model's JSON as
+structured content and as text. A failure answers `isError` with the spec's `error` object.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import mcp_types as types
+import pydantic
+from pydantic.alias_generators import to_camel
+
+from ..errors import HandlerDiscoveryError, MethodExecutionError, SDKError
+from ..operations import CATALOG, OperationSpec
+
+if TYPE_CHECKING:
+    from ..sdk import PluginSDK
+
+__all__ = ["ToolSet", "error_object", "tool_specs"]
+
+log = logging.getLogger(__name__)
+
+_SECRET_WORDS = ("password", "token", "secret")
+"""Argument names holding one of these are never echoed back (beside an operation's `secret_fields`)."""
+
+
+def tool_specs() -> dict[str, OperationSpec]:
+    """Tool name -> operation, for every MCP-enabled operation (its own name and its extra names)."""
+    return {tool: spec for spec in CATALOG.values() for tool in spec.mcp_names}
+
+
+def _description(tool: str, spec: OperationSpec) -> str:
+    text = spec.summary + (f"\n\n{spec.description}" if spec.description else "")
+    if tool != spec.mcp_names[0]:
+        text += f"\n\nSame operation as the `{spec.mcp_names[0]}` tool."
+    return text
+
+
+def _output_schema(spec: OperationSpec) -> dict[str, Any] | None:
+    """The result model's JSON schema as serialised (snake_case), or None for a non-model result."""
+    result = spec.result_type
+    if isinstance(result, type) and issubclass(result, pydantic.BaseModel):
+        return result.model_json_schema(mode="serialization", by_alias=False)
+    return None
+
+
+def describe(tool: str, spec: OperationSpec) -> types.Tool:
+    """The MCP tool of one operation under one of its names."""
+    return types.Tool(
+        name=tool,
+        title=spec.summary,
+        description=_description(tool, spec),
+        input_schema=spec.input_schema(),
+        output_schema=_output_schema(spec),
+        annotations=types.ToolAnnotations(read_only_hint=spec.kind == "query"),
+    )
+
+
+def _is_secret(name: str, secrets: frozenset[str]) -> bool:
+    return name in secrets or any(word in name.lower() for word in _SECRET_WORDS)
+
+
+def _secrets_of(spec: OperationSpec | None) -> frozenset[str]:
+    names: tuple[str, ...] = getattr(spec.cls, "secret_fields", ()) if spec else ()
+    return frozenset((*names, *(to_camel(n) for n in names)))
+
+
+def mask_arguments(arguments: Mapping[str, Any], spec: OperationSpec | None) -> dict[str, Any]:
+    """The arguments as given, with secrets replaced by `***` (they are echoed in error objects)."""
+    secrets = _secrets_of(spec)
+    return {k: ("***" if _is_secret(k, secrets) and v else v) for k, v in arguments.items()}
+
+
+def error_object(
+    err: SDKError, *, tool: str, arguments: Mapping[str, Any], spec: OperationSpec | None = None
+) -> dict[str, Any]:
+    """The spec's MCP error object (`type`, `message`, `tool`, `arguments`) plus the envelope's code and details."""
+    details = dict(err.details)
+    if isinstance(details.get("field"), str) and _is_secret(details["field"], _secrets_of(spec)):
+        details["value"] = "***"
+    return {
+        "type": type(err).__name__,
+        "message": err.message,
+        "tool": tool,
+        "arguments": mask_arguments(arguments, spec),
+        "error_code": err.code,
+        "details": details,
+    }
+
+
+def to_json(result: Any) -> dict[str, Any]:
+    """A result as the JSON object a tool answers with (snake_case keys, ISO 8601 datetimes)."""
+    if isinstance(result, pydantic.BaseModel):
+        return result.model_dump(mode="json")
+    if isinstance(result, Mapping):
+        return dict(result)
+    return {"result": result}
+
+
+def _text(data: Any) -> list[types.ContentBlock]:
+    return [types.TextContent(text=json.dumps(data, default=str))]
+
+
+class ToolSet:
+    """The catalog's tools bound to one started SDK; the tool list is built once."""
+
+    def __init__(self, sdk: PluginSDK) -> None:
+        self.sdk = sdk
+        self.specs = tool_specs()
+        self.tools = [describe(name, spec) for name, spec in self.specs.items()]
+
+    async def call(self, tool: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
+        """Run the tool's operation; every failure becomes an `isError` result carrying the error object."""
+        args = dict(arguments or {})
+        spec = self.specs.get(tool)
+        log.debug("tool %s %s", tool, mask_arguments(args, spec))
+        try:
+            if spec is None:
+                raise HandlerDiscoveryError(f"No tool named {tool!r}; list the tools with tools/list.")
+            result = await self.sdk.call(spec.name, **args)
+        except SDKError as err:
+            log.info("tool %s failed: %s (%s)", tool, err.message, err.code)
+            return self._failure(err, tool, args, spec)
+        except Exception as exc:  # never leak internals: logged to stderr, one generic error object
+            log.exception("MCP tool %s failed unexpectedly", tool)
+            internal = MethodExecutionError(f"{tool} failed unexpectedly: {type(exc).__name__}.")
+            return self._failure(internal, tool, args, spec)
+        data = to_json(result)
+        return types.CallToolResult(content=_text(data), structured_content=data)
+
+    @staticmethod
+    def _failure(err: SDKError, tool: str, args: Mapping[str, Any], spec: OperationSpec | None) -> types.CallToolResult:
+        body = {"success": False, "error": error_object(err, tool=tool, arguments=args, spec=spec)}
+        return types.CallToolResult(content=_text(body), structured_content=body, is_error=True)

@@ -1,0 +1,132 @@
+"""Calling tools and reading resources through the SDK's in-process MCP client (both wire modes)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import MCPError
+
+from pluginsdk import PluginSDK
+from tests.mcp.helpers import connect, data
+
+
+async def test_provision_and_return_cycle(local_sdk: PluginSDK, mode: str) -> None:
+    async with connect(local_sdk, mode) as client:
+        created = await client.call_tool("create_template", {"template_id": "web", "image_id": "ami-1"})
+        assert not created.is_error and data(created)["template_id"] == "web"
+        req = data(await client.call_tool("request_machines", {"template_id": "web", "count": 2, "wait": True}))
+        assert req["status"] == "completed" and len(req["machines"]) == 2
+        status = data(await client.call_tool("get_request_status", {"request_ids": [req["request_id"]]}))
+        assert status["requests"][0]["status"] == "completed"
+        ids = [m["machine_id"] for m in req["machines"]]
+        ret = data(await client.call_tool("return_machines", {"machine_ids": ids}))
+        assert ret["processed_machines"] == ids and ret["request_id"].startswith("ret-")
+        returns = data(await client.call_tool("list_return_requests", {}))
+        assert ret["request_id"] in {r["request_id"] for r in returns["requests"]}
+        health = data(await client.call_tool("check_provider_health", {}))
+        assert health["healthy"] is True and health["provider_name"] == "local"
+
+
+async def test_failing_tool_returns_the_error_object(local_sdk: PluginSDK, mode: str) -> None:
+    async with connect(local_sdk, mode) as client:
+        res = await client.call_tool("get_template", {"template_id": "nope"})
+        assert res.is_error
+        body = data(res)
+        assert body["success"] is False
+        err = body["error"]
+        assert err["type"] == "NotFoundError" and err["tool"] == "get_template"
+        assert err["arguments"] == {"template_id": "nope"} and "nope" in err["message"]
+        assert err["error_code"] == "TEMPLATE_NOT_FOUND"
+
+        res = await client.call_tool("create_request", {"template_id": "web", "requested_count": 0})
+        bad = data(res)["error"]
+        assert res.is_error and bad["type"] == "ValidationError" and bad["details"]["field"] == "requested_count"
+        assert bad["arguments"] == {"template_id": "web", "requested_count": 0}
+
+        res = await client.call_tool("no_such_tool", {"x": 1})
+        unknown = data(res)["error"]
+        assert res.is_error and unknown["type"] == "HandlerDiscoveryError" and unknown["tool"] == "no_such_tool"
+
+
+async def test_error_object_never_echoes_secrets(local_sdk: PluginSDK) -> None:
+    async with connect(local_sdk) as client:
+        res = await client.call_tool("login", {"username": "alice", "password": "hunter2-secret"})
+    assert res.is_error
+    err = data(res)["error"]
+    assert err["tool"] == "login" and err["arguments"] == {"username": "alice", "password": "***"}
+    assert "hunter2" not in json.dumps(data(res))
+
+
+async def test_resources_list_and_read(local_sdk: PluginSDK, mode: str) -> None:
+    async with connect(local_sdk, mode) as client:
+        await client.call_tool("create_template", {"template_id": "web", "image_id": "ami-1"})
+        res = await client.call_tool("create_request", {"template_id": "web", "requested_count": 1, "wait": True})
+        req = data(res)
+        listed = {str(r.uri) for r in (await client.list_resources()).resources}
+        assert listed == {"templates://", "requests://", "machines://", "providers://"}
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        assert templates == {"templates://{template_id}", "requests://{request_id}", "machines://{machine_id}"}
+
+        async def read(uri: str) -> Any:
+            contents = (await client.read_resource(uri)).contents
+            assert contents[0].mime_type == "application/json"
+            return json.loads(contents[0].text)  # type: ignore[union-attr]
+
+        assert [t["template_id"] for t in (await read("templates://"))["templates"]] == ["web"]
+        assert (await read("templates://web"))["template"]["image_id"] == "ami-1"
+        assert req["request_id"] in {r["request_id"] for r in (await read("requests://"))["requests"]}
+        assert (await read(f"requests://{req['request_id']}"))["status"] == "completed"
+        machine_id = req["machines"][0]["machine_id"]
+        assert machine_id in {m["machine_id"] for m in (await read("machines://"))["machines"]}
+        assert (await read(f"machines://{machine_id}"))["machine_id"] == machine_id
+        assert "local" in {p["name"] for p in (await read("providers://"))["providers"]}
+
+
+async def test_resource_errors_carry_the_error_object(local_sdk: PluginSDK, mode: str) -> None:
+    async with connect(local_sdk, mode) as client:
+        with pytest.raises(MCPError) as missing:
+            await client.read_resource("templates://nope")
+        with pytest.raises(MCPError) as unknown:
+            await client.read_resource("files://etc/passwd")
+    assert missing.value.code == -32602
+    assert missing.value.data["error"]["type"] == "NotFoundError"
+    assert missing.value.data["error"]["uri"] == "templates://nope"
+    assert unknown.value.code == -32602 and "templates://" in unknown.value.message
+
+
+async def test_same_answers_over_either_backend(sdk: PluginSDK) -> None:
+    async with connect(sdk) as client:
+        await client.call_tool("create_template", {"template_id": "web", "image_id": "ami-1"})
+        listed = data(await client.call_tool("list_templates", {}))
+        assert [t["template_id"] for t in listed["templates"]] == ["web"]
+        res = await client.call_tool("get_machine", {"machine_id": "i-nope"})
+        err = data(res)["error"]
+        assert res.is_error and err["type"] == "NotFoundError" and err["error_code"] == "MACHINE_NOT_FOUND"
+
+
+class BrokenBackend:
+    """A third-party backend with a bug: its failure is not an SDKError."""
+
+    name = "broken"
+
+    async def start(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+    async def execute(self, operation: Any, principal: Any = None) -> Any:
+        raise RuntimeError("internal detail /srv/secret.db")
+
+
+async def test_unexpected_failure_hides_internals(tmp_path: Path) -> None:
+    sdk = PluginSDK(backend=BrokenBackend(), config={"storage": {"path": str(tmp_path / "s.db")}})
+    async with sdk, connect(sdk) as client:
+        res = await client.call_tool("list_templates", {})
+    assert res.is_error
+    err = data(res)["error"]
+    assert err["type"] == "MethodExecutionError" and err["tool"] == "list_templates"
+    assert "RuntimeError" in err["message"] and "/srv/secret.db" not in json.dumps(data(res))
