@@ -51,13 +51,24 @@ def _output_schema(spec: OperationSpec) -> dict[str, Any] | None:
     return None
 
 
+def _input_schema(tool: str, spec: OperationSpec) -> dict[str, Any]:
+    """The operation's input schema; an extra tool name advertises the spec's names for renamed fields."""
+    schema = spec.input_schema()
+    renames = spec.cls.mcp.extra_names if tool != spec.mcp_names[0] else {}
+    if renames:
+        props = schema.get("properties", {})
+        schema["properties"] = {renames.get(k, k): v for k, v in props.items()}
+        schema["required"] = [renames.get(k, k) for k in schema.get("required", [])]
+    return schema
+
+
 def describe(tool: str, spec: OperationSpec) -> types.Tool:
     """The MCP tool of one operation under one of its names."""
     return types.Tool(
         name=tool,
         title=spec.summary,
         description=_description(tool, spec),
-        input_schema=spec.input_schema(),
+        input_schema=_input_schema(tool, spec),
         output_schema=_output_schema(spec),
         annotations=types.ToolAnnotations(read_only_hint=spec.kind == "query"),
     )

@@ -90,6 +90,9 @@ class Mcp:
     name: str | None = None
     extra: tuple[str, ...] = ()
     enabled: bool = True
+    extra_names: Mapping[str, str] = field(default_factory=dict)
+    """Field -> the name the extra tools advertise for it (spec: `request_machines (template_id, count)`);
+    accepted because it is an alias of the field."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,6 +277,9 @@ class OperationSpec:
         mcp_names: tuple[str, ...] = ()
         if op.mcp.enabled:
             mcp_names = (op.mcp.name or name, *op.mcp.extra)
+        for f, shown in op.mcp.extra_names.items():
+            if f not in inputs or shown not in (*GLOBAL_ALIASES.get(f, ()), *op.field_aliases.get(f, ())):
+                raise HandlerDiscoveryError(f"{where}: MCP extra name {shown!r} is not an alias of a field {f!r}.")
         for f, target in op.policy.fields.items():
             if target not in inputs:
                 raise HandlerDiscoveryError(f"{where}: policy field {f!r} maps to unknown field {target!r}.")

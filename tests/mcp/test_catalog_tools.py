@@ -29,8 +29,10 @@ async def test_every_operation_is_a_tool_with_its_schema(local_sdk: PluginSDK, m
             tool = tools[name]
             schema = tool.input_schema
             assert schema["type"] == "object"
-            assert set(schema.get("properties", {})) == set(spec.input_fields), name
-            assert set(schema.get("required", [])) == set(spec.required_fields), name
+            shown = spec.cls.mcp.extra_names if name != spec.mcp_names[0] else {}
+            fields = {shown.get(f, f) for f in spec.input_fields}
+            assert set(schema.get("properties", {})) == fields, name
+            assert set(schema.get("required", [])) == {shown.get(f, f) for f in spec.required_fields}, name
             assert tool.description and tool.description.startswith(spec.summary)
             assert tool.output_schema is not None and tool.output_schema["type"] == "object"
             assert tool.annotations is not None and tool.annotations.read_only_hint is (spec.kind == "query")
@@ -39,6 +41,10 @@ async def test_every_operation_is_a_tool_with_its_schema(local_sdk: PluginSDK, m
 async def test_extra_names_share_the_schema(local_sdk: PluginSDK) -> None:
     async with connect(local_sdk) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert tools["request_machines"].input_schema == tools["create_request"].input_schema
+    own, extra = tools["create_request"].input_schema, tools["request_machines"].input_schema
+    assert "requested_count" in own["properties"] and "requested_count" in own["required"]
+    assert "count" in extra["properties"] and "count" in extra["required"]  # the spec's (template_id, count)
+    assert extra["properties"]["count"] == own["properties"]["requested_count"]
+    assert {k for k in extra["properties"] if k != "count"} == {k for k in own["properties"] if k != "requested_count"}
     assert "create_request" in (tools["request_machines"].description or "")
     assert tools["return_machines"].input_schema == tools["create_return_request"].input_schema
