@@ -37,6 +37,20 @@ def _first(data: Mapping[str, Any], *keys: str) -> Any:
     return next((data[k] for k in keys if data.get(k) not in (None, "")), None)
 
 
+def _type_table(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Mapping[str, Any]]:
+    """`scheduler.instance_types` as type -> shape keys (configuration splits `m5.xlarge` at its dot)."""
+    out: dict[str, Mapping[str, Any]] = {}
+    for key, value in tree.items():
+        if not isinstance(value, Mapping):
+            continue
+        name = f"{prefix}.{key}" if prefix else str(key)
+        if "ncpus" in value:
+            out[name] = value
+        else:
+            out.update(_type_table(value, name))
+    return out
+
+
 class HpcStrategy(Strategy):
     """Base of the HostFactory and LSF strategies; subclasses name their attribute keys and entries."""
 
@@ -97,7 +111,7 @@ class HpcStrategy(Strategy):
 
     # templates
     def templates(self, templates: Iterable[Template], settings: Settings) -> dict[str, Any]:
-        table = settings.group("scheduler.instance_types")
+        table = _type_table(settings.group("scheduler.instance_types"))
         out: list[dict[str, Any]] = []
         skipped: list[str] = []
         for t in templates:
