@@ -92,7 +92,11 @@ def run_operation(
             strategy = state["strategy"] = get_strategy(sdk.settings.scheduler.type)
             if strategy.output_format and not ctx.options.get("format"):
                 ctx.options["format"] = strategy.output_format
-            params = strategy.parse_input(spec.name, _read_input(*sources)) | given
+            raw = _read_input(*sources)
+            whole = spec.rest.body_field if spec.rest else None
+            if whole and raw and whole not in raw:  # the file is the one body field (templates validate)
+                raw = {whole: raw}
+            params = strategy.parse_input(spec.name, raw) | given
             if ctx.options.get("dry_run") and "dry_run" in spec.cls.model_fields:
                 params.setdefault("dry_run", True)
             if spec.name == "create_request" and params.get("wait") and sys.stderr.isatty():
