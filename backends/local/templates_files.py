@@ -1,7 +1,7 @@
 """Templates loaded from *.json / *.yaml files in a directory, cached by file stamp.
 
 A file holds one template, a list of them, or `{"templates": [...]}` (the
-HostFactory layout; `vmType` and `maxNumber` are understood). Files are
+HostFactory/LSF layout; `vmType`, `maxNumber` and `instanceTags` are understood). Files are
 re-read only when their size or mtime changes; `load(force=True)` re-reads all.
 """
 
@@ -30,6 +30,9 @@ def template_from_mapping(data: dict[str, Any], source: str = "store") -> Templa
         if hf in data and ours not in data:
             value = data.pop(hf)
             data[ours] = [value] if ours == "subnet_ids" and isinstance(value, str) else value
+    tags = data.pop("instanceTags", None)
+    if isinstance(tags, str) and "tags" not in data:  # HostFactory/LSF "k=v;k=v"
+        data["tags"] = dict(kv.split("=", 1) for kv in tags.split(";") if "=" in kv)
     if isinstance(data.get("subnet_ids"), str):
         data["subnet_ids"] = [s.strip() for s in data["subnet_ids"].split(",") if s.strip()]
     data["source"] = source

@@ -13,7 +13,10 @@ import json
 import secrets
 import string
 from datetime import UTC, date, datetime, time, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from pluginsdk._constants import API_KEY_PREFIX
 from pluginsdk.errors import InvalidPaginationToken, ValidationError
@@ -114,9 +117,17 @@ class SecretBox:
     """AES-256-GCM for secrets that must be read back (TOTP seeds, signing keys)."""
 
     def __init__(self, key: bytes) -> None:
-        from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+        self._key = key
+        self._cipher: AESGCM | None = None
 
-        self._aead = AESGCM(key)
+    @property
+    def _aead(self) -> AESGCM:
+        # cryptography costs ~35 ms to import; most CLI calls never seal or open a secret
+        if self._cipher is None:
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+            self._cipher = AESGCM(self._key)
+        return self._cipher
 
     def seal(self, plaintext: str, context: str) -> str:
         nonce = secrets.token_bytes(12)

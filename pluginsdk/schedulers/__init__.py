@@ -1,0 +1,42 @@
+"""Scheduler strategies: how CLI input is read and output is shaped for the caller.
+
+`default` is for people and scripts (snake_case, the full record). `hostfactory` (IBM Spectrum Symphony
+HostFactory) and `lsf` (IBM Spectrum LSF resource connector) read the scheduler's JSON input (`-f FILE`
+or `-d JSON`) and print the JSON the scheduler's provider scripts must answer. The typed SDK result
+never changes: a strategy only parses input into operation parameters and renders results.
+
+Strategies import lazily (`get_strategy`), because each scheduler poll is a fresh CLI process.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._base import Strategy
+
+__all__ = ["STRATEGIES", "get_strategy"]
+
+STRATEGIES = ("default", "hostfactory", "lsf")
+"""Accepted values of `--scheduler` / `scheduler.type`."""
+
+
+def get_strategy(name: str | None) -> Strategy:
+    """The strategy called `name` (None: default); an unknown name raises ConfigurationError."""
+    if name in (None, "", "default"):
+        from ._base import Strategy
+
+        return Strategy()
+    if name == "hostfactory":
+        from .hostfactory import HostFactoryStrategy
+
+        return HostFactoryStrategy()
+    if name == "lsf":
+        from .lsf import LsfStrategy
+
+        return LsfStrategy()
+    from ..errors import ConfigurationError
+
+    raise ConfigurationError(
+        f"Unknown scheduler strategy {name!r}; use one of {', '.join(STRATEGIES)}.", key="scheduler.type"
+    )

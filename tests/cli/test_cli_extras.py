@@ -1,0 +1,189 @@
+"""CLI features beyond the catalog: the static help index, `login` (OS keyring), `--wait` progress, -d input."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PLUGINSDK = str(Path(sys.executable).with_name("pluginsdk"))
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> dict[str, str]:
+    cfg = tmp_path / "plugin.yaml"
+    cfg.write_text("provider:\n  local:\n    boot_delay: 1.2\n    terminate_delay: 0.05\n    seed: 1\n")
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
+    return {
+        **base,
+        "PLUGIN_STORAGE_PATH": str(tmp_path / "cli.db"),
+        "PLUGIN_CONFIG": str(cfg),
+        "PYTHONPATH": str(ROOT),
+        "PYTHON_KEYRING_BACKEND": "tests.cli.keyring_file.FileKeyring",
+        "PLUGINSDK_TEST_KEYRING": str(tmp_path / "keyring.json"),
+    }
+
+
+def run(env: dict[str, str], *args: str, ok: bool = True, stdin: str | None = None) -> Any:
+    res = subprocess.run(
+        [PLUGINSDK, "--format", "json", *args],
+        capture_output=True, text=True, env=env, timeout=60, check=False, input=stdin,
+    )  # fmt: skip
+    assert (res.returncode == 0) == ok, res.stdout + res.stderr
+    return json.loads(res.stdout)
+
+
+def test_help_index_is_current() -> None:
+    res = subprocess.run(
+        [sys.executable, "-m", "pluginsdk.cli._indexgen", "--check"], capture_output=True, text=True, check=False
+    )
+    assert res.returncode == 0, res.stderr
+
+
+def test_help_imports_neither_the_catalog_nor_pydantic() -> None:
+    code = (
+        "import sys\nfrom pluginsdk.cli import cli\n"
+        "for argv in (['--help'], ['templates', '--help'], ['--version']):\n"
+        "    try:\n        cli(argv, prog_name='pluginsdk')\n    except SystemExit:\n        pass\n"
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'sqlalchemy', 'httpx', 'yaml')"
+        " or m.startswith(('pluginsdk.operations', 'pluginsdk.models', 'backends')))\n"
+        "print(heavy, file=sys.stderr)\nassert not heavy\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    assert "Commands:" in res.stdout and "request" in res.stdout and "login" in res.stdout
+
+
+def test_data_option_and_file_input_overlaid_by_arguments(env: dict[str, str], tmp_path: Path) -> None:
+    run(env, "templates", "create", "-d", '{"templateId": "web", "imageId": "ami-1", "instanceType": "t3.small"}')
+    inp = tmp_path / "req.json"
+    inp.write_text(json.dumps({"template_id": "web", "requested_count": 5}))
+    dry = run(env, "--dry-run", "machines", "request", "-f", str(inp), "web", "2")  # arguments win over the file
+    assert dry["dry_run"] is True and "2 machines" in dry["message"]
+    bad = run(env, "templates", "create", "-d", "[1, 2]", ok=False)
+    assert bad["error_code"] == "VALIDATION_ERROR" and bad["details"]["field"] == "data"
+
+
+def test_wait_shows_progress_on_a_terminal_only(env: dict[str, str]) -> None:
+    run(env, "templates", "create", "--template-id", "web", "--image-id", "ami-1")
+    # stderr on a terminal: progress lines; stdout (a pipe) still carries only the JSON result
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [PLUGINSDK, "--format", "json", "machines", "request", "web", "2", "--wait", "--timeout", "60"],
+        stdout=subprocess.PIPE, stderr=slave, env=env,
+    )  # fmt: skip
+    os.close(slave)
+    out, _ = proc.communicate(timeout=60)
+    progress = b""
+    while True:
+        try:
+            chunk = os.read(master, 65536)
+        except OSError:
+            break
+        if not chunk:
+            break
+        progress += chunk
+    os.close(master)
+    assert proc.returncode == 0
+    result = json.loads(out)
+    assert result["status"] == "completed" and len(result["machines"]) == 2
+    text = progress.decode()
+    assert f"{result['request_id']}: " in text and "0/2 machines running" in text and "2/2 machines running" in text
+    # not a terminal: nothing on stderr, same result shape
+    res = subprocess.run(
+        [PLUGINSDK, "--format", "json", "machines", "request", "web", "1", "--wait", "--timeout", "60"],
+        capture_output=True, text=True, env=env, timeout=60, check=True,
+    )  # fmt: skip
+    assert res.stderr == "" and json.loads(res.stdout)["status"] == "completed"
+
+
+def test_wait_on_a_terminal_honours_the_timeout(env: dict[str, str]) -> None:
+    run(env, "templates", "create", "--template-id", "web", "--image-id", "ami-1")
+    slow = Path(env["PLUGIN_CONFIG"])
+    slow.write_text(slow.read_text().replace("boot_delay: 1.2", "boot_delay: 60"))
+    master, slave = pty.openpty()
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [PLUGINSDK, "--format", "json", "machines", "request", "web", "1", "--wait", "--timeout", "2"],
+        stdout=subprocess.PIPE, stderr=slave, env=env,
+    )  # fmt: skip
+    os.close(slave)
+    out, _ = proc.communicate(timeout=60)
+    os.close(master)
+    assert proc.returncode == 0 and time.monotonic() - started < 30
+    result = json.loads(out)
+    # --timeout is also the request's own deadline: machines not up by then fail the request
+    assert result["status"] in ("failed", "submitted") and result["machines"][0]["status"] != "running"
+
+
+@pytest.fixture
+def server(env: dict[str, str]) -> Iterator[str]:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [PLUGINSDK, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(f"{url}/health", timeout=2)
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+
+
+def test_login_stores_a_verified_key_that_the_remote_backend_uses(env: dict[str, str], server: str) -> None:
+    expires = (datetime.now(UTC) + timedelta(days=7)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    key = run(env, "api-keys", "create-mine", "cli", "--description", "CLI login", "--expires-at", expires)["api_key"]
+    run(env, "templates", "create", "--template-id", "web", "--image-id", "ami-1")
+
+    rejected = run(env, "login", server, stdin="psdk_not-a-real-key\n", ok=False)
+    assert rejected["error_code"] == "UNAUTHENTICATED"
+    assert not Path(env["PLUGINSDK_TEST_KEYRING"]).exists()
+
+    res = subprocess.run([PLUGINSDK, "--format", "json", "login", server + "/"], input=key + "\n",
+                         capture_output=True, text=True, env=env, timeout=60, check=True)  # fmt: skip
+    stored = json.loads(res.stdout)
+    assert stored == {"success": True, "url": server, "stored": True, "message": stored["message"]}
+    assert key not in res.stdout + res.stderr  # never echoed
+    assert json.loads(Path(env["PLUGINSDK_TEST_KEYRING"]).read_text()) == {f"pluginsdk|{server}": key}
+
+    remote = {**env, "PLUGIN_API_URL": server}
+    assert run(remote, "--backend", "remote", "templates", "list")["templates"][0]["template_id"] == "web"
+    assert run(env, "login", server, "--forget")["removed"] is True
+    denied = run(remote, "--backend", "remote", "templates", "list", ok=False)
+    assert "login" in denied["error"]
+
+
+def test_login_without_a_keyring_backend_explains_instead_of_failing(env: dict[str, str]) -> None:
+    env = {**env, "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
+    res = subprocess.run(
+        [PLUGINSDK, "--format", "json", "login", "http://127.0.0.1:9", "--api-key", "psdk_x", "--no-verify"],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    out = json.loads(res.stdout)
+    assert out["stored"] is False and "PLUGIN_API_KEY" in out["message"]
+    assert "No usable OS keyring" in res.stderr and "psdk_x" not in res.stdout + res.stderr

@@ -1,0 +1,161 @@
+"""Every catalog command, run through the real CLI as a subprocess: JSON parsed, exit code checked.
+
+One store carries the state from command to command (a template, a request, its machines, a role, a
+user, an API key). Commands that need a signed-in password session are run too and must fail with the
+error envelope and exit 1 (the user made here has no password: no mail server is configured).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pluginsdk.cli._index import GROUPS
+
+PLUGINSDK = str(Path(sys.executable).with_name("pluginsdk"))
+
+
+class Cli:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.env = env
+        self.ran: set[tuple[str, str]] = set()
+
+    def __call__(self, *args: str, ok: bool = True, code: str | None = None) -> Any:
+        res = subprocess.run(
+            [PLUGINSDK, "--format", "json", *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=60,
+            check=False,
+        )
+        assert (res.returncode == 0) == ok, (args, res.stdout, res.stderr)
+        out = json.loads(res.stdout)
+        if not ok:
+            assert res.returncode == 1 and out["success"] is False and out["error"], out
+            assert code is None or out["error_code"] == code, out
+            assert out["error"] in res.stderr
+        self.ran.add((args[0], args[1]))
+        return out
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Cli:
+    cfg = tmp_path / "plugin.yaml"
+    cfg.write_text(
+        "provider:\n  local:\n    boot_delay: 0.05\n    terminate_delay: 0.05\n    seed: 1\n"
+        "app:\n  authProvider:\n    useManaged:\n      enabled: true\n"
+        "      passwordHashing: {timeCost: 1, memoryKib: 8, parallelism: 1}\n"
+    )
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
+    return Cli({**base, "PLUGIN_STORAGE_PATH": str(tmp_path / "cli.db"), "PLUGIN_CONFIG": str(cfg)})
+
+
+def test_every_command(cli: Cli, tmp_path: Path) -> None:
+    # templates
+    tpl = tmp_path / "t.json"
+    tpl.write_text(json.dumps({"templateId": "web", "imageId": "ami-1", "instanceType": "t3.small"}))
+    assert cli("templates", "validate", "--file", str(tpl))["valid"] is True
+    assert cli("templates", "create", "--file", str(tpl))["template_id"] == "web"
+    cli("templates", "create", "--file", str(tpl), ok=False, code="ALREADY_EXISTS")
+    assert cli("templates", "update", "web", "--name", "Web tier")["template_id"] == "web"
+    assert cli("templates", "show", "web")["template"]["name"] == "Web tier"
+    assert cli("templates", "list")["total_count"] == 1
+    assert "template_count" in cli("templates", "refresh")
+    cli("templates", "create", "--template-id", "tmp", "--image-id", "ami-2")
+    assert cli("templates", "delete", "tmp")["template_id"] == "tmp"
+    cli("templates", "show", "tmp", ok=False, code="TEMPLATE_NOT_FOUND")
+
+    # machines and requests
+    req = cli("machines", "request", "web", "2", "--wait", "--timeout", "60")
+    rid, ids = req["request_id"], [m["machine_id"] for m in req["machines"]]
+    assert req["status"] == "completed" and len(ids) == 2
+    assert cli("machines", "list")["total_count"] == 2
+    assert cli("machines", "show", ids[0])["status"] == "running"
+    assert {m["machine_id"] for m in cli("machines", "status", *ids)["machines"]} == set(ids)
+    assert cli("machines", "health", ids[0])["healthy"] is True
+    assert cli("machines", "count")["count"] == 2
+    assert cli("requests", "show", rid)["status"] == "completed"
+    assert cli("requests", "status", rid)["requests"][0]["request_id"] == rid
+    assert cli("requests", "list", "--status", "completed")["total_count"] == 1
+    assert cli("requests", "active")["total_count"] == 0
+    assert cli("requests", "summary")["by_status"] == {"completed": 1}
+    assert cli("requests", "sync", rid)["request_id"] == rid
+    assert cli("requests", "populate-machines", rid)["request_id"] == rid
+    cli("requests", "complete", rid, ok=False)  # already finished: a state conflict, not a silent success
+    cli("requests", "set-status", rid, "running", ok=False)  # terminal statuses move nowhere
+    slow = cli("--dry-run", "machines", "request", "web", "1")
+    assert slow["dry_run"] is True
+    slow_cfg = tmp_path / "slow.yaml"  # machines that take a minute to boot, so the request is still running
+    slow_cfg.write_text(Path(cli.env["PLUGIN_CONFIG"]).read_text().replace("boot_delay: 0.05", "boot_delay: 60"))
+    other = cli("--config", str(slow_cfg), "machines", "request", "web", "1")["request_id"]
+    cancelled = cli("requests", "cancel", other, "--reason", "not needed", "--force")
+    assert cancelled["status"] == "cancelled"
+    ret = cli("machines", "return", *ids)
+    assert ret["request_id"].startswith("ret-") and ret["processed_machines"] == ids
+    assert cli("requests", "returns")["total_count"] == 1
+    assert cli("requests", "cleanup", "--older-than-days", "0", "--dry-run")["requests_cleaned"] == 0
+    assert "machines_cleaned" in cli("machines", "cleanup", "--older-than-days", "30")
+    assert "total_cleaned" in cli("system", "cleanup", "--older-than-days", "30")
+
+    # system
+    assert cli("system", "status")["scheduler"] == "default"
+    assert cli("system", "health")["healthy"] is True
+    assert "counters" in cli("system", "metrics")
+    assert cli("system", "config")["configuration"]["storage"]["type"] == "sqlite"
+    assert any(p["name"] == "local" for p in cli("providers", "list")["providers"])
+
+    # auth: roles, users, user roles, API keys, routes
+    cli("roles", "create", "ops", "--description", "Operators")
+    assert any(r["role_name"] == "ops" for r in cli("roles", "list")["message"]["items"])
+    cli("roles", "update", "ops", "--description", "Operators team")
+    assert cli("users", "create", "bob", "bob@example.com")["user"]["user_id"] == "bob"
+    assert any(u["user_id"] == "bob" for u in cli("users", "list")["users"])
+    cli("users", "update", "bob", "--phone", "+15551234567")
+    cli("users", "reset-password", "bob", ok=False)  # no mail server to send the new password
+    cli("user-roles", "create", "bob", "ops")
+    cli("user-roles", "replace", "bob", "ops")
+    assert any(u["user_id"] == "bob" for u in cli("user-roles", "list")["message"]["items"])
+    expires = (datetime.now(UTC) + timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    key_id = cli("api-keys", "create-mine", "ci", "--description", "CI pipeline", "--expires-at", expires)["api_key_id"]
+    assert key_id in json.dumps(cli("api-keys", "list-mine"))
+    cli("api-keys", "show-mine", key_id)
+    cli("api-keys", "update-mine", key_id, "--description", "CI pipeline two")
+    cli("api-keys", "delete-mine", key_id)
+    bob_key_id = cli("api-keys", "create", "bobs", "bob", "--description", "Bob's key")["api_key_id"]
+    assert bob_key_id in json.dumps(cli("api-keys", "list"))
+    cli("api-keys", "show", bob_key_id)
+    cli("api-keys", "update", bob_key_id, "--description", "Bob's other key")
+    cli("api-keys", "delete", bob_key_id)
+    assert cli("routes", "api")["routes"]
+    assert cli("routes", "allowed")["routes"]
+    cli("routes", "check-web", "--data", json.dumps({"routes": [{"route__path": "/templates", "method": "GET"}]}))
+    assert cli("auth", "is-allowed", "template", "GET")["allowed"] is True
+    assert cli("auth", "filter-allowed", "template", "--data", '{"objects": [{"templateId": "web"}]}')["indexes"] == [0]
+    assert cli("auth", "version")["version"]
+    cli("auth", "secure-config")
+    cli("auth", "amplify-config")
+    assert "keys" in cli("auth", "jwks")
+    assert cli("auth", "profile", "administrator")["user_id"] == "administrator"
+    cli("auth", "profile-update", "administrator", "--data", '{"user_id": "administrator"}')
+    cli("auth", "profile", "bob", ok=False, code="FORBIDDEN")  # only its own user reads a profile
+    cli("user-roles", "delete", "bob")
+    cli("roles", "delete", "ops")
+    cli("users", "delete", "bob")
+    # sign-in commands: bob has no password, and this process has no session
+    cli("auth", "login", "bob", "--password", "Not-the-password-1", ok=False)
+    cli("auth", "refresh", "--refresh-token", "not-a-token", ok=False)
+    cli("auth", "logout", ok=False)
+    cli("auth", "change-password", "--previous-password", "a-b-c-d-e-1", "--proposed-password", "Z-y-x-w-v-2", ok=False)
+    cli("auth", "mfa-setup", ok=False)
+    cli("auth", "mfa-verify", "123456", ok=False)
+
+    every = {(g, a) for g, actions in GROUPS.items() for a in actions}
+    assert every - cli.ran == set()
