@@ -50,6 +50,8 @@ def emit(ctx: Context, data: Any) -> None:
 
 def _table(data: Any, fmt: str) -> str:
     rows: list[dict[str, Any]] = []
+    if isinstance(data, dict) and isinstance(data.get("message"), dict):
+        data = data["message"]  # auth-service listings: `message.Items`
     if isinstance(data, dict):
         lists = [v for v in data.values() if isinstance(v, list) and v and isinstance(v[0], dict)]
         rows = lists[0] if lists else [data]

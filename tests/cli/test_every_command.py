@@ -137,7 +137,8 @@ def test_every_command(cli: Cli, tmp_path: Path) -> None:
     assert cli("routes", "api")["routes"]
     assert cli("routes", "allowed")["routes"]
     cli("routes", "check-web", "--data", json.dumps({"routes": [{"route__path": "/templates", "method": "GET"}]}))
-    assert cli("auth", "is-allowed", "template", "GET")["allowed"] is True
+    assert cli("auth", "is-allowed", "template", "GET", "--attributes", "templateId=web")["allowed"] is True
+    assert cli("auth", "is-allowed", "template", "GET")["allowed"] is False  # no attributes: `*` needs a value
     assert cli("auth", "filter-allowed", "template", "--data", '{"objects": [{"templateId": "web"}]}')["indexes"] == [0]
     assert cli("auth", "version")["version"]
     cli("auth", "secure-config")
@@ -146,6 +147,25 @@ def test_every_command(cli: Cli, tmp_path: Path) -> None:
     assert cli("auth", "profile", "administrator")["user_id"] == "administrator"
     cli("auth", "profile-update", "administrator", "--data", '{"user_id": "administrator"}')
     cli("auth", "profile", "bob", ok=False, code="FORBIDDEN")  # only its own user reads a profile
+    # constraints
+    body = tmp_path / "c.json"
+    body.write_text(json.dumps({
+        "name": "ops read web", "description": "ops may read the web template", "objectType": "template",
+        "criteriaAnd": [{"field": "templateId", "operator": "equals", "value": "web"}],
+        "groupPermissions": [{"groupId": "ops", "permission": "GET", "permissionType": "allow"}],
+    }))  # fmt: skip
+    assert cli("constraints", "create", "c1", "--file", str(body))["operation"] == "create"
+    cli("constraints", "create", "c1", "--file", str(body), ok=False, code="ALREADY_EXISTS")
+    assert cli("constraints", "show", "c1")["object_type"] == "template"
+    cli("constraints", "show", "c10", ok=False, code="NOT_FOUND")
+    assert cli("constraints", "update", "c1", "--file", str(body), "--name", "renamed")["operation"] == "update"
+    assert cli("constraints", "show", "c1")["name"] == "renamed"
+    page = cli("constraints", "list", "--page-size", "2")["message"]
+    assert len(page["items"]) == 2 and page["next_token"]
+    assert any(t["value"] == "template" for t in cli("constraints", "permission-objects")["message"]["object_types"])
+    tmpl = {"variables": {"T": "web"}, "constraints": [{**json.loads(body.read_text()), "constraintId": "t-{{T}}"}]}
+    assert cli("constraints", "import", "--data", json.dumps(tmpl))["constraint_ids"] == ["t-web"]
+    assert cli("constraints", "delete", "c1")["operation"] == "delete"
     cli("user-roles", "delete", "bob")
     cli("roles", "delete", "ops")
     cli("users", "delete", "bob")
