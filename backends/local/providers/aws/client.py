@@ -134,7 +134,7 @@ class AwsClients:
         """One AWS operation (`DescribeInstances`), retried on throttling (and on 5xx/network when idempotent)."""
         client = await self.client(service)
         method = getattr(client, _snake(operation))
-        from botocore.exceptions import BotoCoreError, ClientError
+        from botocore.exceptions import ClientError
 
         attempt = 0
         while True:
@@ -158,12 +158,13 @@ class AwsClients:
                     f"AWS {operation} failed: {code}: {message}",
                     details={"provider_code": code, "operation": operation, "attempts": attempt},
                 ) from None
-            except BotoCoreError as exc:
+            except Exception as exc:  # BotoCoreError (network), unparsable answers (a 500 page)
                 if idempotent and attempt < self.max_attempts:
                     await self._backoff(attempt, operation, type(exc).__name__)
                     continue
+                text = scrub(str(exc), self._secrets)
                 raise ProviderError(
-                    f"AWS {operation} failed: {scrub(str(exc), self._secrets)}",
+                    f"AWS {operation} failed: {type(exc).__name__}: {text[:300]}",
                     details={"provider_code": type(exc).__name__, "operation": operation, "attempts": attempt},
                 ) from None
 

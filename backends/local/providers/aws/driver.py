@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from pluginsdk.errors import ConfigurationError, ProviderError
 from pluginsdk.models import Machine, MachineStatus, Request, Template
@@ -31,6 +31,8 @@ from .client import AwsClients
 __all__ = ["AwsProvider"]
 
 log = logging.getLogger("pluginsdk.providers.aws")
+
+T = TypeVar("T")
 
 _STATES = {
     "pending": MachineStatus.PENDING,
@@ -205,6 +207,14 @@ class AwsProvider:
         found = await self.aws.call("ec2", "DescribeLaunchTemplates", idempotent=True, LaunchTemplateNames=[name])
         return str(found["LaunchTemplates"][0]["LaunchTemplateId"])
 
+    async def _or_drop_template(self, request: Request, call: Awaitable[T]) -> T:
+        """The fleet/group call's answer; when it fails, the request's launch template is deleted (no leak)."""
+        try:
+            return await call
+        except ProviderError:
+            await self._delete_launch_template(request)
+            raise
+
     async def _delete_launch_template(self, request: Request) -> None:
         try:
             await self.aws.call("ec2", "DeleteLaunchTemplate", LaunchTemplateName=p.resource_name(request))
@@ -219,7 +229,7 @@ class AwsProvider:
         kind = p.fleet_type(template, "instant", ("instant", "request", "maintain"))
         lt_id = await self._launch_template(request, template)
         spec = p.ec2_fleet_params(request, template, count, lt_id=lt_id, default_type=self.default_type)
-        out = await self.aws.call("ec2", "CreateFleet", **spec)
+        out = await self._or_drop_template(request, self.aws.call("ec2", "CreateFleet", **spec))
         data = {
             "api": "EC2Fleet",
             "fleet_id": out.get("FleetId"),
@@ -257,7 +267,7 @@ class AwsProvider:
         lt_id = await self._launch_template(request, template)
         kw = {"lt_id": lt_id, "default_type": self.default_type, "role": str(role)}
         spec = p.spot_fleet_params(request, template, count, **kw)
-        out = await self.aws.call("ec2", "RequestSpotFleet", **spec)
+        out = await self._or_drop_template(request, self.aws.call("ec2", "RequestSpotFleet", **spec))
         data = {
             "api": "SpotFleet",
             "spot_fleet_id": out.get("SpotFleetRequestId"),
@@ -273,7 +283,7 @@ class AwsProvider:
         await self.aws.client("ec2")  # resolves the region the zone default needs
         zones = self.zones or [f"{self.aws.region}a"]
         params = p.asg_params(request, template, count, lt_id=lt_id, default_type=self.default_type, zones=zones)
-        await self.aws.call("autoscaling", "CreateAutoScalingGroup", **params)
+        await self._or_drop_template(request, self.aws.call("autoscaling", "CreateAutoScalingGroup", **params))
         data = {"api": "ASG", "asg_name": params["AutoScalingGroupName"]}
         return LaunchResult(provider_data=data, message=f"Auto Scaling group {params['AutoScalingGroupName']}")
 
