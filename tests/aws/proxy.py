@@ -33,7 +33,9 @@ class _Fault:
 @dataclass
 class _Hold:
     action: str
+    claimed: bool = False
     forwarded: threading.Event = field(default_factory=threading.Event)
+    """Set once moto has answered (so it acted); the answer then waits for `release`."""
     release: threading.Event = field(default_factory=threading.Event)
 
 
@@ -119,9 +121,9 @@ class AwsProxy:
                 fault = next((f for f in self._faults if f.action == action and f.times > 0), None)
                 if fault is not None:
                     fault.times -= 1
-                hold = next((h for h in self._holds if h.action == action and not h.forwarded.is_set()), None)
+                hold = next((h for h in self._holds if h.action == action and not h.claimed), None)
                 if hold is not None:
-                    hold.forwarded.set()  # claimed: the next call of this action passes freely
+                    hold.claimed = True  # the next call of this action passes freely
             if fault is not None:
                 return self._reply(req, fault.status, _error_xml(service, fault.code, fault.message), {})
         else:
@@ -129,6 +131,7 @@ class AwsProxy:
         headers = {k: v for k, v in req.headers.items() if k.lower() not in ("connection", "keep-alive")}
         status, out_headers, data = self._forward(req.command, req.path, body, headers)
         if hold is not None:
+            hold.forwarded.set()
             hold.release.wait(60)
         self._reply(req, status, data, out_headers)
 

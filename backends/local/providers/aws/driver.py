@@ -412,14 +412,16 @@ class AwsProvider:
 
     # -- reclaimed, health ------------------------------------------------
     async def reclaimed(self) -> list[ProvisionedMachine]:
-        """Our spot machines that AWS shut down (state reason not user-initiated)."""
+        """Our spot machines that AWS shut down (state reason not user-initiated).
+
+        The lifecycle is checked here, not in the filter: moto does not implement `instance-lifecycle`.
+        """
         reservations = await self.aws.paginate(
             "ec2",
             "DescribeInstances",
             "Reservations",
             Filters=[
                 {"Name": "tag-key", "Values": [REQUEST_TAG]},
-                {"Name": "instance-lifecycle", "Values": ["spot"]},
                 {"Name": "instance-state-name", "Values": ["shutting-down", "terminated"]},
             ],
             MaxResults=1000,
@@ -428,7 +430,7 @@ class AwsProvider:
         for res in reservations:
             for inst in res.get("Instances", []):
                 reason = inst.get("StateReason") or {}
-                if str(reason.get("Code", "")).startswith("Client."):
+                if inst.get("InstanceLifecycle") != "spot" or str(reason.get("Code", "")).startswith("Client."):
                     continue  # we (or a person) terminated it
                 pm = _machine(inst)
                 pm.reason = f"spot interruption ({reason.get('Code') or 'reclaimed by AWS'})"
