@@ -4,12 +4,14 @@ Both our engine and the peer point their AWS endpoint here, so the call
 counts of the benchmark are measured the same way for both. Tests use it to
 make AWS answer as it does under load (throttling, capacity errors) and to
 hold a response after moto acted, so the engine can be killed mid-launch.
-Only loopback traffic: it forwards to the moto server it was given.
+Only loopback traffic: it forwards to the moto server it was given. `GET /__calls` answers the
+counts as JSON (benchmark workers read them between phases).
 """
 
 from __future__ import annotations
 
 import http.client
+import json
 import threading
 import uuid
 from collections import Counter
@@ -112,6 +114,10 @@ class AwsProxy:
 
     def _handle(self, req: BaseHTTPRequestHandler) -> None:
         body = req.rfile.read(int(req.headers.get("Content-Length") or 0))
+        if req.path == "/__calls":  # the counts so far, for benchmark workers in other processes
+            with self._lock:
+                counts = json.dumps(dict(self.calls)).encode()
+            return self._reply(req, 200, counts, {"Content-Type": "application/json"})
         query = parse_qs(body.decode("utf-8", "replace")) if body else parse_qs(urlsplit(req.path).query)
         action = (query.get("Action") or [""])[0]
         service = "autoscaling" if "/autoscaling/" in (req.headers.get("Authorization") or "") else "ec2"
