@@ -192,7 +192,7 @@ def main() -> None:
     ap.add_argument("--sgs", nargs="*", default=[])
     ap.add_argument("--machines", type=int, default=200)
     ap.add_argument("--requests", type=int, default=4)
-    ap.add_argument("--budget", type=float, default=120.0)
+    ap.add_argument("--budget", type=float, default=240.0)
     ap.add_argument("--apis", help="comma-separated labels of CASES to run (default: all)")
     ap.add_argument("--skip-peer", action="store_true")
     ap.add_argument("--json", help="also write the raw figures here")
@@ -239,7 +239,7 @@ def main() -> None:
                     else:
                         cmd = [str(PEER_PY), str(ROOT / "bench" / "peer_orb_aws.py"), *common]
                         env.pop("PYTHONPATH")
-                    result = worker(cmd, env, timeout=4 * args.budget + 120)
+                    result = worker(cmd, env, timeout=2 * args.budget + 120)
                 result["leaked"] = asyncio.run(leftovers(moto))
                 row[system] = result
                 print(f"{label:20} {system:4} {json.dumps(result)}", file=sys.stderr)

@@ -51,6 +51,7 @@ class AwsProxy:
         self._faults: list[_Fault] = []
         self._holds: list[_Hold] = []
         self._lock = threading.Lock()
+        self._serial = threading.Lock()
         self._local = threading.local()
         proxy = self
 
@@ -142,6 +143,12 @@ class AwsProxy:
         self._reply(req, status, data, out_headers)
 
     def _forward(
+        self, method: str, path: str, body: bytes, headers: dict[str, str]
+    ) -> tuple[int, dict[str, str], bytes]:
+        with self._serial:  # one call at a time: moto's server races on concurrent launches into one subnet
+            return self._forward_one(method, path, body, headers)
+
+    def _forward_one(
         self, method: str, path: str, body: bytes, headers: dict[str, str]
     ) -> tuple[int, dict[str, str], bytes]:
         for attempt in (1, 2):

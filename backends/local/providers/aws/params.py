@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from pluginsdk.errors import ValidationError
+from pluginsdk.errors import ProviderError
 from pluginsdk.models import Request, Template
 
 from ..base import REQUEST_TAG
@@ -146,10 +146,10 @@ def _on_demand_share(template: Template, count: int) -> int:
 def fleet_type(template: Template, default: str, allowed: tuple[str, ...]) -> str:
     kind = (template.fleet_type or default).lower()
     if kind not in allowed:
-        raise ValidationError(
+        raise ProviderError(  # a ProviderError, so the request is stored failed (templates from files skip validation)
             f"Template '{template.template_id}': {template.provider_api} fleet_type must be one of "
             f"{', '.join(allowed)}, not '{kind}'.",
-            details={"field": "fleet_type", "value": kind, "expected": list(allowed)},
+            details={"provider_code": "InvalidParameterValue", "field": "fleet_type", "value": kind},
         )
     return kind
 
