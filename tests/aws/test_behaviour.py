@@ -93,3 +93,28 @@ async def test_spot_interruption_is_listed_as_a_return_request(tmp_path: Path, p
         assert len([r for r in again.requests if r.created_by == "provider"]) == 1
         machine = await sdk.get_machine(victim)
         assert machine.status.value == "terminated"
+
+
+async def test_region_and_profile_from_plugin_variables(
+    tmp_path: Path, proxy: AwsProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "aws-config").write_text("[profile hpc]\nregion = eu-west-1\n")
+    (tmp_path / "aws-credentials").write_text("[hpc]\naws_access_key_id = testing\naws_secret_access_key = testing\n")
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))
+    config = aws_config(tmp_path, proxy.url)
+    del config["provider"]["region"]
+    monkeypatch.delenv("AWS_DEFAULT_REGION")  # the usual chain: the environment would beat the profile
+    monkeypatch.setenv("PLUGIN_PROFILE", "hpc")
+    async with PluginSDK(config=config) as sdk:
+        health = await sdk.get_provider_health(detailed=True)
+        assert health.details["region"] == "eu-west-1"  # the profile's region
+        assert "eu-west-1a" in health.details["zones"]
+    monkeypatch.setenv("PLUGIN_REGION", "ap-southeast-2")
+    async with PluginSDK(config=config) as sdk:
+        assert (await sdk.get_provider_health(detailed=True)).details["region"] == "ap-southeast-2"
+    monkeypatch.setenv("PLUGIN_PROFILE", "missing")
+    monkeypatch.delenv("PLUGIN_REGION")
+    async with PluginSDK(config=config) as sdk:
+        down = await sdk.get_provider_health(detailed=True)
+        assert not down.healthy and "ProfileNotFound" in str(down.details)

@@ -131,7 +131,10 @@ class AwsClients:
         await self._stack.aclose()
 
     async def call(self, service: str, operation: str, *, idempotent: bool = False, **params: Any) -> Any:
-        """One AWS operation (`DescribeInstances`), retried on throttling (and on 5xx/network when idempotent)."""
+        """One AWS operation (`DescribeInstances`), retried on throttling (and on 5xx/network when idempotent).
+
+        `idempotent`: describes, and launches that carry a ClientToken (AWS answers a repeat with the first result).
+        """
         client = await self.client(service)
         method = getattr(client, _snake(operation))
         from botocore.exceptions import ClientError

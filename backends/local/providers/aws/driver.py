@@ -166,7 +166,7 @@ class AwsProvider:
                     token = f"{request.request_id}-{index}-{itype}-{subnet or ''}"[:64]
                     try:
                         launch = p.run_instances_params(request, template, n, itype=itype, subnet=subnet, token=token)
-                        out = await self.aws.call("ec2", "RunInstances", **launch)
+                        out = await self.aws.call("ec2", "RunInstances", idempotent=True, **launch)
                         return list(out.get("Instances", []))
                     except ProviderError as exc:
                         if exc.details.get("provider_code") not in _CAPACITY_CODES:
@@ -229,7 +229,7 @@ class AwsProvider:
         kind = p.fleet_type(template, "instant", ("instant", "request", "maintain"))
         lt_id = await self._launch_template(request, template)
         spec = p.ec2_fleet_params(request, template, count, lt_id=lt_id, default_type=self.default_type)
-        out = await self._or_drop_template(request, self.aws.call("ec2", "CreateFleet", **spec))
+        out = await self._or_drop_template(request, self.aws.call("ec2", "CreateFleet", idempotent=True, **spec))
         data = {
             "api": "EC2Fleet",
             "fleet_id": out.get("FleetId"),
@@ -267,7 +267,7 @@ class AwsProvider:
         lt_id = await self._launch_template(request, template)
         kw = {"lt_id": lt_id, "default_type": self.default_type, "role": str(role)}
         spec = p.spot_fleet_params(request, template, count, **kw)
-        out = await self._or_drop_template(request, self.aws.call("ec2", "RequestSpotFleet", **spec))
+        out = await self._or_drop_template(request, self.aws.call("ec2", "RequestSpotFleet", idempotent=True, **spec))
         data = {
             "api": "SpotFleet",
             "spot_fleet_id": out.get("SpotFleetRequestId"),
