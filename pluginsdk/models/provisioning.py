@@ -143,6 +143,8 @@ class Template(BaseModel):
     """ondemand, spot or heterogeneous."""
     allocation_strategy: str | None = None
     """Fleet allocation strategy (lowestPrice, capacityOptimized, ...)."""
+    fleet_type: str | None = None
+    """Fleet kind: EC2Fleet instant (default), request or maintain; SpotFleet request (default) or maintain."""
     configuration: dict[str, Any] = Field(default_factory=dict)
     """Further provider-specific settings."""
     source: str = "store"

@@ -90,6 +90,8 @@ class _TemplateFields(Command):
     """ondemand, spot or heterogeneous."""
     allocation_strategy: str | None = None
     """Fleet allocation strategy."""
+    fleet_type: str | None = None
+    """EC2Fleet: instant, request or maintain; SpotFleet: request or maintain."""
     configuration: dict[str, Any] | None = None
     """Further provider-specific settings."""
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 import uuid
 from collections import defaultdict
@@ -46,7 +47,9 @@ from pluginsdk.operations import (
 from pluginsdk.principal import Principal
 
 from ..engine import Engine, handles
-from ..reconciler import apply_states, reconcile, settle_status, terminate_machines
+from ..reconciler import apply_states, reconcile, record_reclaimed, settle_status, terminate_machines
+
+log = logging.getLogger("pluginsdk.requests")
 
 ACTIVE = (RequestStatus.PENDING.value, RequestStatus.RUNNING.value)
 
@@ -499,6 +502,10 @@ async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, prin
 
 @handles(ListReturnRequestsQuery)
 async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, principal: Principal) -> RequestList:
+    try:  # machines the cloud took back (spot interruptions) are listed as return requests too
+        await record_reclaimed(engine)
+    except ProviderError as exc:
+        log.warning("checking reclaimed machines failed: %s", exc.message)
     items, total = await engine.db.list_requests(
         statuses=[op.status.value] if op.status else None,
         request_type=RequestType.RETURN.value,

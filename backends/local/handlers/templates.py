@@ -38,6 +38,7 @@ from ..templates_files import template_from_mapping
 
 PRICE_TYPES = ("ondemand", "spot", "heterogeneous")
 FLEET_APIS = ("EC2Fleet", "SpotFleet", "ASG")
+FLEET_TYPES = {"EC2Fleet": ("instant", "request", "maintain"), "SpotFleet": ("request", "maintain")}
 
 
 def template_attrs(t: Template) -> dict[str, Any]:
@@ -81,6 +82,9 @@ def check_template(engine: Engine, data: dict[str, Any]) -> tuple[Template | Non
         )
     if template.price_type not in PRICE_TYPES:
         errors.append(f"'price_type' must be one of {', '.join(PRICE_TYPES)}.")
+    kinds = FLEET_TYPES.get(template.provider_api)
+    if template.fleet_type is not None and kinds is not None and template.fleet_type.lower() not in kinds:
+        errors.append(f"'fleet_type' of {template.provider_api} must be one of {', '.join(kinds)}.")
     for itype, weight in template.instance_types.items():
         if weight <= 0:
             errors.append(f"Weight of instance type '{itype}' must be positive.")
