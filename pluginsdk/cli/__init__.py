@@ -135,6 +135,36 @@ def server_start(ctx: Context, host: str | None, port: int | None) -> None:
     serve(settings, host, port)
 
 
+def _scheduler_mode(argv: list[str]) -> bool:
+    """Whether a HostFactory/LSF caller is on the other end (it reads JSON from stdout even on usage errors)."""
+    import os
+
+    value = os.environ.get("PLUGIN_SCHEDULER", "")
+    for i, arg in enumerate(argv):
+        if arg == "--scheduler" and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith("--scheduler="):
+            value = arg.split("=", 1)[1]
+    return value in ("hostfactory", "lsf")
+
+
 def main() -> None:
-    """Console entry point."""
-    cli(prog_name="pluginsdk")
+    """Console entry point: click's own handling, except that a scheduler gets usage errors as JSON and exit 1."""
+    argv = sys.argv[1:]
+    if not _scheduler_mode(argv):
+        cli(prog_name="pluginsdk")
+        return
+    try:
+        code = cli.main(argv, prog_name="pluginsdk", standalone_mode=False)
+    except click.ClickException as exc:
+        import json
+
+        message = exc.format_message()
+        envelope = {"success": False, "error": message, "error_code": "VALIDATION_ERROR", "details": {}}
+        click.echo(json.dumps({"message": message, **envelope}, indent=2))
+        click.echo(f"Error: {message}", err=True)
+        sys.exit(1)
+    except click.Abort:
+        click.echo("Aborted!", err=True)
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)

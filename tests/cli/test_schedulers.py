@@ -193,3 +193,14 @@ def test_scheduler_from_config_and_default_strategy_unchanged(env: dict[str, str
     plain = subprocess.run([PLUGINSDK, "--format", "json", "requests", "status", "req-x"],
                            capture_output=True, text=True, env=env, timeout=60, check=True)  # fmt: skip
     assert json.loads(plain.stdout)["not_found"] == ["req-x"]
+
+
+@pytest.mark.parametrize("scheduler", ["hostfactory", "lsf"])
+def test_usage_errors_are_json_for_schedulers(env: dict[str, str], scheduler: str) -> None:
+    res = subprocess.run(
+        ["/bin/sh", str(SCRIPTS / scheduler / "getRequestStatus.sh"), "--no-such-option"],
+        capture_output=True, text=True, env=env, timeout=60, check=False,
+    )  # fmt: skip
+    assert res.returncode == 1
+    out = json.loads(res.stdout)
+    assert out["success"] is False and "--no-such-option" in out["message"]
