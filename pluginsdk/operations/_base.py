@@ -8,15 +8,13 @@ server, remote client, CLI and MCP server read only specs; nothing is written
 per operation in an interface. A bad binding fails at import, naming the class.
 """
 
-from __future__ import annotations
-
 import functools
 import re
 import types
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pydantic
 from pydantic import ConfigDict, model_validator
@@ -136,7 +134,8 @@ class Operation(BaseModel):
     """Extra input names of this operation's fields (beside the global aliases and camelCase)."""
     output_fields: ClassVar[tuple[str, ...]] = ()
     """Fields the engine sets on the operation object after it ran (spec: command output fields)."""
-    spec: ClassVar[OperationSpec]
+    if TYPE_CHECKING:  # not a runtime annotation: pydantic would evaluate it for each of ~160 subclasses
+        spec: ClassVar["OperationSpec"]
 
     @model_validator(mode="before")
     @classmethod
@@ -231,7 +230,7 @@ class OperationSpec:
     policy: Policy
 
     @classmethod
-    def compile(cls, op: type[Operation]) -> OperationSpec:
+    def compile(cls, op: type[Operation]) -> "OperationSpec":
         name = sdk_name(op.__name__)
         where = f"{op.__module__}.{op.__qualname__}"
         doc = (op.__doc__ or "").strip()
