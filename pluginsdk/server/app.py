@@ -11,6 +11,7 @@ says is what the server returns.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -90,6 +91,9 @@ def error_response(err: SDKError, camel: bool, request_id: str) -> JSONResponse:
     return JSONResponse(body, status_code=err.http_status, headers={"X-Request-ID": request_id})
 
 
+_camel = functools.lru_cache(maxsize=4096)(to_camel)
+
+
 def new_request_id() -> str:
     return os.urandom(16).hex()
 
@@ -163,7 +167,7 @@ class _Plan:
                         break
         data.update(path_params)
         if self.defaults:
-            given = {k for k in data} | {to_camel(k) for k in data}
+            given = {k for k in data} | {_camel(k) for k in data}
             for key, value in self.defaults:
                 if key not in given:
                     data[key] = value
