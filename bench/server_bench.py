@@ -53,11 +53,35 @@ def wait_http(url: str, seconds: float = 60) -> None:
     raise RuntimeError(f"{url} did not come up")
 
 
-def wrk(url: str, headers: dict[str, str], seconds: int, connections: int) -> dict[str, float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its live descendants (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    tree, total, frontier = {pid}, 0.0, [pid]
+    while frontier:
+        parent = frontier.pop()
+        total += stats.get(parent, (0, 0.0))[1]
+        children = [p for p, (pp, _) in stats.items() if pp == parent and p not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    return total
+
+
+def wrk(url: str, headers: dict[str, str], seconds: int, connections: int, pid: int) -> dict[str, float]:
     cmd = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency"]
     for k, v in headers.items():
         cmd += ["-H", f"{k}: {v}"]
+    cpu0, wall0 = cpu_seconds(pid), time.monotonic()
     out = subprocess.run([*cmd, url], capture_output=True, text=True, check=True).stdout
+    cpu, wall = cpu_seconds(pid) - cpu0, time.monotonic() - wall0
+    total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
 
     def lat(p: str) -> float:
@@ -67,7 +91,14 @@ def wrk(url: str, headers: dict[str, str], seconds: int, connections: int) -> di
         return float(m.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)]
 
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return {"rps": rps, "p50_ms": lat("50"), "p99_ms": lat("99"), "non2xx": float(non2xx.group(1)) if non2xx else 0.0}
+    return {
+        "rps": rps,
+        "p50_ms": lat("50"),
+        "p99_ms": lat("99"),
+        "non2xx": float(non2xx.group(1)) if non2xx else 0.0,
+        "cpu_us": cpu / max(total, 1) * 1e6,
+        "busy": cpu / wall * 100,
+    }
 
 
 async def seed_ours(config: dict[str, Any], requests: int) -> tuple[str, str]:
@@ -185,18 +216,22 @@ def main() -> None:
             peer = None if args.no_peer else start_peer(args, Path(tmp))
             for n in range(args.rounds):
                 ours_rows.append(
-                    wrk(f"{url}/api/v1/requests/{rid}", {"Authorization": key}, args.seconds, args.connections)
-                )
+                    wrk(f"{url}/api/v1/requests/{rid}", {"Authorization": key}, args.seconds, args.connections,
+                        ours_proc.pid)
+                )  # fmt: skip
+                o = ours_rows[-1]
                 line = (
-                    f"round {n + 1}: pluginsdk {ours_rows[-1]['rps']:,.0f} req/s p99 {ours_rows[-1]['p99_ms']:.1f} ms"
+                    f"round {n + 1}: pluginsdk {o['rps']:,.0f} req/s p99 {o['p99_ms']:.1f} ms "
+                    f"({o['cpu_us']:.0f} µs CPU/req, {o['busy']:.0f}% busy)"
                 )
                 if peer is not None:
                     peer_url, peer_rid = peer[1], peer[2]
                     peer_rows.append(
                         wrk(f"{peer_url}/api/v1/requests/{peer_rid}", {"Authorization": "unused"}, args.seconds,
-                            args.connections)
+                            args.connections, peer[0].pid)
                     )  # fmt: skip
-                    line += f"; orb-py {peer_rows[-1]['rps']:,.0f} req/s p99 {peer_rows[-1]['p99_ms']:.1f} ms"
+                    q = peer_rows[-1]
+                    line += f"; orb-py {q['rps']:,.0f} req/s p99 {q['p99_ms']:.1f} ms ({q['cpu_us']:.0f} µs CPU/req, {q['busy']:.0f}% busy)"
                 overheads.append(asyncio.run(remote_overhead(config, url, key, rid, 2000)))
                 line += f"; remote overhead {overheads[-1]['overhead_us']:.0f} µs"
                 print(line, file=sys.stderr, flush=True)
@@ -208,11 +243,13 @@ def main() -> None:
     print(f"\nGET request status by id, {args.connections} connections, {args.seconds}s × {args.rounds} rounds "
           f"(medians), 1 worker each, {args.requests} stored requests; {os.cpu_count()} CPUs, load average "
           f"{load_before[0]:.1f} before, {load_after[0]:.1f} after\n")  # fmt: skip
-    print("| server | req/s | p50 (ms) | p99 (ms) | non-2xx |\n|---|---:|---:|---:|---:|")
+    print("| server | req/s | p50 (ms) | p99 (ms) | non-2xx | server CPU per request (µs) | server busy |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, rows in (("pluginsdk", ours_rows), ("orb-py", peer_rows)):
         if rows:
             print(f"| {name} | {median(rows, 'rps'):,.0f} | {median(rows, 'p50_ms'):.1f} | "
-                  f"{median(rows, 'p99_ms'):.1f} | {median(rows, 'non2xx'):,.0f} |")  # fmt: skip
+                  f"{median(rows, 'p99_ms'):.1f} | {median(rows, 'non2xx'):,.0f} | {median(rows, 'cpu_us'):,.0f} | "
+                  f"{median(rows, 'busy'):.0f}% |")  # fmt: skip
     if peer_rows:
         print(f"\nthroughput ratio pluginsdk / orb-py: {median(ours_rows, 'rps') / median(peer_rows, 'rps'):.1f}×")
     print(f"\nremote SDK get_request p50 {median(overheads, 'remote_p50_us'):.0f} µs vs local "
