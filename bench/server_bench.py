@@ -1,11 +1,13 @@
 """REST server benchmark (issue 4): request status by id over loopback, ours against orb-py's server.
 
-    python bench/server_bench.py [--seconds 10] [--connections 64]
+    python bench/server_bench.py [--seconds 10] [--connections 64] [--rounds 3]
 
-Each server runs in its own process with one uvicorn worker; `wrk` (Debian package) drives it with 64
-connections and 2 threads, reading the same request by id (ours with an API key; orb's API runs without
-auth by default, the header is sent anyway). Also measures the remote SDK's per-call overhead over the
-local engine (p50). Prints one table.
+Each server runs in its own process with one uvicorn worker, both up for the whole run; `wrk` (Debian
+package) drives them in turn, `--rounds` times each (ours, the peer's, ours, ...), with 64 connections and
+2 threads, reading the same request by id (ours with an API key; orb's API runs without auth by default, the
+header is sent anyway). After each pair of runs the remote SDK's per-call overhead over the local engine is
+measured (p50 of 2,000 sequential calls). Prints each round, then one table of medians with the load
+average, since the box may be shared.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,11 +53,35 @@ def wait_http(url: str, seconds: float = 60) -> None:
     raise RuntimeError(f"{url} did not come up")
 
 
-def wrk(url: str, headers: dict[str, str], seconds: int, connections: int) -> dict[str, float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process and its live descendants (Linux /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[int, float]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            stats[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    tree, total, frontier = {pid}, 0.0, [pid]
+    while frontier:
+        parent = frontier.pop()
+        total += stats.get(parent, (0, 0.0))[1]
+        children = [p for p, (pp, _) in stats.items() if pp == parent and p not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    return total
+
+
+def wrk(url: str, headers: dict[str, str], seconds: int, connections: int, pid: int) -> dict[str, float]:
     cmd = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency"]
     for k, v in headers.items():
         cmd += ["-H", f"{k}: {v}"]
+    cpu0, wall0 = cpu_seconds(pid), time.monotonic()
     out = subprocess.run([*cmd, url], capture_output=True, text=True, check=True).stdout
+    cpu, wall = cpu_seconds(pid) - cpu0, time.monotonic() - wall0
+    total = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))  # type: ignore[union-attr]
 
     def lat(p: str) -> float:
@@ -64,7 +91,15 @@ def wrk(url: str, headers: dict[str, str], seconds: int, connections: int) -> di
         return float(m.group(1)) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[m.group(2)]
 
     non2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    return {"rps": rps, "p50_ms": lat("50"), "p99_ms": lat("99"), "non2xx": float(non2xx.group(1)) if non2xx else 0.0}
+    return {
+        "rps": rps,
+        "p50_ms": lat("50"),
+        "p99_ms": lat("99"),
+        "non2xx": float(non2xx.group(1)) if non2xx else 0.0,
+        "ok_rps": (total - (int(non2xx.group(1)) if non2xx else 0)) / seconds,
+        "cpu_us": cpu / max(total, 1) * 1e6,
+        "busy": cpu / wall * 100,
+    }
 
 
 async def seed_ours(config: dict[str, Any], requests: int) -> tuple[str, str]:
@@ -98,7 +133,16 @@ async def remote_overhead(config: dict[str, Any], url: str, key: str, rid: str, 
     return {"local_p50_us": local_us, "remote_p50_us": remote_us, "overhead_us": remote_us - local_us}
 
 
-def ours(args: argparse.Namespace, tmp: Path) -> tuple[dict[str, float], dict[str, float]]:
+def stop(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+def start_ours(args: argparse.Namespace, tmp: Path) -> tuple[subprocess.Popen[bytes], str, str, str, dict[str, Any]]:
+    """Our server on a seeded store (through `serve()`, exactly as `pluginsdk server` runs it)."""
     config = {"storage": {"path": str(tmp / "ours.db")}, "provider": {"local": {"boot_delay": 0.0}}}
     rid, key = asyncio.run(seed_ours(config, args.requests))
     port = free_port()
@@ -108,21 +152,16 @@ def ours(args: argparse.Namespace, tmp: Path) -> tuple[dict[str, float], dict[st
     )
     log = open(tmp / "ours-server.log", "w")  # noqa: SIM115 - closed with the process
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=log)
+    url = f"http://127.0.0.1:{port}"
     try:
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_http(f"{url}/health")
-        except RuntimeError:
-            sys.exit((tmp / "ours-server.log").read_text()[-3000:])
-        load = wrk(f"{url}/api/v1/requests/{rid}", {"Authorization": key}, args.seconds, args.connections)
-        overhead = asyncio.run(remote_overhead(config, url, key, rid, 2000))
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
-    return load, overhead
+        wait_http(f"{url}/health")
+    except RuntimeError:
+        proc.kill()
+        sys.exit((tmp / "ours-server.log").read_text()[-3000:])
+    return proc, url, key, rid, config
 
 
-def peer(args: argparse.Namespace, tmp: Path) -> dict[str, float] | None:
+def start_peer(args: argparse.Namespace, tmp: Path) -> tuple[subprocess.Popen[bytes], str, str] | None:
     if not PEER_ORB.exists():
         print("peer venv missing (bench/.peer/venv with orb-py): peer skipped", file=sys.stderr)
         return None
@@ -143,46 +182,80 @@ def peer(args: argparse.Namespace, tmp: Path) -> dict[str, float] | None:
          "--workers", "1", "--server-log-level", "warning"],
         env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=work,
     )  # fmt: skip
-    try:
-        url = f"http://127.0.0.1:{port}"
-        wait_http(f"{url}/health")
-        rid = ids[len(ids) // 2]
-        probe = urllib.request.urlopen(f"{url}/api/v1/requests/{rid}", timeout=30)
-        if probe.status != 200:
-            print(f"peer answered {probe.status} for a stored request", file=sys.stderr)
-        return wrk(f"{url}/api/v1/requests/{rid}", {"Authorization": "unused"}, args.seconds, args.connections)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+    url = f"http://127.0.0.1:{port}"
+    wait_http(f"{url}/health")
+    rid = ids[len(ids) // 2]
+    probe = urllib.request.urlopen(f"{url}/api/v1/requests/{rid}", timeout=30)
+    if probe.status != 200:
+        print(f"peer answered {probe.status} for a stored request", file=sys.stderr)
+    return proc, url, rid
+
+
+def median(rows: list[dict[str, float]], key: str) -> float:
+    return statistics.median(r[key] for r in rows)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--connections", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=3, help="wrk runs per server, alternating ours and the peer's")
     ap.add_argument("--requests", type=int, default=1000, help="requests stored in each system")
     ap.add_argument("--no-peer", action="store_true")
     args = ap.parse_args()
     if not shutil.which("wrk"):
         sys.exit("wrk is needed: apt-get install wrk")
     os.environ.pop("PLUGIN_CONFIG", None)
+    load_before = os.getloadavg()
+    ours_rows: list[dict[str, float]] = []
+    peer_rows: list[dict[str, float]] = []
+    overheads: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        load, overhead = ours(args, Path(tmp))
-        theirs = None if args.no_peer else peer(args, Path(tmp))
-    print(f"\nGET request status by id, {args.connections} connections, {args.seconds}s, 1 worker each, "
-          f"{args.requests} stored requests\n")  # fmt: skip
-    print("| server | req/s | p50 (ms) | p99 (ms) | non-2xx |\n|---|---:|---:|---:|---:|")
-    print(f"| pluginsdk | {load['rps']:,.0f} | {load['p50_ms']:.2f} | {load['p99_ms']:.2f} | {load['non2xx']:.0f} |")
-    if theirs:
-        print(
-            f"| orb-py | {theirs['rps']:,.0f} | {theirs['p50_ms']:.2f} | {theirs['p99_ms']:.2f} | {theirs['non2xx']:.0f} |"
-        )
-        print(f"\nthroughput ratio pluginsdk / orb-py: {load['rps'] / theirs['rps']:.1f}×")
-    print(f"\nremote SDK get_request p50 {overhead['remote_p50_us']:.0f} µs vs local {overhead['local_p50_us']:.0f} µs: "
-          f"overhead {overhead['overhead_us']:.0f} µs")  # fmt: skip
+        ours_proc, url, key, rid, config = start_ours(args, Path(tmp))
+        peer = None
+        try:
+            peer = None if args.no_peer else start_peer(args, Path(tmp))
+            for n in range(args.rounds):
+                ours_rows.append(
+                    wrk(f"{url}/api/v1/requests/{rid}", {"Authorization": key}, args.seconds, args.connections,
+                        ours_proc.pid)
+                )  # fmt: skip
+                o = ours_rows[-1]
+                line = (
+                    f"round {n + 1}: pluginsdk {o['rps']:,.0f} req/s p99 {o['p99_ms']:.1f} ms "
+                    f"({o['cpu_us']:.0f} µs CPU/req, {o['busy']:.0f}% busy)"
+                )
+                if peer is not None:
+                    peer_url, peer_rid = peer[1], peer[2]
+                    peer_rows.append(
+                        wrk(f"{peer_url}/api/v1/requests/{peer_rid}", {"Authorization": "unused"}, args.seconds,
+                            args.connections, peer[0].pid)
+                    )  # fmt: skip
+                    q = peer_rows[-1]
+                    line += f"; orb-py {q['rps']:,.0f} req/s p99 {q['p99_ms']:.1f} ms ({q['cpu_us']:.0f} µs CPU/req, {q['busy']:.0f}% busy)"
+                overheads.append(asyncio.run(remote_overhead(config, url, key, rid, 2000)))
+                line += f"; remote overhead {overheads[-1]['overhead_us']:.0f} µs"
+                print(line, file=sys.stderr, flush=True)
+        finally:
+            stop(ours_proc)
+            if peer is not None:
+                stop(peer[0])
+    load_after = os.getloadavg()
+    print(f"\nGET request status by id, {args.connections} connections, {args.seconds}s × {args.rounds} rounds "
+          f"(medians), 1 worker each, {args.requests} stored requests; {os.cpu_count()} CPUs, load average "
+          f"{load_before[0]:.1f} before, {load_after[0]:.1f} after\n")  # fmt: skip
+    print("| server | req/s | p50 (ms) | p99 (ms) | non-2xx | 2xx/s | server CPU per request (µs) | server busy |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, rows in (("pluginsdk", ours_rows), ("orb-py", peer_rows)):
+        if rows:
+            print(f"| {name} | {median(rows, 'rps'):,.0f} | {median(rows, 'p50_ms'):.1f} | "
+                  f"{median(rows, 'p99_ms'):.1f} | {median(rows, 'non2xx'):,.0f} | {median(rows, 'ok_rps'):,.0f} | "
+                  f"{median(rows, 'cpu_us'):,.0f} | "
+                  f"{median(rows, 'busy'):.0f}% |")  # fmt: skip
+    if peer_rows:
+        print(f"\nthroughput ratio pluginsdk / orb-py: {median(ours_rows, 'rps') / median(peer_rows, 'rps'):.1f}×")
+    print(f"\nremote SDK get_request p50 {median(overheads, 'remote_p50_us'):.0f} µs vs local "
+          f"{median(overheads, 'local_p50_us'):.0f} µs: overhead {median(overheads, 'overhead_us'):.0f} µs")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -5,23 +5,33 @@ body fields as JSON, and parses the reply into the spec's result type (camelCase
 alike). An error envelope becomes the same exception class the local engine raises. Queries — and
 commands that carry a pre-made id (`request_id`) — are retried with jittered exponential backoff on
 connection errors, 408, 429 and 5xx, honouring Retry-After.
+
+Transport: by default the backend's own lean keep-alive HTTP/1.1 client (`_http.LeanHTTP`), which costs a
+fraction of httpx's per-call CPU; given `transport=` (tests, custom stacks), or with a proxy configured in
+the environment, an `httpx.AsyncClient` as before. Both raise httpx's exception types, so retries, timeouts
+and error mapping are one code path.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import os
 import random
 from typing import Any
 from urllib.parse import quote
 
 import httpx
+from pydantic import ValidationError
 
 from pluginsdk._constants import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT
 from pluginsdk.config import Settings
 from pluginsdk.errors import AuthenticationError, ConfigurationError, MethodExecutionError, error_from_envelope
 from pluginsdk.operations import Operation
 from pluginsdk.principal import Principal
+
+from ._http import LeanHTTP, Reply, lean_supported
 
 __all__ = ["RemoteBackend"]
 
@@ -78,6 +88,7 @@ class RemoteBackend:
         self.timeout = timeout
         self.max_retries = max_retries
         self._client: httpx.AsyncClient | None = None
+        self._lean: LeanHTTP | None = None
 
     def _auth_header(self) -> dict[str, str]:
         if self._token:
@@ -86,31 +97,35 @@ class RemoteBackend:
         return {"Authorization": key} if key else {}
 
     async def start(self) -> None:
-        if self._client is None:
+        if self._client is not None or self._lean is not None:
+            return
+        headers = {**self._auth_header(), "User-Agent": "pluginsdk-remote"}
+        if self._transport is None and lean_supported(self.base_url, headers, os.environ):
+            self._lean = LeanHTTP(self.base_url, headers, self.timeout)
+        else:
             self._client = httpx.AsyncClient(
-                base_url=self.base_url,
-                headers={**self._auth_header(), "User-Agent": "pluginsdk-remote"},
-                timeout=self.timeout,
-                transport=self._transport,
+                base_url=self.base_url, headers=headers, timeout=self.timeout, transport=self._transport
             )
 
     async def aclose(self) -> None:
         if self._client is not None:
             await self._client.aclose()
             self._client = None
+        if self._lean is not None:
+            await self._lean.aclose()
+            self._lean = None
 
     async def execute(self, operation: Operation, principal: Principal | None = None) -> Any:
         spec = operation.spec
         if spec.rest is None:
             raise MethodExecutionError(f"{spec.name} has no REST binding; it cannot run remotely.")
-        if self._client is None:
+        if self._client is None and self._lean is None:
             await self.start()
-        assert self._client is not None
         rest = spec.rest
         path = rest.path
         for name in spec.path_fields:
             path = path.replace("{" + name + "}", quote(str(getattr(operation, name)), safe=""))
-        query: list[tuple[str, str | int | float | bool | None]] = []
+        query: list[tuple[str, str]] = []
         dumped = operation.model_dump(mode="json", include=set(spec.query_fields))
         for name in spec.query_fields:
             value = dumped.get(name)
@@ -128,32 +143,45 @@ class RemoteBackend:
             rest.method in ("GET", "HEAD") or spec.kind == "query" or bool(getattr(operation, "request_id", None))
         )
         response = await self._send(rest.method, path, query, body, idempotent=idempotent, name=spec.name)
-        request_id = response.headers.get("x-request-id")
-        try:
-            data = response.json()
-        except ValueError:
-            data = None
         if response.status_code >= 400:
-            raise error_from_envelope(data, response.status_code, request_id)
-        return spec.result_type.model_validate(data)
+            try:
+                data = json.loads(response.content)
+            except ValueError:
+                data = None
+            raise error_from_envelope(data, response.status_code, response.headers.get("x-request-id"))
+        try:  # straight from the bytes, one pass in pydantic-core
+            return spec.result_type.model_validate_json(response.content)
+        except ValidationError:  # not JSON, or not this shape: raise what validating the parsed value raises
+            try:
+                data = json.loads(response.content)
+            except ValueError:
+                data = None
+            return spec.result_type.model_validate(data)
+
+    async def _request(
+        self, method: str, path: str, query: list[tuple[str, str]], body: Any, idempotent: bool
+    ) -> Reply:
+        if self._lean is not None:
+            return await self._lean.request(method, path, query, body, idempotent=idempotent)
+        assert self._client is not None
+        params: list[tuple[str, str | int | float | bool | None]] = list(query)
+        r = await self._client.request(method, path, params=params or None, json=body)
+        return Reply(r.status_code, r.headers, r.content)
 
     async def _send(
         self,
         method: str,
         path: str,
-        query: list[tuple[str, str | int | float | bool | None]],
+        query: list[tuple[str, str]],
         body: Any,
         *,
         idempotent: bool,
         name: str,
-    ) -> httpx.Response:
-        assert self._client is not None
+    ) -> Reply:
         attempts = 1 + (self.max_retries if idempotent else 0)
         for attempt in range(1, attempts + 1):
             try:
-                response = await self._client.request(
-                    method, path, params=query or None, json=body if body is not None else None
-                )
+                response = await self._request(method, path, query, body, idempotent)
             except httpx.TimeoutException as exc:
                 if attempt >= attempts:
                     raise MethodExecutionError(f"{name}: the server did not answer within {self.timeout}s.") from exc

@@ -143,10 +143,11 @@ class Operation(BaseModel):
         if not isinstance(data, Mapping):
             return data
         out = dict(data)
-        for canonical, aliases in {**GLOBAL_ALIASES, **cls.field_aliases}.items():
-            if canonical not in cls.model_fields:
+        aliases, list_keys = _alias_plan(cls)
+        for canonical, names in aliases:
+            given = [a for a in names if a in out]
+            if not given:
                 continue
-            given = [a for a in (canonical, to_camel(canonical), *aliases) if a in out]
             if len(given) > 1 and len({repr(out[a]) for a in given}) > 1:
                 raise PydanticCustomError(
                     "alias_conflict",
@@ -156,10 +157,9 @@ class Operation(BaseModel):
             for a in given:
                 value = out.pop(a)
                 out[canonical] = value
-        for name in _list_fields(cls):  # one id where a list is expected: ["id"]
-            for key in (name, to_camel(name)):
-                if isinstance(out.get(key), str):
-                    out[key] = [out[key]]
+        for key in list_keys:  # one id where a list is expected: ["id"]
+            if isinstance(out.get(key), str):
+                out[key] = [out[key]]
         return out
 
     @classmethod
@@ -187,6 +187,19 @@ class Query(Operation):
     """An operation that only reads."""
 
     kind: ClassVar[str] = "query"
+
+
+@functools.cache
+def _alias_plan(cls: type[Operation]) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], tuple[str, ...]]:
+    """Per class, computed once: (field, every input name for it) for aliased fields, and the input keys of
+    list fields (snake_case and camelCase)."""
+    aliases = tuple(
+        (canonical, tuple(dict.fromkeys((canonical, to_camel(canonical), *names))))
+        for canonical, names in {**GLOBAL_ALIASES, **cls.field_aliases}.items()
+        if canonical in cls.model_fields
+    )
+    list_keys = tuple(key for name in _list_fields(cls) for key in dict.fromkeys((name, to_camel(name))))
+    return aliases, list_keys
 
 
 @functools.cache

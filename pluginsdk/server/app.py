@@ -11,13 +11,16 @@ says is what the server returns.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
+import os
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import parse_qsl
 
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
@@ -60,10 +63,25 @@ def _route_key(path: str) -> list[tuple[int, str]]:
     return [(1 if seg.startswith("{") else 0, seg) for seg in path.strip("/").split("/")]
 
 
-def _render(result: Any, camel: bool) -> Any:
-    if hasattr(result, "model_dump"):
-        return result.model_dump(mode="json", by_alias=camel)
-    return result
+def _render(result: Any, camel: bool) -> bytes:
+    """The result as JSON bytes, in one pass through pydantic's serializer for models."""
+    serializer = getattr(type(result), "__pydantic_serializer__", None)
+    if serializer is not None:
+        data: bytes = serializer.to_json(result, by_alias=camel)
+        return data
+    return _dumps(result)
+
+
+def _dumps(value: Any) -> bytes:
+    # Starlette's JSONResponse rendering: compact, UTF-8, no NaN
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode()
+
+
+def _error_body(err: SDKError, camel: bool) -> bytes:
+    body = err.to_envelope()
+    if camel:
+        body["message"] = err.message
+    return _dumps(body)
 
 
 def error_response(err: SDKError, camel: bool, request_id: str) -> JSONResponse:
@@ -73,19 +91,46 @@ def error_response(err: SDKError, camel: bool, request_id: str) -> JSONResponse:
     return JSONResponse(body, status_code=err.http_status, headers={"X-Request-ID": request_id})
 
 
-def _lists(spec: OperationSpec) -> set[str]:
-    from ..operations._base import _list_fields
-
-    return set(_list_fields(spec.cls))
+_camel = functools.lru_cache(maxsize=4096)(to_camel)
 
 
-async def _gather_input(spec: OperationSpec, request: Request) -> dict[str, Any]:
-    """Path > query > body, each under its snake_case or camelCase name."""
-    assert spec.rest is not None
-    data: dict[str, Any] = {}
-    if spec.body_fields:
-        raw = await request.body()
-        if raw.strip():
+def new_request_id() -> str:
+    return os.urandom(16).hex()
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """What one REST binding needs per request, computed once (names, camelCase keys, list fields)."""
+
+    spec: OperationSpec
+    camel: bool
+    status: int
+    query: tuple[tuple[str, tuple[str, str], bool], ...]
+    """(field, (snake key, camel key), is a list)."""
+    defaults: tuple[tuple[str, Any], ...]
+    body_field: str | None
+    reads_body: bool
+
+    @classmethod
+    def of(cls, spec: OperationSpec) -> _Plan:
+        from ..operations._base import _list_fields
+
+        assert spec.rest is not None
+        lists = set(_list_fields(spec.cls))
+        return cls(
+            spec=spec,
+            camel=spec.rest.camel,
+            status=spec.rest.status,
+            query=tuple((n, (n, to_camel(n)), n in lists) for n in spec.query_fields),
+            defaults=tuple(spec.rest.defaults.items()),
+            body_field=spec.rest.body_field,
+            reads_body=bool(spec.body_fields),
+        )
+
+    def gather(self, path_params: dict[str, str], query_string: bytes, raw: bytes | None) -> dict[str, Any]:
+        """Path > query > body, each under its snake_case or camelCase name."""
+        data: dict[str, Any] = {}
+        if self.reads_body and raw is not None and raw.strip():
             try:
                 body = json.loads(raw)
             except json.JSONDecodeError as exc:
@@ -93,8 +138,13 @@ async def _gather_input(spec: OperationSpec, request: Request) -> dict[str, Any]
                     f"The request body is not valid JSON: {exc.msg}.",
                     details={"field": "body", "value": None, "expected": "a JSON object"},
                 ) from None
-            if spec.rest.body_field is not None:
-                data[spec.rest.body_field] = body
+            except UnicodeDecodeError:
+                raise ValidationError(
+                    "The request body is not valid JSON: it is not UTF-8.",
+                    details={"field": "body", "value": None, "expected": "a JSON object"},
+                ) from None
+            if self.body_field is not None:
+                data[self.body_field] = body
             elif isinstance(body, dict):
                 data.update(body)
             else:
@@ -102,45 +152,77 @@ async def _gather_input(spec: OperationSpec, request: Request) -> dict[str, Any]
                     "The request body must be a JSON object.",
                     details={"field": "body", "value": None, "expected": "a JSON object"},
                 )
-    lists = _lists(spec)
-    params = request.query_params
-    for name in spec.query_fields:
-        for key in (name, to_camel(name)):
-            if key in params:
-                values = params.getlist(key)
-                if name in lists:
-                    data[name] = [v for item in values for v in item.split(",") if v != ""]
-                else:
-                    data[name] = values[-1]
-                break
-    for name in spec.path_fields:
-        data[name] = request.path_params[name]
-    given = {k for k in data} | {to_camel(k) for k in data}
-    for key, value in spec.rest.defaults.items():
-        if key not in given:
-            data[key] = value
-    return data
+        if query_string and self.query:
+            params: dict[str, list[str]] = {}
+            for key, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+                params.setdefault(key, []).append(value)
+            for name, keys, is_list in self.query:
+                for key in keys:
+                    values = params.get(key)
+                    if values is not None:
+                        if is_list:
+                            data[name] = [v for item in values for v in item.split(",") if v != ""]
+                        else:
+                            data[name] = values[-1]
+                        break
+        data.update(path_params)
+        if self.defaults:
+            given = {k for k in data} | {_camel(k) for k in data}
+            for key, value in self.defaults:
+                if key not in given:
+                    data[key] = value
+        return data
 
-
-def _endpoint(spec: OperationSpec) -> Callable[[Request], Awaitable[Response]]:
-    assert spec.rest is not None
-    rest = spec.rest
-    camel = rest.camel
-
-    async def endpoint(request: Request) -> Response:
-        request_id: str = request.state.request_id
-        engine = request.app.state.engine
+    async def run(
+        self,
+        engine: Any,
+        authorization: str | None,
+        path_params: dict[str, str],
+        query_string: bytes,
+        raw: bytes | None,
+    ) -> tuple[int, bytes, str | None]:
+        """Authenticate, build, execute, render: (status, JSON body, user id or None)."""
+        spec = self.spec
+        user: str | None = None
         try:
             if spec.policy.unauthenticated:
                 principal = ANONYMOUS
             else:
-                principal = await engine.authz.authenticate(request.headers.get("authorization"))
-            request.state.user = principal.user_id
-            op = spec.build(await _gather_input(spec, request))
+                principal = await engine.authz.authenticate(authorization)
+            user = principal.user_id
+            op = spec.build(self.gather(path_params, query_string, raw))
             result = await engine.execute(op, principal)
         except SDKError as err:
-            return error_response(err, camel, request_id)
-        return JSONResponse(_render(result, camel), status_code=rest.status, headers={"X-Request-ID": request_id})
+            return err.http_status, _error_body(err, self.camel), user
+        return self.status, _render(result, self.camel), user
+
+
+def _json_headers(body: bytes, request_id: str) -> list[tuple[bytes, bytes]]:
+    return [
+        (b"content-length", str(len(body)).encode()),
+        (b"content-type", b"application/json"),
+        (b"x-request-id", request_id.encode("latin-1")),
+    ]
+
+
+def _endpoint(spec: OperationSpec) -> Callable[[Request], Awaitable[Response]]:
+    """The Starlette endpoint of a binding (what the OpenAPI document describes; the served fast path in
+    `PluginApp` runs the same `_Plan.run`)."""
+    plan = _Plan.of(spec)
+
+    async def endpoint(request: Request) -> Response:
+        raw = await request.body() if plan.reads_body else None
+        status, body, user = await plan.run(
+            request.app.state.engine,
+            request.headers.get("authorization"),
+            request.path_params,
+            request.scope.get("query_string", b""),
+            raw,
+        )
+        request.state.user = user
+        return Response(
+            body, status_code=status, headers={"X-Request-ID": request.state.request_id}, media_type="application/json"
+        )
 
     endpoint.__name__ = spec.name
     return endpoint
@@ -230,6 +312,124 @@ def _openapi_extra(spec: OperationSpec, schemas: _Schemas) -> dict[str, Any]:
     return extra
 
 
+class _Dispatch:
+    """Exact-match table of the catalog routes, in the router's order: (method, path) -> plan and path
+    parameters, with Starlette's semantics for `{name}` (one non-empty segment). Anything it does not
+    match (HEAD, unknown paths, wrong methods, a root_path) goes through the FastAPI/Starlette stack."""
+
+    _CACHE_MAX = 4096
+
+    def __init__(self, entries: list[tuple[str, str, _Plan]]) -> None:
+        self._by_len: dict[int, list[tuple[str, tuple[tuple[int, str], ...], _Plan]]] = {}
+        for method, path, plan in entries:
+            segments = path.split("/")
+            pattern = tuple(
+                (1, seg[1:-1]) if seg.startswith("{") and seg.endswith("}") else (0, seg) for seg in segments
+            )
+            self._by_len.setdefault(len(segments), []).append((method, pattern, plan))
+        self._cache: dict[tuple[str, str], tuple[_Plan, dict[str, str]] | None] = {}
+
+    def match(self, method: str, path: str) -> tuple[_Plan, dict[str, str]] | None:
+        key = (method, path)
+        hit = self._cache.get(key, False)
+        if hit is not False:
+            return hit  # type: ignore[return-value]
+        found = self._match(method, path)
+        if len(self._cache) >= self._CACHE_MAX:
+            self._cache.clear()
+        self._cache[key] = found
+        return found
+
+    def _match(self, method: str, path: str) -> tuple[_Plan, dict[str, str]] | None:
+        segments = path.split("/")
+        for route_method, pattern, plan in self._by_len.get(len(segments), ()):
+            if route_method != method:
+                continue
+            params: dict[str, str] = {}
+            for (is_param, text), seg in zip(pattern, segments, strict=True):
+                if is_param:
+                    if not seg:
+                        break
+                    params[text] = seg
+                elif seg != text:
+                    break
+            else:
+                return plan, params
+        return None
+
+
+class PluginApp(FastAPI):
+    """The FastAPI application (OpenAPI document, docs, /health, error pages) with the catalog routes
+    served on a direct path: one lookup, no middleware or Request objects, two ASGI messages out.
+    Request id, access log and the last-resort 500 envelope behave as `RequestContext` does."""
+
+    dispatch: _Dispatch | None = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.dispatch is not None and not scope.get("root_path"):
+            hit = self.dispatch.match(scope["method"], scope["path"])
+            if hit is not None:
+                await self._serve(hit[0], hit[1], scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+    async def _serve(self, plan: _Plan, params: dict[str, str], scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        request_id = ""
+        authorization: str | None = None
+        for name, value in scope["headers"]:
+            if name == b"authorization":
+                if authorization is None:
+                    authorization = value.decode("latin-1")
+            elif name == b"x-request-id" and not request_id:
+                request_id = value.decode("latin-1")[:128]
+        request_id = request_id or new_request_id()
+        status, user, sent = 500, None, False
+        try:
+            raw: bytes | None = None
+            if plan.reads_body:
+                chunks = []
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        return  # the client went away: nothing to answer
+                    chunks.append(message.get("body", b""))
+                    if not message.get("more_body", False):
+                        break
+                raw = b"".join(chunks)
+            status, body, user = await plan.run(
+                self.state.engine, authorization, params, scope.get("query_string", b""), raw
+            )
+            sent = True
+            await send({"type": "http.response.start", "status": status, "headers": _json_headers(body, request_id)})
+            await send({"type": "http.response.body", "body": body})
+        except Exception:  # never leak internals: one envelope, logged with its request id
+            log.exception("unhandled error (request %s)", request_id)
+            status = 500
+            if not sent:
+                body = _error_body(MethodExecutionError("Internal server error."), False)
+                await send({"type": "http.response.start", "status": 500, "headers": _json_headers(body, request_id)})
+                await send({"type": "http.response.body", "body": body})
+        finally:
+            if access_log.isEnabledFor(logging.INFO):
+                _access(request_id, scope, status, started, user)
+
+
+def _access(request_id: str, scope: Scope, status: int, started: float, user: str | None) -> None:
+    access_log.info(
+        json.dumps(
+            {
+                "request_id": request_id,
+                "method": scope["method"],
+                "path": scope["path"],
+                "status": status,
+                "ms": round((time.perf_counter() - started) * 1000, 2),
+                "user": user,
+            }
+        )
+    )
+
+
 def create_app(engine_or_settings: Any) -> FastAPI:
     """The app serving every catalog operation. Give it a started Engine, or Settings (the app starts one)."""
     from backends.local.engine import Engine
@@ -251,7 +451,7 @@ def create_app(engine_or_settings: Any) -> FastAPI:
             if owned is not None:
                 await owned.aclose()
 
-    app = FastAPI(
+    app = PluginApp(
         title="pluginsdk",
         version=VERSION,
         description="Machine provisioning and the auth service, derived from the pluginsdk operation catalog.",
@@ -267,10 +467,12 @@ def create_app(engine_or_settings: Any) -> FastAPI:
     # FastAPI's per-request parameter machinery would only add cost); the OpenAPI document is generated
     # from APIRoute objects built from the same specs but never mounted.
     doc_routes: list[APIRoute] = []
+    served: list[tuple[str, str, _Plan]] = []
     routes = [(path, spec) for spec in CATALOG.values() if spec.rest for path in spec.rest.paths]
     for path, spec in sorted(routes, key=lambda r: (_route_key(r[0]), r[1].name)):
         assert spec.rest is not None
         endpoint = _endpoint(spec)
+        served.append((spec.rest.method, path, _Plan.of(spec)))
         alt = path != spec.rest.path
         app.router.routes.append(
             Route(path, endpoint, methods=[spec.rest.method], name=f"{spec.name}_alt" if alt else spec.name)
@@ -301,6 +503,7 @@ def create_app(engine_or_settings: Any) -> FastAPI:
     app.router.routes.append(Route("/health", health, methods=["GET"], name="health"))
     doc_routes.append(APIRoute("/health", health, methods=["GET"], summary="Liveness and readiness", tags=["system"]))
     app.add_middleware(RequestContext)
+    app.dispatch = _Dispatch(served)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -329,7 +532,7 @@ class RequestContext:
             if name == b"x-request-id":
                 request_id = value.decode("latin-1")[:128]
                 break
-        request_id = request_id or uuid.uuid4().hex
+        request_id = request_id or new_request_id()
         state = scope.setdefault("state", {})
         state["request_id"] = request_id
         state["user"] = None
@@ -356,15 +559,4 @@ class RequestContext:
                     scope, receive, send_with_id
                 )
         if access_log.isEnabledFor(logging.INFO):
-            access_log.info(
-                json.dumps(
-                    {
-                        "request_id": request_id,
-                        "method": scope["method"],
-                        "path": scope["path"],
-                        "status": status,
-                        "ms": round((time.perf_counter() - started) * 1000, 2),
-                        "user": state.get("user"),
-                    }
-                )
-            )
+            _access(request_id, scope, status, started, state.get("user"))

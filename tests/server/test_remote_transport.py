@@ -1,4 +1,7 @@
-"""The remote client's transport edge cases (respx stands in for the server; no engine involved)."""
+"""The remote client's retry, timeout and error-mapping edges, with respx standing in for the server (no
+engine involved). respx mocks httpx's transport, so these run the backend with an explicit
+`httpx.AsyncHTTPTransport`; the same `_send` logic over the backend's default lean client is covered
+against real loopback servers in test_lean_http.py."""
 
 from __future__ import annotations
 
@@ -15,7 +18,10 @@ REQ = {"request_id": "req-1", "status": "running", "count": 1, "template_id": "t
 
 @pytest.fixture
 async def sdk() -> PluginSDK:
-    s = PluginSDK(backend="remote", api_url=URL, api_key="psdk_test", config={}, max_retries=2)
+    s = PluginSDK(
+        backend="remote", api_url=URL, api_key="psdk_test", config={}, max_retries=2,
+        transport=httpx.AsyncHTTPTransport(),
+    )  # fmt: skip
     await s.start()
     return s
 
