@@ -4,8 +4,7 @@
   inline on the event loop. A point read costs ~6 µs this way against ~1 ms
   through SQLAlchemy's async engine (threads hand-offs; see docs/design.md),
   and the CLI's cold start does not pay SQLAlchemy's 250 ms import.
-  WAL, busy_timeout and foreign keys are on. Reads outside a transaction
-  share one read snapshot per event-loop step (see `SqliteDatabase`).
+  WAL, busy_timeout and foreign keys are on.
 - PostgreSQL: SQLAlchemy 2 Core async engine on asyncpg, imported only then.
 
 Both take the same portable SQL text with `:name` parameters.
@@ -56,19 +55,9 @@ def _dict_factory(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any
 
 
 class SqliteDatabase:
-    """sqlite3 used inline; one connection per engine, transactions serialized by a lock.
-
-    Reads outside a transaction run in a read transaction (`BEGIN`) opened by the first of them and
-    committed at the next step of the event loop, so the reads of one step (one request's authentication,
-    authorization and lookups, or several requests') share one snapshot. In autocommit mode every statement
-    would take and drop WAL read locks on its own: two `fcntl` and an `fstat` system calls per statement,
-    measured as the largest cost of a point read here. A snapshot never outlives the loop step that took
-    it, so a change committed by any process before a request's step starts is seen by that request. Any
-    write (a `transaction()`, or `execute`/`executemany` outside one) ends the snapshot first.
-    """
+    """sqlite3 used inline; one connection per engine, transactions serialized by a lock."""
 
     dialect = "sqlite"
-    snapshot_reads = True
 
     def __init__(self, path: str) -> None:
         self.url = path
@@ -93,46 +82,18 @@ class SqliteDatabase:
             raise ConfigurationError(f"Cannot open the SQLite store {path!r}: {exc}.", key="storage.path") from exc
         self._lock = asyncio.Lock()
         self._depth = 0
-        self._reading = False
-        self._snapshot_loop: asyncio.AbstractEventLoop | None = None
-
-    def _read_snapshot(self) -> None:
-        if self._depth or not self.snapshot_reads:
-            return
-        loop = asyncio.get_running_loop()
-        if self._reading:
-            if self._snapshot_loop is loop:
-                return
-            self._end_snapshot()  # taken on a loop that has stopped since: never reuse it
-        if self._conn.in_transaction:
-            return
-        self._conn.execute("BEGIN")
-        self._reading = True
-        self._snapshot_loop = loop
-        loop.call_soon(self._end_snapshot)
-
-    def _end_snapshot(self) -> None:
-        if self._reading:
-            self._reading = False
-            self._snapshot_loop = None
-            if self._conn.in_transaction:
-                self._conn.execute("COMMIT")
 
     async def fetchone(self, sql: str, params: Params = None) -> Row | None:
-        self._read_snapshot()
         row: Row | None = self._conn.execute(sql, params or {}).fetchone()
         return row
 
     async def fetchall(self, sql: str, params: Params = None) -> list[Row]:
-        self._read_snapshot()
         return self._conn.execute(sql, params or {}).fetchall()
 
     async def execute(self, sql: str, params: Params = None) -> int:
-        self._end_snapshot()
         return self._conn.execute(sql, params or {}).rowcount
 
     async def executemany(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        self._end_snapshot()
         self._conn.executemany(sql, rows)
 
     @asynccontextmanager
@@ -145,7 +106,6 @@ class SqliteDatabase:
                 self._depth -= 1
             return
         async with self._lock:
-            self._end_snapshot()
             self._conn.execute("BEGIN IMMEDIATE")
             self._depth = 1
             try:
@@ -159,7 +119,6 @@ class SqliteDatabase:
                 self._depth = 0
 
     async def aclose(self) -> None:
-        self._end_snapshot()
         self._conn.close()
 
 
