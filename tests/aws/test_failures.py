@@ -21,7 +21,7 @@ async def _template(sdk: PluginSDK, api: str = "RunInstances", image: str = AMI,
     await sdk.create_template(template_id="t", image_id=image, provider_api=api, instance_type="t3.small", **extra)
 
 
-@pytest.mark.parametrize("api", ["RunInstances", "EC2Fleet", "ASG"])
+@pytest.mark.parametrize("api", ["RunInstances", "EC2Fleet", "SpotFleet", "ASG"])
 async def test_bad_ami_fails_the_request_with_the_cloud_code(
     tmp_path: Path, proxy: AwsProxy, ec2: Any, api: str
 ) -> None:
