@@ -2,7 +2,7 @@
 
 uvicorn writes a response's status line and headers, then its body, as two `transport.write` calls; on the
 default asyncio loop each is a `send()` system call, and on loopback each send also runs the receiver's TCP
-path and wakes it (measured here: the sends were a quarter of the server's CPU time). `CorkedTransport`
+path and wakes it (measured here: the two sends were a third of the server's busy time under load). `CorkedTransport`
 buffers writes; the protocol flushes the buffer the moment a response is complete, so a response leaves in
 one `send()` without waiting. Anything else written (a streamed body, `100 Continue`) goes out at the next
 step of the loop at the latest (`call_soon`). Closing flushes first.
