@@ -141,6 +141,7 @@ class LeanHTTP:
                     return await self._exchange(conn, method, data, reused)
                 except _Stale as stale:
                     conn.close()
+                    await self.aclose()  # its idle siblings are likely dead too (a server restart)
                     if not idempotent:
                         raise httpx.RemoteProtocolError(
                             f"Server disconnected without sending a response ({stale.cause!r})."
