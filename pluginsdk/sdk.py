@@ -1,6 +1,6 @@
 """PluginSDK: the async facade every interface sits on.
 
-Its operation methods are made by reflection from the catalog at import: one
+Its operation methods are made by reflection from the catalog on first lookup: one
 real function per operation, with a true `inspect.signature` (fields in order,
 required first, defaults, annotations) and a docstring built from the
 operation's help text and field docs, so `help()`, IDEs and Jupyter tab
@@ -32,7 +32,22 @@ else:
     _Methods = object
 
 
-class PluginSDK(_Methods):
+class _Facade(type):
+    """PluginSDK's metaclass: an operation's method is made the first time it is looked up on the class.
+
+    Importing the SDK thus costs nothing per operation, and a CLI call builds only the operation it runs.
+    """
+
+    if not TYPE_CHECKING:  # type checkers read the generated stub instead
+
+        def __getattr__(cls, name: str) -> Any:
+            return install_method(name).__get__(None, cls)
+
+    def __dir__(cls) -> list[str]:
+        return sorted({*super().__dir__(), *CATALOG})
+
+
+class PluginSDK(_Methods, metaclass=_Facade):
     """Provision machines and manage access, in-process or against a pluginsdk server.
 
     ```python
@@ -160,6 +175,11 @@ class PluginSDK(_Methods):
     def __dir__(self) -> list[str]:
         return sorted({*super().__dir__(), *CATALOG})
 
+    if not TYPE_CHECKING:
+
+        def __getattr__(self, name: str) -> Any:
+            return install_method(name).__get__(self, type(self))
+
     def __repr__(self) -> str:
         backend = self._backend.name if self._backend is not None else (self._backend_arg or DEFAULT_BACKEND)
         return f"PluginSDK(backend={backend!r})"
@@ -243,11 +263,19 @@ class _OperationMethod:
         return self.func if obj is None else self.func.__get__(obj, owner)
 
 
-def _install_methods() -> None:
-    for name, spec in CATALOG.items():
-        if name in _RESERVED:
-            raise ConfigurationError(f"Operation {name!r} clashes with a PluginSDK attribute.")
-        setattr(PluginSDK, name, _OperationMethod(spec))
+def install_method(name: str) -> _OperationMethod:
+    """Put the method of operation `name` on PluginSDK (AttributeError if there is no such operation)."""
+    if name.startswith("_") or name not in CATALOG:
+        raise AttributeError(f"'PluginSDK' has no attribute {name!r}")
+    if name in _RESERVED:
+        raise ConfigurationError(f"Operation {name!r} clashes with a PluginSDK attribute.")
+    method = _OperationMethod(CATALOG[name])
+    setattr(PluginSDK, name, method)
+    return method
 
 
-_install_methods()
+def install_methods() -> None:
+    """Every operation's method at once (dir(), help(PluginSDK), the stub generator)."""
+    for name in CATALOG:
+        if name not in vars(PluginSDK):
+            install_method(name)

@@ -114,8 +114,6 @@ class Engine:
 
     # -- lifecycle --------------------------------------------------------
     async def start(self) -> None:
-        from . import handlers  # noqa: F401 - registers every handler
-
         self.store = await open_store(self.settings.storage_target)
         await self._start_auth()
         if self.background:
@@ -230,7 +228,7 @@ class Engine:
     # -- execution --------------------------------------------------------
     async def execute(self, op: Operation, principal: Principal) -> Any:
         spec = op.spec
-        handler = HANDLERS.get(type(op))
+        handler = HANDLERS.get(type(op)) or load_handler(type(op))
         if handler is None:
             raise HandlerDiscoveryError(f"No handler is registered for {spec.name}.")
         stats = self.metrics[spec.name]
@@ -260,6 +258,38 @@ _PROVIDERS = {
     "local": "backends.local.providers.local:LocalProvider",
     "aws": "backends.local.providers.aws:AwsProvider",
 }
+
+
+_HANDLER_PACKAGES = ("backends.local.handlers", "backends.local.auth.handlers")
+_HANDLER_MODULES = {"auth_sessions": "sessions"}
+"""Operation module -> handler module, where the names differ."""
+
+
+def load_handler(op: type[Operation]) -> Handler | None:
+    """Import the handler module of `op` (named like its operation module), or every one; the handler or None.
+
+    Handlers load on first use, like the catalog, so a CLI call imports only the handlers it runs.
+    """
+    import importlib
+
+    group = op.__module__.rsplit(".", 1)[-1]
+    group = _HANDLER_MODULES.get(group, group)
+    for package in _HANDLER_PACKAGES:
+        module = f"{package}.{group}"
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
+        if op in HANDLERS:
+            return HANDLERS[op]
+    import pkgutil
+
+    for package in _HANDLER_PACKAGES:  # a handler module named otherwise: load them all
+        for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
+            if not info.name.startswith("_"):
+                importlib.import_module(f"{package}.{info.name}")
+    return HANDLERS.get(op)
 
 
 def load_provider_class(name: str) -> type[Any]:

@@ -19,8 +19,14 @@ __all__ = ["command_for", "find_spec"]
 def find_spec(group: str, action: str) -> OperationSpec | None:
     """The catalog entry bound to `pluginsdk GROUP ACTION` (imports the catalog)."""
     from ..operations import CATALOG
+    from ._index import OPERATIONS
 
-    for spec in CATALOG.values():
+    name = OPERATIONS.get(f"{group} {action}")
+    if name is not None and name in CATALOG:  # imports only that operation's module
+        spec = CATALOG[name]
+        if spec.cli and (spec.cli.group, spec.cli.action) == (group, action):
+            return spec
+    for spec in CATALOG.values():  # an index older than the catalog
         if spec.cli and spec.cli.group == group and spec.cli.action == action:
             return spec
     return None

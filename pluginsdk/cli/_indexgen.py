@@ -15,10 +15,11 @@ __all__ = ["render"]
 TARGET = Path(__file__).with_name("_index.py")
 
 _HEADER = '''# ruff: noqa: E501
-"""Static command index: group -> action -> summary, generated from the operation catalog.
+"""Static command index: group -> action -> summary, and "group action" -> operation name.
 
 Do not edit: run `python -m pluginsdk.cli._indexgen` after changing the catalog (a test checks this file
-is current). It lets `pluginsdk --help` list the commands without importing the catalog.
+is current). It lets `pluginsdk --help` list the commands without importing the catalog, and a command
+import only its own operation's module.
 """
 
 GROUPS: dict[str, dict[str, str]] = '''
@@ -26,6 +27,7 @@ GROUPS: dict[str, dict[str, str]] = '''
 
 def render() -> str:
     """The text `_index.py` should have for the current catalog."""
+    from ..operations import CATALOG
     from ._build import catalog_groups
 
     lines = ["{"]
@@ -33,6 +35,9 @@ def render() -> str:
         lines.append(f"    {_q(group)}: {{")
         lines += [f"        {_q(action)}: {_q(summary)}," for action, summary in actions.items()]
         lines.append("    },")
+    ops = sorted((f"{s.cli.group} {s.cli.action}", name) for name, s in CATALOG.items() if s.cli)
+    lines += ["}", "", "OPERATIONS: dict[str, str] = {"]
+    lines += [f"    {_q(command)}: {_q(name)}," for command, name in ops]
     return _HEADER + "\n".join(lines) + "\n}\n"
 
 

@@ -1,6 +1,14 @@
-"""The operation catalog. Importing this package registers every operation in CATALOG."""
+"""The operation catalog.
+
+Operation modules load on demand: `CATALOG[name]` or `from pluginsdk.operations import SomeQuery` imports
+just the module that defines it (through the generated `_index.py`); iterating `CATALOG` imports them all.
+"""
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 from ._base import CATALOG as CATALOG
+from ._base import Catalog as Catalog
 from ._base import Cli as Cli
 from ._base import Command as Command
 from ._base import Mcp as Mcp
@@ -11,14 +19,31 @@ from ._base import Query as Query
 from ._base import Rest as Rest
 from ._base import get_spec as get_spec
 from ._base import sdk_name as sdk_name
-from .api_keys import *  # noqa: F403
-from .auth_sessions import *  # noqa: F403
-from .bootstrap import *  # noqa: F403
-from .constraints import *  # noqa: F403
-from .machines import *  # noqa: F403
-from .requests import *  # noqa: F403
-from .roles import *  # noqa: F403
-from .routes import *  # noqa: F403
-from .system import *  # noqa: F403
-from .templates import *  # noqa: F403
-from .users import *  # noqa: F403
+
+if TYPE_CHECKING:
+    from .api_keys import *  # noqa: F403
+    from .auth_sessions import *  # noqa: F403
+    from .bootstrap import *  # noqa: F403
+    from .constraints import *  # noqa: F403
+    from .machines import *  # noqa: F403
+    from .requests import *  # noqa: F403
+    from .roles import *  # noqa: F403
+    from .routes import *  # noqa: F403
+    from .system import *  # noqa: F403
+    from .templates import *  # noqa: F403
+    from .users import *  # noqa: F403
+
+
+def __getattr__(name: str) -> Any:
+    from ._index import CLASSES
+
+    module = CLASSES.get(name)
+    if module is None:  # not an operation class, or an index older than the catalog
+        CATALOG.load_all()
+        found = [spec.cls for spec in CATALOG.values() if spec.cls.__name__ == name]
+        if not found:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        return found[0]
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -12,7 +12,7 @@ import functools
 import re
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -26,6 +26,7 @@ from ..models import BaseModel
 
 __all__ = [
     "CATALOG",
+    "Catalog",
     "Cli",
     "Command",
     "Mcp",
@@ -168,9 +169,7 @@ class Operation(BaseModel):
         if cls.__name__.endswith(("Command", "Query")) and cls.__module__ != __name__:
             spec = OperationSpec.compile(cls)
             cls.spec = spec
-            if spec.name in CATALOG and CATALOG[spec.name].cls.__qualname__ != cls.__qualname__:
-                raise HandlerDiscoveryError(f"Operation name {spec.name!r} registered twice ({cls.__qualname__}).")
-            CATALOG[spec.name] = spec
+            CATALOG.register(spec)
 
     def input_dict(self) -> dict[str, Any]:
         """Input fields only (no output fields), JSON-ready."""
@@ -426,7 +425,79 @@ def _documented(cls: type[Operation]) -> bool:
     return True
 
 
-CATALOG: dict[str, OperationSpec] = {}
+class Catalog(MutableMapping[str, OperationSpec]):
+    """SDK name -> spec. Operation modules are imported on demand.
+
+    Looking one operation up imports only its module (found through the generated `_index.py`); listing,
+    counting or iterating imports every operation module first, so a listing is always complete. A CLI
+    call of one command thereby builds only its own module's classes, not the ~160 of the whole catalog.
+    A stale index costs only speed: a name it does not know loads everything.
+    """
+
+    def __init__(self) -> None:
+        self._specs: dict[str, OperationSpec] = {}
+        self._complete = False
+
+    def register(self, spec: OperationSpec) -> None:
+        known = self._specs.get(spec.name)
+        if known is not None and known.cls.__qualname__ != spec.cls.__qualname__:
+            raise HandlerDiscoveryError(f"Operation name {spec.name!r} registered twice ({spec.cls.__qualname__}).")
+        self._specs[spec.name] = spec
+
+    def load_all(self) -> None:
+        """Import every operation module (each registers its operations)."""
+        if self._complete:
+            return
+        import importlib
+        import pkgutil
+
+        package = importlib.import_module(__package__ or "pluginsdk.operations")
+        for module in pkgutil.iter_modules(package.__path__):
+            if not module.name.startswith("_"):
+                importlib.import_module(f"{package.__name__}.{module.name}")
+        self._complete = True
+
+    def _find(self, name: str) -> OperationSpec | None:
+        spec = self._specs.get(name)
+        if spec is None and not self._complete:
+            import importlib
+
+            from ._index import OPERATIONS
+
+            module = OPERATIONS.get(name)
+            if module is not None:
+                importlib.import_module(f"{__package__}.{module}")
+                spec = self._specs.get(name)
+            if spec is None:
+                self.load_all()
+                spec = self._specs.get(name)
+        return spec
+
+    def __getitem__(self, name: str) -> OperationSpec:
+        spec = self._find(name)
+        if spec is None:
+            raise KeyError(name)
+        return spec
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self._find(name) is not None
+
+    def __iter__(self) -> Iterator[str]:
+        self.load_all()
+        return iter(self._specs)
+
+    def __len__(self) -> int:
+        self.load_all()
+        return len(self._specs)
+
+    def __setitem__(self, name: str, spec: OperationSpec) -> None:
+        self._specs[name] = spec
+
+    def __delitem__(self, name: str) -> None:
+        del self._specs[name]
+
+
+CATALOG = Catalog()
 """SDK name -> spec, for every registered operation."""
 
 

@@ -67,6 +67,23 @@ def test_help_imports_neither_the_catalog_nor_pydantic() -> None:
     assert "Commands:" in res.stdout and "request" in res.stdout and "login" in res.stdout
 
 
+def test_a_command_imports_only_its_own_operations(env: dict[str, str]) -> None:
+    """A scheduler's `templates list` builds the template operations' classes, not the whole catalog's."""
+    code = (
+        "import sys\nfrom pluginsdk.cli import cli\n"
+        "try:\n    cli(['--format', 'json', 'templates', 'list'], prog_name='pluginsdk')\n"
+        "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "ops = sorted(m for m in sys.modules if m.startswith(('pluginsdk.operations.', 'pluginsdk.models.')))\n"
+        "print(ops, file=sys.stderr)\n"
+        "assert 'pluginsdk.operations.templates' in ops\n"
+        "assert not {'pluginsdk.operations.api_keys', 'pluginsdk.operations.users', 'pluginsdk.operations.requests',"
+        " 'pluginsdk.models.auth_results'} & set(ops)\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["templates"] == []
+
+
 def test_data_option_and_file_input_overlaid_by_arguments(env: dict[str, str], tmp_path: Path) -> None:
     run(env, "templates", "create", "-d", '{"templateId": "web", "imageId": "ami-1", "instanceType": "t3.small"}')
     inp = tmp_path / "req.json"

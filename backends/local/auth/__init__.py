@@ -1,7 +1,8 @@
 """The auth service of the local engine: identity, the two-tier authorizer, and the auth operations' handlers.
 
 The engine calls `start_auth(engine)` at start; it reads `app.authProvider`,
-seeds the default roles once, and returns the Authorizer.
+seeds the default roles once, and returns the Authorizer. The handlers load
+on first use (`engine.load_handler`).
 """
 
 from __future__ import annotations
@@ -22,8 +23,6 @@ __all__ = ["AuthConfig", "AuthService", "start_auth"]
 
 async def start_auth(engine: Engine) -> AuthService:
     """Register the auth handlers, prepare the store and return the engine's Authorizer."""
-    from . import handlers  # noqa: F401 - registers the auth operations' handlers
-
     config = load_auth_config(engine.settings)
     store = AuthStore(engine.db.db)
     store_key = b64d(await store.secret("auth.secrets_key"))[:32]

@@ -1,5 +1,4 @@
-"""Importing this package registers every provisioning handler with the engine."""
+"""Provisioning handlers, one module per operation group, named like the operation module it serves.
 
-from . import machines, requests, system, templates
-
-__all__ = ["machines", "requests", "system", "templates"]
+They load on first use (`backends.local.engine.load_handler`), so a CLI call imports only its own.
+"""

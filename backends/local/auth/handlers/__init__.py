@@ -1,5 +1,4 @@
-"""Importing this package registers the handlers of every auth-service operation."""
+"""Auth-service handlers, one module per operation group (`sessions` serves `auth_sessions`).
 
-from . import api_keys, bootstrap, constraints, roles, routes, sessions, users
-
-__all__ = ["api_keys", "bootstrap", "constraints", "roles", "routes", "sessions", "users"]
+They load on first use (`backends.local.engine.load_handler`), so a CLI call imports only its own.
+"""
