@@ -29,6 +29,10 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(1, str(ROOT / "bench"))
+
+# One polling schedule and call counting for both systems (the peer's worker runs that file in its own venv).
+from peer_orb_aws import calls, diff, poll  # noqa: E402
 
 PEER_PY = ROOT / "bench" / ".peer" / "venv" / "bin" / "python"
 AMI = "ami-760aaa0f"
@@ -50,27 +54,6 @@ ENV = {
     "AWS_DEFAULT_REGION": REGION,
     "AWS_EC2_METADATA_DISABLED": "true",
 }
-
-
-def calls(proxy: str) -> dict[str, int]:
-    with urllib.request.urlopen(f"{proxy}/__calls", timeout=10) as r:  # loopback only
-        out: dict[str, int] = json.loads(r.read())
-        return out
-
-
-def diff(after: dict[str, int], before: dict[str, int]) -> dict[str, int]:
-    return {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
-
-
-async def poll(check: Any, budget: float) -> bool:
-    """Call `check()` on the shared schedule until it is true or the budget is spent."""
-    delay, deadline = 0.05, time.perf_counter() + budget
-    while time.perf_counter() < deadline:
-        if await check():
-            return True
-        await asyncio.sleep(delay)
-        delay = min(delay * 1.5, 1.0)
-    return False
 
 
 # -- our worker ---------------------------------------------------------------------------------------------
