@@ -126,9 +126,11 @@ def server() -> None:
 @click.pass_obj
 def server_start(ctx: Context, host: str | None, port: int | None) -> None:
     """Serve the engine over HTTP in the foreground until SIGTERM/SIGINT."""
+    from .._entry import collect_garbage
     from ..config import load_settings
     from ..server import serve
 
+    collect_garbage()
     settings = load_settings(
         config_path=ctx.options.get("config"), overrides={"logging.level": ctx.options.get("log_level")}
     )

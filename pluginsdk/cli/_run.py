@@ -99,6 +99,10 @@ def run_operation(
             params = strategy.parse_input(spec.name, raw) | given
             if ctx.options.get("dry_run") and "dry_run" in spec.cls.model_fields:
                 params.setdefault("dry_run", True)
+            if params.get("wait"):
+                from .._entry import collect_garbage
+
+                collect_garbage()
             if spec.name == "create_request" and params.get("wait") and sys.stderr.isatty():
                 from ._progress import request_with_progress
 

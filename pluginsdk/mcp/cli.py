@@ -30,9 +30,11 @@ def serve(ctx: Any, stdio: bool) -> None:
 
     import anyio
 
+    from .._entry import collect_garbage
     from ..errors import SDKError
     from . import serve_stdio
 
+    collect_garbage()
     options: dict[str, Any] = getattr(ctx, "options", {})
     run = functools.partial(
         serve_stdio,
