@@ -126,9 +126,9 @@ class Settings(pydantic.BaseModel):
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     templates: TemplateSettings = Field(default_factory=TemplateSettings)
     sdk: SdkSettings = Field(default_factory=SdkSettings)
-    app: dict[str, Any] = Field(default_factory=dict)
+    app: dict[str, Any] = {}
     """Auth service settings (`app.authProvider`)."""
-    sources: dict[str, str] = Field(default_factory=dict, exclude=True)
+    sources: dict[str, str] = Field({}, exclude=True)
 
     def source_of(self, key: str) -> str:
         return self.sources.get(key, "default")

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import pydantic
-from pydantic import Field
 
 from ..errors import ValidationError
 from ._base import BaseModel
@@ -109,12 +108,12 @@ class Constraint(BaseModel):
     name: str
     description: str
     object_type: str
-    criteria_and: list[Criterion] = Field(default_factory=list)
+    criteria_and: list[Criterion] = []
     """All must match."""
-    criteria_or: list[Criterion] = Field(default_factory=list)
+    criteria_or: list[Criterion] = []
     """When present, at least one must match."""
-    group_permissions: list[GroupPermission] = Field(default_factory=list)
-    user_permissions: list[UserPermission] = Field(default_factory=list)
+    group_permissions: list[GroupPermission] = []
+    user_permissions: list[UserPermission] = []
 
 
 def _invalid(message: str, field: str, value: Any, expected: Any) -> ValidationError:

@@ -86,7 +86,7 @@ class Role(BaseModel):
 
 
 class RoleItems(BaseModel):
-    items: list[Role] = Field(default_factory=list, alias="Items")
+    items: list[Role] = Field([], alias="Items")
 
 
 class RoleList(BaseModel):
@@ -106,12 +106,12 @@ class UserRoleAssignment(BaseModel):
     """The roles one user holds."""
 
     user_id: str
-    role_name: list[str] = Field(default_factory=list)
+    role_name: list[str] = []
     created_on: datetime
 
 
 class UserRoleItems(BaseModel):
-    items: list[UserRoleAssignment] = Field(default_factory=list, alias="Items")
+    items: list[UserRoleAssignment] = Field([], alias="Items")
 
 
 class UserRoleList(BaseModel):
@@ -131,7 +131,7 @@ class UserRolesWritten(Result):
 
 # -- constraints (the Constraint model itself lives in models/auth.py) -------------
 class ConstraintItems(BaseModel):
-    items: list[Constraint] = Field(default_factory=list, alias="Items")
+    items: list[Constraint] = Field([], alias="Items")
     next_token: str | None = Field(None, alias="NextToken", exclude_if=_absent_if_none)
     """Present only while more constraints remain."""
 
@@ -154,7 +154,7 @@ class ConstraintWritten(Result):
 class ConstraintImported(Result):
     """Outcome of a constraint template import."""
 
-    constraint_ids: list[str] = Field(default_factory=list)
+    constraint_ids: list[str] = []
     """The constraints written, in template order."""
 
 
@@ -164,14 +164,14 @@ class LabelValue(BaseModel):
 
 
 class ObjectTypeInfo(LabelValue):
-    fields: list[LabelValue] = Field(default_factory=list)
+    fields: list[LabelValue] = []
 
 
 class PermissionObjectsBody(BaseModel):
-    object_types: list[ObjectTypeInfo] = Field(default_factory=list)
-    operators: list[LabelValue] = Field(default_factory=list)
-    permissions: list[LabelValue] = Field(default_factory=list)
-    permission_types: list[LabelValue] = Field(default_factory=list)
+    object_types: list[ObjectTypeInfo] = []
+    operators: list[LabelValue] = []
+    permissions: list[LabelValue] = []
+    permission_types: list[LabelValue] = []
 
 
 class PermissionObjects(BaseModel):
@@ -199,7 +199,7 @@ class ManagedUser(BaseModel):
 class ManagedUserList(BaseModel):
     """`GET /user/managed`: `users`, and `NextToken` while more remain."""
 
-    users: list[ManagedUser] = Field(default_factory=list)
+    users: list[ManagedUser] = []
     next_token: str | None = Field(None, alias="NextToken", exclude_if=_absent_if_none)
 
 
@@ -253,7 +253,7 @@ class ApiKeyList(BaseModel):
 
     model_config = ConfigDict(alias_generator=None)
 
-    items: list[ApiKey] = Field(default_factory=list, alias="Items")
+    items: list[ApiKey] = Field([], alias="Items")
     next_token: str | None = Field(None, alias="NextToken", exclude_if=_absent_if_none)
     truncated: bool | None = Field(None, exclude_if=_absent_if_none)
 
@@ -262,7 +262,7 @@ class ApiKeyList(BaseModel):
 class ApiRoute(BaseModel):
     path: str
     """Route template."""
-    methods: list[str] = Field(default_factory=list)
+    methods: list[str] = []
     category: str
     unauthenticated: bool = False
 
@@ -270,12 +270,12 @@ class ApiRoute(BaseModel):
 class ApiRouteList(BaseModel):
     """Every API route of the service."""
 
-    routes: list[ApiRoute] = Field(default_factory=list)
+    routes: list[ApiRoute] = []
 
 
 class AllowedApiRoute(BaseModel):
     path: str
-    methods: list[str] = Field(default_factory=list)
+    methods: list[str] = []
     """Only the methods the caller may use."""
     category: str
 
@@ -283,7 +283,7 @@ class AllowedApiRoute(BaseModel):
 class AllowedApiRoutes(BaseModel):
     """The API routes the caller may use."""
 
-    routes: list[AllowedApiRoute] = Field(default_factory=list)
+    routes: list[AllowedApiRoute] = []
     user_id: str
 
 
@@ -305,7 +305,7 @@ class AllowedWebRoute(BaseModel):
 class WebRoutesAllowed(BaseModel):
     """The web routes the caller may open."""
 
-    allowed_routes: list[AllowedWebRoute] = Field(default_factory=list)
+    allowed_routes: list[AllowedWebRoute] = []
     email: str
     """The requester's identity."""
 
@@ -404,7 +404,7 @@ class MfaSetup(BaseModel):
 class Jwks(BaseModel):
     """The public keys that sign managed-pool tokens (RFC 7517 JWK Set)."""
 
-    keys: list[dict[str, Any]] = Field(default_factory=list)
+    keys: list[dict[str, Any]] = []
 
 
 # -- authorization checks for embedding services ------------------------------------
@@ -420,8 +420,8 @@ class AuthorizationDecision(BaseModel):
 class FilteredObjects(BaseModel):
     """The objects the caller may act on, in input order, and their input positions."""
 
-    allowed: list[dict[str, Any]] = Field(default_factory=list)
-    indexes: list[int] = Field(default_factory=list)
+    allowed: list[dict[str, Any]] = []
+    indexes: list[int] = []
     object_type: str
     method: str
     user_id: str

@@ -123,17 +123,17 @@ class Template(BaseModel):
     """Machine image (AMI id for AWS)."""
     instance_type: str | None = None
     """Instance type, e.g. t3.medium."""
-    instance_types: dict[str, float] = Field(default_factory=dict)
+    instance_types: dict[str, float] = {}
     """Weighted set of instance types (type -> weight) for fleet APIs."""
     key_name: str | None = None
     """SSH key pair name."""
-    security_group_ids: list[str] = Field(default_factory=list)
+    security_group_ids: list[str] = []
     """Security groups attached to every machine."""
-    subnet_ids: list[str] = Field(default_factory=list)
+    subnet_ids: list[str] = []
     """Subnets; machines are spread across them."""
     user_data: str | None = None
     """Startup script text."""
-    tags: dict[str, str] = Field(default_factory=dict)
+    tags: dict[str, str] = {}
     """Tags put on every machine."""
     version: str = "1.0"
     """Template version."""
@@ -145,7 +145,7 @@ class Template(BaseModel):
     """Fleet allocation strategy (lowestPrice, capacityOptimized, ...)."""
     fleet_type: str | None = None
     """Fleet kind: EC2Fleet instant (default), request or maintain; SpotFleet request (default) or maintain."""
-    configuration: dict[str, Any] = Field(default_factory=dict)
+    configuration: dict[str, Any] = {}
     """Further provider-specific settings."""
     source: str = "store"
     """Where the template came from: store, or the file it was loaded from."""
@@ -192,17 +192,17 @@ class Request(BaseModel):
     provider_name: str = "local"
     provider_api: str | None = None
     dry_run: bool = False
-    tags: dict[str, str] = Field(default_factory=dict)
-    machine_ids: list[str] = Field(default_factory=list)
+    tags: dict[str, str] = {}
+    machine_ids: list[str] = []
     """Machines of the request (for a return request: the machines being returned)."""
-    machines: list[Machine] = Field(default_factory=list)
+    machines: list[Machine] = []
     """Machine records (filled when the status is read with long=True)."""
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
     completed_at: datetime | None = None
     timeout: int = 3600
     created_by: str | None = None
-    provider_data: dict[str, Any] = Field(default_factory=dict)
+    provider_data: dict[str, Any] = {}
     """Provider bookkeeping (fleet id, group name, ...) kept for reconciliation."""
 
     @property

@@ -48,7 +48,7 @@ class Result(BaseModel):
 
 
 class TemplateList(Result):
-    templates: list[Template] = Field(default_factory=list)
+    templates: list[Template] = []
     total_count: int = 0
 
 
@@ -65,13 +65,13 @@ class TemplateWritten(Result):
 class TemplateValidation(Result):
     valid: bool
     template_id: str | None = None
-    validation_errors: list[str] = Field(default_factory=list)
-    validation_warnings: list[str] = Field(default_factory=list)
+    validation_errors: list[str] = []
+    validation_warnings: list[str] = []
 
 
 class TemplateRefresh(Result):
     template_count: int = 0
-    cache_stats: dict[str, int] = Field(default_factory=dict)
+    cache_stats: dict[str, int] = {}
     """cache_hits, cache_misses, files_loaded."""
 
 
@@ -80,7 +80,7 @@ class RequestCreated(Result):
 
     request_id: str
     status: str = "submitted"
-    machines: list[Machine] = Field(default_factory=list)
+    machines: list[Machine] = []
     dry_run: bool = False
 
     @property
@@ -96,9 +96,9 @@ class RequestCreated(Result):
 class ReturnRequestCreated(Result):
     request_id: str | None = None
     """The return request (None when every machine was skipped)."""
-    created_request_ids: list[str] = Field(default_factory=list)
-    processed_machines: list[str] = Field(default_factory=list)
-    skipped_machines: list[SkippedMachine] = Field(default_factory=list)
+    created_request_ids: list[str] = []
+    processed_machines: list[str] = []
+    skipped_machines: list[SkippedMachine] = []
 
     @property
     def id(self) -> str | None:
@@ -106,15 +106,15 @@ class ReturnRequestCreated(Result):
 
 
 class RequestList(Result):
-    requests: list[Request] = Field(default_factory=list)
+    requests: list[Request] = []
     total_count: int = 0
 
 
 class RequestStatusList(Result):
     """Several requests by id; ids that do not exist are listed in `not_found`, not raised."""
 
-    requests: list[Request] = Field(default_factory=list)
-    not_found: list[str] = Field(default_factory=list)
+    requests: list[Request] = []
+    not_found: list[str] = []
 
 
 class SystemStatus(Result):
@@ -123,19 +123,19 @@ class SystemStatus(Result):
     provider: str
     storage: str
     scheduler: str
-    requests_by_status: dict[str, int] = Field(default_factory=dict)
+    requests_by_status: dict[str, int] = {}
     active_machines: int = 0
 
 
 class Metrics(Result):
-    counters: dict[str, float] = Field(default_factory=dict)
+    counters: dict[str, float] = {}
 
 
 class RequestSummary(Result):
     total_requests: int = 0
-    by_status: dict[str, int] = Field(default_factory=dict)
-    by_type: dict[str, int] = Field(default_factory=dict)
-    machines_by_status: dict[str, int] = Field(default_factory=dict)
+    by_status: dict[str, int] = {}
+    by_type: dict[str, int] = {}
+    machines_by_status: dict[str, int] = {}
 
 
 class MachineResult(Result):
@@ -143,7 +143,7 @@ class MachineResult(Result):
 
 
 class MachineList(Result):
-    machines: list[Machine] = Field(default_factory=list)
+    machines: list[Machine] = []
     total_count: int = 0
 
 
@@ -151,17 +151,17 @@ class MachineHealth(Result):
     machine_id: str
     status: str
     healthy: bool
-    checks: dict[str, Any] = Field(default_factory=dict)
+    checks: dict[str, Any] = {}
 
 
 class ActiveMachineCount(Result):
     count: int = 0
-    by_template: dict[str, int] = Field(default_factory=dict)
+    by_template: dict[str, int] = {}
 
 
 class CleanupResult(Result):
     requests_cleaned: int = 0
-    request_ids_found: list[str] = Field(default_factory=list)
+    request_ids_found: list[str] = []
     machines_cleaned: int = 0
     total_cleaned: int = 0
 
@@ -169,22 +169,22 @@ class CleanupResult(Result):
 class ConfigurationView(Result):
     """The effective configuration, secrets redacted, with where each group came from."""
 
-    configuration: dict[str, Any] = Field(default_factory=dict)
-    sources: dict[str, str] = Field(default_factory=dict)
+    configuration: dict[str, Any] = {}
+    sources: dict[str, str] = {}
 
 
 class ProviderInfo(BaseModel):
     name: str
     type: str
-    apis: list[str] = Field(default_factory=list)
+    apis: list[str] = []
     default: bool = False
 
 
 class ProviderList(Result):
-    providers: list[ProviderInfo] = Field(default_factory=list)
+    providers: list[ProviderInfo] = []
 
 
 class ProviderHealth(Result):
     provider_name: str
     healthy: bool
-    details: dict[str, Any] = Field(default_factory=dict)
+    details: dict[str, Any] = {}

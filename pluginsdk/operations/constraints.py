@@ -142,7 +142,7 @@ class ImportConstraintsTemplateCommand(Command):
 
     constraints: list[dict[str, Any]] = Field(min_length=1, max_length=10000)
     """The constraints, each shaped like a create body plus `constraintId`; may hold {{VARIABLE}} references."""
-    variables: dict[str, str] = Field(default_factory=dict)
+    variables: dict[str, str] = {}
     """Values for the {{VARIABLE}} references (names: letters, digits, _)."""
     name: str | None = Field(None, max_length=256)
     """Name of the template (informational)."""

@@ -60,9 +60,9 @@ class CreateRequestCommand(Command):
     """Seconds before the request gives up on machines that do not come up."""
     request_id: str | None = Field(None, pattern=r"^req-[A-Za-z0-9-]{1,64}$")
     """Pre-generated id (req-...) for idempotent retries."""
-    tags: dict[str, str] = Field(default_factory=dict)
+    tags: dict[str, str] = {}
     """Extra tags for the machines."""
-    additional_data: dict[str, Any] = Field(default_factory=dict)
+    additional_data: dict[str, Any] = {}
     """Passed through to the request record."""
     wait: bool = False
     """Return only when the request is finished (or timeout passes)."""
@@ -82,7 +82,7 @@ class CreateReturnRequestCommand(Command):
     policy = Policy(object_type="machine", category="machines")
     output_fields = ("created_request_ids", "processed_machines", "skipped_machines")
 
-    machine_ids: list[str] = Field(default_factory=list)
+    machine_ids: list[str] = []
     """Machines to return."""
     force_return: bool = False
     """Return machines even if they are still starting or their request is active."""
@@ -302,7 +302,7 @@ class ListActiveRequestsQuery(Query):
     limit: int = Field(50, ge=1, le=10000)
     offset: int = Field(0, ge=0, le=1_000_000_000)
     provider_name: str | None = None
-    filter_expressions: list[str] = Field(default_factory=list)
+    filter_expressions: list[str] = []
     """Filters like `template_id=web` or `status!=failed` (field, = or !=, value)."""
 
 
@@ -314,7 +314,7 @@ class ListReturnRequestsQuery(Query):
     cli = Cli("requests", "returns")
     policy = Policy(object_type="request", category="requests")
 
-    machine_names: list[str] = Field(default_factory=list)
+    machine_names: list[str] = []
     """Only return requests touching these machines (ids or host names)."""
     status: RequestStatus | None = None
     limit: int = Field(50, ge=1, le=10000)

@@ -71,7 +71,7 @@ class IsAllowedQuery(Query):
 
     object_type: str = Field(min_length=1, max_length=64)
     """Permission object type (see get_permission_objects)."""
-    attributes: dict[str, Any] = Field(default_factory=dict)
+    attributes: dict[str, Any] = {}
     """The object's attributes by criterion field name; list values (tags) match when any element matches."""
     method: str = Field("GET", pattern=_METHOD)
     """GET, PUT, POST or DELETE."""
@@ -87,7 +87,7 @@ class FilterAllowedQuery(Query):
 
     object_type: str = Field(min_length=1, max_length=64)
     """Permission object type."""
-    objects: list[dict[str, Any]] = Field(default_factory=list, max_length=100000)
+    objects: list[dict[str, Any]] = Field([], max_length=100000)
     """Objects as attribute dicts."""
     method: str = Field("GET", pattern=_METHOD)
     """GET, PUT, POST or DELETE."""
