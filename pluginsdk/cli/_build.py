@@ -57,18 +57,19 @@ def _is_list(annotation: Any) -> bool:
     return typing.get_origin(_base(annotation)) is list
 
 
-def _option_for(name: str, annotation: Any, help_text: str) -> click.Option:
+def _option_for(name: str, annotation: Any) -> click.Option:
+    """The option of one input field; its help (the field doc) is prepended when help is shown."""
     import typing
 
     base = _base(annotation)
     flag = "--" + name.replace("_", "-")
     if base is bool:
-        return click.Option([f"{flag}/--no-{name.replace('_', '-')}"], default=None, help=help_text)
+        return click.Option([f"{flag}/--no-{name.replace('_', '-')}"], default=None)
     if typing.get_origin(base) is list:
-        return click.Option([flag], multiple=True, help=help_text + " (repeatable, or comma-separated)")
+        return click.Option([flag], multiple=True, help="(repeatable, or comma-separated)")
     if typing.get_origin(base) is dict or base is dict:
-        return click.Option([flag], multiple=True, help=help_text + " (JSON object, or key=value, repeatable)")
-    return click.Option([flag], default=None, required=False, help=help_text)
+        return click.Option([flag], multiple=True, help="(JSON object, or key=value, repeatable)")
+    return click.Option([flag], default=None, required=False)
 
 
 def _coerce(value: Any, annotation: Any) -> Any:
@@ -89,10 +90,30 @@ def _coerce(value: Any, annotation: Any) -> Any:
     return value
 
 
+class OperationCommand(click.Command):
+    """A catalog command whose option help is read from the field docstrings only when help is shown.
+
+    Field docs come from the operation module's source (an AST parse); a run never shows them.
+    """
+
+    def __init__(self, spec: OperationSpec, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.spec = spec
+        self.documented = False
+
+    def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        if not self.documented:
+            self.documented = True
+            docs = self.spec.field_docs()
+            for param in self.params:
+                if isinstance(param, click.Option) and param.name in docs:
+                    param.help = " ".join(filter(None, (docs[param.name], param.help)))
+        super().format_options(ctx, formatter)
+
+
 def command_for(spec: OperationSpec) -> click.Command:
     """The click command of one operation; its callback hands the collected input to `run_operation`."""
     fields = spec.cls.model_fields
-    docs = spec.field_docs()
     params: list[click.Parameter] = []
     positional = spec.cli.args if spec.cli else ()
     for name in positional:
@@ -100,7 +121,7 @@ def command_for(spec: OperationSpec) -> click.Command:
         params.append(click.Argument([name], nargs=nargs, required=False))
     for name in spec.input_fields:
         if name not in positional:
-            params.append(_option_for(name, fields[name].annotation, docs.get(name, "")))
+            params.append(_option_for(name, fields[name].annotation))
     params += [
         click.Option(["--file", "-f", "input_file"], default=None, help="Read the input object from a JSON/YAML file."),
         click.Option(["--data", "-d", "input_data"], default=None, help="The input object as JSON text."),
@@ -125,8 +146,9 @@ def command_for(spec: OperationSpec) -> click.Command:
             given[name] = _coerce(value, fields[name].annotation) if isinstance(value, tuple) else value
         run_operation(ctx, spec, sources, given)
 
-    return click.Command(
-        spec.cli.action if spec.cli else spec.name,
+    return OperationCommand(
+        spec,
+        name=spec.cli.action if spec.cli else spec.name,
         params=params,
         callback=callback,
         help=spec.summary + ("\n\n" + spec.description if spec.description else ""),

@@ -13,8 +13,7 @@ import re
 import types
 import typing
 from collections.abc import Iterator, Mapping, MutableMapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 import pydantic
 from pydantic import ConfigDict, model_validator
@@ -41,6 +40,12 @@ __all__ = [
 
 _PATH_PARAM = re.compile(r"{(\w+)}")
 
+_NO_ENTRIES: Mapping[str, Any] = types.MappingProxyType({})
+"""Shared read-only default of the bindings' mapping fields.
+
+The bindings and OperationSpec are NamedTuples, not frozen dataclasses: a dataclass compiles its
+methods when its module is imported (~2 ms a class), and every CLI call imports this module."""
+
 #: Global parameter aliases (spec "Parameter mapping"), applied before any operation is built.
 GLOBAL_ALIASES: dict[str, tuple[str, ...]] = {
     "requested_count": ("count", "machine_count", "machineCount"),
@@ -48,8 +53,7 @@ GLOBAL_ALIASES: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Rest:
+class Rest(NamedTuple):
     """REST binding: method, path template (and alternative paths), success status.
 
     Path fields come from `{name}` in the path; for GET/DELETE every other input
@@ -65,7 +69,7 @@ class Rest:
     query: tuple[str, ...] | None = None
     body_field: str | None = None
     camel: bool = False
-    defaults: Mapping[str, Any] = field(default_factory=dict)
+    defaults: Mapping[str, Any] = _NO_ENTRIES
     """Field defaults that differ on REST (GetRequest: long=True)."""
 
     @property
@@ -73,8 +77,7 @@ class Rest:
         return (self.path, *self.alt_paths)
 
 
-@dataclass(frozen=True, slots=True)
-class Cli:
+class Cli(NamedTuple):
     """CLI binding: `pluginsdk GROUP ACTION ARGS...`; other fields become --options."""
 
     group: str
@@ -82,20 +85,18 @@ class Cli:
     args: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class Mcp:
+class Mcp(NamedTuple):
     """MCP binding: tool name (default: the SDK name) and extra tool names."""
 
     name: str | None = None
     extra: tuple[str, ...] = ()
     enabled: bool = True
-    extra_names: Mapping[str, str] = field(default_factory=dict)
+    extra_names: Mapping[str, str] = _NO_ENTRIES
     """Field -> the name the extra tools advertise for it (spec: `request_machines (template_id, count)`);
     accepted because it is an alias of the field."""
 
 
-@dataclass(frozen=True, slots=True)
-class Policy:
+class Policy(NamedTuple):
     """Authorization binding.
 
     Tier 1 authorizes `route` (default: the REST path) with `method` (default:
@@ -105,7 +106,7 @@ class Policy:
     """
 
     object_type: str | None = None
-    fields: Mapping[str, str] = field(default_factory=dict)
+    fields: Mapping[str, str] = _NO_ENTRIES
     route: str | None = None
     method: str | None = None
     unauthenticated: bool = False
@@ -221,8 +222,7 @@ def sdk_name(class_name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", base).lower()
 
 
-@dataclass(frozen=True)
-class OperationSpec:
+class OperationSpec(NamedTuple):
     """Everything an interface needs to know about one operation, derived once."""
 
     cls: type[Operation]
@@ -316,7 +316,6 @@ class OperationSpec:
     # -- building -------------------------------------------------------
     def build(self, data: Mapping[str, Any]) -> Operation:
         """Validate input into the operation; a bad field is a ValidationError naming it."""
-        _documented(self.cls)
         try:
             return self.cls.model_validate(dict(data))
         except pydantic.ValidationError as exc:
@@ -418,10 +417,16 @@ def validation_error(exc: pydantic.ValidationError, where: str) -> ValidationErr
 
 @functools.cache
 def _documented(cls: type[Operation]) -> bool:
-    """Attach field docstrings to an operation class once, before pydantic builds its (deferred) schema."""
+    """Attach field docstrings to an operation class once, for its help and JSON schema.
+
+    Only help and schemas show them, so a plain call (`build`) never pays for reading the module's
+    source. Descriptions are baked into the core schema, so a class a call has built already is rebuilt.
+    """
     from .._docs import apply_field_docs
 
     apply_field_docs(cls)
+    if cls.__pydantic_complete__:
+        cls.model_rebuild(force=True)
     return True
 
 
