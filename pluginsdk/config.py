@@ -59,7 +59,7 @@ def default_data_dir() -> Path:
 
 
 class _Group(pydantic.BaseModel):
-    model_config = ConfigDict(extra="allow", validate_by_alias=True, validate_by_name=True)
+    model_config = ConfigDict(extra="allow", validate_by_alias=True, validate_by_name=True, defer_build=True)
 
 
 class ProviderSettings(_Group):
@@ -115,9 +115,14 @@ class SdkSettings(_Group):
 
 
 class Settings(pydantic.BaseModel):
-    """The effective configuration, validated. `sources` maps dotted keys to their origin."""
+    """The effective configuration, validated. `sources` maps dotted keys to their origin.
 
-    model_config = ConfigDict(extra="allow")
+    `load_settings` validates each group that was given on its own and takes the defaults of the others
+    as they are (they are valid by construction), so a CLI call builds the validators of only the one or
+    two groups it configures, not of all nine models.
+    """
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     provider: ProviderSettings = Field(default_factory=ProviderSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
@@ -135,9 +140,12 @@ class Settings(pydantic.BaseModel):
 
     def group(self, dotted: str) -> dict[str, Any]:
         """A free-form sub-group (e.g. `provider.local`) as a dict; {} when absent."""
-        node: Any = self.model_dump()
+        node: Any = self
         for part in dotted.split("."):
-            node = node.get(part) if isinstance(node, dict) else None
+            if isinstance(node, pydantic.BaseModel):
+                node = node.__dict__.get(part, (node.__pydantic_extra__ or {}).get(part))
+            else:
+                node = node.get(part) if isinstance(node, dict) else None
         return dict(node) if isinstance(node, dict) else {}
 
     @property
@@ -275,20 +283,50 @@ def load_settings(
         for key, value in _flatten(tree).items():
             _set(merged, key, value)
             sources[key] = env_sources.get(key, label) if label == "environment" else label
-    try:
-        settings = Settings.model_validate(merged)
-    except pydantic.ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"])
-        source = sources.get(key, "default")
-        raise ConfigurationError(
-            f"Invalid configuration value for {key!r} (from {source}): {err['msg']}.",
-            key=key,
-            source=source,
-            details={"field": key, "value": _safe_value(key, err.get("input")), "expected": err["msg"]},
-        ) from None
+    settings = _validate(merged, sources)
     settings.sources = sources
     return settings
+
+
+def _validate(merged: dict[str, Any], sources: Mapping[str, str]) -> Settings:
+    """Settings from the merged tree: given groups validated one by one, absent ones at their defaults."""
+    data = dict(merged)
+    values: dict[str, Any] = {}
+    for name, info in Settings.model_fields.items():
+        model = info.annotation
+        if not (isinstance(model, type) and issubclass(model, _Group)):
+            continue
+        raw = data.pop(name, None)
+        try:
+            values[name] = model.model_construct() if raw is None else model.model_validate(raw)
+        except pydantic.ValidationError as exc:
+            raise _invalid(exc, (name,), sources) from None
+    app = data.pop("app", {})
+    if not isinstance(app, dict):
+        raise _invalid(None, ("app",), sources, value=app, expected="an object")
+    data.pop("sources", None)
+    return Settings.model_construct(**values, app=app, **data)
+
+
+def _invalid(
+    exc: pydantic.ValidationError | None,
+    prefix: tuple[str, ...],
+    sources: Mapping[str, str],
+    value: Any = None,
+    expected: str = "",
+) -> ConfigurationError:
+    """The ConfigurationError of the first wrong value, naming its dotted key and where it came from."""
+    if exc is not None:
+        err = exc.errors()[0]
+        prefix, value, expected = (*prefix, *(str(p) for p in err["loc"])), err.get("input"), err["msg"]
+    key = ".".join(prefix)
+    source = sources.get(key, "default")
+    return ConfigurationError(
+        f"Invalid configuration value for {key!r} (from {source}): {expected}.",
+        key=key,
+        source=source,
+        details={"field": key, "value": _safe_value(key, value), "expected": expected},
+    )
 
 
 def _safe_value(key: str, value: Any) -> Any:
