@@ -1,7 +1,7 @@
 """Data objects shared by every interface and backend.
 
-The submodules load on first use (PEP 562): a CLI call that needs only the provisioning models does not
-pay for building the auth-service result models' classes.
+The submodules load on first use (PEP 562), each found by the name asked for: a CLI call that needs only
+the template models does not pay for building the request, system or auth result classes.
 """
 
 from importlib import import_module
@@ -10,10 +10,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ._base import BaseModel as BaseModel
     from ._base import utcnow as utcnow
-    from .auth import OBJECT_TYPES as OBJECT_TYPES
-    from .auth import OPERATORS as OPERATORS
-    from .auth import PERMISSION_TYPES as PERMISSION_TYPES
-    from .auth import PERMISSIONS as PERMISSIONS
     from .auth import Constraint as Constraint
     from .auth import Criterion as Criterion
     from .auth import GroupPermission as GroupPermission
@@ -58,137 +54,143 @@ if TYPE_CHECKING:
     from .auth_results import VersionInfo as VersionInfo
     from .auth_results import WebRoute as WebRoute
     from .auth_results import WebRoutesAllowed as WebRoutesAllowed
-    from .provisioning import MACHINE_TRANSITIONS as MACHINE_TRANSITIONS
-    from .provisioning import REQUEST_TRANSITIONS as REQUEST_TRANSITIONS
+    from .auth_vocabulary import OBJECT_TYPES as OBJECT_TYPES
+    from .auth_vocabulary import OPERATORS as OPERATORS
+    from .auth_vocabulary import PERMISSION_TYPES as PERMISSION_TYPES
+    from .auth_vocabulary import PERMISSIONS as PERMISSIONS
+    from .machine_results import ActiveMachineCount as ActiveMachineCount
+    from .machine_results import MachineHealth as MachineHealth
+    from .machine_results import MachineList as MachineList
+    from .machine_results import MachineResult as MachineResult
     from .provisioning import Machine as Machine
-    from .provisioning import MachineStatus as MachineStatus
     from .provisioning import Request as Request
-    from .provisioning import RequestStatus as RequestStatus
-    from .provisioning import RequestType as RequestType
     from .provisioning import SkippedMachine as SkippedMachine
-    from .provisioning import Template as Template
-    from .provisioning import can_transition as can_transition
-    from .results import ActiveMachineCount as ActiveMachineCount
-    from .results import CleanupResult as CleanupResult
-    from .results import ConfigurationView as ConfigurationView
-    from .results import MachineHealth as MachineHealth
-    from .results import MachineList as MachineList
-    from .results import MachineResult as MachineResult
-    from .results import Metrics as Metrics
-    from .results import ProviderHealth as ProviderHealth
-    from .results import ProviderInfo as ProviderInfo
-    from .results import ProviderList as ProviderList
-    from .results import RequestCreated as RequestCreated
-    from .results import RequestList as RequestList
-    from .results import RequestStatusList as RequestStatusList
-    from .results import RequestSummary as RequestSummary
+    from .request_results import CleanupResult as CleanupResult
+    from .request_results import RequestCreated as RequestCreated
+    from .request_results import RequestList as RequestList
+    from .request_results import RequestStatusList as RequestStatusList
+    from .request_results import RequestSummary as RequestSummary
+    from .request_results import ReturnRequestCreated as ReturnRequestCreated
     from .results import Result as Result
-    from .results import ReturnRequestCreated as ReturnRequestCreated
-    from .results import SystemStatus as SystemStatus
-    from .results import TemplateList as TemplateList
-    from .results import TemplateRefresh as TemplateRefresh
-    from .results import TemplateResult as TemplateResult
-    from .results import TemplateValidation as TemplateValidation
-    from .results import TemplateWritten as TemplateWritten
+    from .statuses import MACHINE_TRANSITIONS as MACHINE_TRANSITIONS
+    from .statuses import REQUEST_TRANSITIONS as REQUEST_TRANSITIONS
+    from .statuses import MachineStatus as MachineStatus
+    from .statuses import RequestStatus as RequestStatus
+    from .statuses import RequestType as RequestType
+    from .statuses import can_transition as can_transition
+    from .system_results import ConfigurationView as ConfigurationView
+    from .system_results import Metrics as Metrics
+    from .system_results import ProviderHealth as ProviderHealth
+    from .system_results import ProviderInfo as ProviderInfo
+    from .system_results import ProviderList as ProviderList
+    from .system_results import SystemStatus as SystemStatus
+    from .template_results import TemplateList as TemplateList
+    from .template_results import TemplateRefresh as TemplateRefresh
+    from .template_results import TemplateResult as TemplateResult
+    from .template_results import TemplateValidation as TemplateValidation
+    from .template_results import TemplateWritten as TemplateWritten
+    from .templates import Template as Template
 
-_SUBMODULES = ("_base", "provisioning", "results", "auth", "auth_results")
-"""Searched in this order for a name; each is imported only when a name is asked for."""
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "_base": (
+        "BaseModel",
+        "utcnow",
+    ),
+    "templates": ("Template",),
+    "statuses": (
+        "MACHINE_TRANSITIONS",
+        "MachineStatus",
+        "REQUEST_TRANSITIONS",
+        "RequestStatus",
+        "RequestType",
+        "can_transition",
+    ),
+    "provisioning": ("Machine", "Request", "SkippedMachine"),
+    "results": ("Result",),
+    "template_results": (
+        "TemplateList",
+        "TemplateRefresh",
+        "TemplateResult",
+        "TemplateValidation",
+        "TemplateWritten",
+    ),
+    "request_results": (
+        "CleanupResult",
+        "RequestCreated",
+        "RequestList",
+        "RequestStatusList",
+        "RequestSummary",
+        "ReturnRequestCreated",
+    ),
+    "machine_results": (
+        "ActiveMachineCount",
+        "MachineHealth",
+        "MachineList",
+        "MachineResult",
+    ),
+    "system_results": (
+        "ConfigurationView",
+        "Metrics",
+        "ProviderHealth",
+        "ProviderInfo",
+        "ProviderList",
+        "SystemStatus",
+    ),
+    "auth_vocabulary": ("OBJECT_TYPES", "OPERATORS", "PERMISSIONS", "PERMISSION_TYPES"),
+    "auth": ("Constraint", "Criterion", "GroupPermission", "UserPermission", "validate_constraint"),
+    "auth_results": (
+        "AllowedApiRoute",
+        "AllowedApiRoutes",
+        "AllowedWebRoute",
+        "AmplifyConfig",
+        "ApiKey",
+        "ApiKeyCreated",
+        "ApiKeyList",
+        "ApiKeyResult",
+        "ApiRoute",
+        "ApiRouteList",
+        "AuthorizationDecision",
+        "ConstraintImported",
+        "ConstraintItems",
+        "ConstraintList",
+        "ConstraintWritten",
+        "FilteredObjects",
+        "Jwks",
+        "LabelValue",
+        "LoginProfile",
+        "ManagedUser",
+        "ManagedUserList",
+        "ManagedUserWritten",
+        "MfaSetup",
+        "ObjectTypeInfo",
+        "PermissionObjects",
+        "PermissionObjectsBody",
+        "Role",
+        "RoleItems",
+        "RoleList",
+        "RoleWritten",
+        "SecureConfig",
+        "SessionTokens",
+        "UserRoleAssignment",
+        "UserRoleItems",
+        "UserRoleList",
+        "UserRolesWritten",
+        "VersionInfo",
+        "WebRoute",
+        "WebRoutesAllowed",
+    ),
+}
+"""Submodule -> the names it exports."""
 
-__all__ = [
-    "MACHINE_TRANSITIONS",
-    "REQUEST_TRANSITIONS",
-    "ActiveMachineCount",
-    "AllowedApiRoute",
-    "AllowedApiRoutes",
-    "AllowedWebRoute",
-    "AmplifyConfig",
-    "ApiKey",
-    "ApiKeyCreated",
-    "ApiKeyList",
-    "ApiKeyResult",
-    "ApiRoute",
-    "ApiRouteList",
-    "AuthorizationDecision",
-    "BaseModel",
-    "CleanupResult",
-    "ConfigurationView",
-    "ConstraintImported",
-    "ConstraintItems",
-    "ConstraintList",
-    "ConstraintWritten",
-    "FilteredObjects",
-    "Jwks",
-    "LabelValue",
-    "LoginProfile",
-    "Machine",
-    "MachineHealth",
-    "MachineList",
-    "MachineResult",
-    "MachineStatus",
-    "ManagedUser",
-    "ManagedUserList",
-    "ManagedUserWritten",
-    "Metrics",
-    "MfaSetup",
-    "ObjectTypeInfo",
-    "PermissionObjects",
-    "PermissionObjectsBody",
-    "ProviderHealth",
-    "ProviderInfo",
-    "ProviderList",
-    "Request",
-    "RequestCreated",
-    "RequestList",
-    "RequestStatus",
-    "RequestStatusList",
-    "RequestSummary",
-    "RequestType",
-    "Result",
-    "ReturnRequestCreated",
-    "Role",
-    "RoleItems",
-    "RoleList",
-    "RoleWritten",
-    "SecureConfig",
-    "SessionTokens",
-    "SkippedMachine",
-    "SystemStatus",
-    "Template",
-    "TemplateList",
-    "TemplateRefresh",
-    "TemplateResult",
-    "TemplateValidation",
-    "TemplateWritten",
-    "UserRoleAssignment",
-    "UserRoleItems",
-    "UserRoleList",
-    "UserRolesWritten",
-    "VersionInfo",
-    "WebRoute",
-    "WebRoutesAllowed",
-    "can_transition",
-    "utcnow",
-]
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
-__all__ += [
-    "OBJECT_TYPES",
-    "OPERATORS",
-    "PERMISSIONS",
-    "PERMISSION_TYPES",
-    "Constraint",
-    "Criterion",
-    "GroupPermission",
-    "UserPermission",
-    "validate_constraint",
-]
+__all__ = list(_MODULE_OF)
 
 
 def __getattr__(name: str) -> Any:
-    if name in __all__:
-        for sub in _SUBMODULES:
-            module = import_module(f".{sub}", __name__)
-            if name in getattr(module, "__all__", ()):
-                value = getattr(module, name)
-                globals()[name] = value
-                return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

@@ -19,6 +19,14 @@ import pydantic
 
 from ..errors import ValidationError
 from ._base import BaseModel
+from .auth_vocabulary import (
+    DESCRIPTION_MAX,
+    DESCRIPTION_MIN,
+    OBJECT_TYPES,
+    OPERATORS,
+    PERMISSION_TYPES,
+    PERMISSIONS,
+)
 
 __all__ = [
     "DESCRIPTION_MAX",
@@ -33,41 +41,6 @@ __all__ = [
     "UserPermission",
     "validate_constraint",
 ]
-
-OBJECT_TYPES: dict[str, tuple[str, ...]] = {
-    "database": ("databaseId",),
-    "asset": ("databaseId", "assetName", "assetType", "tags"),
-    "pipeline": ("databaseId", "pipelineId", "pipelineType", "pipelineExecutionType"),
-    "workflow": ("databaseId", "workflowId"),
-    "metadataSchema": ("databaseId", "metadataSchemaName", "metadataSchemaEntityType"),
-    "tag": ("tagName",),
-    "tagType": ("tagTypeName",),
-    "role": ("roleName",),
-    "userRole": ("roleName", "userId"),
-    "api": ("route__path",),
-    "web": ("route__path",),
-    "template": ("templateId", "providerApi"),
-    "request": ("requestId", "templateId", "userId"),
-    "machine": ("machineId", "templateId", "requestId"),
-}
-"""objectType -> the criterion fields valid for it (decisions.md, permissionObjects)."""
-
-OPERATORS: tuple[str, ...] = (
-    "equals",
-    "contains",
-    "does_not_contain",
-    "starts_with",
-    "ends_with",
-    "is_one_of",
-    "is_not_one_of",
-)
-"""Criterion operators; the two `*_one_of` take a comma-separated list of patterns."""
-
-PERMISSIONS: tuple[str, ...] = ("GET", "PUT", "POST", "DELETE")
-PERMISSION_TYPES: tuple[str, ...] = ("allow", "deny")
-
-DESCRIPTION_MIN = 4
-DESCRIPTION_MAX = 256
 
 # Same rules as pluginsdk.operations.auth_fields (models may not import operations).
 _USER_ID = re.compile(r"^[A-Za-z0-9_\-\.\+\@]{3,256}$")

@@ -13,7 +13,7 @@ import json
 import uuid
 from typing import Any
 
-from pluginsdk.models.auth import OBJECT_TYPES
+from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
 
 from .crypto import now, ts
 from .store import AuthStore

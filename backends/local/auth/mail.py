@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from email.message import EmailMessage
 
 from pluginsdk.errors import ConfigurationError, ProviderError
 
@@ -24,6 +23,8 @@ class Mailer:
 
     async def send(self, to: str, subject: str, body: str) -> None:
         """Send one plain-text mail; the body (which may hold a password) is never logged."""
+        from email.message import EmailMessage  # here, not at import: every engine start loads this module
+
         import aiosmtplib
 
         c = self.config

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pluginsdk._constants import API_KEY_PREFIX
 from pluginsdk.errors import AuthenticationError, PermissionDeniedError, ValidationError
-from pluginsdk.models.auth import OBJECT_TYPES
+from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import Principal
 

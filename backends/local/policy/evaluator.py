@@ -23,10 +23,13 @@ from __future__ import annotations
 import gc
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 
-from pluginsdk.models.auth import OBJECT_TYPES, PERMISSIONS, Constraint
+from pluginsdk.models.auth_vocabulary import OBJECT_TYPES, PERMISSIONS
 from pluginsdk.principal import Principal
+
+if TYPE_CHECKING:
+    from pluginsdk.models.auth import Constraint
 
 from .matching import (
     EXACT,
@@ -41,7 +44,7 @@ from .matching import (
 
 __all__ = ["CompiledPolicy", "ConstraintSource", "compile_policy", "read_constraint"]
 
-ConstraintSource = Constraint | Mapping[str, Any]
+ConstraintSource: TypeAlias = "Constraint | Mapping[str, Any]"
 """A `Constraint`, or its dict form with camelCase (wire) or snake_case keys."""
 
 _M = TypeVar("_M", bound=Mapping[str, Any])
@@ -123,7 +126,7 @@ def read_constraint(c: ConstraintSource) -> _Parsed:
             _perms(m.get("groupPermissions") or m.get("group_permissions"), "groupId", "group_id"),
             _perms(m.get("userPermissions") or m.get("user_permissions"), "userId", "user_id"),
         )
-    assert isinstance(c, Constraint)
+    c = cast("Constraint", c)  # the model, imported only for typing (engines that never see one skip its build)
     return (
         c.object_type,
         _criteria(c.criteria_and),

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
-from pluginsdk.models.auth import OBJECT_TYPES
+from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
 from pluginsdk.principal import Principal
 
 from .evaluator import ConstraintSource, read_constraint

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pluginsdk.models import Machine, MachineStatus, Request, Template
+if TYPE_CHECKING:  # annotations only: the engine loads this module before it knows which models a call needs
+    from pluginsdk.models import Machine, MachineStatus, Request, Template
 
 __all__ = [
     "REQUEST_TAG",

@@ -10,13 +10,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from pluginsdk import models
 from pluginsdk.errors import AlreadyExistsError
-from pluginsdk.models import Machine, MachineStatus, Request, Template
+from pluginsdk.models.statuses import MachineStatus
 
 from .db import Database, open_database
 from .schema import migrate
+
+if TYPE_CHECKING:  # the classes are read through `models` when first used: a call builds only those it needs
+    from pluginsdk.models import Machine, Request, Template
 
 __all__ = ["Store", "open_store"]
 
@@ -48,7 +52,7 @@ class Store:
     # -- templates --------------------------------------------------------
     async def get_template(self, template_id: str) -> Template | None:
         row = await self.db.fetchone("SELECT data FROM templates WHERE template_id = :id", {"id": template_id})
-        return Template.model_validate_json(row["data"]) if row else None
+        return models.Template.model_validate_json(row["data"]) if row else None
 
     async def list_templates(self, provider_api: str | None = None) -> list[Template]:
         if provider_api:
@@ -57,7 +61,7 @@ class Store:
             )
         else:
             rows = await self.db.fetchall("SELECT data FROM templates ORDER BY template_id")
-        return [Template.model_validate_json(r["data"]) for r in rows]
+        return [models.Template.model_validate_json(r["data"]) for r in rows]
 
     async def templates_version(self) -> str | None:
         """Changes on every template write (any process): the engine's template cache key."""
@@ -135,14 +139,14 @@ class Store:
         BEGIN IMMEDIATE already serialises writers), so two processes never advance it at once."""
         lock = " FOR UPDATE" if for_update and self.db.dialect == "postgresql" else ""
         row = await self.db.fetchone(f"SELECT data FROM requests WHERE request_id = :id{lock}", {"id": request_id})
-        return Request.model_validate_json(row["data"]) if row else None
+        return models.Request.model_validate_json(row["data"]) if row else None
 
     async def get_requests(self, request_ids: Sequence[str]) -> dict[str, Request]:
         if not request_ids:
             return {}
         clause, params = _in("r", list(request_ids))
         rows = await self.db.fetchall(f"SELECT data FROM requests WHERE request_id IN {clause}", params)
-        out = (Request.model_validate_json(r["data"]) for r in rows)
+        out = (models.Request.model_validate_json(r["data"]) for r in rows)
         return {r.request_id: r for r in out}
 
     async def list_requests(
@@ -164,7 +168,7 @@ class Store:
             sql += " LIMIT :limit OFFSET :offset"
             params = {**params, "limit": limit, "offset": offset}
         rows = await self.db.fetchall(sql, params)
-        return [Request.model_validate_json(r["data"]) for r in rows], int(total_row["n"]) if total_row else 0
+        return [models.Request.model_validate_json(r["data"]) for r in rows], int(total_row["n"]) if total_row else 0
 
     @staticmethod
     def _request_filter(
@@ -246,7 +250,7 @@ class Store:
 
     async def get_machine(self, machine_id: str) -> Machine | None:
         row = await self.db.fetchone("SELECT data FROM machines WHERE machine_id = :id", {"id": machine_id})
-        return Machine.model_validate_json(row["data"]) if row else None
+        return models.Machine.model_validate_json(row["data"]) if row else None
 
     async def get_machines(self, machine_ids: Sequence[str], *, for_update: bool = False) -> dict[str, Machine]:
         if not machine_ids:
@@ -254,20 +258,20 @@ class Store:
         clause, params = _in("m", list(machine_ids))
         lock = " FOR UPDATE" if for_update and self.db.dialect == "postgresql" else ""
         rows = await self.db.fetchall(f"SELECT data FROM machines WHERE machine_id IN {clause}{lock}", params)
-        out = (Machine.model_validate_json(r["data"]) for r in rows)
+        out = (models.Machine.model_validate_json(r["data"]) for r in rows)
         return {m.machine_id: m for m in out}
 
     async def machines_of_request(self, request_id: str) -> list[Machine]:
         rows = await self.db.fetchall(
             "SELECT data FROM machines WHERE request_id = :r ORDER BY created_at, machine_id", {"r": request_id}
         )
-        return [Machine.model_validate_json(r["data"]) for r in rows]
+        return [models.Machine.model_validate_json(r["data"]) for r in rows]
 
     async def machines_of_return(self, return_request_id: str) -> list[Machine]:
         rows = await self.db.fetchall(
             "SELECT data FROM machines WHERE return_request_id = :r ORDER BY machine_id", {"r": return_request_id}
         )
-        return [Machine.model_validate_json(r["data"]) for r in rows]
+        return [models.Machine.model_validate_json(r["data"]) for r in rows]
 
     async def list_machines(
         self,
@@ -300,7 +304,7 @@ class Store:
             sql += " LIMIT :limit OFFSET :offset"
             params = {**params, "limit": limit, "offset": offset}
         rows = await self.db.fetchall(sql, params)
-        return [Machine.model_validate_json(r["data"]) for r in rows], int(total_row["n"]) if total_row else 0
+        return [models.Machine.model_validate_json(r["data"]) for r in rows], int(total_row["n"]) if total_row else 0
 
     async def count_machines_by_status(self) -> dict[str, int]:
         rows = await self.db.fetchall("SELECT status AS k, COUNT(*) AS n FROM machines GROUP BY status")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections import defaultdict
 
 from pluginsdk.errors import ValidationError
-from pluginsdk.models.auth import OBJECT_TYPES
 from pluginsdk.models.auth_results import (
     AllowedApiRoute,
     AllowedApiRoutes,
@@ -16,6 +15,7 @@ from pluginsdk.models.auth_results import (
     FilteredObjects,
     WebRoutesAllowed,
 )
+from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
 from pluginsdk.operations import CATALOG
 from pluginsdk.operations.routes import (
     AuthorizeWebRoutesQuery,

@@ -1,0 +1,29 @@
+"""Result objects of the machine operations."""
+
+from typing import Any
+
+from .provisioning import Machine
+from .results import Result
+
+__all__ = ["ActiveMachineCount", "MachineHealth", "MachineList", "MachineResult"]
+
+
+class MachineResult(Result):
+    machine: Machine
+
+
+class MachineList(Result):
+    machines: list[Machine] = []
+    total_count: int = 0
+
+
+class MachineHealth(Result):
+    machine_id: str
+    status: str
+    healthy: bool
+    checks: dict[str, Any] = {}
+
+
+class ActiveMachineCount(Result):
+    count: int = 0
+    by_template: dict[str, int] = {}
