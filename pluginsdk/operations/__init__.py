@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .roles import *  # noqa: F403
     from .routes import *  # noqa: F403
     from .system import *  # noqa: F403
+    from .template_writes import *  # noqa: F403
     from .templates import *  # noqa: F403
     from .users import *  # noqa: F403
 

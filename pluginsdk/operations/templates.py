@@ -1,29 +1,19 @@
-"""Template operations: create, read, update, delete, validate, refresh."""
+"""Template operations that read: list, show, validate.
+
+The writes live in `template_writes`, so a scheduler's `templates list` builds only these classes.
+"""
 
 from typing import Any
 
 from pydantic import Field
 
-from ..models import (
-    TemplateList,
-    TemplateRefresh,
-    TemplateResult,
-    TemplateValidation,
-    TemplateWritten,
-)
-from ._base import Cli, Command, Policy, Query, Rest
+from ..models import TemplateList, TemplateResult, TemplateValidation
+from ._base import Cli, Policy, Query, Rest
 
-__all__ = [
-    "CreateTemplateCommand",
-    "DeleteTemplateCommand",
-    "GetTemplateQuery",
-    "ListTemplatesQuery",
-    "RefreshTemplatesCommand",
-    "UpdateTemplateCommand",
-    "ValidateTemplateQuery",
-]
+__all__ = ["GetTemplateQuery", "ListTemplatesQuery", "ValidateTemplateQuery"]
 
-_TEMPLATE_POLICY = Policy(object_type="template", fields={"templateId": "template_id"}, category="templates")
+TEMPLATE_POLICY = Policy(object_type="template", fields={"templateId": "template_id"}, category="templates")
+"""One template, by id (the writes use it too)."""
 
 
 class ListTemplatesQuery(Query):
@@ -54,92 +44,13 @@ class GetTemplateQuery(Query):
     result_type = TemplateResult
     rest = Rest("GET", "/api/v1/templates/{template_id}")
     cli = Cli("templates", "show", args=("template_id",))
-    policy = _TEMPLATE_POLICY
+    policy = TEMPLATE_POLICY
 
     template_id: str = Field(min_length=1)
     """Template to show."""
     provider_name: str | None = None
     include_config: bool = True
     """Include the provider configuration dictionary."""
-
-
-class _TemplateFields(Command):
-    name: str | None = None
-    """Display name."""
-    description: str | None = None
-    """What the template is for."""
-    instance_type: str | None = None
-    """Instance type, e.g. t3.medium."""
-    instance_types: dict[str, float] | None = None
-    """Weighted instance types for fleet APIs (type -> weight)."""
-    key_name: str | None = None
-    """SSH key pair name."""
-    security_group_ids: list[str] | None = None
-    """Security group ids."""
-    subnet_ids: list[str] | None = None
-    """Subnet ids; machines are spread across them."""
-    user_data: str | None = None
-    """Startup script text."""
-    tags: dict[str, str] | None = None
-    """Tags put on every machine."""
-    version: str | None = None
-    """Template version (default 1.0)."""
-    max_number: int | None = Field(None, ge=1, le=1_000_000)
-    """Most machines one request may ask for."""
-    price_type: str | None = None
-    """ondemand, spot or heterogeneous."""
-    allocation_strategy: str | None = None
-    """Fleet allocation strategy."""
-    fleet_type: str | None = None
-    """EC2Fleet: instant, request or maintain; SpotFleet: request or maintain."""
-    configuration: dict[str, Any] | None = None
-    """Further provider-specific settings."""
-
-
-class CreateTemplateCommand(_TemplateFields):
-    """Create a template."""
-
-    result_type = TemplateWritten
-    rest = Rest("POST", "/api/v1/templates", status=201)
-    cli = Cli("templates", "create")
-    policy = _TEMPLATE_POLICY
-
-    template_id: str = Field(min_length=1, max_length=255)
-    """Unique template id."""
-    image_id: str = Field(min_length=1)
-    """Machine image (AMI id on AWS)."""
-    provider_api: str = "aws"
-    """Provider API (aws, RunInstances, EC2Fleet, SpotFleet, ASG, local)."""
-    validate_only: bool = False
-    """Validate and report, store nothing."""
-
-
-class UpdateTemplateCommand(_TemplateFields):
-    """Update a template: only the fields given change."""
-
-    result_type = TemplateWritten
-    rest = Rest("PUT", "/api/v1/templates/{template_id}")
-    cli = Cli("templates", "update", args=("template_id",))
-    policy = _TEMPLATE_POLICY
-
-    template_id: str = Field(min_length=1)
-    """Template to update."""
-    image_id: str | None = None
-    provider_api: str | None = None
-
-
-class DeleteTemplateCommand(Command):
-    """Delete a template."""
-
-    result_type = TemplateWritten
-    rest = Rest("DELETE", "/api/v1/templates/{template_id}")
-    cli = Cli("templates", "delete", args=("template_id",))
-    policy = _TEMPLATE_POLICY
-
-    template_id: str = Field(min_length=1)
-    """Template to delete."""
-    force: bool = False
-    """Delete even while active requests use it."""
 
 
 class ValidateTemplateQuery(Query):
@@ -154,15 +65,3 @@ class ValidateTemplateQuery(Query):
     """Raw template configuration to check (snake_case or camelCase)."""
     template_id: str | None = None
     """Validate this stored template (or name the config's id)."""
-
-
-class RefreshTemplatesCommand(Command):
-    """Reload template files from the templates directory."""
-
-    result_type = TemplateRefresh
-    rest = Rest("POST", "/api/v1/templates/refresh")
-    cli = Cli("templates", "refresh")
-    policy = Policy(object_type="template", category="templates")
-
-    force: bool = False
-    """Re-read every file, even unchanged ones."""

@@ -1,4 +1,7 @@
-"""Template handlers and the one set of template validation rules."""
+"""Template read handlers (list, show, validate) and the one set of template validation rules.
+
+The write handlers are in `template_writes`, beside their operations.
+"""
 
 from __future__ import annotations
 
@@ -6,31 +9,9 @@ from typing import Any
 
 import pydantic
 
-from pluginsdk.errors import (
-    AlreadyExistsError,
-    InvalidTemplateError,
-    NotFoundError,
-    StateConflictError,
-    ValidationError,
-)
-from pluginsdk.models import (
-    Template,
-    TemplateList,
-    TemplateRefresh,
-    TemplateResult,
-    TemplateValidation,
-    TemplateWritten,
-    utcnow,
-)
-from pluginsdk.operations import (
-    CreateTemplateCommand,
-    DeleteTemplateCommand,
-    GetTemplateQuery,
-    ListTemplatesQuery,
-    RefreshTemplatesCommand,
-    UpdateTemplateCommand,
-    ValidateTemplateQuery,
-)
+from pluginsdk.errors import InvalidTemplateError, NotFoundError, ValidationError
+from pluginsdk.models import Template, TemplateList, TemplateResult, TemplateValidation
+from pluginsdk.operations import GetTemplateQuery, ListTemplatesQuery, ValidateTemplateQuery
 from pluginsdk.principal import Principal
 
 from ..engine import Engine, handles
@@ -109,7 +90,7 @@ def _apis(engine: Engine) -> tuple[str, ...]:
         return ()
 
 
-def _invalid(template_id: str | None, errors: list[str]) -> InvalidTemplateError:
+def invalid_template(template_id: str | None, errors: list[str]) -> InvalidTemplateError:
     return InvalidTemplateError(
         f"Template '{template_id}' is invalid: {errors[0]}"
         + (f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""),
@@ -142,76 +123,6 @@ async def get_template(engine: Engine, op: GetTemplateQuery, principal: Principa
     return TemplateResult(template=t, message="Template found")
 
 
-@handles(CreateTemplateCommand)
-async def create_template(engine: Engine, op: CreateTemplateCommand, principal: Principal) -> TemplateWritten:
-    data = op.model_dump(exclude={"validate_only"}, exclude_none=True)
-    template, errors, _ = check_template(engine, data)
-    if template is None:
-        raise _invalid(op.template_id, errors)
-    if op.validate_only:
-        return TemplateWritten(
-            template_id=op.template_id, message="Template is valid; nothing was stored (validate_only)."
-        )
-    if engine.files.load().get(op.template_id) is not None:
-        raise AlreadyExistsError(
-            "template", op.template_id, f"Template '{op.template_id}' is defined in a template file."
-        )
-    now = utcnow()
-    await engine.db.insert_template(
-        template.model_copy(update={"created_at": now, "updated_at": now, "source": "store"})
-    )
-    return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' created.")
-
-
-async def _stored(engine: Engine, template_id: str) -> Template:
-    t = await engine.db.get_template(template_id)
-    if t is not None:
-        return t
-    file_t = engine.files.load().get(template_id)
-    if file_t is not None:
-        raise ValidationError(
-            f"Template '{template_id}' comes from the file {file_t.source}; change the file and run "
-            "`pluginsdk templates refresh`.",
-            details={"field": "template_id", "value": template_id, "expected": "a stored template"},
-        )
-    raise NotFoundError("template", template_id, f"Template '{template_id}' not found; run `pluginsdk templates list`.")
-
-
-@handles(UpdateTemplateCommand)
-async def update_template(engine: Engine, op: UpdateTemplateCommand, principal: Principal) -> TemplateWritten:
-    async with engine.db.transaction():
-        current = await _stored(engine, op.template_id)
-        changes = op.model_dump(exclude={"template_id"}, exclude_unset=True, exclude_none=True)
-        if not changes:
-            raise ValidationError(
-                "Nothing to update: give at least one field.",
-                details={"field": "body", "value": None, "expected": "at least one template field"},
-            )
-        merged = {**current.model_dump(), **changes}
-        template, errors, _ = check_template(engine, merged)
-        if template is None:
-            raise _invalid(op.template_id, errors)
-        updated = template.model_copy(
-            update={"created_at": current.created_at, "updated_at": utcnow(), "source": "store"}
-        )
-        await engine.db.replace_template(updated)
-    return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' updated.")
-
-
-@handles(DeleteTemplateCommand)
-async def delete_template(engine: Engine, op: DeleteTemplateCommand, principal: Principal) -> TemplateWritten:
-    async with engine.db.transaction():
-        await _stored(engine, op.template_id)
-        _, active = await engine.db.list_requests(statuses=("pending", "running"), template_id=op.template_id, limit=1)
-        if active and not op.force:
-            raise StateConflictError(
-                f"Template '{op.template_id}' is used by {active} active request(s); wait for them or use force.",
-                details={"field": "template_id", "value": op.template_id, "expected": "no active requests"},
-            )
-        await engine.db.delete_template(op.template_id)
-    return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' deleted.")
-
-
 @handles(ValidateTemplateQuery)
 async def validate_template(engine: Engine, op: ValidateTemplateQuery, principal: Principal) -> TemplateValidation:
     if op.template_config is None:
@@ -236,17 +147,4 @@ async def validate_template(engine: Engine, op: ValidateTemplateQuery, principal
         validation_errors=errors,
         validation_warnings=warnings,
         message="Template is valid." if not errors else f"Template is invalid: {len(errors)} error(s).",
-    )
-
-
-@handles(RefreshTemplatesCommand)
-async def refresh_templates(engine: Engine, op: RefreshTemplatesCommand, principal: Principal) -> TemplateRefresh:
-    engine.files.invalidate()
-    loaded = engine.files.load(force=op.force)
-    total = len(await engine.all_templates())
-    return TemplateRefresh(
-        template_count=total,
-        cache_stats=dict(engine.files.stats),
-        message=f"{len(loaded)} templates from files, {total} in all"
-        + (f"; {len(engine.files.errors)} file(s) with errors" if engine.files.errors else ""),
     )

@@ -1,0 +1,99 @@
+"""Template write handlers: create, update, delete, refresh from files."""
+
+from __future__ import annotations
+
+from pluginsdk.errors import AlreadyExistsError, NotFoundError, StateConflictError, ValidationError
+from pluginsdk.models import Template, TemplateRefresh, TemplateWritten, utcnow
+from pluginsdk.operations import (
+    CreateTemplateCommand,
+    DeleteTemplateCommand,
+    RefreshTemplatesCommand,
+    UpdateTemplateCommand,
+)
+from pluginsdk.principal import Principal
+
+from ..engine import Engine, handles
+from .templates import check_template, invalid_template
+
+
+@handles(CreateTemplateCommand)
+async def create_template(engine: Engine, op: CreateTemplateCommand, principal: Principal) -> TemplateWritten:
+    data = op.model_dump(exclude={"validate_only"}, exclude_none=True)
+    template, errors, _ = check_template(engine, data)
+    if template is None:
+        raise invalid_template(op.template_id, errors)
+    if op.validate_only:
+        return TemplateWritten(
+            template_id=op.template_id, message="Template is valid; nothing was stored (validate_only)."
+        )
+    if engine.files.load().get(op.template_id) is not None:
+        raise AlreadyExistsError(
+            "template", op.template_id, f"Template '{op.template_id}' is defined in a template file."
+        )
+    now = utcnow()
+    await engine.db.insert_template(
+        template.model_copy(update={"created_at": now, "updated_at": now, "source": "store"})
+    )
+    return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' created.")
+
+
+async def _stored(engine: Engine, template_id: str) -> Template:
+    t = await engine.db.get_template(template_id)
+    if t is not None:
+        return t
+    file_t = engine.files.load().get(template_id)
+    if file_t is not None:
+        raise ValidationError(
+            f"Template '{template_id}' comes from the file {file_t.source}; change the file and run "
+            "`pluginsdk templates refresh`.",
+            details={"field": "template_id", "value": template_id, "expected": "a stored template"},
+        )
+    raise NotFoundError("template", template_id, f"Template '{template_id}' not found; run `pluginsdk templates list`.")
+
+
+@handles(UpdateTemplateCommand)
+async def update_template(engine: Engine, op: UpdateTemplateCommand, principal: Principal) -> TemplateWritten:
+    async with engine.db.transaction():
+        current = await _stored(engine, op.template_id)
+        changes = op.model_dump(exclude={"template_id"}, exclude_unset=True, exclude_none=True)
+        if not changes:
+            raise ValidationError(
+                "Nothing to update: give at least one field.",
+                details={"field": "body", "value": None, "expected": "at least one template field"},
+            )
+        merged = {**current.model_dump(), **changes}
+        template, errors, _ = check_template(engine, merged)
+        if template is None:
+            raise invalid_template(op.template_id, errors)
+        updated = template.model_copy(
+            update={"created_at": current.created_at, "updated_at": utcnow(), "source": "store"}
+        )
+        await engine.db.replace_template(updated)
+    return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' updated.")
+
+
+@handles(DeleteTemplateCommand)
+async def delete_template(engine: Engine, op: DeleteTemplateCommand, principal: Principal) -> TemplateWritten:
+    async with engine.db.transaction():
+        await _stored(engine, op.template_id)
+        _, active = await engine.db.list_requests(statuses=("pending", "running"), template_id=op.template_id, limit=1)
+        if active and not op.force:
+            raise StateConflictError(
+                f"Template '{op.template_id}' is used by {active} active request(s); wait for them or use force.",
+                details={"field": "template_id", "value": op.template_id, "expected": "no active requests"},
+            )
+        await engine.db.delete_template(op.template_id)
+    return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' deleted.")
+
+
+@handles(RefreshTemplatesCommand)
+async def refresh_templates(engine: Engine, op: RefreshTemplatesCommand, principal: Principal) -> TemplateRefresh:
+    engine.files.invalidate()
+    loaded = engine.files.load(force=op.force)
+    total = len(await engine.all_templates())
+    return TemplateRefresh(
+        template_count=total,
+        cache_stats=dict(engine.files.stats),
+        message=f"{len(loaded)} templates from files, {total} in all"
+        + (f"; {len(engine.files.errors)} file(s) with errors" if engine.files.errors else ""),
+    )

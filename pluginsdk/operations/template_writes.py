@@ -1,0 +1,102 @@
+"""Template operations that write: create, update, delete, refresh from files."""
+
+from typing import Any
+
+from pydantic import Field
+
+from ..models import TemplateRefresh, TemplateWritten
+from ._base import Cli, Command, Policy, Rest
+from .templates import TEMPLATE_POLICY
+
+__all__ = ["CreateTemplateCommand", "DeleteTemplateCommand", "RefreshTemplatesCommand", "UpdateTemplateCommand"]
+
+
+class _TemplateFields(Command):
+    name: str | None = None
+    """Display name."""
+    description: str | None = None
+    """What the template is for."""
+    instance_type: str | None = None
+    """Instance type, e.g. t3.medium."""
+    instance_types: dict[str, float] | None = None
+    """Weighted instance types for fleet APIs (type -> weight)."""
+    key_name: str | None = None
+    """SSH key pair name."""
+    security_group_ids: list[str] | None = None
+    """Security group ids."""
+    subnet_ids: list[str] | None = None
+    """Subnet ids; machines are spread across them."""
+    user_data: str | None = None
+    """Startup script text."""
+    tags: dict[str, str] | None = None
+    """Tags put on every machine."""
+    version: str | None = None
+    """Template version (default 1.0)."""
+    max_number: int | None = Field(None, ge=1, le=1_000_000)
+    """Most machines one request may ask for."""
+    price_type: str | None = None
+    """ondemand, spot or heterogeneous."""
+    allocation_strategy: str | None = None
+    """Fleet allocation strategy."""
+    fleet_type: str | None = None
+    """EC2Fleet: instant, request or maintain; SpotFleet: request or maintain."""
+    configuration: dict[str, Any] | None = None
+    """Further provider-specific settings."""
+
+
+class CreateTemplateCommand(_TemplateFields):
+    """Create a template."""
+
+    result_type = TemplateWritten
+    rest = Rest("POST", "/api/v1/templates", status=201)
+    cli = Cli("templates", "create")
+    policy = TEMPLATE_POLICY
+
+    template_id: str = Field(min_length=1, max_length=255)
+    """Unique template id."""
+    image_id: str = Field(min_length=1)
+    """Machine image (AMI id on AWS)."""
+    provider_api: str = "aws"
+    """Provider API (aws, RunInstances, EC2Fleet, SpotFleet, ASG, local)."""
+    validate_only: bool = False
+    """Validate and report, store nothing."""
+
+
+class UpdateTemplateCommand(_TemplateFields):
+    """Update a template: only the fields given change."""
+
+    result_type = TemplateWritten
+    rest = Rest("PUT", "/api/v1/templates/{template_id}")
+    cli = Cli("templates", "update", args=("template_id",))
+    policy = TEMPLATE_POLICY
+
+    template_id: str = Field(min_length=1)
+    """Template to update."""
+    image_id: str | None = None
+    provider_api: str | None = None
+
+
+class DeleteTemplateCommand(Command):
+    """Delete a template."""
+
+    result_type = TemplateWritten
+    rest = Rest("DELETE", "/api/v1/templates/{template_id}")
+    cli = Cli("templates", "delete", args=("template_id",))
+    policy = TEMPLATE_POLICY
+
+    template_id: str = Field(min_length=1)
+    """Template to delete."""
+    force: bool = False
+    """Delete even while active requests use it."""
+
+
+class RefreshTemplatesCommand(Command):
+    """Reload template files from the templates directory."""
+
+    result_type = TemplateRefresh
+    rest = Rest("POST", "/api/v1/templates/refresh")
+    cli = Cli("templates", "refresh")
+    policy = Policy(object_type="template", category="templates")
+
+    force: bool = False
+    """Re-read every file, even unchanged ones."""
