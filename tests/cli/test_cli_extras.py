@@ -84,6 +84,27 @@ def test_a_command_imports_only_its_own_operations(env: dict[str, str]) -> None:
     assert json.loads(res.stdout)["templates"] == []
 
 
+@pytest.mark.parametrize("plugins", [None, ""])
+def test_console_script_skips_pydantic_plugin_discovery_unless_asked(env: dict[str, str], plugins: str | None) -> None:
+    """The entry point runs without the collector and without scanning entry points, unless the caller sets
+    PYDANTIC_DISABLE_PLUGINS (an empty value enables pydantic's plugins: then pydantic's own lookup runs)."""
+    code = (
+        "import atexit, gc, sys\n"
+        "atexit.register(lambda: print(gc.isenabled(), 'importlib.metadata' in sys.modules, file=sys.stderr))\n"
+        "sys.argv = ['pluginsdk', '--format', 'json', 'templates', 'list']\n"
+        "from pluginsdk._entry import main\nmain()\n"
+    )
+    env = {k: v for k, v in env.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
+    if plugins is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = plugins
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["templates"] == []
+    gc_on, scanned = res.stderr.split()[-2:]
+    assert gc_on == "False"
+    assert scanned == ("False" if plugins is None else "True")
+
+
 def test_data_option_and_file_input_overlaid_by_arguments(env: dict[str, str], tmp_path: Path) -> None:
     run(env, "templates", "create", "-d", '{"templateId": "web", "imageId": "ami-1", "instanceType": "t3.small"}')
     inp = tmp_path / "req.json"
