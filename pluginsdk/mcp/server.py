@@ -17,6 +17,7 @@ from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 
 from .._constants import VERSION
+from ..waiting import Progress, Report, when_rising
 from .resources import ResourceSet
 from .tools import ToolSet
 
@@ -45,7 +46,7 @@ def create_server(sdk: PluginSDK) -> Server[Any]:
         return types.ListToolsResult(tools=tools.tools)
 
     async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return await tools.call(params.name, params.arguments)
+        return await tools.call(params.name, params.arguments, progress=progress_notifier(ctx))
 
     async def list_resources(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=resources.resources())
@@ -71,6 +72,24 @@ def create_server(sdk: PluginSDK) -> Server[Any]:
         on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
     )
+
+
+def progress_notifier(ctx: Ctx) -> Report:
+    """Readings of a waiting request as `notifications/progress` for the call `ctx` answers.
+
+    progress = machines running, total = machines requested, message = the CLI's progress line. Sent only
+    when the running count rises (MCP requires `progress` to increase), through `session.report_progress`,
+    which sends nothing unless the caller asked for progress (a `progressToken` in the request's `_meta`,
+    or a progress callback on the SDK's in-process client).
+    """
+
+    async def notify(progress: Progress) -> None:
+        try:
+            await ctx.session.report_progress(progress.running, progress.total, progress.text())
+        except Exception:  # a lost notification must not fail the call that submitted the request
+            log.warning("progress notification for %s failed", progress.request_id, exc_info=True)
+
+    return when_rising(notify)
 
 
 async def serve_stdio(**sdk_options: Any) -> None:

@@ -1,9 +1,13 @@
 """MCP tools derived from the operation catalog: one tool per MCP name of every operation.
 
 Nothing here is written per operation. A tool's `inputSchema` is its operation's JSON schema (snake_case
-fields, field docstrings as descriptions) and its `outputSchema` the result model's. A call runs the
-operation through `PluginSDK.call`, the path the CLI takes, and answers with the result model's JSON as
-structured content and as text. A failure answers `isError` with the spec's `error` object.
+fields, field docstrings as descriptions) and its `outputSchema` the result model's. A call builds the
+operation from the arguments and runs it on the SDK, as `PluginSDK.call` does (the path the CLI takes), and
+answers with the result model's JSON as structured content and as text. A failure answers `isError` with
+the spec's `error` object.
+
+A `create_request` that waits (`wait: true`) waits through `pluginsdk.waiting`, as the CLI's progress line
+does, and hands every reading to the call's `progress` report (the server sends `notifications/progress`).
 """
 
 from __future__ import annotations
@@ -18,7 +22,8 @@ import pydantic
 from pydantic.alias_generators import to_camel
 
 from ..errors import HandlerDiscoveryError, MethodExecutionError, SDKError
-from ..operations import CATALOG, OperationSpec
+from ..operations import CATALOG, CreateRequestCommand, OperationSpec
+from ..waiting import Report, request_and_wait
 
 if TYPE_CHECKING:
     from ..sdk import PluginSDK
@@ -127,15 +132,24 @@ class ToolSet:
         self.specs = tool_specs()
         self.tools = [describe(name, spec) for name, spec in self.specs.items()]
 
-    async def call(self, tool: str, arguments: Mapping[str, Any] | None) -> types.CallToolResult:
-        """Run the tool's operation; every failure becomes an `isError` result carrying the error object."""
+    async def call(
+        self, tool: str, arguments: Mapping[str, Any] | None, progress: Report | None = None
+    ) -> types.CallToolResult:
+        """Run the tool's operation; every failure becomes an `isError` result carrying the error object.
+
+        With `progress`, a waiting `create_request` polls its status and reports every reading to it.
+        """
         args = dict(arguments or {})
         spec = self.specs.get(tool)
         log.debug("tool %s %s", tool, mask_arguments(args, spec))
         try:
             if spec is None:
                 raise HandlerDiscoveryError(f"No tool named {tool!r}; list the tools with tools/list.")
-            result = await self.sdk.call(spec.name, **args)
+            op = spec.build(args)
+            if progress is not None and isinstance(op, CreateRequestCommand) and op.wait:
+                result: Any = await request_and_wait(self.sdk, op, progress)
+            else:
+                result = await self.sdk.execute(op)
         except SDKError as err:
             log.info("tool %s failed: %s (%s)", tool, err.message, err.code)
             return self._failure(err, tool, args, spec)

@@ -59,7 +59,8 @@ def test_help_imports_neither_the_catalog_nor_pydantic() -> None:
         "for argv in (['--help'], ['templates', '--help'], ['--version']):\n"
         "    try:\n        cli(argv, prog_name='pluginsdk')\n    except SystemExit:\n        pass\n"
         "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'sqlalchemy', 'httpx', 'yaml')"
-        " or m.startswith(('pluginsdk.operations', 'pluginsdk.models', 'backends')))\n"
+        " or m.split('.')[0] in ('mcp', 'mcp_types')"
+        " or m.startswith(('pluginsdk.operations', 'pluginsdk.models', 'pluginsdk.waiting', 'backends')))\n"
         "print(heavy, file=sys.stderr)\nassert not heavy\n"
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
@@ -68,7 +69,10 @@ def test_help_imports_neither_the_catalog_nor_pydantic() -> None:
 
 
 def test_a_command_imports_only_its_own_operations(env: dict[str, str]) -> None:
-    """A scheduler's `templates list` builds the template operations' classes, not the whole catalog's."""
+    """A scheduler's `templates list` builds the template operations' classes, not the whole catalog's.
+
+    Nor does it load the waiting helper (`--wait` only) or `mcp`.
+    """
     code = (
         "import sys\nfrom pluginsdk.cli import cli\n"
         "try:\n    cli(['--format', 'json', 'templates', 'list'], prog_name='pluginsdk')\n"
@@ -78,6 +82,7 @@ def test_a_command_imports_only_its_own_operations(env: dict[str, str]) -> None:
         "assert 'pluginsdk.operations.templates' in ops\n"
         "assert not {'pluginsdk.operations.api_keys', 'pluginsdk.operations.users', 'pluginsdk.operations.requests',"
         " 'pluginsdk.models.auth_results'} & set(ops)\n"
+        "assert not {'pluginsdk.waiting', 'mcp', 'mcp_types'} & set(sys.modules)\n"
     )
     res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False)
     assert res.returncode == 0, res.stderr

@@ -1,0 +1,105 @@
+"""Waiting for a provisioning request while reporting its progress: one helper for the CLI and the MCP server.
+
+`request_and_wait` submits a `create_request` without waiting, then reads the request's status every
+`poll` seconds until the request is terminal or its `timeout` passes, and hands each reading to an async
+`report` callback. The CLI redraws its progress line on stderr from every reading
+(`pluginsdk/cli/_progress.py`); the MCP server sends `notifications/progress` through `when_rising`, which
+passes a reading on only when more machines run than before (`pluginsdk/mcp/tools.py`).
+
+Nothing here writes anywhere: what a reading becomes is the caller's business.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .models import RequestCreated
+    from .operations import CreateRequestCommand
+    from .sdk import PluginSDK
+
+__all__ = ["POLL", "Progress", "Report", "request_and_wait", "when_rising"]
+
+POLL = 0.5
+"""Seconds between two status reads."""
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """One reading of a request being waited for."""
+
+    request_id: str
+    status: str
+    """The request's status (`pending`, `running`, `completed`, ...)."""
+    running: int
+    """Machines of the request running now."""
+    total: int
+    """Machines requested."""
+    elapsed: float
+    """Seconds since the request was submitted."""
+    finished: bool
+    """The request is terminal: no further reading follows."""
+
+    def text(self) -> str:
+        """`req-...: running, 1/3 machines running (4s)`."""
+        return f"{self.request_id}: {self.status}, {self.running}/{self.total} machines running ({self.elapsed:.0f}s)"
+
+
+Report = Callable[[Progress], Awaitable[None]]
+"""Receives every reading, in order."""
+
+
+async def request_and_wait(
+    sdk: PluginSDK, op: CreateRequestCommand, report: Report, *, poll: float = POLL
+) -> RequestCreated:
+    """Submit `op` without waiting, then poll and report its status until it is terminal or `op.timeout` passes.
+
+    A dry run, or a request the submission already answered as finished, is returned as the submission
+    answered it, with no reading reported. Otherwise the answer is the last reading's request: its status
+    and message when it finished, else status `submitted` and a message saying the wait gave up.
+    """
+    from .models import RequestCreated
+
+    timeout = float(op.timeout)
+    created: RequestCreated = await sdk.execute(op.model_copy(update={"wait": False}))
+    if created.dry_run or created.status != "submitted":
+        return created
+    start = time.monotonic()
+    while True:
+        status = await sdk.call("get_request_status", request_ids=[created.request_id])
+        request = status.requests[0]
+        running = sum(1 for m in request.machines if m.status.value == "running")
+        elapsed = time.monotonic() - start
+        done = request.status.terminal
+        await report(Progress(request.request_id, request.status.value, running, request.count, elapsed, done))
+        if done or elapsed >= timeout:
+            break
+        await asyncio.sleep(min(poll, max(0.0, timeout - elapsed)))
+    message = request.message if done else f"Still {request.status.value} after {timeout:.0f}s; not waiting longer."
+    return RequestCreated(
+        request_id=request.request_id,
+        status=request.status.value if done else "submitted",
+        machines=request.machines,
+        message=message,
+    )
+
+
+def when_rising(report: Report) -> Report:
+    """A report that passes a reading on only when more machines run than in any reading passed before.
+
+    The first reading always passes (it says the request was submitted, usually with 0 running), so the
+    running counts `report` sees strictly increase, as MCP requires of `notifications/progress`.
+    """
+    highest: int | None = None
+
+    async def rising(progress: Progress) -> None:
+        nonlocal highest
+        if highest is None or progress.running > highest:
+            highest = progress.running
+            await report(progress)
+
+    return rising
