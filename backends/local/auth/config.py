@@ -7,10 +7,9 @@ in-process calls only). Both at once, or OIDC and SAML federation at once, is
 a ConfigurationError naming the keys.
 
 The records are NamedTuples rather than frozen dataclasses: a dataclass compiles its methods when the
-module is imported (~2 ms a class), and every CLI call starts the auth service.
+module is imported (~2 ms a class), and every CLI call starts the auth service. No postponed
+annotations here: NamedTuple would turn each string annotation into a ForwardRef and compile it.
 """
-
-from __future__ import annotations
 
 import base64
 from collections.abc import Mapping
@@ -126,7 +125,7 @@ class _Reader:
         self.data = data
         self.prefix = prefix
 
-    def sub(self, key: str) -> _Reader:
+    def sub(self, key: str) -> "_Reader":
         value = self.data.get(key, {})
         if value is None:
             value = {}

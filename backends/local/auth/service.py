@@ -27,8 +27,8 @@ import hmac
 import itertools
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, TypeVar
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from pluginsdk._constants import API_KEY_PREFIX
 from pluginsdk.errors import AuthenticationError, PermissionDeniedError, ValidationError
@@ -54,8 +54,7 @@ T = TypeVar("T")
 _MAX_HEADER = 4096
 
 
-@dataclass(slots=True)
-class _Snapshot:
+class _Snapshot(NamedTuple):
     version: int
     policy: CompiledPolicy
     roles: dict[str, bool]
