@@ -252,6 +252,14 @@ async def test_status_of_several_requests(web: PluginSDK) -> None:
     assert [len(r.machines) for r in res.requests] == [1, 2]
     single = await web.get_request_status(request_id=a.id)
     assert single.requests[0].status is RequestStatus.COMPLETED
+    # provision and return requests together, one asked twice: each gets exactly its own machines, in order
+    ret = await web.create_return_request([b.machines[1].machine_id])
+    assert ret.request_id is not None
+    mixed = await web.get_request_status([b.id, ret.request_id, a.id, b.id])
+    assert [r.request_id for r in mixed.requests] == [b.id, ret.request_id, a.id, b.id]
+    ids = [[m.machine_id for m in r.machines] for r in mixed.requests]
+    assert ids == [[m.machine_id for m in b.machines], [b.machines[1].machine_id], [a.machines[0].machine_id], ids[0]]
+    assert all(m.return_request_id == ret.request_id for m in mixed.requests[1].machines)
 
 
 async def test_update_status_follows_the_transition_table(web: PluginSDK) -> None:

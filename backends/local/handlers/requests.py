@@ -66,11 +66,18 @@ async def load_request(engine: Engine, request_id: str) -> Request:
 
 
 async def with_machines(engine: Engine, r: Request) -> Request:
-    if r.request_type is RequestType.RETURN:
-        machines = await engine.db.machines_of_return(r.request_id)
-    else:
-        machines = await engine.db.machines_of_request(r.request_id)
-    return r.model_copy(update={"machines": machines})
+    return (await with_machines_all(engine, [r]))[0]
+
+
+async def with_machines_all(engine: Engine, requests: list[Request]) -> list[Request]:
+    """The requests with their machine records, read in at most two queries (a status poll of 100 requests
+    is one query, not 100)."""
+    found: dict[str, list[Machine]] = {}
+    for returns in (False, True):
+        ids = [r.request_id for r in requests if (r.request_type is RequestType.RETURN) is returns]
+        if ids:
+            found.update(await engine.db.machines_of_requests(ids, returns=returns))
+    return [r.model_copy(update={"machines": found[r.request_id]}) for r in requests]
 
 
 async def fresh(engine: Engine, r: Request, *, lightweight: bool = False) -> Request:
@@ -433,8 +440,9 @@ async def get_request_status(engine: Engine, op: GetRequestStatusQuery, principa
         if r is None or rid not in visible:
             missing.append(rid)
             continue
-        r = await fresh(engine, r)
-        out.append(await with_machines(engine, r) if op.long else r)
+        out.append(await fresh(engine, r))
+    if op.long:
+        out = await with_machines_all(engine, out)
     return RequestStatusList(
         requests=out,
         not_found=missing,
@@ -516,14 +524,14 @@ async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, prin
     items = [await fresh(engine, r) for r in items]
     if op.machine_names:
         wanted = set(op.machine_names)
-        items = [await with_machines(engine, r) for r in items]
+        items = await with_machines_all(engine, items)
         items = [
             r for r in items if wanted & ({m.machine_id for m in r.machines} | {m.name for m in r.machines if m.name})
         ]
         total = len(items)
         items = items[op.offset : op.offset + op.limit]
     else:
-        items = [await with_machines(engine, r) for r in items]
+        items = await with_machines_all(engine, items)
     return await _listing(engine, principal, items, total)
 
 

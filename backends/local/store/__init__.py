@@ -273,6 +273,22 @@ class Store:
         )
         return [models.Machine.model_validate_json(r["data"]) for r in rows]
 
+    async def machines_of_requests(
+        self, request_ids: Sequence[str], *, returns: bool = False
+    ) -> dict[str, list[Machine]]:
+        """Machines of many requests in one query (of return requests with `returns`), in each one's usual order."""
+        out: dict[str, list[Machine]] = {rid: [] for rid in request_ids}
+        if not out:
+            return out
+        column, order = ("return_request_id", "machine_id") if returns else ("request_id", "created_at, machine_id")
+        clause, params = _in("r", list(out))
+        rows = await self.db.fetchall(
+            f"SELECT {column} AS owner_id, data FROM machines WHERE {column} IN {clause} ORDER BY {order}", params
+        )
+        for row in rows:
+            out[row["owner_id"]].append(models.Machine.model_validate_json(row["data"]))
+        return out
+
     async def list_machines(
         self,
         *,
