@@ -15,14 +15,14 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 if TYPE_CHECKING:
     from .models import RequestCreated
-    from .operations import CreateRequestCommand
+    from .operations import CreateRequestCommand, Operation
     from .sdk import PluginSDK
 
-__all__ = ["POLL", "Progress", "Report", "request_and_wait", "when_rising"]
+__all__ = ["POLL", "Progress", "Report", "reports_progress", "request_and_wait", "when_rising"]
 
 POLL = 0.5
 """Seconds between two status reads."""
@@ -51,6 +51,13 @@ class Progress:
 
 Report = Callable[[Progress], Awaitable[None]]
 """Receives every reading, in order."""
+
+
+def reports_progress(op: Operation) -> TypeGuard[CreateRequestCommand]:
+    """Whether `op` is waited for here, reading by reading: a `create_request` with `wait` (CLI and MCP ask)."""
+    from .operations import CreateRequestCommand
+
+    return isinstance(op, CreateRequestCommand) and op.wait
 
 
 async def request_and_wait(

@@ -97,6 +97,19 @@ def test_public_surface() -> None:
     }
 
 
+def test_models_export_exactly_what_their_submodules_define() -> None:
+    """`pluginsdk.models` finds a name's module from a static map: it must match each submodule's `__all__`."""
+    import importlib
+
+    import pluginsdk.models as models
+
+    for module, names in models._EXPORTS.items():
+        sub = importlib.import_module(f"pluginsdk.models.{module}")
+        assert sorted(names) == sorted(sub.__all__), module
+        for name in names:
+            assert getattr(models, name) is getattr(sub, name)
+
+
 def test_typing_stub_is_current() -> None:
     res = subprocess.run(
         [sys.executable, "-m", "pluginsdk._stubgen", "--check"], capture_output=True, text=True, check=False

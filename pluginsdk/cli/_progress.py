@@ -11,17 +11,17 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..models import RequestCreated
+    from ..operations import OperationSpec
     from ..sdk import PluginSDK
     from ..waiting import Progress
 
-__all__ = ["request_with_progress"]
+__all__ = ["run_with_progress"]
 
 
-async def request_with_progress(sdk: PluginSDK, params: dict[str, Any]) -> RequestCreated:
-    """Submit without waiting, then redraw the progress line until the request is terminal or the timeout passes."""
-    from ..operations import CreateRequestCommand, get_spec
-    from ..waiting import request_and_wait
+async def run_with_progress(sdk: PluginSDK, spec: OperationSpec, params: dict[str, Any]) -> Any:
+    """Run the operation; one that reports progress (`pluginsdk.waiting.reports_progress`) is submitted
+    without waiting, and its line redrawn until the request is terminal or the timeout passes."""
+    from ..waiting import reports_progress, request_and_wait
 
     err = sys.stderr
     drawn = False
@@ -32,8 +32,9 @@ async def request_with_progress(sdk: PluginSDK, params: dict[str, Any]) -> Reque
         err.write(f"\r{progress.text()}\x1b[K")
         err.flush()
 
-    op = get_spec("create_request").build(params)
-    assert isinstance(op, CreateRequestCommand)
+    op = spec.build(params)
+    if not reports_progress(op):
+        return await sdk.execute(op)
     created = await request_and_wait(sdk, op, draw)
     if drawn:
         err.write("\n")

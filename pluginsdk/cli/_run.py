@@ -103,10 +103,10 @@ def run_operation(
                 from .._entry import collect_garbage
 
                 collect_garbage()
-            if spec.name == "create_request" and params.get("wait") and sys.stderr.isatty():
-                from ._progress import request_with_progress
+            if params.get("wait") and sys.stderr.isatty():
+                from ._progress import run_with_progress
 
-                result = await request_with_progress(sdk, params)
+                result = await run_with_progress(sdk, spec, params)
             else:
                 result = await sdk.call(spec.name, **params)
             return strategy.render(spec.name, params, result, sdk.settings)

@@ -22,8 +22,8 @@ import pydantic
 from pydantic.alias_generators import to_camel
 
 from ..errors import HandlerDiscoveryError, MethodExecutionError, SDKError
-from ..operations import CATALOG, CreateRequestCommand, OperationSpec
-from ..waiting import Report, request_and_wait
+from ..operations import CATALOG, OperationSpec
+from ..waiting import Report, reports_progress, request_and_wait
 
 if TYPE_CHECKING:
     from ..sdk import PluginSDK
@@ -146,7 +146,7 @@ class ToolSet:
             if spec is None:
                 raise HandlerDiscoveryError(f"No tool named {tool!r}; list the tools with tools/list.")
             op = spec.build(args)
-            if progress is not None and isinstance(op, CreateRequestCommand) and op.wait:
+            if progress is not None and reports_progress(op):
                 result: Any = await request_and_wait(self.sdk, op, progress)
             else:
                 result = await self.sdk.execute(op)

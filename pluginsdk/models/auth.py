@@ -19,28 +19,19 @@ import pydantic
 
 from ..errors import ValidationError
 from ._base import BaseModel
-from .auth_vocabulary import (
-    DESCRIPTION_MAX,
-    DESCRIPTION_MIN,
-    OBJECT_TYPES,
-    OPERATORS,
-    PERMISSION_TYPES,
-    PERMISSIONS,
-)
+from .auth_vocabulary import OBJECT_TYPES, OPERATORS, PERMISSION_TYPES, PERMISSIONS
 
 __all__ = [
-    "DESCRIPTION_MAX",
-    "DESCRIPTION_MIN",
-    "OBJECT_TYPES",
-    "OPERATORS",
-    "PERMISSIONS",
-    "PERMISSION_TYPES",
     "Constraint",
     "Criterion",
     "GroupPermission",
     "UserPermission",
     "validate_constraint",
 ]
+
+DESCRIPTION_MIN = 4
+DESCRIPTION_MAX = 256
+"""Length bounds of a constraint's description, after trimming."""
 
 # Same rules as pluginsdk.operations.auth_fields (models may not import operations).
 _USER_ID = re.compile(r"^[A-Za-z0-9_\-\.\+\@]{3,256}$")

@@ -4,7 +4,7 @@ Plain constants, apart from the constraint models, so the engine's authorizer an
 read them without building those models' classes on every CLI call.
 """
 
-__all__ = ["DESCRIPTION_MAX", "DESCRIPTION_MIN", "OBJECT_TYPES", "OPERATORS", "PERMISSIONS", "PERMISSION_TYPES"]
+__all__ = ["OBJECT_TYPES", "OPERATORS", "PERMISSIONS", "PERMISSION_TYPES"]
 
 OBJECT_TYPES: dict[str, tuple[str, ...]] = {
     "database": ("databaseId",),
@@ -37,6 +37,3 @@ OPERATORS: tuple[str, ...] = (
 
 PERMISSIONS: tuple[str, ...] = ("GET", "PUT", "POST", "DELETE")
 PERMISSION_TYPES: tuple[str, ...] = ("allow", "deny")
-
-DESCRIPTION_MIN = 4
-DESCRIPTION_MAX = 256

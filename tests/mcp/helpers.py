@@ -1,10 +1,15 @@
-"""Open an in-process MCP client on a server over a started SDK."""
+"""MCP test helpers: an in-process client over a started SDK, and the pieces of a stdio subprocess session."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+import os
+import select
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 from mcp import Client
@@ -23,3 +28,51 @@ def data(result: Any) -> Any:
     """A tool result's structured content, checked against its text twin."""
     assert json.loads(result.content[0].text) == result.structured_content
     return result.structured_content
+
+
+SERVE = ["-m", "pluginsdk", "mcp", "serve", "--stdio"]
+"""Arguments to the interpreter that start the stdio server."""
+
+
+def stdio_env(tmp_path: Path, boot_delay: float) -> dict[str, str]:
+    """Environment of a server subprocess: its own SQLite store and a `local` provider booting in `boot_delay` s."""
+    cfg = tmp_path / "plugin.yaml"
+    cfg.write_text(f"provider:\n  local:\n    boot_delay: {boot_delay}\n    terminate_delay: 0.05\n    seed: 3\n")
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
+    return {**base, "PLUGIN_STORAGE_PATH": str(tmp_path / "mcp.db"), "PLUGIN_CONFIG": str(cfg)}
+
+
+def rpc(id_: int | None, method: str, params: dict[str, Any] | None = None) -> str:
+    """One JSON-RPC line (a notification when `id_` is None)."""
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if id_ is not None:
+        msg["id"] = id_
+    if params is not None:
+        msg["params"] = params
+    return json.dumps(msg) + "\n"
+
+
+def read_until(
+    proc: subprocess.Popen[str], ids: Iterable[int], timeout: float = 60
+) -> tuple[dict[int, Any], list[Any]]:
+    """Read stdout lines until a reply to each of `ids` arrived; every line must be JSON-RPC.
+
+    Returns the replies by id and the notifications read on the way, in order.
+    """
+    assert proc.stdout is not None
+    wanted = set(ids)
+    deadline = time.monotonic() + timeout
+    replies: dict[int, Any] = {}
+    notes: list[Any] = []
+    while not wanted <= set(replies):
+        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
+        assert ready, f"no reply to {sorted(wanted - set(replies))} within {timeout} s"
+        line = proc.stdout.readline()
+        assert line, "the server closed stdout"
+        msg = json.loads(line)  # a line that is not JSON fails here
+        assert msg["jsonrpc"] == "2.0"
+        if "id" in msg:
+            replies[msg["id"]] = msg
+        else:
+            notes.append(msg)
+    return replies, notes

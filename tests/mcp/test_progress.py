@@ -7,12 +7,8 @@ several running counts; the server reads the status every 0.5 s and notifies whe
 from __future__ import annotations
 
 import itertools
-import json
-import os
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +17,10 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from pluginsdk.mcp import create_server
-from tests.mcp.helpers import connect, data
+from tests.mcp.helpers import SERVE, connect, data, read_until, rpc, stdio_env
 from tests.support.backends import open_sdk
 
 SLOW = {"local": {"boot_delay": 1.2, "terminate_delay": 0.05, "seed": 7}}
-SERVE = ["-m", "pluginsdk", "mcp", "serve", "--stdio"]
 
 Seen = list[tuple[float, float | None, str | None]]
 
@@ -122,10 +117,7 @@ async def test_tools_that_do_not_wait_send_no_progress(tmp_path: Path, mode: str
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    cfg = tmp_path / "plugin.yaml"
-    cfg.write_text("provider:\n  local:\n    boot_delay: 1.2\n    terminate_delay: 0.05\n    seed: 3\n")
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
-    return {**base, "PLUGIN_STORAGE_PATH": str(tmp_path / "mcp.db"), "PLUGIN_CONFIG": str(cfg)}
+    return stdio_env(tmp_path, boot_delay=1.2)
 
 
 async def test_stdio_client_receives_progress(env: dict[str, str]) -> None:
@@ -137,33 +129,6 @@ async def test_stdio_client_receives_progress(env: dict[str, str]) -> None:
         await arrived(seen, 3)
     assert req["status"] == "completed" and len(req["machines"]) == 3
     assert_rising_to(seen, 3, req["request_id"])
-
-
-def _rpc(id_: int | None, method: str, params: dict[str, Any] | None = None) -> str:
-    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if id_ is not None:
-        msg["id"] = id_
-    if params is not None:
-        msg["params"] = params
-    return json.dumps(msg) + "\n"
-
-
-def _until_reply(proc: subprocess.Popen[str], id_: int, timeout: float = 60) -> tuple[Any, list[Any]]:
-    """Read stdout lines (every one JSON-RPC) until the reply to `id_`; returns it and the notifications before it."""
-    assert proc.stdout is not None
-    deadline = time.monotonic() + timeout
-    notes: list[Any] = []
-    while True:
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        assert ready, f"no reply to {id_} within {timeout} s"
-        line = proc.stdout.readline()
-        assert line, "the server closed stdout"
-        msg = json.loads(line)
-        assert msg["jsonrpc"] == "2.0"
-        if msg.get("id") == id_:
-            return msg, notes
-        if "id" not in msg:
-            notes.append(msg)
 
 
 def test_stdio_wire_progress_token(env: dict[str, str], tmp_path: Path) -> None:
@@ -183,16 +148,18 @@ def test_stdio_wire_progress_token(env: dict[str, str], tmp_path: Path) -> None:
                 proc.stdin.write("".join(lines))
                 proc.stdin.flush()
 
-            send(_rpc(1, "initialize", hello), _rpc(None, "notifications/initialized"))
-            _until_reply(proc, 1)
+            send(rpc(1, "initialize", hello), rpc(None, "notifications/initialized"))
+            read_until(proc, {1})
             template = {"template_id": "web", "image_id": "ami-1"}
-            send(_rpc(2, "tools/call", {"name": "create_template", "arguments": template}))
-            _until_reply(proc, 2)
-            send(_rpc(3, "tools/call", {"name": "request_machines", "arguments": wait}))
-            quiet, quiet_notes = _until_reply(proc, 3)
+            send(rpc(2, "tools/call", {"name": "create_template", "arguments": template}))
+            read_until(proc, {2})
+            send(rpc(3, "tools/call", {"name": "request_machines", "arguments": wait}))
+            replies, quiet_notes = read_until(proc, {3})
+            quiet = replies[3]
             meta = {"progressToken": "tok-7"}
-            send(_rpc(4, "tools/call", {"name": "request_machines", "arguments": wait, "_meta": meta}))
-            loud, loud_notes = _until_reply(proc, 4)
+            send(rpc(4, "tools/call", {"name": "request_machines", "arguments": wait, "_meta": meta}))
+            replies, loud_notes = read_until(proc, {4})
+            loud = replies[4]
             proc.stdin.close()
             assert proc.wait(timeout=30) == 0
         finally:

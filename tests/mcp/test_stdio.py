@@ -7,28 +7,19 @@ every line on stdout is protocol while the diagnostics (DEBUG logging) went to s
 from __future__ import annotations
 
 import json
-import os
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.mcp.helpers import data
-
-SERVE = ["-m", "pluginsdk", "mcp", "serve", "--stdio"]
+from tests.mcp.helpers import SERVE, data, read_until, rpc, stdio_env
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    cfg = tmp_path / "plugin.yaml"
-    cfg.write_text("provider:\n  local:\n    boot_delay: 0.05\n    terminate_delay: 0.05\n    seed: 3\n")
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
-    return {**base, "PLUGIN_STORAGE_PATH": str(tmp_path / "mcp.db"), "PLUGIN_CONFIG": str(cfg)}
+    return stdio_env(tmp_path, boot_delay=0.05)
 
 
 async def test_stdio_client_lists_calls_and_reads(env: dict[str, str]) -> None:
@@ -46,40 +37,14 @@ async def test_stdio_client_lists_calls_and_reads(env: dict[str, str]) -> None:
         assert [t["template_id"] for t in json.loads(text)["templates"]] == ["web"]
 
 
-def _rpc(id_: int | None, method: str, params: dict[str, Any] | None = None) -> str:
-    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-    if id_ is not None:
-        msg["id"] = id_
-    if params is not None:
-        msg["params"] = params
-    return json.dumps(msg) + "\n"
-
-
-def _replies(proc: subprocess.Popen[str], ids: set[int], timeout: float = 60) -> dict[int, Any]:
-    """Read stdout lines until a reply to each of `ids` arrived; every line must be JSON-RPC."""
-    assert proc.stdout is not None
-    deadline = time.monotonic() + timeout
-    replies: dict[int, Any] = {}
-    while set(replies) != ids:
-        ready, _, _ = select.select([proc.stdout], [], [], max(0.0, deadline - time.monotonic()))
-        assert ready, f"no reply to {sorted(ids - set(replies))} within {timeout} s"
-        line = proc.stdout.readline()
-        assert line, "the server closed stdout"
-        msg = json.loads(line)  # a line that is not JSON fails here
-        assert msg["jsonrpc"] == "2.0"
-        if "id" in msg:
-            replies[msg["id"]] = msg
-    return replies
-
-
 def test_stdout_carries_only_protocol(env: dict[str, str], tmp_path: Path) -> None:
     hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}
     lines = [
-        _rpc(1, "initialize", hello),
-        _rpc(None, "notifications/initialized"),
-        _rpc(2, "tools/list"),
-        _rpc(3, "tools/call", {"name": "get_template", "arguments": {"template_id": "nope"}}),
-        _rpc(4, "resources/read", {"uri": "providers://"}),
+        rpc(1, "initialize", hello),
+        rpc(None, "notifications/initialized"),
+        rpc(2, "tools/list"),
+        rpc(3, "tools/call", {"name": "get_template", "arguments": {"template_id": "nope"}}),
+        rpc(4, "resources/read", {"uri": "providers://"}),
     ]  # fmt: skip
     stderr_path = tmp_path / "stderr.txt"
     with stderr_path.open("w") as stderr:
@@ -95,7 +60,7 @@ def test_stdout_carries_only_protocol(env: dict[str, str], tmp_path: Path) -> No
             assert proc.stdin is not None and proc.stdout is not None
             proc.stdin.write("".join(lines))
             proc.stdin.flush()
-            by_id = _replies(proc, {1, 2, 3, 4})
+            by_id, _ = read_until(proc, {1, 2, 3, 4})
             proc.stdin.close()  # end of session: the server exits cleanly
             assert proc.wait(timeout=30) == 0
             for line in proc.stdout.read().splitlines():  # anything after the replies is protocol too

@@ -262,16 +262,10 @@ class Store:
         return {m.machine_id: m for m in out}
 
     async def machines_of_request(self, request_id: str) -> list[Machine]:
-        rows = await self.db.fetchall(
-            "SELECT data FROM machines WHERE request_id = :r ORDER BY created_at, machine_id", {"r": request_id}
-        )
-        return [models.Machine.model_validate_json(r["data"]) for r in rows]
+        return (await self.machines_of_requests([request_id]))[request_id]
 
     async def machines_of_return(self, return_request_id: str) -> list[Machine]:
-        rows = await self.db.fetchall(
-            "SELECT data FROM machines WHERE return_request_id = :r ORDER BY machine_id", {"r": return_request_id}
-        )
-        return [models.Machine.model_validate_json(r["data"]) for r in rows]
+        return (await self.machines_of_requests([return_request_id], returns=True))[return_request_id]
 
     async def machines_of_requests(
         self, request_ids: Sequence[str], *, returns: bool = False

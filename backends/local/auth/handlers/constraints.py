@@ -13,14 +13,7 @@ import uuid
 from typing import Any
 
 from pluginsdk.errors import AlreadyExistsError, NotFoundError, ValidationError
-from pluginsdk.models.auth import (
-    OBJECT_TYPES,
-    OPERATORS,
-    PERMISSION_TYPES,
-    PERMISSIONS,
-    Constraint,
-    validate_constraint,
-)
+from pluginsdk.models.auth import Constraint, validate_constraint
 from pluginsdk.models.auth_results import (
     ConstraintImported,
     ConstraintItems,
@@ -31,6 +24,7 @@ from pluginsdk.models.auth_results import (
     PermissionObjects,
     PermissionObjectsBody,
 )
+from pluginsdk.models.auth_vocabulary import OBJECT_TYPES, OPERATORS, PERMISSION_TYPES, PERMISSIONS
 from pluginsdk.operations.constraints import (
     CONSTRAINT_ID_PATTERN,
     RESERVED_ID,
