@@ -413,7 +413,7 @@ def create_app(backend_or_settings: ServedBackend | Settings, *, max_body_bytes:
     if not isinstance(backend, ServedBackend):
         raise TypeError(
             f"{type(backend).__name__} cannot be served: it needs execute, authenticate, check_route and ping "
-            "(pluginsdk.server.contract.ServedBackend); e.g. backends.local.LocalBackend."
+            "(pluginsdk.server.contract.ServedBackend), as the local backend has."
         )
     if max_body_bytes is None:
         api = getattr(settings, "api", None)
