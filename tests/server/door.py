@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -31,10 +32,8 @@ class Raw(NamedTuple):
 def raw_request(port: int, data: bytes, timeout: float = 10) -> Raw:
     """Send `data` as is on a new connection; the first response (read to its length, or to the close)."""
     with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-        try:
-            sock.sendall(data)
-        except (BrokenPipeError, ConnectionResetError):
-            pass  # the server answered and closed before taking it all: read what it said
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            sock.sendall(data)  # the server may answer and close before taking it all: read what it said
         return read_response(sock)
 
 
@@ -102,7 +101,7 @@ def served_process(config: dict[str, Any], log: Path) -> Iterator[tuple[int, sub
                 break
             except OSError:
                 if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"server did not start: {log.read_text()[-2000:]}")
+                    raise RuntimeError(f"server did not start: {log.read_text()[-2000:]}") from None
                 time.sleep(0.1)
         yield port, proc
     finally:

@@ -120,7 +120,8 @@ def test_options_answers_with_the_methods_really_served(served: Served) -> None:
 # -- request head limits: 414 / 431 / malformed ----------------------------------------------------------------
 def test_too_long_request_target_is_414(served: Served) -> None:
     for target in ("/api/v1/templates/" + "a" * 9000, "/api/v1/templates?limit=1&x=" + "b" * 9000):
-        r = raw_request(served.port, f"GET {target} HTTP/1.1\r\nHost: x\r\nAuthorization: {served.admin}\r\n\r\n".encode())
+        head = f"GET {target} HTTP/1.1\r\nHost: x\r\nAuthorization: {served.admin}\r\n\r\n"
+        r = raw_request(served.port, head.encode())
         env = assert_envelope(r, 414, "VALIDATION_ERROR")
         assert len(r.body) < 1000 and "8192" in env["error"]
 
@@ -293,7 +294,7 @@ def test_one_access_line_and_request_id_per_request(served: Served, caplog: pyte
         if len(lines) >= len(calls) or time.monotonic() > deadline:
             break
         time.sleep(0.02)
-    for i, (method, path, status) in enumerate(calls):
+    for i, (_, path, status) in enumerate(calls):
         mine = [line for line in lines if f'"rid-{i}"' in line]
         assert len(mine) == 1, (path, mine)
         assert f'"status": {status}' in mine[0] and f'"path": "{path}"' in mine[0]
