@@ -5,7 +5,8 @@ id, the access log line and the last-resort 500 envelope once, and applies the l
 any work: request target and head (414/431), declared body size (413), then the router (404, 405 with
 `Allow`, `OPTIONS`). A catalog route is a `_Plan`: read the body within the limit (413), authenticate
 (401, except `Policy.unauthenticated` operations), tier 1 on the concrete path before the body is parsed
-or validated (403 before 400), parse strict JSON (400), build the operation (400), execute it through the
+or validated (403 before 400), parse strict JSON (400), check its JSON types against the document
+(`_strict.py`, 400), build the operation (400), execute it through the
 backend with `route_path=` (tier 1 and 2, then the handler). The reply is the typed result rendered as the
 spec names it (camelCase for auth-service routes), or the one error envelope with the error's status.
 
@@ -35,6 +36,7 @@ from ..operations import CATALOG, OperationSpec
 from ..principal import Principal
 from ._openapi import build_document, docs_html, route_key
 from ._routes import Router
+from ._strict import check_body
 from ._wire import ClientGone, parse_json, read_body
 from .contract import ServedBackend
 from .limits import (
@@ -59,6 +61,8 @@ ANONYMOUS = Principal(user_id="anonymous", auth_method="none")
 TITLE = "pluginsdk"
 DESCRIPTION = "Machine provisioning and the auth service, derived from the pluginsdk operation catalog."
 
+_ABSENT: Any = object()
+"""No body was sent (JSON `null` is a body, and not an object)."""
 _camel = functools.lru_cache(maxsize=4096)(to_camel)
 _JSON = b"application/json"
 
@@ -147,7 +151,7 @@ class _Plan(_Endpoint):
     def gather(self, path_params: dict[str, str], query_string: bytes, body: Any) -> dict[str, Any]:
         """Path > query > body, each under its snake_case or camelCase name."""
         data: dict[str, Any] = {}
-        if body is not None:
+        if body is not _ABSENT:
             if self.body_field is not None:
                 data[self.body_field] = body
             elif isinstance(body, dict):
@@ -190,7 +194,11 @@ class _Plan(_Endpoint):
                 user = principal.user_id
                 if self.reads_body:
                     await backend.check_route(principal, self.method, head.path)  # 403 before 400
-            body = parse_json(raw) if raw is not None and raw.strip() else None
+            body: Any = _ABSENT
+            if raw is not None and raw.strip():
+                body = parse_json(raw)
+                if self.body_field is not None or isinstance(body, dict):
+                    check_body(self.spec, raw)  # JSON types as the document states them
             try:
                 op = self.spec.build(self.gather(params, head.query_string, body))
             except ValidationError:

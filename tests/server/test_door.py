@@ -63,15 +63,16 @@ def _raw(r: httpx.Response) -> Raw:
 
 
 def _served_methods(path: str) -> set[str]:
-    """Methods the catalog binds to any route pattern matching the concrete `path` (computed apart from the
-    server's router)."""
-    methods = set()
+    """Methods the catalog binds to the path template the concrete `path` belongs to (OpenAPI's rule: the
+    template with literal segments where the others have parameters), computed apart from the router."""
+    bound: dict[str, set[str]] = {}
     for spec in CATALOG.values():
         assert spec.rest is not None
         for pattern in spec.rest.paths:
             if re.fullmatch(re.sub(r"\{\w+\}", "[^/]+", pattern), path):
-                methods.add(spec.rest.method)
-    return methods
+                bound.setdefault(pattern, set()).add(spec.rest.method)
+    best = min(bound, key=lambda p: [s.startswith("{") for s in p.split("/")])
+    return bound[best]
 
 
 def _fill(path: str) -> str:
@@ -228,6 +229,26 @@ def test_hostile_json_is_400_and_nothing_is_stored(served: Served, body: bytes) 
     assert "not valid JSON" in env["error"] and len(r.content) < 2000
     listing = _get(served, "GET", "/api/v1/templates", headers=auth)
     assert listing.status_code == 200 and listing.json()["templates"] == []
+
+
+@pytest.mark.parametrize(
+    ("path", "body"),
+    [
+        ("/api/v1/templates", b'{"templateId": "t-bool", "imageId": "ami-1", "validateOnly": 0}'),
+        ("/api/v1/templates", b'{"templateId": "t-list", "imageId": "ami-1", "subnetIds": "subnet-1"}'),
+        ("/api/v1/templates", b'{"templateId": "t-num", "imageId": "ami-1", "maxNumber": "5"}'),
+        ("/api/v1/templates", b"null"),
+        ("/roles", b'{"roleName": "r-bool", "description": "typed", "mfaRequired": 1}'),
+        ("/api/v1/machines/cleanup", b'{"older_than_days": false}'),
+    ],
+)
+def test_json_types_are_the_documented_ones(served: Served, path: str, body: bytes) -> None:
+    """Lax coercion suits query strings and in-process callers, not typed JSON: `0` is not a boolean."""
+    auth = {"Authorization": served.admin, "Content-Type": "application/json"}
+    r = _get(served, "POST", path, content=body, headers=auth)
+    assert_envelope(_raw(r), 400, "VALIDATION_ERROR")
+    assert _get(served, "GET", "/api/v1/templates", headers=auth).json()["templates"] == []
+    assert "r-bool" not in _get(served, "GET", "/roles", headers=auth).text
 
 
 def test_nesting_up_to_the_documented_limit_parses(served: Served) -> None:
