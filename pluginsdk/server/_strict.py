@@ -41,7 +41,8 @@ def _build(spec: OperationSpec) -> TypeAdapter[Any]:
     for name in spec.body_fields:
         f = fields[name]
         choices = names.get(name) or (name, pydantic.alias_generators.to_camel(name))
-        definitions[name] = (_annotated(f.annotation, f.metadata) | None, Field(None, validation_alias=AliasChoices(*choices)))
+        alias = AliasChoices(*choices)
+        definitions[name] = (_annotated(f.annotation, f.metadata) | None, Field(None, validation_alias=alias))
     model = pydantic.create_model(  # type: ignore[call-overload]
         f"{spec.cls.__name__}JsonBody", __config__=ConfigDict(strict=True, extra="ignore"), **definitions
     )
