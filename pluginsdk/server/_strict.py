@@ -43,7 +43,7 @@ def _build(spec: OperationSpec) -> TypeAdapter[Any]:
         choices = names.get(name) or (name, pydantic.alias_generators.to_camel(name))
         alias = AliasChoices(*choices)
         definitions[name] = (_annotated(f.annotation, f.metadata) | None, Field(None, validation_alias=alias))
-    model = pydantic.create_model(  # type: ignore[call-overload]
+    model = pydantic.create_model(
         f"{spec.cls.__name__}JsonBody", __config__=ConfigDict(strict=True, extra="ignore"), **definitions
     )
     return TypeAdapter(model)
