@@ -293,7 +293,7 @@ class PluginApp:
         authorization: str | None = None
         declared: bytes | None = None
         head_bytes = 0
-        too_big = False
+        too_big = streamed = False
         headers = scope["headers"]
         for name, value in headers:
             size = len(name) + len(value)
@@ -308,6 +308,8 @@ class PluginApp:
                     request_id = value.decode("latin-1")[:128]
             elif name == b"content-length":
                 declared = value
+            elif name == b"transfer-encoding":
+                streamed = True
         request_id = request_id or new_request_id()
         path: str = scope["path"]
         root = scope.get("root_path")
@@ -352,8 +354,11 @@ class PluginApp:
             else:
                 head = _Head(path, query_string, authorization, request_id)
                 status, body, user = await endpoint.respond(self, head, params, receive)
-            if status == 413:
-                extra.append((b"connection", b"close"))  # do not read the rest of an oversized body
+            if status == 413 or (
+                (streamed or (declared is not None and declared != b"0"))
+                and not (isinstance(endpoint, _Plan) and endpoint.reads_body)
+            ):
+                extra.append((b"connection", b"close"))  # a body not read (oversized, or not wanted): drop it
             sent = True
             await send({"type": "http.response.start", "status": status, "headers": _headers(body, request_id, extra)})
             await send({"type": "http.response.body", "body": body})

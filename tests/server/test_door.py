@@ -156,8 +156,20 @@ def test_limits_come_before_authentication(served: Served) -> None:
         b"GET /api/v1/temp\xc3\xa9lates HTTP/1.1\r\nHost: x\r\n\r\n",
         b"GET /api/v1/templates HTTP/1.1\r\nBad Header\r\n\r\n",
         b"POST /api/v1/templates HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n",
+        b"POST /api/v1/templates HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n",
+        b"POST /api/v1/templates HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",
+        b"POST /api/v1/templates HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\n",
     ],
-    ids=["request-line", "version", "non-ascii-path", "header", "content-length"],
+    ids=[
+        "request-line",
+        "version",
+        "non-ascii-path",
+        "header",
+        "content-length",
+        "negative-length",
+        "smuggling",
+        "two-lengths",
+    ],
 )
 def test_malformed_requests_are_400_in_the_envelope(tmp_path: Path, request_bytes: bytes) -> None:
     """The parser's refusals, on the protocol `serve()` runs (uvicorn's stock protocol answers plain text)."""
@@ -177,6 +189,18 @@ def test_declared_oversized_body_is_413_before_reading_or_authenticating(served:
         r = raw_request(served.port, head.encode())  # the body is never sent: the answer comes without it
         env = assert_envelope(r, 413, "VALIDATION_ERROR")
         assert r.headers["connection"] == "close" and env["details"]["field"] == "body"
+
+
+def test_a_body_the_route_does_not_read_closes_the_connection(served: Served) -> None:
+    """Not read, not buffered: a body sent to a route without one (or to no route) ends the connection."""
+    for method, path in (("GET", "/api/v1/templates"), ("POST", "/nope")):
+        head = f"{method} {path} HTTP/1.1\r\nHost: x\r\nAuthorization: {served.admin}\r\nContent-Length: 10\r\n\r\n"
+        r = raw_request(served.port, head.encode() + b"0123456789")
+        assert r.headers["connection"] == "close", (path, r.headers)
+    r = raw_request(
+        served.port, f"GET /api/v1/templates HTTP/1.1\r\nHost: x\r\nAuthorization: {served.admin}\r\n\r\n".encode()
+    )
+    assert r.status == 200 and "connection" not in r.headers  # no body: keep-alive as usual
 
 
 def test_streamed_oversized_body_is_413(served: Served) -> None:
@@ -203,6 +227,28 @@ def test_body_limit_is_configurable_and_the_remote_sdk_sees_a_validation_error(t
                 assert [t.template_id for t in (await sdk.list_templates()).templates] == ["small"]
 
         asyncio.run(calls())
+
+
+def test_body_limit_boundary(tmp_path: Path) -> None:
+    """Exactly the limit is read (and judged on its content); one byte more is 413."""
+    from pluginsdk.server import create_app
+
+    config = base_config(tmp_path, api={"max_body_bytes": 2000})
+    key = asyncio.run(admin_key(config))
+    with threaded_server(create_app(load_settings(config=config, environ={})), _protocol("door")) as port:
+        prefix = b'{"templateId": "edge", "imageId": "ami-1", "description": "'
+        for size, status in ((2000, 201), (2001, 413)):
+            body = prefix + b"d" * (size - len(prefix) - 2) + b'"}'
+            assert len(body) == size
+            r = httpx.post(f"http://127.0.0.1:{port}/api/v1/templates", content=body, headers={"Authorization": key})
+            assert r.status_code == status, (size, r.text)
+
+
+def test_request_id_is_clipped_and_an_oversized_one_is_431(served: Served) -> None:
+    r = _get(served, "GET", "/api/v1/templates", headers={"Authorization": served.admin, "X-Request-ID": "r" * 500})
+    assert r.status_code == 200 and r.headers["x-request-id"] == "r" * 128
+    r = _get(served, "GET", "/api/v1/templates", headers={"X-Request-ID": "r" * 9000})
+    assert_envelope(_raw(r), 431)
 
 
 # -- strict JSON -----------------------------------------------------------------------------------------------
