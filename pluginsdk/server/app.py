@@ -111,6 +111,8 @@ Reply = tuple[int, bytes, str | None]
 class _Endpoint:
     """A served route: answers one request with a Reply."""
 
+    content_type: bytes = _JSON
+
     async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
         raise NotImplementedError
 
@@ -214,8 +216,9 @@ class _Plan(_Endpoint):
 class _Static(_Endpoint):
     """A fixed JSON or HTML document, built on first use (the OpenAPI document, /docs)."""
 
-    def __init__(self, build: Callable[[], bytes]) -> None:
+    def __init__(self, build: Callable[[], bytes], content_type: bytes = _JSON) -> None:
         self._build = build
+        self.content_type = content_type
         self._body: bytes | None = None
 
     async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
@@ -249,8 +252,8 @@ class PluginApp:
             entries.append((spec.rest.method, path, _Plan.of(spec)))
         entries.append(("GET", "/health", _Health()))
         entries.append(("GET", "/openapi.json", _Static(lambda: _dumps(self.openapi()))))
-        self._docs = _Static(lambda: docs_html("/openapi.json", self.title))
-        entries.append(("GET", "/docs", self._docs))
+        html = b"text/html; charset=utf-8"
+        entries.append(("GET", "/docs", _Static(lambda: docs_html("/openapi.json", self.title), html)))
         self.router: Router[_Endpoint] = Router(entries)
 
     def openapi(self) -> dict[str, Any]:
@@ -360,7 +363,10 @@ class PluginApp:
             ):
                 extra.append((b"connection", b"close"))  # a body not read (oversized, or not wanted): drop it
             sent = True
-            await send({"type": "http.response.start", "status": status, "headers": _headers(body, request_id, extra)})
+            ctype = endpoint.content_type if endpoint is not None and err is None else _JSON
+            await send(
+                {"type": "http.response.start", "status": status, "headers": _headers(body, request_id, extra, ctype)}
+            )
             await send({"type": "http.response.body", "body": body})
         except ClientGone:
             status = 499  # the client went away before its body arrived: no one to answer
@@ -383,11 +389,13 @@ def _declared_size(value: bytes) -> int:
         return 0  # the HTTP parser refuses malformed lengths before the app sees them
 
 
-def _headers(body: bytes, request_id: str, extra: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+def _headers(
+    body: bytes, request_id: str, extra: list[tuple[bytes, bytes]], content_type: bytes = _JSON
+) -> list[tuple[bytes, bytes]]:
     headers = [(b"x-request-id", request_id.encode("latin-1")), *extra]
     if body:
         headers.append((b"content-length", str(len(body)).encode()))
-        headers.append((b"content-type", b"text/html; charset=utf-8" if body[:1] == b"<" else _JSON))
+        headers.append((b"content-type", content_type))
     return headers
 
 

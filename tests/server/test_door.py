@@ -416,3 +416,12 @@ def test_stock_protocol_when_uvicorn_changed_a_method_we_override(monkeypatch: p
     assert http_protocol() == "auto"
     monkeypatch.undo()
     assert http_protocol().__name__ == "DoorHttpToolsProtocol"
+
+
+def test_documents_are_served_by_the_same_door(served: Served) -> None:
+    docs = _get(served, "GET", "/docs", headers={"X-Request-ID": "docs-1"})
+    assert docs.status_code == 200 and docs.headers["content-type"].startswith("text/html")
+    assert "swagger" in docs.text.lower() and docs.headers["x-request-id"] == "docs-1"
+    doc = _get(served, "GET", "/openapi.json")
+    assert doc.headers["content-type"] == "application/json" and doc.json()["paths"]["/health"]
+    assert _get(served, "POST", "/openapi.json").headers["allow"] == "GET, OPTIONS"
