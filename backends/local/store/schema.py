@@ -134,6 +134,9 @@ MIGRATIONS: dict[int, Sequence[str]] = {
             updated_at TEXT NOT NULL)""",
         "INSERT INTO meta (key, value) VALUES ('auth.policy_version', '1')",
     ),
+    4: (  # a TOTP code is accepted once: the last accepted time-step per user
+        "ALTER TABLE auth_users ADD COLUMN totp_last_step INTEGER",
+    ),
 }
 
 
