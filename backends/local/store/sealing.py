@@ -202,6 +202,9 @@ async def _adopt(db: Database, chosen: SealKey, configured: bytes | None) -> Non
             "INSERT INTO meta (key, value) VALUES (:k, :v) ON CONFLICT (key) DO NOTHING",
             {"k": CHECK_ROW, "v": key_check(chosen.key)},
         )
+        stored = await _meta(db, CHECK_ROW)  # a process with another key may have been first
+        if stored is None or not hmac.compare_digest(stored, key_check(chosen.key)):
+            raise _wrong_key(chosen)
 
 
 def _wrong_key(chosen: SealKey) -> ConfigurationError:
