@@ -134,14 +134,20 @@ async def race_engines(config: dict[str, Any], engines: int, rounds: int) -> lis
         await s.__aenter__()
     try:
         results: list[dict[str, str]] = [{} for _ in sdks]
+
+        async def one(barrier: asyncio.Barrier, into: dict[str, str], key: str, call: Callable[[], Any]) -> None:
+            await barrier.wait()
+            into[key] = await outcome(call)
+
         for n in range(rounds):
             barrier = asyncio.Barrier(engines * 6)
-
-            async def one(i: int, kind: str, call: Callable[[], Awaitable[Any]]) -> None:
-                await barrier.wait()
-                results[i][f"{kind}-{n}"] = await outcome(call)
-
-            await asyncio.gather(*(one(i, k, c) for i, s in enumerate(sdks) for k, c in creations(s, n).items()))
+            await asyncio.gather(
+                *(
+                    one(barrier, results[i], f"{k}-{n}", c)
+                    for i, s in enumerate(sdks)
+                    for k, c in creations(s, n).items()
+                )
+            )
         return results
     finally:
         for s in sdks:

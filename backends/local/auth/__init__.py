@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .config import AuthConfig, load_auth_config
 from ..store.sealing import load_seal_key
+from .config import AuthConfig, load_auth_config
 from .crypto import PageTokens, SecretBox, b64d, derive_key
 from .defaults import seed
 from .service import AuthService
