@@ -15,6 +15,7 @@ provider calls), so an SQLite transaction never interleaves with another task.
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
@@ -174,6 +175,14 @@ def _postgres_error(exc: Exception, sql: str, rows: Sequence[Mapping[str, Any]])
     return StoreFailure(f"PostgreSQL {kind} (SQLSTATE {sqlstate or '?'}) in: {' '.join(sql.split())[:300]}")
 
 
+class _StatementsOnly(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """SQLAlchemy's engine logger without its DEBUG level: at DEBUG it logs every result row (password and
+    API-key hashes, sealed secrets). Statements (INFO) stay, their parameters hidden (`hide_parameters`)."""
+
+    def isEnabledFor(self, level: int) -> bool:  # noqa: N802 - the logging API's name
+        return level >= logging.INFO and self.logger.isEnabledFor(level)
+
+
 class PostgresDatabase:
     """SQLAlchemy async engine on asyncpg; a transaction pins one pooled connection to the task."""
 
@@ -195,6 +204,7 @@ class PostgresDatabase:
         self._engine = create_async_engine(
             url, pool_size=10, max_overflow=10, pool_pre_ping=False, hide_parameters=True, echo=False
         )
+        self._engine.sync_engine.logger = _StatementsOnly(self._engine.sync_engine.logger)  # type: ignore[assignment]
         self._tx: dict[asyncio.Task[Any] | None, Any] = {}
 
     def _current(self) -> Any:
