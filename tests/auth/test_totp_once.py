@@ -25,7 +25,7 @@ async def as_session(sdk: PluginSDK, id_token: str) -> AsyncIterator[PluginSDK]:
         yield s
 
 
-async def _enrolled(sdk: PluginSDK, mailbox: Mailbox, user_id: str, tmp_path: Path) -> tuple[pyotp.TOTP, str]:
+async def enrolled(sdk: PluginSDK, mailbox: Mailbox, user_id: str, tmp_path: Path) -> tuple[pyotp.TOTP, str]:
     """A user with MFA enabled; returns the authenticator and the code that enabled it."""
     await sdk.create_managed_user(user_id=user_id, email=f"{user_id}@example.com")
     await sdk.create_user_roles(user_id, ["basicReadOnly"])
@@ -55,7 +55,7 @@ async def pool(backend_kind: str, tmp_path: Path, mailbox: Mailbox) -> AsyncIter
 
 
 async def test_a_totp_code_signs_in_once(pool: PluginSDK, mailbox: Mailbox, tmp_path: Path) -> None:
-    totp, enabling = await _enrolled(pool, mailbox, "gus", tmp_path)
+    totp, enabling = await enrolled(pool, mailbox, "gus", tmp_path)
     with pytest.raises(AuthenticationError) as spent:  # the code that enabled MFA is used up
         await pool.login("gus", PASSWORD, totp_code=enabling)
     assert spent.value.status == 401 and "used" in spent.value.message
@@ -68,7 +68,7 @@ async def test_a_totp_code_signs_in_once(pool: PluginSDK, mailbox: Mailbox, tmp_
 
 
 async def test_two_sign_ins_racing_with_one_code(pool: PluginSDK, mailbox: Mailbox, tmp_path: Path) -> None:
-    totp, _ = await _enrolled(pool, mailbox, "ida", tmp_path)
+    totp, _ = await enrolled(pool, mailbox, "ida", tmp_path)
     code = totp.at(time.time() + 30)
     results = await asyncio.gather(
         *(pool.login("ida", PASSWORD, totp_code=code) for _ in range(4)), return_exceptions=True
@@ -80,8 +80,8 @@ async def test_two_sign_ins_racing_with_one_code(pool: PluginSDK, mailbox: Mailb
 
 
 async def test_each_user_has_their_own_last_step(pool: PluginSDK, mailbox: Mailbox, tmp_path: Path) -> None:
-    a, _ = await _enrolled(pool, mailbox, "joe", tmp_path)
-    b, _ = await _enrolled(pool, mailbox, "kimi", tmp_path)
+    a, _ = await enrolled(pool, mailbox, "joe", tmp_path)
+    b, _ = await enrolled(pool, mailbox, "kimi", tmp_path)
     later = time.time() + 30
     assert (await pool.login("joe", PASSWORD, totp_code=a.at(later))).mfa is True
     assert (await pool.login("kimi", PASSWORD, totp_code=b.at(later))).mfa is True
