@@ -179,7 +179,7 @@ class _StatementsOnly(logging.LoggerAdapter):  # type: ignore[type-arg]
     """SQLAlchemy's engine logger without its DEBUG level: at DEBUG it logs every result row (password and
     API-key hashes, sealed secrets). Statements (INFO) stay, their parameters hidden (`hide_parameters`)."""
 
-    def isEnabledFor(self, level: int) -> bool:  # noqa: N802 - the logging API's name
+    def isEnabledFor(self, level: int) -> bool:
         return level >= logging.INFO and self.logger.isEnabledFor(level)
 
 
