@@ -204,3 +204,18 @@ async def test_an_interrupted_rotation_is_finished_or_undone(tmp_path: Path, mai
     async with PluginSDK(config=cfg):
         pass
     assert key_file.read_text() == new and not pending.exists()
+
+
+async def test_the_key_file_can_live_elsewhere(
+    tmp_path: Path, mailbox: Mailbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = tmp_path / "store.db"
+    elsewhere = tmp_path / "keys" / "pluginsdk.key"
+    monkeypatch.setenv("PLUGIN_SEAL_KEY_FILE", str(elsewhere))
+    async with PluginSDK(config=config(store, mailbox)) as sdk:
+        totp, _ = await enrolled(sdk, mailbox, "gus", tmp_path)
+    assert elsewhere.exists() and mode(elsewhere) == 0o600 and mode(elsewhere.parent) == 0o700
+    assert not Path(f"{store}.key").exists()
+    elsewhere.chmod(0o644)
+    assert await sign_in(config(store, mailbox), "gus", totp.at(time.time() + 30))
+    assert mode(elsewhere) == 0o600  # a key file others could read is tightened when read

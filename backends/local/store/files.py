@@ -57,8 +57,9 @@ def open_private(path: Path) -> None:
 
 
 def read_private(path: Path) -> bytes | None:
-    """The file's bytes, or None when it does not exist."""
+    """The file's bytes (tightened to owner-only first, when ours), or None when it does not exist."""
     try:
+        _tighten(path)
         return path.read_bytes()
     except FileNotFoundError:
         return None
