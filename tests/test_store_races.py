@@ -250,3 +250,28 @@ async def test_executemany_outside_a_transaction_is_all_or_nothing(tmp_path: Pat
             await db.executemany(sql, [{"u": "amy", "r": "a", "at": "t"}, {"u": "amy", "r": "b", "at": "t"}])
         rows = await db.fetchall("SELECT role_name FROM auth_user_roles WHERE user_id = 'amy'")
         assert [r["role_name"] for r in rows] == ["b"]  # the first row was not kept
+
+
+@pytest.mark.postgres
+async def test_rest_callers_racing_on_postgres(pg_config: dict[str, Any], tmp_path: Path) -> None:
+    """Concurrent REST requests to one server on PostgreSQL: the losers' answer is the 409 envelope."""
+    from tests.support.remote import remote_sdk
+
+    async with remote_sdk(pg_config, tmp_path) as sdk:
+        await prepare(sdk)
+        rounds = 3
+        barrier = asyncio.Barrier(rounds * 6 * 3)
+
+        async def one(key: str, call: Callable[[], Awaitable[Any]]) -> tuple[str, str]:
+            await barrier.wait()
+            return key, await outcome(call)
+
+        got = await asyncio.gather(
+            *(one(f"{k}-{n}", c) for n in range(rounds) for _ in range(3) for k, c in creations(sdk, n).items())
+        )
+        results: list[dict[str, str]] = [{}, {}, {}]
+        for key, result in got:
+            slot = next(r for r in results if key not in r)
+            slot[key] = result
+        assert_one_winner(results, rounds=rounds)
+        await assert_whole(sdk, rounds=rounds)
