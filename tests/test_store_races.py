@@ -204,10 +204,10 @@ async def test_processes_racing_on_postgres(pg_config: dict[str, Any]) -> None:
     assert results == [{}, {}, {}]
     async with PluginSDK(config=pg_config) as sdk:
         await prepare(sdk)
-    results = await race_processes(pg_config, processes=4, rounds=3)
-    assert_one_winner(results, rounds=3)
+    results = await race_processes(pg_config, processes=3, rounds=2)
+    assert_one_winner(results, rounds=2)
     async with PluginSDK(config=pg_config) as sdk:
-        await assert_whole(sdk, rounds=3)
+        await assert_whole(sdk, rounds=2)
 
 
 # -- the mapping itself --------------------------------------------------------------------------------------
