@@ -213,9 +213,20 @@ async def test_processes_racing_on_postgres(pg_config: dict[str, Any]) -> None:
 # -- the mapping itself --------------------------------------------------------------------------------------
 
 
-async def test_a_unique_key_collision_is_409_naming_only_the_identifier(tmp_path: Path) -> None:
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
+    if request.param == "sqlite":
+        yield base_config(tmp_path)
+        return
+    async with fresh_database() as url:
+        yield base_config(
+            tmp_path, storage={"type": "postgresql", "url": url, "seal_key_file": str(tmp_path / "seal.key")}
+        )
+
+
+async def test_a_unique_key_collision_is_409_naming_only_the_identifier(any_store: dict[str, Any]) -> None:
     """An INSERT that loses the race (no check before it) is ALREADY_EXISTS; a secret column is never echoed."""
-    async with PluginSDK(config=base_config(tmp_path)) as sdk:
+    async with PluginSDK(config=any_store) as sdk:
         await prepare(sdk)
         key = await sdk.create_api_key(api_key_name="k1", user_id="keyholder", description="first key")
         engine = sdk.backend.engine  # type: ignore[attr-defined]
@@ -241,8 +252,8 @@ async def test_a_unique_key_collision_is_409_naming_only_the_identifier(tmp_path
         assert dup.value.details == {"field": "request_id", "value": "req-dup"}
 
 
-async def test_executemany_outside_a_transaction_is_all_or_nothing(tmp_path: Path) -> None:
-    async with PluginSDK(config=base_config(tmp_path)) as sdk:
+async def test_executemany_outside_a_transaction_is_all_or_nothing(any_store: dict[str, Any]) -> None:
+    async with PluginSDK(config=any_store) as sdk:
         db = sdk.backend.engine.db.db  # type: ignore[attr-defined]
         sql = "INSERT INTO auth_user_roles (user_id, role_name, created_on) VALUES (:u, :r, :at)"
         await db.execute(sql, {"u": "amy", "r": "b", "at": "t"})
