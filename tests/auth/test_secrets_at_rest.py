@@ -151,7 +151,8 @@ async def test_rotation_by_command_reseals_everything(tmp_path: Path, mailbox: M
     cfg = config(store, mailbox)
     async with PluginSDK(config=cfg) as sdk:
         totp, _ = await enrolled(sdk, mailbox, "gus", tmp_path)
-        old_token = (await sdk.login("gus", PASSWORD, totp_code=totp.at(time.time() + 30))).id_token
+        used = totp.at(time.time() + 30)
+        old_token = (await sdk.login("gus", PASSWORD, totp_code=used)).id_token
     key_file = Path(f"{store}.key")
     before = key_file.read_text()
     cfg_file = tmp_path / "config.json"
@@ -173,7 +174,7 @@ async def test_rotation_by_command_reseals_everything(tmp_path: Path, mailbox: M
 
         assert (await authenticate(sdk, f"Bearer {old_token}")).user_id == "gus"  # same signing keys, re-sealed
         with pytest.raises(AuthenticationError):  # replay protection survives rotation
-            await sdk.login("gus", PASSWORD, totp_code=totp.at(time.time() + 30))
+            await sdk.login("gus", PASSWORD, totp_code=used)
     # the old key no longer opens the store
     key_file.write_text(before)
     with pytest.raises(ConfigurationError):
