@@ -49,7 +49,9 @@ def _schemathesis(tmp_path: Path, who: str) -> None:
             "--report", "junit", "--report-junit-path", str(report), "--no-color",
         ]  # fmt: skip
         env = {**os.environ, "SCHEMATHESIS_HOOKS": "", "NO_COLOR": "1"}
-        run = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env, check=False)
+        run = subprocess.run(  # in tmp_path: its cache (.schemathesis/) stays out of the repository
+            command, capture_output=True, text=True, timeout=600, env=env, check=False, cwd=tmp_path
+        )
     output = run.stdout + run.stderr
     assert "Tested: 8" in output, output[-3000:]  # every operation ran (83 today)
     assert run.returncode == 0, f"schemathesis as {who}:\n{output[-12000:]}"
