@@ -6,14 +6,17 @@ objects pleasant in notebooks and logs.
 """
 
 import json
+import logging
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Self
 
 import pydantic
 from pydantic import ConfigDict
 from pydantic.alias_generators import to_camel
 
 __all__ = ["BaseModel", "utcnow"]
+
+log = logging.getLogger("pluginsdk.models")
 
 
 def utcnow() -> datetime:
@@ -22,16 +25,52 @@ def utcnow() -> datetime:
 
 
 class BaseModel(pydantic.BaseModel):
-    """Data object: snake_case or camelCase in, snake_case out, extra input fields ignored."""
+    """Data object: snake_case or camelCase in, snake_case out, extra input fields ignored, floats finite
+    (NaN and infinity are not JSON numbers: a model never holds one it could not write back)."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         extra="ignore",
         use_attribute_docstrings=False,
         defer_build=True,
+        allow_inf_nan=False,
         validate_by_name=True,
         validate_by_alias=True,
     )
+
+    @classmethod
+    def from_stored(cls, data: str | bytes, *, key: str = "?") -> Self | None:
+        """A stored row's JSON as a model, robust to rows an older version or a hand edit left invalid.
+
+        A field that no longer validates (a NaN weight written as null, say) is dropped, so its default
+        applies, and logged; a row that still does not validate is logged and skipped (None). One bad row
+        thereby never makes a listing fail for every user, and the object stays readable, fixable and
+        deletable. The log names the model, the row's key and the fields, never their values.
+        """
+        try:
+            return cls.model_validate_json(data)
+        except pydantic.ValidationError as exc:
+            bad = {str(e["loc"][0]) for e in exc.errors(include_url=False) if e["loc"]}
+        try:
+            raw = json.loads(data)  # Python's parser also reads NaN and Infinity tokens
+        except ValueError:
+            raw = None
+        if isinstance(raw, dict):
+            kept = {k: v for k, v in raw.items() if k not in bad and to_camel(k) not in bad}
+            try:
+                model = cls.model_validate(kept)
+            except pydantic.ValidationError:
+                pass
+            else:
+                log.warning(
+                    "stored %s %r: field(s) %s do not validate; shown with their defaults until rewritten",
+                    cls.__name__,
+                    key,
+                    ", ".join(sorted(bad)),
+                )
+                return model
+        log.warning("stored %s %r does not validate (fields: %s); skipped", cls.__name__, key, ", ".join(sorted(bad)))
+        return None
 
     def to_dict(self, *, by_alias: bool = False, exclude_none: bool = False) -> dict[str, Any]:
         """A JSON-ready dict (datetimes as ISO 8601 strings)."""

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import Field
 
 from ..models import TemplateList, TemplateResult, TemplateValidation
+from ..models.identifiers import TemplateId
 from ._base import Cli, Policy, Query, Rest
 
 __all__ = ["GetTemplateQuery", "ListTemplatesQuery", "ValidateTemplateQuery"]
@@ -46,7 +47,7 @@ class GetTemplateQuery(Query):
     cli = Cli("templates", "show", args=("template_id",))
     policy = TEMPLATE_POLICY
 
-    template_id: str = Field(min_length=1)
+    template_id: TemplateId
     """Template to show."""
     provider_name: str | None = None
     include_config: bool = True
@@ -63,5 +64,5 @@ class ValidateTemplateQuery(Query):
 
     template_config: dict[str, Any] | None = None
     """Raw template configuration to check (snake_case or camelCase)."""
-    template_id: str | None = None
+    template_id: TemplateId | None = None
     """Validate this stored template (or name the config's id)."""
