@@ -5,7 +5,7 @@ from pydantic import Field, field_validator, model_validator
 from .._pagination import PageToken
 from ..models.auth_results import ApiKeyCreated, ApiKeyList, ApiKeyResult
 from ._base import Cli, Command, Policy, Query, Rest
-from .auth_fields import ApiKeyName, Description, Expiry, PartialUpdate, UserId, strip_text
+from .auth_fields import ApiKeyName, Description, Expiry, PartialUpdate, UserId, strip_spaces, strip_text
 
 __all__ = [
     "CreateAPIKeyCommand",
@@ -85,7 +85,7 @@ class _CreateKey(Command):
     description: Description
     """What the key is for (4-256 characters after trimming)."""
 
-    _strip_name = field_validator("api_key_name", mode="before")(strip_text)
+    _strip_name = field_validator("api_key_name", mode="before")(strip_spaces)
 
 
 class CreateAPIKeyCommand(_CreateKey):
@@ -123,7 +123,7 @@ class _UpdateKey(PartialUpdate, Command):
     """New expiry (ISO 8601 with a time zone, or a date)."""
     is_active: str | None = Field(None, pattern=r"^(true|false)$")
     """The text `true` (enable) or `false` (disable)."""
-    api_key_name: str | None = None
+    api_key_name: ApiKeyName | None = None
     """Not changeable; giving it is an error."""
 
     _strip = field_validator("description", mode="before")(strip_text)

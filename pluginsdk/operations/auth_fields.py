@@ -25,6 +25,7 @@ __all__ = [
     "UserId",
     "check_expiry",
     "check_role_names",
+    "strip_spaces",
     "strip_text",
 ]
 
@@ -35,6 +36,11 @@ Description = Annotated[str, StringConstraints(strip_whitespace=True, min_length
 def strip_text(value: Any) -> Any:
     """Before-validator: remove surrounding whitespace from text (length checks then see the trimmed value)."""
     return value.strip() if isinstance(value, str) else value
+
+
+def strip_spaces(value: Any) -> Any:
+    """Before-validator of names: remove surrounding spaces only (a newline or tab is refused, not trimmed)."""
+    return value.strip(" ") if isinstance(value, str) else value
 
 
 def check_role_names(names: list[str]) -> list[str]:
