@@ -142,6 +142,22 @@ async def test_a_bad_stored_template_does_not_break_listings(
         assert any("instance_types" in r.getMessage() and "t1" in r.getMessage() for r in caplog.records)
 
 
+@pytest.mark.parametrize("value", ["NaN", "-Infinity", '"\\ud800"', '{"deep": [NaN]}'])
+async def test_a_stored_free_form_value_no_encoder_takes_does_not_break_listings(
+    backend_kind: str, tmp_path: Path, value: str
+) -> None:
+    async with open_sdk("local", tmp_path) as local:
+        await local.create_template(**TEMPLATE, configuration={"spot": 1})
+    with sqlite3.connect(tmp_path / "store.db") as db:
+        text = db.execute("SELECT data FROM templates WHERE template_id='t1'").fetchone()[0]
+    assert '{"spot":1}' in text
+    _corrupt(tmp_path / "store.db", "t1", text.replace('{"spot":1}', '{"spot":' + value + "}"))
+    async with open_sdk(backend_kind, tmp_path) as sdk:  # remote: the server renders strict JSON
+        listing = await sdk.list_templates()
+        assert [(t.template_id, t.configuration) for t in listing.templates] == [("t1", {})]
+        assert (await sdk.get_template(template_id="t1")).template.configuration == {}
+
+
 async def test_an_unreadable_stored_template_is_skipped(tmp_path: Path) -> None:
     async with open_sdk("local", tmp_path) as local:
         await local.create_template(**TEMPLATE)

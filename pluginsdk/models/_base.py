@@ -7,6 +7,7 @@ objects pleasant in notebooks and logs.
 
 import json
 import logging
+import re
 from datetime import UTC, datetime
 from typing import Any, Self
 
@@ -14,9 +15,16 @@ import pydantic
 from pydantic import ConfigDict
 from pydantic.alias_generators import to_camel
 
+from .values import value_problem
+
 __all__ = ["BaseModel", "utcnow"]
 
 log = logging.getLogger("pluginsdk.models")
+
+
+def _top_fields(exc: pydantic.ValidationError) -> set[str]:
+    """The top-level fields a validation error is about."""
+    return {str(e["loc"][0]) for e in exc.errors(include_url=False) if e["loc"]}
 
 
 def utcnow() -> datetime:
@@ -42,34 +50,48 @@ class BaseModel(pydantic.BaseModel):
     def from_stored(cls, data: str | bytes, *, key: str = "?") -> Self | None:
         """A stored row's JSON as a model, robust to rows an older version or a hand edit left invalid.
 
-        A field that no longer validates (a NaN weight written as null, say) is dropped, so its default
-        applies, and logged; a row that still does not validate is logged and skipped (None). One bad row
-        thereby never makes a listing fail for every user, and the object stays readable, fixable and
-        deletable. The log names the model, the row's key and the fields, never their values.
+        A field that does not validate, or holds what no JSON encoder or store takes (`pluginsdk.models.values`:
+        a NaN or a lone surrogate in a free-form mapping), is dropped so its default applies, and logged; a row
+        that still does not validate is logged and skipped (None). One bad row thereby never makes a listing
+        fail for every user, and the object stays readable, fixable and deletable. The log names the model,
+        the row's key and the fields, never their values.
         """
+        dropped: set[str] = set()
         try:
-            return cls.model_validate_json(data)
+            model = cls.model_validate_json(data)
         except pydantic.ValidationError as exc:
-            bad = {str(e["loc"][0]) for e in exc.errors(include_url=False) if e["loc"]}
+            dropped = _top_fields(exc)
+        else:
+            if value_problem(model) is None:
+                return model
         try:
             raw = json.loads(data)  # Python's parser also reads NaN and Infinity tokens
         except ValueError:
             raw = None
         if isinstance(raw, dict):
-            kept = {k: v for k, v in raw.items() if k not in bad and to_camel(k) not in bad}
-            try:
-                model = cls.model_validate(kept)
-            except pydantic.ValidationError:
-                pass
-            else:
-                log.warning(
-                    "stored %s %r: field(s) %s do not validate; shown with their defaults until rewritten",
-                    cls.__name__,
-                    key,
-                    ", ".join(sorted(bad)),
-                )
-                return model
-        log.warning("stored %s %r does not validate (fields: %s); skipped", cls.__name__, key, ", ".join(sorted(bad)))
+            for _ in range(len(raw) + 1):
+                kept = {k: v for k, v in raw.items() if k not in dropped and to_camel(k) not in dropped}
+                try:
+                    model = cls.model_validate(kept)
+                except pydantic.ValidationError as exc:
+                    more = _top_fields(exc) - dropped
+                    if not more:
+                        break
+                    dropped |= more
+                    continue
+                found = value_problem(model)
+                if found is None:
+                    log.warning(
+                        "stored %s %r: field(s) %s do not validate; shown with their defaults until rewritten",
+                        cls.__name__,
+                        key,
+                        ", ".join(sorted(dropped)),
+                    )
+                    return model
+                dropped.add(re.split(r"[.\[]", found[0], maxsplit=1)[0])
+        log.warning(
+            "stored %s %r does not validate (fields: %s); skipped", cls.__name__, key, ", ".join(sorted(dropped))
+        )
         return None
 
     def to_dict(self, *, by_alias: bool = False, exclude_none: bool = False) -> dict[str, Any]:
