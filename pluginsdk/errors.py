@@ -83,14 +83,23 @@ def is_secret_field(field: Any) -> bool:
     return any(w in _SECRET_WORDS for w in words) or any(s in joined for s in ("password", "secret", "apikey"))
 
 
-def _clip(text: str, limit: int) -> str:
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]"
+)
+"""Characters shown escaped in errors: controls (ANSI escapes included; newline and tab kept), bidi controls,
+zero-width characters and lone surrogates. An error quoting input can neither reorder nor hide text in a
+terminal or log, nor break a UTF-8 encoder."""
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def _clip(text: str, limit: int, *, keep_lines: bool = True) -> str:
     if len(text) > limit:
         text = f"{text[:limit]}... ({len(text) - limit} more characters)"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate from the input: shown escaped, never breaks the encoder
-        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return text.replace("\x00", "\\x00")
+    text = _UNSAFE.sub(_escape, text)
+    return text if keep_lines else text.replace("\n", "\\n").replace("\t", "\\t")
 
 
 def _clean(value: Any, depth: int = 0) -> Any:
@@ -98,7 +107,7 @@ def _clean(value: Any, depth: int = 0) -> Any:
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, str):
-        return _clip(value, MAX_DETAIL_CHARS)
+        return _clip(value, MAX_DETAIL_CHARS, keep_lines=False)
     if isinstance(value, int):
         return value if abs(value) < 2**63 else f"<integer of {value.bit_length()} bits>"
     if isinstance(value, float):
@@ -107,7 +116,7 @@ def _clean(value: Any, depth: int = 0) -> Any:
         return "..."
     if isinstance(value, dict):
         items = list(value.items())
-        out = {_clip(str(k), MAX_DETAIL_CHARS): _clean(v, depth + 1) for k, v in items[:_MAX_ITEMS]}
+        out = {_clip(str(k), MAX_DETAIL_CHARS, keep_lines=False): _clean(v, depth + 1) for k, v in items[:_MAX_ITEMS]}
         if len(items) > _MAX_ITEMS:
             out["..."] = f"{len(items) - _MAX_ITEMS} more entries"
         return out

@@ -170,3 +170,19 @@ async def test_rest_errors_are_small_and_secret_free(rest: httpx.AsyncClient) ->
     assert r.status_code == 400 and b"918273645" not in r.content, r.text
     r = await rest.get("/api/v1/templates/" + "z" * 4000)
     assert r.status_code in (400, 404) and len(r.content) < 4000
+
+
+async def test_invisible_and_terminal_characters_are_shown_escaped(sdk: PluginSDK) -> None:
+    """An error quoting input can neither recolour a terminal (ANSI), reorder (bidi) nor hide (zero-width) text."""
+    with pytest.raises(ValidationError) as exc:
+        await sdk.create_constraint(
+            constraint_id="c1",
+            name="n",
+            description="escapes in errors",
+            object_type="template",
+            criteria_and=[{"field": "templateId", "operator": "\x1b[2Jequals\u202e", "value": "x"}],
+            group_permissions=[{"groupId": "admin", "permission": "GET", "permissionType": "allow"}],
+        )
+    rendered = _rendered(exc.value).decode("utf-8")
+    assert "\x1b" not in rendered and "\u202e" not in rendered
+    assert "\\u001b" in exc.value.message and "\\u202e" in exc.value.details["value"]
