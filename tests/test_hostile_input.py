@@ -211,3 +211,56 @@ async def test_rest_expiry_out_of_range_is_400(rest: httpx.AsyncClient) -> None:
     assert r.status_code == 400 and r.json()["error_code"] == "VALIDATION_ERROR", r.text
     r = await rest.get("/api/v1/templates", params={"limit": str(2**80)})
     assert r.status_code == 400, r.text
+
+
+# -- PostgreSQL: the limits are what it holds -------------------------------------------------------------
+@pytest.fixture
+async def pg_config(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
+    import asyncio
+    import uuid
+
+    asyncpg = pytest.importorskip("asyncpg")
+    try:
+        admin = await asyncio.wait_for(asyncpg.connect("postgresql://postgres@127.0.0.1:5432/test"), 3)
+    except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
+        pytest.skip(f"PostgreSQL not reachable on 127.0.0.1:5432: {exc}")
+    name = f"psdk_{uuid.uuid4().hex[:10]}"
+    await admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield base_config(
+            tmp_path, storage={"type": "postgresql", "url": f"postgresql://postgres@127.0.0.1:5432/{name}"}
+        )
+    finally:
+        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        await admin.close()
+
+
+@pytest.mark.postgres
+async def test_hostile_values_on_postgres_and_the_edges_stored(pg_config: dict[str, Any]) -> None:
+    async with PluginSDK(config=pg_config) as sdk:
+        for case, extra in HOSTILE_TEMPLATES.items():
+            with pytest.raises(ValidationError):
+                await sdk.create_template(**TEMPLATE, **extra)
+            assert case
+        await _edges_are_stored(sdk)
+
+
+EDGES: dict[str, Any] = {
+    "name": "caf\u00e9 \u2713 \U0001f680",
+    "configuration": {"big": 2**63 - 1, "small": -(2**63), "tiny": 5e-324, "huge": 1.7976931348623157e308},
+    "tags": {"k\u00e9y": "v\u00e4lue"},
+    "max_number": 1_000_000,
+}
+
+
+async def _edges_are_stored(sdk: PluginSDK) -> None:
+    """The largest integers, extreme finite floats and non-ASCII text (surrogate pairs included) round-trip."""
+    await sdk.create_template(**TEMPLATE, **EDGES)
+    shown = (await sdk.get_template(template_id="t1")).template
+    assert shown.name == EDGES["name"] and shown.configuration == EDGES["configuration"]
+    assert shown.tags == EDGES["tags"] and shown.max_number == 1_000_000
+    assert (await sdk.list_templates()).total_count == 1
+
+
+async def test_the_edges_of_the_limits_are_stored(sdk: PluginSDK) -> None:
+    await _edges_are_stored(sdk)
