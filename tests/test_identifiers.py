@@ -106,6 +106,8 @@ async def test_hostile_identifiers_are_refused_on_both_backends(sdk: PluginSDK) 
         with pytest.raises(ValidationError):
             await sdk.create_template(template_id=value, image_id="ami-1", provider_api="local")
         with pytest.raises(ValidationError):
+            await sdk.validate_template(template_config={"templateId": value, "imageId": "ami-1"})
+        with pytest.raises(ValidationError):
             await sdk.create_role(role_name=value, description="hostile role")
         with pytest.raises(ValidationError):
             await sdk.create_user_roles(user_id=value, role_name=["admin"])
