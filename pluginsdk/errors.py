@@ -75,7 +75,8 @@ def is_secret_field(field: Any) -> bool:
     things, they are not secrets)."""
     if not isinstance(field, str) or not field:
         return False
-    last = re.split(r"[.\[\]]", field.strip(".[]"))[-1] if field.strip(".[]") else field
+    names = [p for p in re.split(r"[.\[\]]", field) if p and not p.isdigit()]  # `password.0` is the password's
+    last = names[-1] if names else field
     words = [w.lower() for w in _WORD.findall(last)]
     if not words or words[-1] in _NAMING_WORDS:
         return False
