@@ -6,7 +6,6 @@ objects pleasant in notebooks and logs.
 """
 
 import json
-import logging
 import re
 from datetime import UTC, datetime
 from typing import Any, Self
@@ -19,7 +18,12 @@ from .values import value_problem
 
 __all__ = ["BaseModel", "utcnow"]
 
-log = logging.getLogger("pluginsdk.models")
+
+def _log() -> Any:
+    """The models' logger, imported only when a stored row needs a warning (CLI cold start)."""
+    import logging
+
+    return logging.getLogger("pluginsdk.models")
 
 
 def _top_fields(exc: pydantic.ValidationError) -> set[str]:
@@ -81,7 +85,7 @@ class BaseModel(pydantic.BaseModel):
                     continue
                 found = value_problem(model)
                 if found is None:
-                    log.warning(
+                    _log().warning(
                         "stored %s %r: field(s) %s do not validate; shown with their defaults until rewritten",
                         cls.__name__,
                         key,
@@ -89,7 +93,7 @@ class BaseModel(pydantic.BaseModel):
                     )
                     return model
                 dropped.add(re.split(r"[.\[]", found[0], maxsplit=1)[0])
-        log.warning(
+        _log().warning(
             "stored %s %r does not validate (fields: %s); skipped", cls.__name__, key, ", ".join(sorted(dropped))
         )
         return None
