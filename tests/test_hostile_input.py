@@ -264,3 +264,34 @@ async def _edges_are_stored(sdk: PluginSDK) -> None:
 
 async def test_the_edges_of_the_limits_are_stored(sdk: PluginSDK) -> None:
     await _edges_are_stored(sdk)
+
+
+async def test_rest_hostile_query_values_are_400(rest: httpx.AsyncClient) -> None:
+    for path, params in [
+        ("/api/v1/templates", {"provider_api": "a\x00b"}),
+        ("/api/v1/requests", {"template_id": "we\u202eb"}),
+        ("/api/v1/machines", {"template_id": "web\u200b"}),
+        ("/api/v1/templates", {"offset": "1e400"}),
+        ("/api/v1/requests/cleanup", None),
+    ]:
+        if params is None:
+            r = await rest.post(path, json={"older_than_days": "NaN"})
+        else:
+            r = await rest.get(path, params=params)
+        assert r.status_code == 400, (path, params, r.text)
+        assert r.json()["error_code"] == "VALIDATION_ERROR"
+
+
+async def test_rest_undecodable_path_and_query_are_400(rest: httpx.AsyncClient) -> None:
+    """A percent-encoded surrogate (`%ED%A0%80`, not UTF-8) names nothing: 400, never a 500."""
+    for url in [
+        "/api/v1/templates/%ED%A0%80",
+        "/api/v1/templates/%00",
+        "/api/v1/templates/a%0Ab",
+    ]:
+        r = await rest.get(url)
+        assert r.status_code == 400, (url, r.text)
+        assert r.json()["success"] is False
+    # a free-text filter decodes the bytes as U+FFFD (replacement characters): valid text that matches nothing
+    r = await rest.get("/api/v1/templates?provider_api=%ED%A0%80")
+    assert r.status_code == 200 and r.json()["total_count"] == 0
