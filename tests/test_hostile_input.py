@@ -295,3 +295,48 @@ async def test_rest_undecodable_path_and_query_are_400(rest: httpx.AsyncClient) 
     # a free-text filter decodes the bytes as U+FFFD (replacement characters): valid text that matches nothing
     r = await rest.get("/api/v1/templates?provider_api=%ED%A0%80")
     assert r.status_code == 200 and r.json()["total_count"] == 0
+
+
+async def test_mcp_tools_refuse_hostile_values(local_sdk: PluginSDK) -> None:
+    from tests.mcp.helpers import connect, data
+
+    async with connect(local_sdk) as client:
+        for arguments in [
+            {**TEMPLATE, "configuration": {"n": 2**64}},
+            {**TEMPLATE, "name": "a\x00b"},
+            {**TEMPLATE, "instance_types": {"t3.small": math.nan}},
+            {**TEMPLATE, "template_id": "we\u202eb"},
+        ]:
+            res = await client.call_tool("create_template", arguments)
+            assert res.is_error
+            assert data(res)["error"]["type"] == "ValidationError"
+        listing = data(await client.call_tool("list_templates", {}))
+        assert listing["total_count"] == 0
+
+
+def test_cli_refuses_a_file_with_nan_and_a_bidi_id(tmp_path: Path) -> None:
+    """The CLI reads JSON with Python's parser (which takes `NaN`): the operation refuses it all the same."""
+    import os
+    import subprocess
+    import sys
+
+    cfg = tmp_path / "plugin.yaml"
+    cfg.write_text("provider:\n  local:\n    boot_delay: 0.05\n    terminate_delay: 0.05\n    seed: 1\n")
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
+    env = {**base, "PLUGIN_STORAGE_PATH": str(tmp_path / "cli.db"), "PLUGIN_CONFIG": str(cfg)}
+
+    def run(*args: str) -> tuple[int, Any]:
+        res = subprocess.run(
+            [sys.executable, "-m", "pluginsdk", *args, "--format", "json"],
+            capture_output=True, text=True, env=env, timeout=60, check=False,
+        )  # fmt: skip
+        return res.returncode, json.loads(res.stdout)
+
+    nan_file = tmp_path / "t.json"
+    nan_file.write_text('{"templateId": "t1", "imageId": "ami-1", "instanceTypes": {"t3.small": NaN}}')
+    code, body = run("templates", "create", "--file", str(nan_file))
+    assert code != 0 and body["error_code"] == "VALIDATION_ERROR"
+    code, body = run("templates", "create", "--template-id", "we\u202eb", "--image-id", "ami-1")
+    assert code != 0 and body["error_code"] == "VALIDATION_ERROR" and "U+202E" in body["error"]
+    code, body = run("templates", "list")
+    assert code == 0 and body["total_count"] == 0
