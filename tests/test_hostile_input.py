@@ -340,3 +340,16 @@ def test_cli_refuses_a_file_with_nan_and_a_bidi_id(tmp_path: Path) -> None:
     assert code != 0 and body["error_code"] == "VALIDATION_ERROR" and "U+202E" in body["error"]
     code, body = run("templates", "list")
     assert code == 0 and body["total_count"] == 0
+
+
+async def test_template_files_with_values_no_encoder_takes_are_skipped(backend_kind: str, tmp_path: Path) -> None:
+    files = tmp_path / "templates"
+    files.mkdir()
+    (files / "a.yaml").write_text("templateId: nan-price\nimageId: ami-1\nconfiguration:\n  max_price: .nan\n")
+    (files / "b.yaml").write_text("templateId: inf-weight\nimageId: ami-1\ninstanceTypes:\n  t3.small: .inf\n")
+    (files / "c.json").write_text('{"templateId": "nan-json", "imageId": "ami-1", "configuration": {"p": NaN}}')
+    (files / "d.yaml").write_text("templateId: fine\nimageId: ami-1\nconfiguration:\n  max_price: 0.05\n")
+    async with open_sdk(backend_kind, tmp_path, templates={"dir": str(files)}) as sdk:
+        listing = await sdk.list_templates()
+        assert [t.template_id for t in listing.templates] == ["fine"]
+        assert listing.templates[0].configuration == {"max_price": 0.05}
