@@ -358,7 +358,9 @@ def _check_keys(name: str, model: type[_Group], raw: Mapping[str, Any], sources:
 def _unknown(key: str, valid: list[str], sources: Mapping[str, str]) -> ConfigurationError:
     """The ConfigurationError of an unknown key: where it was given, and the valid key it most resembles."""
     source = sources.get(key) or next(_sources_under(key, sources), "default")
-    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    leaf = key.rpartition(".")[2]
+    by_leaf = {v.rpartition(".")[2]: v for v in valid}  # compared within the group: its prefix is no likeness
+    close = [by_leaf[m] for m in difflib.get_close_matches(leaf, list(by_leaf), n=1, cutoff=0.6)]
     hint = f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(sorted(valid))}."
     return ConfigurationError(
         f"Unknown configuration key {key!r} (from {source}){hint}",

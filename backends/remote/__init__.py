@@ -273,7 +273,7 @@ class RemoteBackend:
         }.get(type(exc), ("read", "waiting for the answer"))
         seconds = self.timeout.as_dict()[phase[0]]
         tries = f" (after {1 + self.max_retries} attempts)" if retried and self.max_retries else ""
-        unknown = "" if retried else " It may or may not have run."
+        unknown = "" if retried or phase[0] in ("connect", "pool") else " It may or may not have run."
         return APITimeoutError(
             f"{name}: timed out {phase[1]} ({phase[0]} timeout {seconds}s) at {self.base_url}{tries}.{unknown}",
             details={"url": self.base_url, "phase": phase[0], "timeout": seconds, "reason": type(exc).__name__},
@@ -285,8 +285,10 @@ class RemoteBackend:
         else:
             reason = str(exc) or type(exc).__name__
         tries = f" after {1 + self.max_retries} attempts" if retried and self.max_retries else ""
+        sent = not isinstance(exc, httpx.ConnectError | httpx.UnsupportedProtocol | httpx.ProxyError)
+        unknown = " It may or may not have run." if sent and not retried else ""
         return APIConnectionError(
-            f"{name}: cannot reach the pluginsdk server at {self.base_url}{tries}: {reason}.",
+            f"{name}: cannot reach the pluginsdk server at {self.base_url}{tries}: {reason}.{unknown}",
             details={"url": self.base_url, "reason": type(exc).__name__},
         )
 
