@@ -131,7 +131,7 @@ def test_driver_groups_and_instance_types_stay_open(tmp_path: Path) -> None:
     s = load_settings(config=config, environ={})
     assert s.group("provider.local") == {"boot_delay": 0.1} and s.group("provider.acme") == {"endpoint": "x"}
     assert s.group("scheduler.instance_types") == {"m5": {"xlarge": {"ncpus": 4}}}
-    with pytest.raises(ConfigurationError, match="provider.regoin"):
+    with pytest.raises(ConfigurationError, match=r"provider\.regoin"):
         load_settings(config={"provider": {"regoin": "eu-west-1"}}, environ={})  # a value, not a driver group
 
 

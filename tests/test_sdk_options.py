@@ -23,7 +23,7 @@ def test_an_unknown_keyword_is_a_type_error() -> None:
 
 async def test_an_unknown_config_key_stops_the_sdk_before_it_runs_anything(tmp_path: Path) -> None:
     sdk = PluginSDK(config={"storage": {"path": str(tmp_path / "s.db")}, "provider": {"tpye": "aws"}})
-    with pytest.raises(ConfigurationError, match="did you mean 'provider.type'"):
+    with pytest.raises(ConfigurationError, match=r"did you mean 'provider\.type'"):
         await sdk.start()
     assert not (tmp_path / "s.db").exists()
 

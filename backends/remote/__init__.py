@@ -6,9 +6,10 @@ alike). An error envelope becomes the same exception class the local engine rais
 becomes `APIConnectionError`, no answer in time `APITimeoutError` — never a server error class.
 
 Retries (jittered exponential backoff on connection errors, timeouts, 408, 429, 503, 504, and a 500 or
-502 that is not a pluginsdk envelope — a gateway's —, honouring Retry-After) apply to queries and to commands that carry an idempotency id. A command that has such a
-field (`request_id` of `create_request` / `create_return_request`: "the same id again returns the first
-request") gets a client-made id when the caller gave none, so a retried call cannot run twice.
+502 that is not a pluginsdk envelope — a gateway's —, honouring Retry-After) apply to queries and to
+commands that carry an idempotency id. A command that has such a field (`request_id` of `create_request`
+/ `create_return_request`: "the same id again returns the first request") gets a client-made id when the
+caller gave none, so a retried call cannot run twice.
 
 `create_request(..., wait=True)` is waited for here, by polling (`pluginsdk/waiting.py`): the server is
 asked without `wait`, then the request's status is read until it is finished or its timeout passes, so a

@@ -164,7 +164,7 @@ def _no_proxy_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 # -- TLS --------------------------------------------------------------------------------
 async def test_tls_is_verified_by_default(pki: Pki) -> None:
     async with serve(server_tls(pki)) as server, remote(server.url) as sdk:
-        with pytest.raises(APIConnectionError, match="TLS certificate was not accepted.*api.ca_bundle") as exc:
+        with pytest.raises(APIConnectionError, match=r"TLS certificate was not accepted.*api\.ca_bundle") as exc:
             await sdk.get_request("req-1")
         assert not isinstance(exc.value, APITimeoutError)
     assert server.requests == []  # nothing was sent over the unverified connection
@@ -239,7 +239,7 @@ async def test_timeouts_per_phase_from_settings_or_one_argument() -> None:
         assert sdk.backend.timeout == httpx.Timeout(connect=1.5, read=40, write=7, pool=2)  # type: ignore[attr-defined]
     async with remote("http://127.0.0.1:9", api, timeout=3) as sdk:
         assert sdk.backend.timeout == httpx.Timeout(3)  # type: ignore[attr-defined]
-    with pytest.raises(ConfigurationError, match="api.read_timeout"):
+    with pytest.raises(ConfigurationError, match=r"api\.read_timeout"):
         await remote("http://127.0.0.1:9", {"read_timeout": 0}).start()
 
 

@@ -128,7 +128,7 @@ async def test_a_timeout_is_its_own_class_naming_the_phase(sdk: PluginSDK) -> No
     assert exc.value.details["phase"] == "read" and exc.value.error_code == "TIMEOUT"
     assert "3 attempts" in exc.value.message and isinstance(exc.value, APIConnectionError)
     respx.post(f"{URL}/api/v1/templates").mock(side_effect=httpx.ConnectTimeout("no route"))
-    with pytest.raises(APITimeoutError, match="connect timeout 5.0s") as exc:
+    with pytest.raises(APITimeoutError, match=r"connect timeout 5\.0s") as exc:
         await sdk.create_template(template_id="t", image_id="ami-1")
     assert "may or may not have run" not in exc.value.message  # never connected: it did not run
     assert exc.value.details["phase"] == "connect"
@@ -148,7 +148,7 @@ async def test_connection_failures_are_not_server_errors(sdk: PluginSDK) -> None
     tls = respx.get(f"{URL}/api/v1/requests/req-1").mock(
         side_effect=httpx.ConnectError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed")
     )
-    with pytest.raises(APIConnectionError, match="api.ca_bundle"):
+    with pytest.raises(APIConnectionError, match=r"api\.ca_bundle"):
         await sdk.get_request("req-1")
     assert tls.call_count == 1  # retrying cannot make a certificate trusted
 
@@ -183,6 +183,6 @@ async def test_remote_needs_a_url() -> None:
 
 @pytest.mark.parametrize("url", ["127.0.0.1:8000", "ftp://host/x", "http://"])
 async def test_a_url_without_http_scheme_or_host_is_a_configuration_error(url: str) -> None:
-    with pytest.raises(ConfigurationError, match="api.url") as exc:
+    with pytest.raises(ConfigurationError, match=r"api\.url") as exc:
         await PluginSDK(backend="remote", base_url=url, config={}).start()
     assert exc.value.key == "api.url"
