@@ -150,10 +150,24 @@ class RemoteBackend:
         self._has_credentials = False
 
     def _auth_header(self) -> dict[str, str]:
+        """The credential header; a credential that cannot be one header line is refused, never sent (a line
+        break would smuggle headers in) and never echoed."""
         if self._token:
-            return {"Authorization": f"Bearer {self._token}"}
-        key = self._key or keyring_key(self.base_url)
-        return {"Authorization": key} if key else {}
+            name, value = "api.token", f"Bearer {self._token}"
+        else:
+            key = self._key or keyring_key(self.base_url)
+            if not key:
+                return {}
+            name, value = "api.key", key
+        if not value.isascii() or not value.isprintable():
+            source = self.settings.source_of(name)
+            raise ConfigurationError(
+                f"{name} (from {source}) has characters an HTTP header cannot carry (line breaks, control or "
+                "non-ASCII characters); check how it was copied.",
+                key=name,
+                source=source,
+            )
+        return {"Authorization": value}
 
     async def start(self) -> None:
         if self._client is not None:
@@ -219,14 +233,23 @@ class RemoteBackend:
             except ValueError:
                 data = None
             raise error_from_envelope(data, response.status_code, response.headers.get("x-request-id"))
+        if response.status_code >= 300:
+            where = response.headers.get("location", "elsewhere")
+            raise ConfigurationError(
+                f"{spec.name}: {self.base_url} redirects ({response.status_code}) to {where}; set api.url to the "
+                "server's own URL (redirects are not followed: they would resend credentials).",
+                key="api.url",
+                source=self.settings.source_of("api.url"),
+            )
         try:  # straight from the bytes, one pass in pydantic-core
             return spec.result_type.model_validate_json(response.content)
-        except ValidationError:  # not JSON, or not this shape: raise what validating the parsed value raises
-            try:
-                data = json.loads(response.content)
-            except ValueError:
-                data = None
-            return spec.result_type.model_validate(data)
+        except ValidationError:
+            raise MethodExecutionError(
+                f"{spec.name}: the answer from {self.base_url} is not a {spec.result_type.__name__} (is api.url a "
+                "pluginsdk server of this version?).",
+                details={"url": self.base_url, "status": response.status_code},
+                request_id=response.headers.get("x-request-id"),
+            ) from None
 
     def _url(self, target: str) -> httpx.URL:
         url = self._urls.get(target)

@@ -186,3 +186,34 @@ async def test_a_url_without_http_scheme_or_host_is_a_configuration_error(url: s
     with pytest.raises(ConfigurationError, match=r"api\.url") as exc:
         await PluginSDK(backend="remote", base_url=url, config={}).start()
     assert exc.value.key == "api.url"
+
+
+@respx.mock
+async def test_a_redirect_is_not_followed_with_the_credentials(sdk: PluginSDK) -> None:
+    route = respx.get(f"{URL}/api/v1/requests/req-1").mock(
+        return_value=httpx.Response(301, headers={"Location": "https://pluginsdk.test/api/v1/requests/req-1"})
+    )
+    with pytest.raises(ConfigurationError, match=r"redirects \(301\) to https://pluginsdk\.test") as exc:
+        await sdk.get_request("req-1")
+    assert exc.value.key == "api.url" and route.call_count == 1 and len(respx.calls) == 1
+
+
+@respx.mock
+async def test_an_answer_that_is_not_a_result_is_an_sdk_error(sdk: PluginSDK) -> None:
+    respx.get(f"{URL}/api/v1/requests/req-1").mock(return_value=httpx.Response(200, text="<html>a portal</html>"))
+    with pytest.raises(MethodExecutionError, match="not a Request"):
+        await sdk.get_request("req-1")
+    respx.get(f"{URL}/api/v1/templates").mock(return_value=httpx.Response(200, json={"templates": "nope"}))
+    with pytest.raises(MethodExecutionError, match="not a TemplateList"):
+        await sdk.list_templates()
+
+
+@pytest.mark.parametrize("key", ["psdk_abc\r\nX-Admin: 1", "psdk_\u00e9t\u00e9", "psdk_\x00"])
+async def test_a_credential_that_cannot_be_a_header_is_refused_unsent_and_unechoed(key: str) -> None:
+    with respx.mock:
+        sdk = PluginSDK(backend="remote", api_url=URL, api_key=key, config={}, transport=httpx.AsyncHTTPTransport())
+        with pytest.raises(ConfigurationError) as exc:
+            await sdk.start()
+        assert exc.value.key == "api.key" and exc.value.source == "argument"
+        assert key not in exc.value.message and "X-Admin" not in exc.value.message
+        assert len(respx.calls) == 0
