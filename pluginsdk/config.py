@@ -9,7 +9,6 @@ File formats: JSON or YAML.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from collections.abc import Iterator, Mapping
@@ -357,6 +356,8 @@ def _check_keys(name: str, model: type[_Group], raw: Mapping[str, Any], sources:
 
 def _unknown(key: str, valid: list[str], sources: Mapping[str, str]) -> ConfigurationError:
     """The ConfigurationError of an unknown key: where it was given, and the valid key it most resembles."""
+    import difflib  # only on this error path: the CLI's cold start never pays for it
+
     source = sources.get(key) or next(_sources_under(key, sources), "default")
     leaf = key.rpartition(".")[2]
     by_leaf = {v.rpartition(".")[2]: v for v in valid}  # compared within the group: its prefix is no likeness

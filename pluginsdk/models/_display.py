@@ -12,7 +12,6 @@ full form, for debugging. Everything shown is escaped; a secret field (`Field(re
 from __future__ import annotations
 
 import enum
-import html
 from datetime import datetime
 from typing import Any
 
@@ -157,6 +156,8 @@ def text(obj: Any, indent: str = "") -> str:
 
 # -- HTML (Jupyter, `_repr_html_`) ------------------------------------------------------------
 def _html_table(items: list[Any]) -> str:
+    import html  # on display only: every CLI call imports these models
+
     columns = _columns(items)
     head = "".join(f"{_TH}{html.escape(c)}</th>" for c in columns)
     body = "".join(
@@ -168,6 +169,8 @@ def _html_table(items: list[Any]) -> str:
 
 
 def _html_pairs(obj: Any, depth: int) -> str:
+    import html
+
     rows = []
     lists = []
     for name, value in _fields(obj):
@@ -185,6 +188,8 @@ def _html_pairs(obj: Any, depth: int) -> str:
 
 
 def rich_html(obj: Any) -> str:
+    import html
+
     return f'<div class="pluginsdk"><strong>{html.escape(type(obj).__name__)}</strong>{_html_pairs(obj, 0)}</div>'
 
 
