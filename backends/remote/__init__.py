@@ -234,7 +234,7 @@ class RemoteBackend:
                 data = None
             raise error_from_envelope(data, response.status_code, response.headers.get("x-request-id"))
         if response.status_code >= 300:
-            where = response.headers.get("location", "elsewhere")
+            where = response.headers.get("location", "elsewhere")[:200]
             raise ConfigurationError(
                 f"{spec.name}: {self.base_url} redirects ({response.status_code}) to {where}; set api.url to the "
                 "server's own URL (redirects are not followed: they would resend credentials).",
