@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from pluginsdk import ConfigurationError, PluginSDK
@@ -64,3 +65,50 @@ async def test_a_request_that_times_out_while_waited_for_ends_the_same_on_both_b
         created = await sdk.create_request("slow", 1, wait=True, timeout=1)
         assert created.status == "failed" and "timed out" in created.message
         assert (await sdk.get_request(created.id)).status is RequestStatus.FAILED
+
+
+class LosesFirstAnswer(httpx.AsyncHTTPTransport):
+    """Delivers each request, but the first answer to a POST is lost on the way back (the server did the work)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lost = 0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await super().handle_async_request(request)
+        if request.method == "POST" and not self.lost:
+            await response.aread()
+            self.lost += 1
+            raise httpx.ReadError("connection reset after the server answered")
+        return response
+
+
+async def test_a_lost_answer_is_retried_with_the_same_id_and_runs_once(tmp_path: Path) -> None:
+    from tests.support.backends import base_config
+
+    config = base_config(tmp_path)
+    key = await admin_key(config)
+    async with PluginSDK(config=config) as local:
+        await local.create_template(template_id="web", image_id="ami-1")
+    transport = LosesFirstAnswer()
+    with running_server(config) as url:
+        async with PluginSDK(backend="remote", api_url=url, api_key=key, config=config, transport=transport) as sdk:
+            created = await sdk.create_request("web", 2)
+            assert transport.lost == 1
+            listed = await sdk.list_requests()
+            assert [r.request_id for r in listed.requests] == [created.id]  # one request, not two
+            assert created.id.startswith("req-")
+
+
+async def test_a_command_without_an_id_whose_answer_is_lost_is_not_resent(tmp_path: Path) -> None:
+    from pluginsdk import APIConnectionError
+    from tests.support.backends import base_config
+
+    config = base_config(tmp_path)
+    key = await admin_key(config)
+    transport = LosesFirstAnswer()
+    with running_server(config) as url:
+        async with PluginSDK(backend="remote", api_url=url, api_key=key, config=config, transport=transport) as sdk:
+            with pytest.raises(APIConnectionError, match="may or may not have run"):
+                await sdk.create_template(template_id="web", image_id="ami-1")
+            assert [t.template_id for t in (await sdk.list_templates()).templates] == ["web"]  # it had run, once
