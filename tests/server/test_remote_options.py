@@ -257,3 +257,13 @@ async def test_a_refused_connection_is_a_connection_error() -> None:
         with pytest.raises(APIConnectionError, match="cannot reach the pluginsdk server") as exc:
             await sdk.get_request("req-1")
     assert exc.value.details["url"] == url and not isinstance(exc.value, APITimeoutError)
+
+
+async def test_concurrent_calls_share_the_pool() -> None:
+    async with serve(hang=0.05) as server, remote(server.url) as sdk:
+        answers = await asyncio.gather(*(sdk.get_request("req-1") for _ in range(40)))
+        assert {a.request_id for a in answers} == {"req-1"} and len(server.requests) == 40
+        assert 1 < server.connections <= 40
+        before = server.connections
+        await asyncio.gather(*(sdk.get_request("req-1") for _ in range(10)))
+        assert server.connections == before  # kept alive and reused
