@@ -121,6 +121,8 @@ class StorageSettings(_Group):
     """SQLite file (default: <user data dir>/pluginsdk.db)."""
     url: str | None = None
     """Database URL, e.g. postgresql://user@127.0.0.1:5432/db."""
+    seal_key_file: str | None = None
+    """Owner-only file of the key that seals secrets in the store (default: beside the SQLite file)."""
 
 
 class LoggingSettings(_Group):
