@@ -28,7 +28,7 @@ from fastapi.routing import APIRoute
 from pydantic.alias_generators import to_camel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, get_route_path
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._constants import VERSION
@@ -180,8 +180,10 @@ class _Plan:
         path_params: dict[str, str],
         query_string: bytes,
         raw: bytes | None,
+        route_path: str | None = None,
     ) -> tuple[int, bytes, str | None]:
-        """Authenticate, build, execute, render: (status, JSON body, user id or None)."""
+        """Authenticate, build, execute (tier 1 on `route_path`, the path called), render: (status, JSON body,
+        user id or None)."""
         spec = self.spec
         user: str | None = None
         try:
@@ -191,7 +193,7 @@ class _Plan:
                 principal = await engine.authz.authenticate(authorization)
             user = principal.user_id
             op = spec.build(self.gather(path_params, query_string, raw))
-            result = await engine.execute(op, principal)
+            result = await engine.execute(op, principal, route_path=route_path)
         except SDKError as err:
             return err.http_status, _error_body(err, self.camel), user
         return self.status, _render(result, self.camel), user
@@ -218,6 +220,7 @@ def _endpoint(spec: OperationSpec) -> Callable[[Request], Awaitable[Response]]:
             request.path_params,
             request.scope.get("query_string", b""),
             raw,
+            get_route_path(request.scope),
         )
         request.state.user = user
         return Response(
@@ -398,7 +401,7 @@ class PluginApp(FastAPI):
                         break
                 raw = b"".join(chunks)
             status, body, user = await plan.run(
-                self.state.engine, authorization, params, scope.get("query_string", b""), raw
+                self.state.engine, authorization, params, scope.get("query_string", b""), raw, scope["path"]
             )
             sent = True
             await send({"type": "http.response.start", "status": status, "headers": _json_headers(body, request_id)})
