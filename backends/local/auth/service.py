@@ -42,6 +42,7 @@ from pluginsdk.principal import SYSTEM_ADMIN, Principal
 from ..policy import CompiledPolicy, compile_policy
 from .config import AuthConfig
 from .crypto import PageTokens, Passwords, SecretBox, now, parse_ts, sha256_hex
+from .lockout import LockoutGuard
 from .mail import Mailer
 from .objects import CREATE_ATTRIBUTES, OBJECT_OPERATIONS, SPECIAL_OPERATIONS, check_stored, denied, handles_stored
 from .routes import routes_to_check
@@ -57,6 +58,8 @@ __all__ = ["AuthService"]
 T = TypeVar("T")
 
 _MAX_HEADER = 4096
+POLICY_CATEGORIES = frozenset({"roles", "userRoles", "constraints"})
+"""Operation categories whose commands write the policy (the lock-out guard watches them)."""
 
 
 class _Snapshot(NamedTuple):
@@ -85,6 +88,8 @@ class AuthService:
         self._lock = asyncio.Lock()
         self.compiles = 0
         """How many times the policy was compiled (observability, tests)."""
+        self.guard = LockoutGuard(store, config)
+        store.on_policy_change = self.guard.check
 
     async def start(self) -> None:
         # JWT support (PyJWT + cryptography, ~100 ms to import) loads only in the mode that uses it,
@@ -235,6 +240,11 @@ class AuthService:
                             raise denied(p, method, object_type)
             if spec.name in OBJECT_OPERATIONS or spec.name in SPECIAL_OPERATIONS:
                 await check_stored(self.engine, snap.policy, p, spec, op, self.store.roles_of)
+        if spec.kind == "command" and spec.category in POLICY_CATEGORIES:
+            had = await self.guard.administrator(snap.policy, snap.roles) is not None
+            LockoutGuard.had_administrator.set(had)
+        else:
+            LockoutGuard.had_administrator.set(None)
         return p
 
     def _local_admin(self, principal: Principal) -> Principal:

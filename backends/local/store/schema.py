@@ -134,6 +134,10 @@ MIGRATIONS: dict[int, Sequence[str]] = {
             updated_at TEXT NOT NULL)""",
         "INSERT INTO meta (key, value) VALUES ('auth.policy_version', '1')",
     ),
+    4: (  # what an administrator set on an API key, which self-service may not undo (docs/auth.md)
+        "ALTER TABLE auth_api_keys ADD COLUMN admin_deactivated INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE auth_api_keys ADD COLUMN admin_expires_at TEXT",
+    ),
 }
 
 
