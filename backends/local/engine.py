@@ -326,7 +326,11 @@ def authorization_disabled(settings: Settings) -> bool:
     raise ConfigurationError(
         "Invalid configuration value for 'app.authProvider.disableAuthorization': expected true or false.",
         key="app.authProvider.disableAuthorization",
-        details={"field": "app.authProvider.disableAuthorization", "value": str(value)[:64], "expected": "true or false"},
+        details={
+            "field": "app.authProvider.disableAuthorization",
+            "value": str(value)[:64],
+            "expected": "true or false",
+        },
     )
 
 

@@ -28,7 +28,7 @@ from fastapi.routing import APIRoute
 from pydantic.alias_generators import to_camel
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route, get_route_path
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from .._constants import VERSION
@@ -180,6 +180,7 @@ class _Plan:
         path_params: dict[str, str],
         query_string: bytes,
         raw: bytes | None,
+        *,
         route_path: str | None = None,
     ) -> tuple[int, bytes, str | None]:
         """Authenticate, build, execute (tier 1 on `route_path`, the path called), render: (status, JSON body,
@@ -197,6 +198,13 @@ class _Plan:
         except SDKError as err:
             return err.http_status, _error_body(err, self.camel), user
         return self.status, _render(result, self.camel), user
+
+
+def _route_path(scope: Scope) -> str:
+    """The path as routed (without a proxy's `root_path` prefix): what tier 1 authorizes."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 def _json_headers(body: bytes, request_id: str) -> list[tuple[bytes, bytes]]:
@@ -220,7 +228,7 @@ def _endpoint(spec: OperationSpec) -> Callable[[Request], Awaitable[Response]]:
             request.path_params,
             request.scope.get("query_string", b""),
             raw,
-            get_route_path(request.scope),
+            route_path=_route_path(request.scope),
         )
         request.state.user = user
         return Response(
@@ -401,7 +409,7 @@ class PluginApp(FastAPI):
                         break
                 raw = b"".join(chunks)
             status, body, user = await plan.run(
-                self.state.engine, authorization, params, scope.get("query_string", b""), raw, scope["path"]
+                self.state.engine, authorization, params, scope.get("query_string", b""), raw, route_path=scope["path"]
             )
             sent = True
             await send({"type": "http.response.start", "status": status, "headers": _json_headers(body, request_id)})

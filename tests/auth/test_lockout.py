@@ -85,7 +85,9 @@ async def test_concurrent_removals_leave_one_administrator(local_sdk: PluginSDK)
         return_exceptions=True,
     )
     assert sum(not isinstance(r, BaseException) for r in results) == 1, results
-    assert all(isinstance(r, StateConflictError | PermissionDeniedError) for r in results if isinstance(r, BaseException))
+    assert all(
+        isinstance(r, StateConflictError | PermissionDeniedError) for r in results if isinstance(r, BaseException)
+    )
     rows = await sdk.backend.engine.authz.store.user_role_rows()  # type: ignore[attr-defined]
     assert [r["user_id"] for r in rows if r["role_name"] == "admin"] in (["administrator"], ["backup"])
 

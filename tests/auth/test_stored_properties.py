@@ -14,7 +14,7 @@ operation on every object through both interfaces and compares the outcome with 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -91,12 +91,12 @@ class World:
 
     def values(self, field: str) -> list[str]:
         seen = sorted({str(a[field]) for kind in self.objects.values() for a in kind.values() if field in a})
-        return seen + ["*", seen[0][:3] + "*", "*" + seen[-1][-2:], "nothing"]
+        return [*seen, "*", seen[0][:3] + "*", "*" + seen[-1][-2:], "nothing"]
 
 
-async def outcome(call: Callable[[], Any]) -> str:
+async def outcome(call: Awaitable[Any]) -> str:
     try:
-        await call()
+        await call
     except NotFoundError:
         return "hidden"
     except PermissionDeniedError:
@@ -160,20 +160,24 @@ def _explore(world: World, loop: asyncio.AbstractEventLoop) -> None:
     check()
 
 
+LISTINGS = (("request", "list_requests", "requests"), ("machine", "list_machines", "machines"),
+            ("template", "list_templates", "templates"))  # fmt: skip
+
+
 async def _one_example(world: World, rules: list[dict[str, Any]]) -> None:
     await world.admin.import_constraints_template(constraints=rules, overwrite=True)
     ref = ReferencePolicy([*rules, *_probe_routes()], {"probe": False})
     for object_type, name, method, extra in OPERATIONS:
         for ident, attrs in world.objects[object_type].items():
             want = expected(ref, object_type, attrs, method)
+            params = {ID_PARAM[object_type]: ident, **extra}
             for where, sdk in (("in-process", world.local), ("REST", world.remote)):
-                params = {ID_PARAM[object_type]: ident, **extra}
-                got = await outcome(lambda s=sdk, p=params: s.call(name, **p))  # type: ignore[misc]
+                got = await outcome(sdk.call(name, **params))
                 assert got == want, (where, name, attrs, method, rules)
                 if name == "delete_template" and got == "passed":  # put it back for the next calls
-                    await world.admin.create_template(template_id=ident, image_id="ami-1", provider_api=attrs["providerApi"])
-    for object_type, listing, key in (("request", "list_requests", "requests"), ("machine", "list_machines", "machines"),
-                                      ("template", "list_templates", "templates")):  # fmt: skip
+                    api = attrs["providerApi"]
+                    await world.admin.create_template(template_id=ident, image_id="ami-1", provider_api=api)
+    for object_type, listing, key in LISTINGS:
         want_ids = {i for i, a in world.objects[object_type].items() if ref.is_allowed(PROBER, object_type, a, "GET")}
         for sdk in (world.local, world.remote):
             items = getattr(await sdk.call(listing), key)

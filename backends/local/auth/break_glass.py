@@ -44,8 +44,8 @@ async def break_glass(settings: Settings, user_id: str) -> dict[str, Any]:
             details={"field": "user", "value": user_id[:64], "expected": r"^[\w\-.+@]{3,256}$"},
         )
     from ..engine import Engine
-    from .crypto import now, ts
     from . import start_auth
+    from .crypto import now, ts
     from .lockout import administers
     from .service import AuthService
 
@@ -56,7 +56,7 @@ async def break_glass(settings: Settings, user_id: str) -> dict[str, Any]:
             svc = engine.authz
         else:  # authorization disabled in this configuration: the store is repaired all the same
             svc = await start_auth(engine)
-        store, db = svc.store, svc.store.db
+        store = svc.store
         at = ts(now())
         store.on_policy_change = None  # this is the repair: the lock-out guard does not apply
         restored: list[str] = []

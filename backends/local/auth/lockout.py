@@ -113,7 +113,9 @@ class LockoutGuard:
             by_user[r["user_id"]].append(r["role_name"])
         return dict(by_user)
 
-    async def administrator(self, policy: CompiledPolicy | None = None, roles: Mapping[str, bool] | None = None) -> str | None:
+    async def administrator(
+        self, policy: CompiledPolicy | None = None, roles: Mapping[str, bool] | None = None
+    ) -> str | None:
         """An administrator under the stored policy (or the given compiled one), read in the current transaction."""
         if policy is None or roles is None:
             role_rows = await self.store.list_roles()

@@ -145,7 +145,9 @@ OBJECT_OPERATIONS: dict[str, ObjectPlan] = {
     "validate_template": ObjectPlan(
         "template",
         "template_id",
-        applies=lambda op: getattr(op, "template_config", None) is None and getattr(op, "template_id", None) is not None,
+        applies=lambda op: (
+            getattr(op, "template_config", None) is None and getattr(op, "template_id", None) is not None
+        ),
     ),
     "update_role": ObjectPlan("role", "role_name"),
     "delete_role": ObjectPlan("role", "role_id"),
@@ -193,6 +195,7 @@ async def check_stored(
     principal: Principal,
     spec: OperationSpec,
     op: Operation,
+    *,
     roles_of: Callable[[str], Awaitable[list[str]]],
 ) -> None:
     """Tier 2 of `op` on the stored object(s) it names; raises NotFoundError / PermissionDeniedError."""
@@ -206,7 +209,7 @@ async def check_stored(
         stored = await kind.load(engine, ident)
         if stored is None:
             raise kind.not_found(ident)
-        decide(policy, principal, kind, ident, stored, method)
+        decide(policy, principal, kind, ident, stored, method=method)
         if plan.after is not None and method != "GET":
             changed = plan.after(op, stored)
             if changed != stored and not policy.is_allowed(principal, kind.object_type, changed, method):
@@ -218,8 +221,15 @@ async def check_stored(
         await _replay(engine, policy, principal, op)
 
 
-def decide(policy: CompiledPolicy, principal: Principal, kind: ObjectKind, ident: str, stored: Mapping[str, Any],
-           method: str) -> None:  # fmt: skip
+def decide(
+    policy: CompiledPolicy,
+    principal: Principal,
+    kind: ObjectKind,
+    ident: str,
+    stored: Mapping[str, Any],
+    *,
+    method: str,
+) -> None:
     """The rule of the module docstring for one stored object."""
     t = kind.object_type
     if policy.is_allowed(principal, t, stored, method):
@@ -239,11 +249,14 @@ async def _user_roles(
     """PUT replaces a user's assignments: every role named needs PUT, every role removed PUT and DELETE.
     DELETE removes them all: each needs DELETE; a user none of whose assignments may be read reads as
     one without assignments (404)."""
-    user_id = str(getattr(op, "user_id"))
+    from pluginsdk.operations.roles import DeleteUserRolesCommand, UpdateUserRolesCommand
+
+    assert isinstance(op, UpdateUserRolesCommand | DeleteUserRolesCommand)
+    user_id = op.user_id
     held = await roles_of(user_id)
     pairs = {r: {"userId": user_id, "roleName": r} for r in held}
-    if spec.name == "update_user_roles":
-        named: list[str] = list(getattr(op, "role_name"))
+    if isinstance(op, UpdateUserRolesCommand):
+        named = list(op.role_name)
         for role in named:
             if not policy.is_allowed(principal, "userRole", {"userId": user_id, "roleName": role}, "PUT"):
                 raise denied(principal, "PUT", "userRole")

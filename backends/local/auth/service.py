@@ -239,7 +239,7 @@ class AuthService:
                         if not snap.policy.is_allowed(p, object_type, combo, method):
                             raise denied(p, method, object_type)
             if spec.name in OBJECT_OPERATIONS or spec.name in SPECIAL_OPERATIONS:
-                await check_stored(self.engine, snap.policy, p, spec, op, self.store.roles_of)
+                await check_stored(self.engine, snap.policy, p, spec, op, roles_of=self.store.roles_of)
         if spec.kind == "command" and spec.category in POLICY_CATEGORIES:
             had = await self.guard.administrator(snap.policy, snap.roles) is not None
             LockoutGuard.had_administrator.set(had)
