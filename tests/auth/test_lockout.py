@@ -18,6 +18,7 @@ from pluginsdk.principal import Principal
 from tests.auth.conftest import acting_as, call_as
 from tests.auth.grants import failure, role, rule
 from tests.support.backends import base_config, open_sdk
+from tests.test_postgres import pg_url  # noqa: F401 -- the fixture
 
 
 def _locked_out(err: SDKError) -> None:
@@ -155,3 +156,23 @@ async def test_break_glass_names_a_deny_that_still_applies(tmp_path: Path) -> No
     assert report["canAdminister"] is False and report["denyConstraints"] == ["old-deny"]
     bad = _break_glass(tmp_path, "bad user id!")
     assert bad.returncode == 1 and json.loads(bad.stdout)["error_code"] == "VALIDATION_ERROR"
+
+
+@pytest.mark.postgres
+async def test_concurrent_removals_on_postgres_leave_one_administrator(pg_url: str, tmp_path: Path) -> None:
+    config = base_config(tmp_path, storage={"type": "postgresql", "url": pg_url})
+    async with PluginSDK(config=config) as first, PluginSDK(config=config, user="backup") as second:
+        await first.create_user_roles("backup", ["admin"])
+        for _ in range(3):  # two engines, two connections: the removals really overlap
+            results = await asyncio.gather(
+                first.delete_user_roles("backup"), second.delete_user_roles("administrator"), return_exceptions=True
+            )
+            assert sum(not isinstance(r, BaseException) for r in results) == 1, results
+            rows = await first.backend.engine.authz.store.user_role_rows()  # type: ignore[attr-defined]
+            admins = [r["user_id"] for r in rows if r["role_name"] == "admin"]
+            assert len(admins) == 1
+            engine = first.backend.engine  # type: ignore[attr-defined]
+            await engine.authz.store.add_user_roles(  # put the other one back, directly
+                "backup" if admins == ["administrator"] else "administrator", ["admin"], "2026-01-01T00:00:00+00:00"
+            )
+            await engine.authz.store.bump_policy_version()
