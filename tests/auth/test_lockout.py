@@ -18,7 +18,6 @@ from pluginsdk.principal import Principal
 from tests.auth.conftest import acting_as, call_as
 from tests.auth.grants import failure, role, rule
 from tests.support.backends import base_config, open_sdk
-from tests.test_postgres import pg_url  # noqa: F401 -- the fixture
 
 
 def _locked_out(err: SDKError) -> None:
