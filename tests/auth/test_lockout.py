@@ -15,7 +15,7 @@ import pytest
 
 from pluginsdk import PermissionDeniedError, PluginSDK, SDKError, StateConflictError
 from pluginsdk.principal import Principal
-from tests.auth.conftest import acting_as, call_as
+from tests.auth.conftest import CHEAP_HASHING, acting_as, call_as
 from tests.auth.grants import failure, role, rule
 from tests.support.backends import base_config, open_sdk
 
@@ -63,6 +63,16 @@ async def test_mfa_only_admin_is_fine_when_admins_can_use_mfa(tmp_path: Path) ->
     }  # fmt: skip
     async with open_sdk("local", tmp_path, app={"authProvider": {"useExternalOAuthIdp": external}}) as sdk:
         await sdk.update_role("admin", mfa_required=True)  # the IdP may issue MFA tokens: not a lock-out
+
+
+async def test_mfa_only_admin_in_the_managed_pool_needs_an_admin_with_mfa(tmp_path: Path) -> None:
+    app = {"authProvider": {"useManaged": {"enabled": True, "passwordHashing": CHEAP_HASHING}}}
+    async with open_sdk("local", tmp_path, app=app) as sdk:
+        await sdk.create_managed_user(user_id="mia", email="mia@example.com")
+        await sdk.create_user_roles("mia", ["admin"])
+        _locked_out(await failure(sdk.update_role("admin", mfa_required=True)))  # mia has no MFA yet
+        _sql(tmp_path, "UPDATE auth_users SET mfa_enabled = 1 WHERE user_id = 'mia'")
+        await sdk.update_role("admin", mfa_required=True)  # mia can sign in with MFA and administer
 
 
 async def test_a_store_already_without_administrator_is_not_blocked(tmp_path: Path) -> None:
