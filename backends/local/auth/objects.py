@@ -162,16 +162,10 @@ def _create_template(op: Operation, attrs: Attrs) -> Attrs:
     return {**attrs, "providerApi": getattr(op, "provider_api", None)}
 
 
-def _create_request(op: Operation, attrs: Attrs) -> Attrs:
-    request_id = getattr(op, "request_id", None)
-    return attrs if request_id is None else {**attrs, "requestId": request_id}
-
-
-CREATE_ATTRIBUTES: dict[str, Callable[[Operation, Attrs], Attrs]] = {
-    "create_template": _create_template,
-    "create_request": _create_request,
-}
-"""Creates whose new object carries attributes beyond the policy fields of the input (tier 2 sees them)."""
+CREATE_ATTRIBUTES: dict[str, Callable[[Operation, Attrs], Attrs]] = {"create_template": _create_template}
+"""Creates whose new object carries attributes beyond the policy fields of the input (tier 2 sees them).
+A new request's `requestId` is not one of them: the remote client always sends one (for safe retries) and an
+in-process call lets the engine make it, so deciding on it would make the interfaces disagree."""
 
 
 def handles_stored(spec: OperationSpec, op: Operation) -> bool:
