@@ -186,3 +186,21 @@ async def test_cli_answers_a_hidden_request_like_a_missing_one(tmp_path: Path) -
 
     hidden, missing = show(ids["bob-web"]), show(MISSING_REQ)
     assert json.dumps(hidden).replace(ids["bob-web"], "ID") == json.dumps(missing).replace(MISSING_REQ, "ID")
+
+
+async def test_mcp_answers_a_hidden_template_like_a_missing_one(sdk: PluginSDK, tmp_path: Path) -> None:
+    """The MCP tools (over an SDK acting as the caller, either backend) give the same error object."""
+    import json
+
+    from tests.mcp.helpers import connect, data
+
+    await sdk.create_template(template_id="fleet", image_id="ami-2", provider_api="EC2Fleet")
+    await role(sdk, "no-fleet")
+    await rule(sdk, "no-fleet", "template", [("providerApi", "equals", "aws")])
+    await sdk.create_user_roles("alice", ["no-fleet"])
+    async with acting_as(sdk, "alice", tmp_path) as alice, connect(alice) as client:
+        hidden = await client.call_tool("get_template", {"template_id": "fleet"})
+        missing = await client.call_tool("get_template", {"template_id": "nope"})
+        assert hidden.is_error and missing.is_error
+        assert data(hidden)["error"]["error_code"] == "TEMPLATE_NOT_FOUND"
+        assert json.dumps(data(hidden)).replace("fleet", "ID") == json.dumps(data(missing)).replace("nope", "ID")
