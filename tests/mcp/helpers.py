@@ -19,15 +19,27 @@ from pluginsdk.mcp import create_server
 
 
 @asynccontextmanager
-async def connect(sdk: PluginSDK, mode: str = "auto") -> AsyncIterator[Client]:
-    async with Client(create_server(sdk), mode=mode) as client:
+async def connect(sdk: PluginSDK, mode: str = "auto", profile: str | None = "all") -> AsyncIterator[Client]:
+    """The SDK's client on a server over `sdk`; every tool by default (`profile=None`: the server's own choice)."""
+    async with Client(create_server(sdk, profile), mode=mode) as client:
         yield client
 
 
 def data(result: Any) -> Any:
-    """A tool result's structured content, checked against its text twin."""
+    """A succeeding tool result's structured content, checked against its text twin."""
+    assert not result.is_error, result.content
     assert json.loads(result.content[0].text) == result.structured_content
     return result.structured_content
+
+
+def failure(result: Any) -> Any:
+    """A failing tool result's `error` object: `isError`, no structured content, the object as JSON text."""
+    assert result.is_error and result.structured_content is None
+    assert len(result.content) == 1 and result.content[0].type == "text"
+    body = json.loads(result.content[0].text)
+    assert body["success"] is False and set(body) == {"success", "error"}
+    assert {"type", "message", "tool", "arguments"} <= set(body["error"])
+    return body["error"]
 
 
 SERVE = ["-m", "pluginsdk", "mcp", "serve", "--stdio"]
