@@ -50,7 +50,7 @@ class ArgumentCheck:
     def check(self, arguments: Mapping[str, Any]) -> None:
         problems = sorted(
             (p for error in self.validator.iter_errors(arguments) for p in _problems(error)),
-            key=lambda p: (_ORDER.get(p["type"], 2), p["field"]),
+            key=lambda p: _ORDER.get(p["type"], 2),  # stable: in the order the caller sent them
         )
         if not problems:
             return
