@@ -34,7 +34,7 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Mapping[str, A
         yield SchemaError(f"does not match {pattern!r}")
 
 
-_Validator = jsonschema.validators.extend(Draft202012Validator, {"pattern": _pattern})
+_Validator: Any = jsonschema.validators.extend(Draft202012Validator, {"pattern": _pattern})  # type: ignore[no-untyped-call]
 
 _ORDER = {"additionalProperties": 0, "required": 1}
 """Unknown fields first (the likeliest mistake: a name the schema does not list), then missing ones."""
@@ -82,8 +82,8 @@ def _join(path: Iterable[Any], name: str | None = None) -> str:
 def _problems(error: SchemaError) -> list[dict[str, Any]]:
     """One entry per field `error` is about (one per missing or unknown name), message free of the value."""
     keyword = str(error.validator)
-    rule = error.validator_value
-    instance = error.instance
+    rule: Any = error.validator_value
+    instance: Any = error.instance
     if keyword == "required" and isinstance(instance, Mapping):
         return [_entry(_join(error.absolute_path, n), "is required", keyword) for n in rule if n not in instance]
     if keyword == "additionalProperties" and isinstance(instance, Mapping):

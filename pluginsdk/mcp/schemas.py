@@ -33,7 +33,7 @@ def compact(schema: dict[str, Any], *, output: bool) -> dict[str, Any]:
     the caller already has, and its schema only has to say what shape it takes.
     """
     drop = {"title", "description", "default", "examples"} if output else {"title"}
-    out = _node(schema, drop)
+    out: dict[str, Any] = _node(schema, drop)
     if not output:
         out.pop("description", None)  # the operation's docstring: the tool's description says it already
     if not out.get("required", True):

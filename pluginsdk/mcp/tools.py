@@ -162,10 +162,12 @@ class ToolSet:
         args = dict(arguments or {})
         spec = self.specs.get(tool)
         log.debug("tool %s %s", tool, mask_arguments(args, spec))
+        checked = False  # past the schema check, errors speak the operation's names: renamed to the tool's
         try:
             if spec is None:
                 raise _unknown_tool(tool, self.profile)
             self.checks[tool].check(args)
+            checked = True
             op = _build(tool, spec, args)
             if progress is not None and reports_progress(op):
                 result: Any = await request_and_wait(self.sdk, op, progress)
@@ -173,7 +175,7 @@ class ToolSet:
                 result = await self.sdk.execute(op)
         except SDKError as err:
             log.info("tool %s failed: %s (%s)", tool, err.message, err.code)
-            return self._failure(_as_sent(err, tool, spec), tool, args, spec)
+            return self._failure(_as_sent(err, tool, spec) if checked else err, tool, args, spec)
         except Exception as exc:  # never leak internals: logged to stderr, one generic error object
             log.exception("MCP tool %s failed unexpectedly", tool)
             internal = MethodExecutionError(f"{tool} failed unexpectedly: {type(exc).__name__}.")
