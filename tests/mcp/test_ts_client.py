@@ -264,10 +264,7 @@ def inspector(
 
 
 def test_inspector_cli(node_client: Path, server_env: dict[str, str]) -> None:
-    listed = inspector(node_client, server_env, "--method", "tools/list")
-    assert listed.returncode == 0, listed.stderr[-2000:]
-    assert "request_machines" in {t["name"] for t in json.loads(listed.stdout)["tools"]}
-
+    """`tools/call` (the Inspector lists the tools first, so it checks results against output schemas)."""
     args = ("--method", "tools/call", "--tool-name", "get_template", "--tool-arg", "template_id=nope")
     failed = inspector(node_client, server_env, *args)
     assert failed.returncode == 0, failed.stderr[-2000:]
