@@ -31,16 +31,43 @@ def test_compact_folds_nullable_and_drops_titles_only() -> None:
         "properties": {"title": {"type": "string", "title": "T"}, "e": kept, "n": enum, "d": {"default": {"title": 1}}},
         "$defs": {"E": {"enum": ["a", "b"], "title": "E", "description": "An enum."}},
     }
+    inlined = {"anyOf": [{"enum": ["a", "b"], "description": "An enum."}, {"type": "null"}]}  # E, used once
     assert compact(schema, output=False) == {
         "type": "object",
-        "properties": {"title": {"type": "string"}, "e": kept, "n": enum, "d": {"default": {"title": 1}}},
-        "$defs": {"E": {"enum": ["a", "b"], "description": "An enum."}},
+        "properties": {"title": {"type": "string"}, "e": inlined, "n": enum, "d": {"default": {"title": 1}}},
     }
     loose = {"p": {"type": "object", "additionalProperties": True, "default": {}}}
-    assert compact({**schema, "properties": loose}, output=True) == {
+    assert compact({**schema, "properties": loose}, output=True) == {  # E, now unused, dropped
         "type": "object",
         "properties": {"p": {"type": "object"}},
-        "$defs": {"E": {"enum": ["a", "b"]}},
+    }
+
+
+def test_compact_keeps_shared_definitions_and_inlines_the_rest() -> None:
+    status = {"enum": ["a", "b"], "type": "string"}
+    item = {"type": "object", "properties": {"s": {"$ref": "#/$defs/Status"}}}
+    tree = {"type": "object", "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/Tree"}}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "one": {"$ref": "#/$defs/Item"},
+            "a": {"$ref": "#/$defs/Shared"},
+            "b": {"$ref": "#/$defs/Shared"},
+            "t": {"$ref": "#/$defs/Tree"},
+            "clash": {"$ref": "#/$defs/Typed", "type": "string"},
+        },
+        "$defs": {"Item": item, "Status": status, "Shared": status, "Tree": tree, "Typed": status},
+    }
+    assert compact(schema, output=True) == {
+        "type": "object",
+        "properties": {
+            "one": {"type": "object", "properties": {"s": status}},  # Item, and Status within it, used once
+            "a": {"$ref": "#/$defs/Shared"},
+            "b": {"$ref": "#/$defs/Shared"},
+            "t": {"$ref": "#/$defs/Tree"},  # refers to itself: stays a definition
+            "clash": {"$ref": "#/$defs/Typed", "type": "string"},  # siblings it also has: kept as it was
+        },
+        "$defs": {"Shared": status, "Tree": tree, "Typed": status},
     }
 
 

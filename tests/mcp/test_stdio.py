@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from mcp import Client, StdioServerParameters
 
-from tests.mcp.helpers import SERVE, data, failure, read_until, rpc, stdio_env
+from tests.mcp.helpers import SERVE, data, failure, read_until, rest_of_stdout, rpc, stdio_env
 
 
 @pytest.fixture
@@ -63,7 +63,7 @@ def test_stdout_carries_only_protocol(env: dict[str, str], tmp_path: Path) -> No
             by_id, _ = read_until(proc, {1, 2, 3, 4})
             proc.stdin.close()  # end of session: the server exits cleanly
             assert proc.wait(timeout=30) == 0
-            for line in proc.stdout.read().splitlines():  # anything after the replies is protocol too
+            for line in rest_of_stdout(proc):  # anything after the replies is protocol too
                 assert json.loads(line)["jsonrpc"] == "2.0"
         finally:
             if proc.poll() is None:
