@@ -62,7 +62,13 @@ async def main() -> None:
                     times.append((time.perf_counter() - t0) * 1000)
                 old = [before(n, s) for n, s in tool_specs(profile).items()]
                 rows.append(
-                    (label, len(toolset.tools), listing_bytes(old), listing_bytes(toolset.tools), statistics.median(times))
+                    (
+                        label,
+                        len(toolset.tools),
+                        listing_bytes(old),
+                        listing_bytes(toolset.tools),
+                        statistics.median(times),
+                    )
                 )
     print(f"| profile | tools | before (bytes) | now (bytes) | now / before | now / {BUDGET:,} budget | build (ms) |")
     print("|---|---:|---:|---:|---:|---:|---:|")
