@@ -19,7 +19,25 @@ from jsonschema.exceptions import ValidationError as SchemaError
 
 from ..errors import ValidationError
 
-__all__ = ["ArgumentCheck"]
+__all__ = ["ECHO_LIMIT", "ArgumentCheck", "clip"]
+
+ECHO_LIMIT = 256
+"""Characters of one string an error object echoes (argument, field name); a longer one is cut, saying how much
+was left out."""
+
+
+_CLIPPED = re.compile(rf".{{{ECHO_LIMIT}}}…\[\+\d+ chars\]", re.DOTALL)
+
+
+def clip(value: Any) -> Any:
+    """`value` with every string longer than ECHO_LIMIT cut (in lists and dicts too, keys included); idempotent."""
+    if isinstance(value, str) and len(value) > ECHO_LIMIT and not _CLIPPED.fullmatch(value):
+        return f"{value[:ECHO_LIMIT]}…[+{len(value) - ECHO_LIMIT} chars]"
+    if isinstance(value, list):
+        return [clip(v) for v in value]
+    if isinstance(value, dict):
+        return {clip(k): clip(v) for k, v in value.items()}
+    return value
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Mapping[str, Any]) -> Iterable[SchemaError]:
@@ -106,7 +124,7 @@ def _chosen(error: SchemaError) -> SchemaError:
 
 
 def _entry(fld: str, message: str, keyword: str, value: Any = None) -> dict[str, Any]:
-    return {"field": fld, "message": message, "type": keyword, "value": value}
+    return {"field": clip(fld), "message": message, "type": keyword, "value": clip(value)}
 
 
 _PHRASES = {

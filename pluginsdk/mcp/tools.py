@@ -27,7 +27,7 @@ from pydantic.alias_generators import to_camel
 from ..errors import HandlerDiscoveryError, MethodExecutionError, SDKError
 from ..operations import CATALOG, OperationSpec
 from ..waiting import Report, reports_progress, request_and_wait
-from .arguments import ArgumentCheck
+from .arguments import ArgumentCheck, clip
 from .profiles import ALL, profile_of, selects
 from .schemas import compact
 
@@ -107,16 +107,16 @@ def _secrets_of(spec: OperationSpec | None) -> frozenset[str]:
 
 
 def mask_arguments(arguments: Mapping[str, Any], spec: OperationSpec | None) -> dict[str, Any]:
-    """The arguments as given, with secrets replaced by `***` (they are echoed in error objects)."""
+    """The arguments as given, with secrets replaced by `***` and long strings cut (error objects echo them)."""
     secrets = _secrets_of(spec)
-    return {k: ("***" if _is_secret(k, secrets) and v else v) for k, v in arguments.items()}
+    return {clip(k): ("***" if _is_secret(k, secrets) and v else clip(v)) for k, v in arguments.items()}
 
 
 def error_object(
     err: SDKError, *, tool: str, arguments: Mapping[str, Any], spec: OperationSpec | None = None
 ) -> dict[str, Any]:
     """The spec's MCP error object (`type`, `message`, `tool`, `arguments`) plus the envelope's code and details."""
-    details = dict(err.details)
+    details: dict[str, Any] = clip(dict(err.details))
     if isinstance(details.get("field"), str) and _is_secret(details["field"], _secrets_of(spec)):
         details["value"] = "***"
     return {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -91,3 +92,16 @@ async def test_messages_never_quote_a_value(local_sdk: PluginSDK) -> None:
         long = "x" * 300
         err = failure(await client.call_tool("create_template", {"template_id": long, "image_id": "ami-1"}))
         assert long not in err["message"] and err["details"]["field"] == "template_id"
+
+
+async def test_huge_arguments_are_not_echoed_whole(local_sdk: PluginSDK) -> None:
+    """A 200,000-character value or name: the error object echoes only its first 256 characters of it."""
+    huge = "a" * 200_000
+    cut = "a" * 256 + "…[+199744 chars]"
+    async with connect(local_sdk) as client:
+        err = failure(await client.call_tool("get_template", {"template_id": huge}))
+        assert err["arguments"] == {"template_id": cut} and len(err["details"]["value"]) < 300
+        err = failure(await client.call_tool("request_machines", {"template_id": "web", "count": 1, huge: 1}))
+        assert err["arguments"] == {"template_id": "web", "count": 1, cut: 1}
+        assert err["details"]["field"] == cut and huge not in err["message"]
+        assert huge not in json.dumps(err)
