@@ -11,6 +11,7 @@ from mcp import MCPError
 
 from pluginsdk import PluginSDK
 from tests.mcp.helpers import connect, data, failure
+from tests.support.backends import open_sdk
 
 
 async def test_provision_and_return_cycle(local_sdk: PluginSDK, mode: str) -> None:
@@ -121,3 +122,19 @@ async def test_unexpected_failure_hides_internals(tmp_path: Path) -> None:
     err = failure(res)
     assert err["type"] == "MethodExecutionError" and err["tool"] == "list_templates"
     assert "RuntimeError" in err["message"] and "/srv/secret.db" not in res.content[0].text
+
+
+async def test_denied_tools_answer_the_error_object(tmp_path: Path, mode: str) -> None:
+    """A server acting as a user without rights: every tool answers FORBIDDEN as an error object, reads included."""
+    async with open_sdk("local", tmp_path, sdk={"user": "nobody"}) as sdk, connect(sdk, mode) as client:
+        for tool, args in (
+            ("list_templates", {}),
+            ("create_template", {"template_id": "w", "image_id": "ami-1"}),
+            ("request_machines", {"template_id": "w", "count": 1}),
+            ("list_api_keys", {}),
+        ):
+            err = failure(await client.call_tool(tool, args))
+            assert err["type"] == "PermissionDeniedError" and err["error_code"] == "FORBIDDEN", (tool, err)
+        with pytest.raises(MCPError) as denied:
+            await client.read_resource("templates://")
+        assert denied.value.data["error"]["error_code"] == "FORBIDDEN"
