@@ -19,25 +19,7 @@ from jsonschema.exceptions import ValidationError as SchemaError
 
 from ..errors import ValidationError
 
-__all__ = ["ECHO_LIMIT", "ArgumentCheck", "clip"]
-
-ECHO_LIMIT = 256
-"""Characters of one string an error object echoes (argument, field name); a longer one is cut, saying how much
-was left out."""
-
-
-_CLIPPED = re.compile(rf".{{{ECHO_LIMIT}}}…\[\+\d+ chars\]", re.DOTALL)
-
-
-def clip(value: Any) -> Any:
-    """`value` with every string longer than ECHO_LIMIT cut (in lists and dicts too, keys included); idempotent."""
-    if isinstance(value, str) and len(value) > ECHO_LIMIT and not _CLIPPED.fullmatch(value):
-        return f"{value[:ECHO_LIMIT]}…[+{len(value) - ECHO_LIMIT} chars]"
-    if isinstance(value, list):
-        return [clip(v) for v in value]
-    if isinstance(value, dict):
-        return {clip(k): clip(v) for k, v in value.items()}
-    return value
+__all__ = ["ArgumentCheck"]
 
 
 def _pattern(validator: Any, pattern: str, instance: Any, schema: Mapping[str, Any]) -> Iterable[SchemaError]:
@@ -53,6 +35,9 @@ def _pattern(validator: Any, pattern: str, instance: Any, schema: Mapping[str, A
 
 
 _Validator: Any = jsonschema.validators.extend(Draft202012Validator, {"pattern": _pattern})  # type: ignore[no-untyped-call]
+
+_NAME_LIMIT = 200
+"""Characters of a field name a message quotes (error details clip theirs alike: `pluginsdk.errors`)."""
 
 _ORDER = {"additionalProperties": 0, "required": 1}
 """Unknown fields first (the likeliest mistake: a name the schema does not list), then missing ones."""
@@ -74,13 +59,16 @@ class ArgumentCheck:
             return
         first = problems[0]
         fld = first["field"]
+        named = fld  # a made-up name may be of any length: the message quotes its start
+        if len(named) > _NAME_LIMIT:
+            named = f"{fld[:_NAME_LIMIT]}... ({len(fld) - _NAME_LIMIT} more characters)"
         if first["type"] == "additionalProperties":
             known = ", ".join(self.validator.schema.get("properties", {})) or "none"
-            message = f"Unknown field {fld!r} for {self.tool}; its fields: {known}."
+            message = f"Unknown field {named!r} for {self.tool}; its fields: {known}."
         elif first["type"] == "required":
-            message = f"{fld!r} is required for {self.tool}."
+            message = f"{named!r} is required for {self.tool}."
         else:
-            message = f"Invalid value for {fld!r} in {self.tool}: {first['message']}."
+            message = f"Invalid value for {named!r} in {self.tool}: {first['message']}."
         value = first.pop("value", None)
         raise ValidationError(
             message,
@@ -124,7 +112,7 @@ def _chosen(error: SchemaError) -> SchemaError:
 
 
 def _entry(fld: str, message: str, keyword: str, value: Any = None) -> dict[str, Any]:
-    return {"field": clip(fld), "message": message, "type": keyword, "value": clip(value)}
+    return {"field": fld, "message": message, "type": keyword, "value": value}
 
 
 _PHRASES = {

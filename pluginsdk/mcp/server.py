@@ -45,7 +45,7 @@ def create_server(sdk: PluginSDK, profile: str | None = None) -> Server[Any]:
     `profile` names the tool profile(s), comma-separated (see `profiles.py`); None takes
     `PLUGIN_MCP_PROFILE`, then `mcp.profile` of the SDK's configuration, then `provisioning`.
     """
-    chosen = resolve_profile(profile, sdk.settings.group("mcp").get("profile"))
+    chosen = resolve_profile(profile, sdk.settings.mcp.profile)
     tools = ToolSet(sdk, chosen)
     resources = ResourceSet(sdk)
 

@@ -24,10 +24,10 @@ import mcp_types as types
 import pydantic
 from pydantic.alias_generators import to_camel
 
-from ..errors import HandlerDiscoveryError, MethodExecutionError, SDKError
+from ..errors import HandlerDiscoveryError, MethodExecutionError, SDKError, clean_details, is_secret_field
 from ..operations import CATALOG, OperationSpec
 from ..waiting import Report, reports_progress, request_and_wait
-from .arguments import ArgumentCheck, clip
+from .arguments import ArgumentCheck
 from .profiles import ALL, profile_of, selects
 from .schemas import compact
 
@@ -37,9 +37,6 @@ if TYPE_CHECKING:
 __all__ = ["ToolSet", "error_object", "tool_specs"]
 
 log = logging.getLogger(__name__)
-
-_SECRET_WORDS = ("password", "token", "secret")
-"""Argument names holding one of these are never echoed back (beside an operation's `secret_fields`)."""
 
 
 def tool_specs(profile: tuple[str, ...] = (ALL,)) -> dict[str, OperationSpec]:
@@ -98,7 +95,8 @@ def describe(tool: str, spec: OperationSpec) -> types.Tool:
 
 
 def _is_secret(name: str, secrets: frozenset[str]) -> bool:
-    return name in secrets or any(word in name.lower() for word in _SECRET_WORDS)
+    """An operation's `secret_fields`, or a name that says secret (`pluginsdk.errors.is_secret_field`)."""
+    return name in secrets or is_secret_field(name) or any(w in name.lower() for w in ("password", "token"))
 
 
 def _secrets_of(spec: OperationSpec | None) -> frozenset[str]:
@@ -109,14 +107,16 @@ def _secrets_of(spec: OperationSpec | None) -> frozenset[str]:
 def mask_arguments(arguments: Mapping[str, Any], spec: OperationSpec | None) -> dict[str, Any]:
     """The arguments as given, with secrets replaced by `***` and long strings cut (error objects echo them)."""
     secrets = _secrets_of(spec)
-    return {clip(k): ("***" if _is_secret(k, secrets) and v else clip(v)) for k, v in arguments.items()}
+    masked = {k: ("***" if _is_secret(k, secrets) and v else v) for k, v in arguments.items()}
+    cleaned: dict[str, Any] = clean_details({"arguments": masked})["arguments"]  # bounded as error details are
+    return cleaned
 
 
 def error_object(
     err: SDKError, *, tool: str, arguments: Mapping[str, Any], spec: OperationSpec | None = None
 ) -> dict[str, Any]:
     """The spec's MCP error object (`type`, `message`, `tool`, `arguments`) plus the envelope's code and details."""
-    details: dict[str, Any] = clip(dict(err.details))
+    details = dict(err.details)
     if isinstance(details.get("field"), str) and _is_secret(details["field"], _secrets_of(spec)):
         details["value"] = "***"
     return {
@@ -235,5 +235,9 @@ def _as_sent(err: SDKError, tool: str, spec: OperationSpec | None) -> SDKError:
     for canonical, alias in shown.items():
         message = message.replace(repr(canonical), repr(alias))
     message = re.sub(rf"\b{re.escape(spec.name)}\b", tool, message)
-    err.message, err.details, err.args = message, details, (message,)  # this call's own error: reworded in place
+    err.message, err.details, err.args = (
+        message,
+        clean_details(details),
+        (message,),
+    )  # this call's own error: reworded in place
     return err

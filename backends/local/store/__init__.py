@@ -52,16 +52,19 @@ class Store:
     # -- templates --------------------------------------------------------
     async def get_template(self, template_id: str) -> Template | None:
         row = await self.db.fetchone("SELECT data FROM templates WHERE template_id = :id", {"id": template_id})
-        return models.Template.model_validate_json(row["data"]) if row else None
+        return models.Template.from_stored(row["data"], key=template_id) if row else None
 
     async def list_templates(self, provider_api: str | None = None) -> list[Template]:
         if provider_api:
             rows = await self.db.fetchall(
-                "SELECT data FROM templates WHERE provider_api = :p ORDER BY template_id", {"p": provider_api}
+                "SELECT template_id, data FROM templates WHERE provider_api = :p ORDER BY template_id",
+                {"p": provider_api},
             )
         else:
-            rows = await self.db.fetchall("SELECT data FROM templates ORDER BY template_id")
-        return [models.Template.model_validate_json(r["data"]) for r in rows]
+            rows = await self.db.fetchall("SELECT template_id, data FROM templates ORDER BY template_id")
+        # one row that no longer validates is logged and skipped, never a failed listing for everyone
+        found = (models.Template.from_stored(r["data"], key=r["template_id"]) for r in rows)
+        return [t for t in found if t is not None]
 
     async def templates_version(self) -> str | None:
         """Changes on every template write (any process): the engine's template cache key."""
@@ -88,15 +91,17 @@ class Store:
             )
 
     async def replace_template(self, t: Template) -> None:
-        await self._bump_templates()
-        await self.db.execute(
-            "UPDATE templates SET provider_api = :api, data = :data, updated_at = :u WHERE template_id = :id",
-            {"id": t.template_id, "api": t.provider_api, "data": t.model_dump_json(), "u": _ts(t.updated_at)},
-        )
+        async with self.db.transaction():  # the version bump and the write together (joins the caller's)
+            await self._bump_templates()
+            await self.db.execute(
+                "UPDATE templates SET provider_api = :api, data = :data, updated_at = :u WHERE template_id = :id",
+                {"id": t.template_id, "api": t.provider_api, "data": t.model_dump_json(), "u": _ts(t.updated_at)},
+            )
 
     async def delete_template(self, template_id: str) -> bool:
-        await self._bump_templates()
-        return await self.db.execute("DELETE FROM templates WHERE template_id = :id", {"id": template_id}) > 0
+        async with self.db.transaction():
+            await self._bump_templates()
+            return await self.db.execute("DELETE FROM templates WHERE template_id = :id", {"id": template_id}) > 0
 
     async def count_templates(self) -> int:
         row = await self.db.fetchone("SELECT COUNT(*) AS n FROM templates")
@@ -218,8 +223,9 @@ class Store:
         if not request_ids:
             return 0
         clause, params = _in("r", list(request_ids))
-        await self.db.execute(f"DELETE FROM machines WHERE request_id IN {clause}", params)
-        return await self.db.execute(f"DELETE FROM requests WHERE request_id IN {clause}", params)
+        async with self.db.transaction():  # never requests without their machines or the reverse
+            await self.db.execute(f"DELETE FROM machines WHERE request_id IN {clause}", params)
+            return await self.db.execute(f"DELETE FROM requests WHERE request_id IN {clause}", params)
 
     # -- machines ---------------------------------------------------------
     async def upsert_machines(self, machines: Iterable[Machine]) -> None:
