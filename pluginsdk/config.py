@@ -87,6 +87,8 @@ class ProviderSettings(_Group):
 class ApiSettings(_Group):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
+    max_body_bytes: int = Field(1 << 20, ge=1)
+    """Largest request body the REST server reads (413 beyond it)."""
     url: str | None = None
     """Base URL of a pluginsdk server (remote backend)."""
     key: str | None = None
