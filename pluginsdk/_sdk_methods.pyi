@@ -24,7 +24,7 @@ class SDKMethods:
     async def create_constraint(self, constraint_id: str, name: str, description: str, object_type: str, group_permissions: list[GroupPermission], criteria_and: list[Criterion] | None = ..., criteria_or: list[Criterion] | None = ..., user_permissions: list[UserPermission] | None = ..., **aliases: Any) -> ConstraintWritten:
         """Create a permission constraint (409 if the id exists); the next decision uses it."""
     async def create_managed_user(self, user_id: str, email: str, phone: str | None = ..., **aliases: Any) -> ManagedUserWritten:
-        """Create a managed user; a temporary password is mailed to them (changed at first sign-in)."""
+        """Create a managed user with a temporary password, mailed to them (without SMTP: in the answer, once)."""
     async def create_my_api_key(self, api_key_name: str, description: str, expires_at: str, **aliases: Any) -> ApiKeyCreated:
         """Issue an API key acting as the caller; the secret is shown once."""
     async def create_request(self, template_id: str, requested_count: int, timeout: int = ..., request_id: str | None = ..., tags: dict[str, str] = ..., additional_data: dict[str, Any] = ..., wait: bool = ..., dry_run: bool = ..., **aliases: Any) -> RequestCreated:
@@ -138,7 +138,7 @@ class SDKMethods:
     async def refresh_tokens(self, refresh_token: str, **aliases: Any) -> SessionTokens:
         """Exchange a refresh token for new id and access tokens (same session, same MFA state)."""
     async def reset_managed_user_password(self, user_id: str, confirm_reset: bool | None = ..., **aliases: Any) -> ManagedUserWritten:
-        """Reset a managed user's password: a new temporary one is mailed to them."""
+        """Reset a managed user's password: a new temporary one is mailed to them (without SMTP: in the answer, once)."""
     async def setup_mfa(self, **aliases: Any) -> MfaSetup:
         """Start TOTP set-up for the caller: returns a secret for an authenticator app."""
     async def sync_request(self, request_id: str, **aliases: Any) -> Request:

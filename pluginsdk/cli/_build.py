@@ -83,10 +83,20 @@ class FieldOption(click.Option):
     def get_help_extra(self, ctx: click.Context) -> Any:
         extra = super().get_help_extra(ctx)
         if self.field_required:
-            extra["required"] = True
+            extra["required"] = "required"
         if self.default_text:
             extra["default"] = self.default_text
         return extra
+
+
+def _argument_extra(param: FieldArgument) -> str:
+    """`[required; INTEGER]`-style notes of a positional argument (click shows none for arguments)."""
+    notes = ["required" if param.field_required else "optional"]
+    if param.type in (click.INT, click.FLOAT):
+        notes.append(param.type.name.upper())
+    if param.nargs == -1:
+        notes.append("one or more" if param.field_required else "any number")
+    return f"[{'; '.join(notes)}]"
 
 
 def _param_type(annotation: Any) -> Any:
@@ -111,7 +121,7 @@ def _default_text(name: str, field: Any, base: Any) -> str | None:
     return str(value)
 
 
-def _option_for(name: str, field: Any) -> click.Option:
+def _option_for(name: str, field: Any, secret: bool = False) -> click.Option:
     """The option of one input field; its help (the field doc) is prepended when help is shown."""
     import typing
 
@@ -124,7 +134,13 @@ def _option_for(name: str, field: Any) -> click.Option:
     if typing.get_origin(base) is list:
         return FieldOption([flag], multiple=True, help="(repeatable, or comma-separated)", **shown)
     if typing.get_origin(base) is dict or base is dict:
-        return FieldOption([flag], multiple=True, help="(key=value[,key=value...] or a JSON object; repeatable)", **shown)
+        return FieldOption(
+            [flag], multiple=True, help="(key=value[,key=value...] or a JSON object; repeatable)", **shown
+        )
+    if secret:
+        shown["field_required"] = False  # asked for, hidden, when not given
+        hint = "(asked for, hidden, when not given; or one line of stdin when piped)" if field.is_required() else None
+        return FieldOption([flag], default=None, help=hint, **shown)
     return FieldOption([flag], type=_param_type(annotation), default=None, required=False, **shown)
 
 
@@ -177,6 +193,7 @@ class OperationCommand(click.Command):
         super().__init__(**kwargs)
         self.spec = spec
         self.documented = False
+        self.argument_docs: list[tuple[str, str]] = []
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         """A negative number is an argument (`machines request web -1` -> "must be >= 1"), not an option.
@@ -197,6 +214,14 @@ class OperationCommand(click.Command):
             for param in self.params:
                 if isinstance(param, click.Option) and param.name in docs:
                     param.help = " ".join(filter(None, (docs[param.name], param.help)))
+            self.argument_docs = [
+                (p.make_metavar(ctx), " ".join(filter(None, (docs.get(p.name or ""), _argument_extra(p)))))
+                for p in self.params
+                if isinstance(p, FieldArgument)
+            ]
+        if self.argument_docs:
+            with formatter.section("Arguments"):
+                formatter.write_dl(self.argument_docs)
         super().format_options(ctx, formatter)
 
 
@@ -205,6 +230,7 @@ def command_for(spec: OperationSpec) -> click.Command:
     fields = spec.cls.model_fields
     params: list[click.Parameter] = []
     positional = spec.cli.args if spec.cli else ()
+    secrets = set(getattr(spec.cls, "secret_fields", ()))
     for name in positional:
         field = fields[name]
         nargs = -1 if _is_list(field.annotation) else 1
@@ -213,12 +239,19 @@ def command_for(spec: OperationSpec) -> click.Command:
         )
     for name in spec.input_fields:
         if name not in positional:
-            params.append(_option_for(name, fields[name]))
+            params.append(_option_for(name, fields[name], name in secrets))
     params += [
-        click.Option(["--file", "-f", "input_file"], default=None, help="Read the input object from a JSON/YAML file."),
-        click.Option(["--data", "-d", "input_data"], default=None, help="The input object as JSON text."),
+        click.Option(
+            ["--file", "-f", "input_file"],
+            metavar="FILE",
+            default=None,
+            help="Read the input object from a JSON/YAML file.",
+        ),
+        click.Option(
+            ["--data", "-d", "input_data"], metavar="JSON", default=None, help="The input object as JSON text."
+        ),
         click.Option(["--format", "cmd_format"], type=click.Choice(FORMATS), default=None, help="Output format."),
-        click.Option(["--output", "cmd_output"], default=None, help="Write output to FILE."),
+        click.Option(["--output", "cmd_output"], metavar="FILE", default=None, help="Write the result to FILE."),
         click.Option(["--quiet", "cmd_quiet"], is_flag=True, default=None, help="Print nothing on success."),
     ]
 

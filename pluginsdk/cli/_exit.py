@@ -27,7 +27,8 @@ USAGE = 2
 """The command line is wrong (unknown option, bad value, missing argument)."""
 NOT_DONE = 3
 """It ran, but did not do what was asked: a waited-for request failed or was cancelled, `machines return`
-returned nothing, `templates validate` found the template invalid."""
+returned nothing, `templates validate` found the template invalid, `system health` found the provider
+unhealthy."""
 PARTIAL = 4
 """A waited-for request ended partial: some machines came up, some did not."""
 TIMED_OUT = 5
@@ -56,6 +57,8 @@ def outcome(operation: str, params: dict[str, Any], result: Any, *, timed_out: b
         return PARTIAL if status == "partial" else NOT_DONE
     if operation == "create_return_request":
         return OK if getattr(result, "request_id", None) or getattr(result, "created_request_ids", None) else NOT_DONE
+    if operation == "get_provider_health":
+        return OK if getattr(result, "healthy", True) else NOT_DONE
     if operation == "validate_template":
         return OK if getattr(result, "valid", True) else NOT_DONE
     return OK

@@ -93,7 +93,7 @@ def emit(ctx: Context, data: Any) -> None:
 
 def _cell(value: Any) -> str:
     """One value as text: blank when empty, lists of scalars comma-separated, other structures as JSON."""
-    if value is None or value == [] or value == {}:
+    if value is None or value in ([], {}):
         return ""
     if isinstance(value, bool):
         return "yes" if value else "no"

@@ -85,6 +85,24 @@ def _read_text(path: str) -> str:
         ) from None
 
 
+def _ask_secrets(spec: OperationSpec, params: dict[str, Any]) -> None:
+    """Ask for a required secret (a password) that was not given: hidden on a terminal, else one stdin line.
+
+    A password never has to be written on the command line, where shell history and `ps` would keep it.
+    """
+    fields = spec.cls.model_fields
+    for name in getattr(spec.cls, "secret_fields", ()):
+        field = fields.get(name)
+        if field is None or not field.is_required() or params.get(name) not in (None, ""):
+            continue
+        label = name.replace("_", " ").capitalize()
+        if sys.stdin.isatty():
+            confirm = name.startswith(("new_", "proposed_"))
+            params[name] = click.prompt(label, hide_input=True, err=True, confirmation_prompt=confirm)
+        else:
+            params[name] = sys.stdin.readline().rstrip("\r\n")
+
+
 def _strategy_name(ctx: Context) -> str | None:
     return ctx.options.get("scheduler") or os.environ.get("PLUGIN_SCHEDULER") or None
 
@@ -126,6 +144,7 @@ def run_operation(
             if whole and raw and whole not in raw:  # the file is the one body field (templates validate)
                 raw = {whole: raw}
             params = strategy.parse_input(spec.name, raw) | given
+            _ask_secrets(spec, params)
             if ctx.options.get("dry_run"):
                 params.setdefault("dry_run", True)
             if params.get("wait") and spec.name == "create_request":

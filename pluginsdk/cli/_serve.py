@@ -27,16 +27,9 @@ def start(ctx: Context, host: str | None, port: int | None) -> None:
     from ..errors import SDKError
     from ._output import emit_error
 
-    try:
-        import fastapi  # noqa: F401
-        import uvicorn  # noqa: F401
-    except ImportError as exc:
-        raise click.ClickException(
-            f"`server start` needs the `server` extra ({exc.name} is not installed): "
-            "pip install 'pluginsdk[server]'."
-        ) from None
     collect_garbage()
     try:
+        _check_extra()
         settings = _settings(ctx, host, port)
         if settings.api.port == 0:
             settings = _settings(ctx, settings.api.host, _free_port(settings.api.host))
@@ -52,6 +45,19 @@ def start(ctx: Context, host: str | None, port: int | None) -> None:
     if fresh:
         click.echo(_first_key_hint(ctx, settings, url), err=True)
     serve(settings, settings.api.host, settings.api.port)
+
+
+def _check_extra() -> None:
+    from ..errors import ConfigurationError
+
+    try:
+        import fastapi  # noqa: F401
+        import uvicorn  # noqa: F401
+    except ImportError as exc:
+        raise ConfigurationError(
+            f"`server start` needs the `server` extra ({exc.name} is not installed): pip install 'pluginsdk[server]'.",
+            key="server",
+        ) from None
 
 
 def _settings(ctx: Context, host: str | None, port: int | None) -> Settings:
@@ -82,6 +88,8 @@ def _check_bind(host: str, port: int) -> None:
     """Bind the address once (and let go): a port in use or a host that is not here fails now, in a sentence."""
     import socket
 
+    from ..errors import ConfigurationError
+
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
         with socket.socket(family, kind, proto) as sock:
@@ -89,7 +97,7 @@ def _check_bind(host: str, port: int) -> None:
             sock.bind(address)
     except OSError as exc:
         reason = exc.strerror or str(exc)
-        raise click.ClickException(f"Cannot listen on {host}:{port}: {reason}.") from None
+        raise ConfigurationError(f"Cannot listen on {host}:{port}: {reason}.", key="api.port") from None
 
 
 def _no_api_keys(ctx: Context, settings: Settings) -> bool:

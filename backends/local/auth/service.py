@@ -208,8 +208,14 @@ class AuthService:
         route = spec.concrete_route(op)
         method = spec.method
         if route is None or not snap.policy.route_allowed(p, route, method):
+            denied = f"Not authorized: '{p.user_id}' may not {method} {spec.route}."
+            if not p.roles:  # the usual first-day cause: say it rather than leave a bare denial
+                denied = (
+                    f"Not authorized: '{p.user_id}' holds no role; an administrator must give them one "
+                    f"before they may {method} {spec.route}."
+                )
             raise PermissionDeniedError(
-                f"Not authorized: '{p.user_id}' may not {method} {spec.route}.",
+                denied,
                 details={"field": "route", "value": spec.route, "expected": method},
             )
         object_type = spec.policy.object_type
