@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,12 +62,16 @@ def write_output(ctx: Context, text: str) -> None:
         click.echo(text)
         return
     target = Path(path)
-    if not os.access(target.parent, os.W_OK):  # a writable file in a read-only directory: in place
-        target.write_text(text + "\n", encoding="utf-8")
+    special = target.exists() and not target.is_file()  # a device or FIFO (/dev/stderr): never replaced
+    if special or not os.access(target.parent, os.W_OK):  # ... nor a writable file in a read-only directory
+        with target.open("w", encoding="utf-8") as fh:
+            fh.write(text + "\n")
         return
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(text + "\n", encoding="utf-8")
+        if target.exists():
+            os.chmod(tmp, stat.S_IMODE(target.stat().st_mode))
         os.replace(tmp, target)
     except OSError:
         tmp.unlink(missing_ok=True)

@@ -30,6 +30,14 @@ if TYPE_CHECKING:
 
 __all__ = ["run_operation"]
 
+_LISTINGS = {
+    "TEMPLATE_NOT_FOUND": "templates list",
+    "REQUEST_NOT_FOUND": "requests list",
+    "MACHINE_NOT_FOUND": "machines list",
+}
+"""The command that lists what a not-found id could have been (the engine's errors name no CLI command:
+REST and MCP callers share them)."""
+
 
 def _read_input(input_file: str | None, input_data: str | None) -> dict[str, Any]:
     from ..errors import ValidationError
@@ -168,6 +176,8 @@ def run_operation(
             ctx.options["format"] = strategy.output_format
         envelope = err.to_envelope()
         emit_error(ctx, envelope, strategy.render_error(envelope) if strategy else None)
+        if envelope["error_code"] in _LISTINGS:
+            click.echo(f"See `pluginsdk {_LISTINGS[envelope['error_code']]}` for the ones that exist.", err=True)
         sys.exit(ERROR)
     except KeyboardInterrupt:
         _interrupted(ctx, state)
