@@ -122,7 +122,7 @@ async def create_request(engine: Engine, op: CreateRequestCommand, principal: Pr
             status="dry-run",
             dry_run=True,
             message=f"Dry run: {counted(op.requested_count, 'machine')} of '{op.template_id}' would be requested "
-            f"from '{driver.name}'; nothing was recorded or created (this request id is not stored).",
+            f"from '{driver.name}'; nothing was recorded, nothing was created.",
         )
     request = Request(
         request_id=request_id,
