@@ -92,8 +92,9 @@ def login(ctx: Context, url: str | None, api_key: str | None, verify: bool, forg
     import asyncio
 
     from ..errors import SDKError
-    from ._output import emit, emit_error
+    from ._output import check_output, emit, emit_error
 
+    check_output(ctx.options.get("output"))
     server = _server_url(ctx, url)
     key = None if forget else _read_key(api_key)
     if key == "":

@@ -61,7 +61,7 @@ def write_output(ctx: Context, text: str) -> None:
     if not path or path == "-":
         click.echo(text)
         return
-    target = Path(path)
+    target = Path(os.path.realpath(path))  # through a symlink, not over it
     special = target.exists() and not target.is_file()  # a device or FIFO (/dev/stderr): never replaced
     if special or not os.access(target.parent, os.W_OK):  # ... nor a writable file in a read-only directory
         with target.open("w", encoding="utf-8") as fh:
@@ -91,9 +91,25 @@ def render(ctx: Context, data: Any) -> str:
 
 
 def emit(ctx: Context, data: Any) -> None:
-    """Print a result in the chosen format (nothing with --quiet)."""
-    if not ctx.options.get("quiet"):
-        write_output(ctx, render(ctx, data))
+    """Print a result in the chosen format (nothing with --quiet).
+
+    A `--output` file that cannot be written gets the result on stdout instead, and exit OUTPUT_FAILED.
+    """
+    if ctx.options.get("quiet"):
+        return
+    text = render(ctx, data)
+    try:
+        write_output(ctx, text)
+    except OSError as exc:
+        from ._exit import OUTPUT_FAILED
+
+        click.echo(text)
+        click.echo(
+            f"Error: could not write {ctx.options.get('output')!r} ({exc.strerror or exc}); "
+            "the result is on stdout instead.",
+            err=True,
+        )
+        sys.exit(OUTPUT_FAILED)
 
 
 def _cell(value: Any) -> str:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from ._output import check_output, emit_error, output_format, render, write_output
+from ._output import check_output, emit, emit_error, output_format, render
 
 if TYPE_CHECKING:
     from ..operations import OperationSpec
@@ -182,7 +182,7 @@ def run_operation(
     except KeyboardInterrupt:
         _interrupted(ctx, state)
         sys.exit(INTERRUPTED)
-    _emit(ctx, output)
+    emit(ctx, output)
     sys.exit(state.get("code", OK))
 
 
@@ -225,22 +225,3 @@ def _interrupted(ctx: Context, state: dict[str, Any]) -> None:
         }
         click.echo(render(ctx, envelope))
     click.echo(message, err=True)
-
-
-def _emit(ctx: Context, output: Any) -> None:
-    """Print the result; a `--output` file that cannot be written gets the result on stdout instead."""
-    from ._exit import OUTPUT_FAILED
-
-    if ctx.options.get("quiet"):
-        return
-    text = render(ctx, output)
-    try:
-        write_output(ctx, text)
-    except OSError as exc:
-        click.echo(text)
-        click.echo(
-            f"Error: could not write {ctx.options.get('output')!r} ({exc.strerror or exc}); "
-            "the result is on stdout instead.",
-            err=True,
-        )
-        sys.exit(OUTPUT_FAILED)
