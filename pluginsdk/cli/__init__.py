@@ -203,6 +203,8 @@ def _usage_error(exc: click.ClickException, argv: list[str]) -> int:
     if scheduler:
         fmt = "json"
     message = exc.format_message()
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):  # a bare group: its help (stderr), not the envelope's
+        message = f"Missing command: `{exc.ctx.command_path} --help` lists them." if exc.ctx else "Missing command."
     if fmt in ("json", "yaml"):
         details: dict[str, Any] = {}
         param = getattr(exc, "param", None)

@@ -226,6 +226,7 @@ def test_unhealthy_provider_gives_the_reason_and_exits_3(env: dict[str, str]) ->
         (("--format", "json", "templates", "list", "--format", "xml"), "cmd_format"),
         (("machines", "request", "web", "abc"), "requested_count"),
         (("templates", "frobnicate"), None),
+        (("templates",), None),  # a bare group: help on stderr, "Missing command" in the envelope
     ],
 )
 def test_usage_errors_are_envelopes_on_stdout_exit_2(env: dict[str, str], args: tuple[str, ...], field: str) -> None:
