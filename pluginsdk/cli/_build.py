@@ -118,7 +118,16 @@ def _default_text(name: str, field: Any, base: Any) -> str | None:
         return name.replace("_", "-") if value else None
     if value is None or value in ("", [], {}, ()):
         return None
-    return str(value)
+    if isinstance(value, list | tuple):
+        return ",".join(_plain(v) for v in value)
+    return _plain(value)
+
+
+def _plain(value: Any) -> str:
+    """An enum member as its value (`completed`), anything else as str()."""
+    import enum
+
+    return str(value.value) if isinstance(value, enum.Enum) else str(value)
 
 
 def _option_for(name: str, field: Any, secret: bool = False) -> click.Option:
