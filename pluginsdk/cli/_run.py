@@ -206,6 +206,8 @@ async def _wait(sdk: Any, spec: OperationSpec, params: dict[str, Any], state: di
 
 def _interrupted(ctx: Context, state: dict[str, Any]) -> None:
     """Ctrl-C: say which request goes on and how to follow it (stderr; the envelope too in JSON/YAML)."""
+    if sys.stderr.isatty():
+        click.echo(err=True)  # end a progress line
     request_id = state.get("request_id")
     if request_id is None:
         click.echo("Interrupted.", err=True)
