@@ -461,3 +461,40 @@ def test_a_user_with_no_roles_is_told_so(env: dict[str, str]) -> None:
     assert res.code == 1
     out = res.json()
     assert out["error_code"] == "FORBIDDEN" and "holds no role" in out["error"]
+
+
+def test_auth_login_asks_for_the_password_without_echo_on_a_terminal(env: dict[str, str]) -> None:
+    import fcntl
+    import pty
+    import termios
+
+    env = _managed(env)
+    temp = ok(env, "users", "create", "ann", "ann@example.com")["temporary_password"]
+    master, slave = pty.openpty()
+
+    def controlling_terminal() -> None:  # the pty is the child's /dev/tty, where getpass reads and prompts
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen(
+        [PLUGINSDK, "--format", "json", "auth", "login", "ann"], stdin=slave, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=env, text=True,
+        preexec_fn=controlling_terminal,  # noqa: PLW1509 - two syscalls, no locks taken; no other way to TIOCSCTTY
+    )  # fmt: skip
+    os.close(slave)
+    seen = b""
+    deadline = time.monotonic() + 60
+    while b"Password" not in seen:
+        assert time.monotonic() < deadline and proc.poll() is None, seen
+        seen += os.read(master, 1024)
+    os.write(master, temp.encode() + b"\n")
+    out, err = proc.communicate(timeout=60)
+    try:
+        while chunk := os.read(master, 1024):
+            seen += chunk
+    except OSError:
+        pass
+    os.close(master)
+    assert proc.returncode == 0, out + err
+    assert json.loads(out)["challenge_name"] == "NEW_PASSWORD_REQUIRED"
+    assert temp.encode() not in seen and temp not in out + err  # never echoed
