@@ -125,20 +125,27 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
+def _is_object(data: dict[str, Any]) -> bool:
+    """One record rather than a listing: it names itself with an id (`request_id`, `template_id`, ...)."""
+    return any(k.endswith("_id") and v not in (None, "") and not isinstance(v, list | dict) for k, v in data.items())
+
+
 def _rows(data: Any) -> tuple[list[dict[str, Any]] | None, dict[str, Any] | None]:
     """(rows of a listing, or None; the one object otherwise).
 
-    Auth-service listings nest under `message`; a listing is the first list of objects; one object has its
-    nested objects' fields brought up a level (`templates show` -> the template's fields), named
-    `outer.inner` only where a name would repeat.
+    Auth-service listings nest under `message`; a listing is the first list of objects of a result that
+    names no id of its own. One object (`templates show`, `requests show`) has its nested objects' fields
+    brought up a level (the template's fields), named `outer.inner` only where a name would repeat; its
+    lists of objects (a request's machines) stay in it.
     """
     if isinstance(data, dict) and isinstance(data.get("message"), dict):
         data = data["message"]
     if not isinstance(data, dict):
         return None, {"value": data}
-    for value in data.values():
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-            return value, None
+    if not _is_object(data):
+        for value in data.values():
+            if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+                return value, None
     one: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, dict) and value:
@@ -151,10 +158,19 @@ def _rows(data: Any) -> tuple[list[dict[str, Any]] | None, dict[str, Any] | None
 
 def _table(data: Any) -> str:
     rows, one = _rows(data)
-    if one is not None:
-        width = max((len(k) for k in one), default=0)
-        return "\n".join(f"{k.upper().ljust(width)}  {_cell(v)}".rstrip() for k, v in one.items())
-    assert rows is not None
+    if one is None:
+        assert rows is not None
+        return _columns(rows)
+    flat = {k: v for k, v in one.items() if not (_nested_list(v) and all(isinstance(i, dict) for i in v))}
+    width = max((len(k) for k in flat), default=0)
+    parts = ["\n".join(f"{k.upper().ljust(width)}  {_cell(v)}".rstrip() for k, v in flat.items())]
+    for key, value in one.items():
+        if key not in flat:  # a list of objects (a request's machines): its own table below
+            parts.append(f"{key.upper()}:\n{_columns(value)}")
+    return "\n\n".join(parts)
+
+
+def _columns(rows: list[dict[str, Any]]) -> str:
     cols = [c for c in rows[0] if not isinstance(rows[0][c], dict) and not _nested_list(rows[0][c])]
     cols = cols[:_MAX_COLUMNS]
     cells = [[_cell(r.get(c)) for c in cols] for r in rows]
@@ -165,7 +181,7 @@ def _table(data: Any) -> str:
 
 
 def _nested_list(value: Any) -> bool:
-    return isinstance(value, list) and any(isinstance(v, dict | list) for v in value)
+    return isinstance(value, list) and bool(value) and any(isinstance(v, dict | list) for v in value)
 
 
 def _records(data: Any) -> str:

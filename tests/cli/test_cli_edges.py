@@ -280,6 +280,17 @@ def test_table_shows_one_objects_fields_and_blank_for_empty(env: dict[str, str])
     assert "None" not in "\n".join(listing)
 
 
+def test_table_of_a_request_keeps_its_id_and_status_above_its_machines(env: dict[str, str]) -> None:
+    template(env)
+    text = ok(env, "machines", "request", "web", "2", "--wait", "--timeout", "60", fmt="table")
+    head, machines = text.split("\n\nMACHINES:\n")
+    fields = dict(line.split(None, 1) for line in head.splitlines() if " " in line)
+    assert fields["REQUEST_ID"].startswith("req-") and fields["STATUS"] == "completed"
+    rows = machines.splitlines()
+    assert rows[0].split()[:2] == ["MACHINE_ID", "REQUEST_ID"] and len(rows) == 3
+    assert all(r.split()[1] == fields["REQUEST_ID"] for r in rows[1:])
+
+
 def test_list_format_is_records_with_nested_values_as_json(env: dict[str, str]) -> None:
     template(env, "a")
     ok(env, "templates", "create", "--template-id", "b", "--image-id", "ami-2", "--tags", "team=x")
