@@ -13,8 +13,12 @@ SDKError                         INTERNAL_ERROR            500
 ├── NotFoundError                <ENTITY>_NOT_FOUND        404  (after authorization)
 ├── AlreadyExistsError           ALREADY_EXISTS            409
 ├── AuthenticationError          UNAUTHENTICATED           401
-└── PermissionDeniedError        FORBIDDEN                 403
+├── PermissionDeniedError        FORBIDDEN                 403
+└── APIConnectionError           CONNECTION_ERROR          —    remote backend: no answer from the server
+    └── APITimeoutError          TIMEOUT                   —    remote backend: the server did not answer in time
 ```
+
+The last two are raised by the remote client, never by a server: the call may or may not have run.
 
 The server renders `to_envelope()`, the remote backend rebuilds the same class
 with `from_envelope()`, the CLI exits non-zero printing the envelope, and MCP
@@ -26,6 +30,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 __all__ = [
+    "APIConnectionError",
+    "APITimeoutError",
     "AlreadyExistsError",
     "AuthenticationError",
     "ConfigurationError",
@@ -193,6 +199,24 @@ class PermissionDeniedError(SDKError):
 
     error_code = "FORBIDDEN"
     http_status = 403
+
+
+class APIConnectionError(SDKError):
+    """The remote backend could not reach the server, or the connection broke before an answer came.
+
+    Not a server error: no envelope came back, so a command may or may not have run (retry a command
+    with the same `request_id` to be safe; the remote backend does that itself for the commands that
+    carry one). `details` has the `url` and the transport's `reason`."""
+
+    error_code = "CONNECTION_ERROR"
+    http_status = 503
+
+
+class APITimeoutError(APIConnectionError):
+    """The server did not answer within the configured timeout (`api.read_timeout` and the other phases)."""
+
+    error_code = "TIMEOUT"
+    http_status = 504
 
 
 _BY_CODE: dict[str, type[SDKError]] = {

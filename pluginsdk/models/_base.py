@@ -1,8 +1,8 @@
 """The one BaseModel every pluginsdk data object derives from.
 
 Inputs accept snake_case or camelCase; output is snake_case unless a caller
-asks for aliases. `to_dict()`/`to_json()` and a compact `__str__` make
-objects pleasant in notebooks and logs.
+asks for aliases. `to_dict()`/`to_json()`, a compact `str()` and the notebook
+displays (`_display.Display`) make objects pleasant in notebooks and logs.
 """
 
 import json
@@ -13,6 +13,8 @@ import pydantic
 from pydantic import ConfigDict
 from pydantic.alias_generators import to_camel
 
+from ._display import Display
+
 __all__ = ["BaseModel", "utcnow"]
 
 
@@ -21,7 +23,7 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-class BaseModel(pydantic.BaseModel):
+class BaseModel(Display, pydantic.BaseModel):
     """Data object: snake_case or camelCase in, snake_case out, extra input fields ignored."""
 
     model_config = ConfigDict(
@@ -40,7 +42,3 @@ class BaseModel(pydantic.BaseModel):
     def to_json(self, *, indent: int | None = 2, by_alias: bool = False) -> str:
         """The object as JSON text, indented for people by default."""
         return json.dumps(self.to_dict(by_alias=by_alias), indent=indent)
-
-    def __str__(self) -> str:
-        fields = ", ".join(f"{k}={v!r}" for k, v in self.to_dict(exclude_none=True).items() if v not in ([], {}))
-        return f"{type(self).__name__}({fields})"
