@@ -314,6 +314,13 @@ def test_tags_key_value_pairs(env: dict[str, str]) -> None:
     assert len(ok(env, "requests", "list")["requests"]) == 1  # the refused one did not run
 
 
+def test_template_ids_outside_the_documented_set_are_refused(env: dict[str, str]) -> None:
+    for bad in ("bad id", "-web", "web\u200b"):
+        res = cli(env, "templates", "create", "--template-id", bad, "--image-id", "ami-1")
+        assert res.code == 1 and res.json()["details"]["field"] == "template_id", bad
+    template(env, "web-1.a_b")
+
+
 # -- 8. dry run --------------------------------------------------------------------------------------
 def test_dry_run_records_nothing_and_returns_no_request_id(env: dict[str, str]) -> None:
     template(env)
