@@ -221,10 +221,14 @@ class AuthService:
         method = spec.method
         for route in routes_to_check(spec, op, route_path):
             if not snap.policy.route_allowed(p, route, method):
-                raise PermissionDeniedError(
-                    f"Not authorized: '{p.user_id}' may not {method} {route_path or spec.route}.",
-                    details={"field": "route", "value": route_path or spec.route, "expected": method},
-                )
+                shown = route_path or spec.route
+                message = f"Not authorized: '{p.user_id}' may not {method} {shown}."
+                if not p.roles:  # the usual first-day cause: say it rather than leave a bare denial
+                    message = (
+                        f"Not authorized: '{p.user_id}' holds no role; an administrator must give them one "
+                        f"before they may {method} {shown}."
+                    )
+                raise PermissionDeniedError(message, details={"field": "route", "value": shown, "expected": method})
         object_type = spec.policy.object_type
         if object_type:
             if not handles_stored(spec, op):
