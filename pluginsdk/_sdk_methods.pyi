@@ -83,8 +83,8 @@ class SDKMethods:
         """Check that a provider answers."""
     async def get_request(self, request_id: str, long: bool = ..., lightweight: bool = ..., provider_name: str | None = ..., **aliases: Any) -> Request:
         """Show a request's status and machines (shape follows the scheduler strategy)."""
-    async def get_request_status(self, request_ids: list[str], long: bool = ..., **aliases: Any) -> RequestStatusList:
-        """Status of one or more requests; unknown ids are reported, not raised."""
+    async def get_request_status(self, request_ids: list[str], long: bool = ..., report_missing: bool = ..., **aliases: Any) -> RequestStatusList:
+        """Status of one or more requests; one unknown id raises NotFoundError, unknown ids of a batch are reported."""
     async def get_request_summary(self, template_id: str | None = ..., **aliases: Any) -> RequestSummary:
         """Counts of requests by status and type, and of machines by status."""
     async def get_secure_config(self, **aliases: Any) -> SecureConfig:
