@@ -232,7 +232,7 @@ async def _reconcile_return(engine: Engine, ret: Request) -> Request:
         if refused:
             first = next(iter(refused.values()))
             message += (
-                f" The provider failed to take back {len(refused)}: {first.get('reason')};"
+                f" The provider failed to take back {len(refused)} ({str(first.get('reason')).rstrip('.')});"
                 " they stay in use and can be returned again."
             )
         elif timed_out and gone < total:

@@ -285,6 +285,9 @@ async def create_return_request(
             skipped.append(SkippedMachine(machine_id=mid, reason="still starting; use force_return"))
             continue
         chosen.append(m)
+    gone = [k for k in skipped if k.reason.startswith(("already returned by ", "already terminated", "already failed"))]
+    if not chosen and not op.dry_run and gone and len(gone) == len(skipped):
+        return await _nothing_to_return(engine, op, principal, gone)
     if op.dry_run or not chosen:
         return ReturnRequestCreated(
             processed_machines=[m.machine_id for m in chosen],
@@ -335,7 +338,7 @@ async def create_return_request(
                 },
             )
             await engine.db.insert_request(ret)
-            await engine.db.upsert_machines(
+            chosen = [
                 m.model_copy(
                     update={
                         "return_request_id": ret_id,
@@ -344,12 +347,13 @@ async def create_return_request(
                     }
                 )
                 for m in chosen
-            )
+            ]
+            await engine.db.upsert_machines(chosen)
     if not chosen:
         return ReturnRequestCreated(skipped_machines=skipped, message=f"No machine returned; {len(skipped)} skipped.")
     groups: dict[str, list[Machine]] = defaultdict(list)
     for m in chosen:
-        groups[m.request_id].append(m.model_copy(update={"return_request_id": ret_id}))
+        groups[m.request_id].append(m)
     failures: dict[str, str] = {}
     for request_id, group in groups.items():
         origin = await engine.db.get_request(request_id)
@@ -363,13 +367,39 @@ async def create_return_request(
     returning = len(chosen) - len(failures)
     message = f"Returning {returning} machines" + (f"; {len(skipped)} skipped" if skipped else "")
     if failures:
-        message += f"; the provider failed to take back {len(failures)} ({next(iter(failures.values()))})"
+        why = next(iter(failures.values())).rstrip(".")
+        message += f"; the provider failed to take back {len(failures)} ({why}), they can be returned again"
     return ReturnRequestCreated(
         request_id=ret_id,
         created_request_ids=[ret_id],
         processed_machines=[m.machine_id for m in chosen if m.machine_id not in failures],
         skipped_machines=skipped,
         message=message + ".",
+    )
+
+
+async def _nothing_to_return(
+    engine: Engine, op: CreateReturnRequestCommand, principal: Principal, gone: list[SkippedMachine]
+) -> ReturnRequestCreated:
+    """Every machine asked for is already gone: a completed, empty return request the caller can poll
+    (IBM's plugin answers "No Active VM" with a request id), not an error."""
+    now = utcnow()
+    ret = Request(
+        request_id=op.request_id or f"ret-{uuid.uuid4()}",
+        request_type=RequestType.RETURN,
+        status=RequestStatus.COMPLETED,
+        count=0,
+        machine_ids=[k.machine_id for k in gone],
+        created_by=principal.user_id,
+        completed_at=now,
+        message=f"No active machine to return: {len(gone)} already gone.",
+    )
+    await engine.db.insert_request(ret)
+    return ReturnRequestCreated(
+        request_id=ret.request_id,
+        created_request_ids=[ret.request_id],
+        skipped_machines=gone,
+        message=ret.message,
     )
 
 
@@ -382,7 +412,14 @@ async def release_failed(engine: Engine, ret_id: str, failures: dict[str, str]) 
         ret = await load_request(engine, ret_id)
         stuck = await engine.db.get_machines(list(failures), for_update=True)
         await engine.db.upsert_machines(
-            m.model_copy(update={"return_request_id": None, "updated_at": now})
+            m.model_copy(
+                update={
+                    "return_request_id": None,
+                    "updated_at": now,
+                    # its launch was not stopped after all: no longer withdrawn
+                    "status_reason": None if m.status_reason == RETURNED_BEFORE_RUNNING else m.status_reason,
+                }
+            )
             for m in stuck.values()
             if m.return_request_id == ret_id
         )

@@ -186,7 +186,7 @@ class LocalProvider:
     async def terminate(self, request: Request, machines: Sequence[Machine]) -> dict[str, MachineStatus]:
         now = self.clock()
         ids = [m.machine_id for m in machines]
-        if self.terminate_failure_rate and random.random() < self.terminate_failure_rate:
+        if self.terminate_failure_rate and (await self._terminate_fate()) < self.terminate_failure_rate:
             raise ProviderError(
                 "Simulated provider failure while terminating machines.",
                 details={"provider_code": "SimulatedTerminateFailure", "operation": "terminate"},
@@ -197,6 +197,18 @@ class LocalProvider:
         )
         states = {m.machine_id: m.status for m in await self.describe(request, None)}
         return {i: states.get(i, MachineStatus.TERMINATED) for i in ids}
+
+    async def _terminate_fate(self) -> float:
+        """A number in [0, 1) for this terminate call: drawn from (seed, how many calls the store has seen),
+        so under a seed the n-th call always has the same fate, whichever process makes it."""
+        key = "local.terminate_calls"
+        await self._db.execute(
+            "INSERT INTO meta (key, value) VALUES (:k, '1')"
+            " ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)",
+            {"k": key},
+        )
+        row = await self._db.fetchone("SELECT value FROM meta WHERE key = :k", {"k": key})
+        return self._rand("terminate", row["value"] if row else 0).random()
 
     async def reclaimed(self) -> list[ProvisionedMachine]:
         return []
