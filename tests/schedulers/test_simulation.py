@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "scripts"
 PLUGINSDK = str(Path(sys.executable).with_name("pluginsdk"))
 
-REQUESTS, PER_REQUEST = int(os.environ.get("SIM_REQ", 4)), 50
+REQUESTS, PER_REQUEST = 4, 50
 MAX_POLLS = 20
 POLL_SECONDS = 0.25
 EARLY_RETURNS = 6
@@ -107,6 +107,11 @@ def test_scheduler_simulation(kind: str, tmp_path: Path) -> None:
     seen_complete: set[str] = set()
     refused = 0
     early: set[str] = set()
+    origin: dict[str, str] = {}  # name -> provisioning request
+    failed_returns = 0
+
+    def all_refused(entry: dict[str, Any]) -> bool:
+        return all(m["result"] == "fail" and "provider failed" in m["message"] for m in entry["machines"])
 
     def give_back(batch: set[str]) -> None:
         if batch:
@@ -133,6 +138,7 @@ def test_scheduler_simulation(kind: str, tmp_path: Path) -> None:
                 if kind == "lsf":
                     assert account.setdefault(mid, m["rcAccount"]) == m["rcAccount"], f"{mid} changed account"
                 if rid.startswith("req-"):
+                    origin[m["name"]] = rid
                     if m["result"] == "succeed" and mid not in succeeded:
                         succeeded.add(mid)
                         if not any(m["name"] in batch for batch in asked.values()):
@@ -148,9 +154,9 @@ def test_scheduler_simulation(kind: str, tmp_path: Path) -> None:
                             to_return.add(m["name"])  # returnable again
             if rid.startswith("ret-") and status != "running":
                 asked.pop(rid, None)  # names it did not list were already gone (failed at boot)
-            if rid.startswith("ret-") and first_seen and entry["machines"]:
-                if all(m["result"] == "fail" for m in entry["machines"]):
-                    assert status != "running", f"{rid} stays running after its provider call failed: {entry}"
+            if rid.startswith("ret-") and first_seen and entry["machines"] and all_refused(entry):
+                assert status != "running", f"{rid} stays running after its provider call failed: {entry}"
+                failed_returns += 1
         if poll == 0:
             give_back(early)  # still starting: returning them stops their launch
         known = [{"name": names[mid], "machineId": mid} for mid in sorted(succeeded)]
@@ -159,7 +165,8 @@ def test_scheduler_simulation(kind: str, tmp_path: Path) -> None:
             assert all(0 <= e["gracePeriod"] <= 60 for e in listed)
         else:
             assert all(e["rcAccount"] == account[e["machineId"]] for e in listed)
-        give_back(set(to_return))
+        for rid in provision:  # one return per provisioning request's hosts, as they come up
+            give_back({n for n in to_return if origin[n] == rid})
         if all(s != "running" for s in status_of.values()) and not to_return and not asked:
             break
         time.sleep(POLL_SECONDS)
@@ -169,7 +176,7 @@ def test_scheduler_simulation(kind: str, tmp_path: Path) -> None:
 
     assert len(names) == REQUESTS * PER_REQUEST
     assert len(set(names.values())) == len(names), "two machines share a host name"
-    assert refused > 0, "the provider failure was never injected"
+    assert refused > 0 and failed_returns > 0, "the provider failure was never injected"
     assert early, "no machine was still starting at the first poll"
     assert succeeded, "no machine came up"
     for mid in succeeded:
