@@ -31,7 +31,7 @@ from pluginsdk.schedulers._base import RECLAIMED, RETURNED_BEFORE_RUNNING
 from .engine import Engine
 from .providers.base import ProvisionedMachine
 
-__all__ = ["RETURNED_BEFORE_RUNNING", "apply_states", "reconcile", "reconcile_active", "settle_status"]
+__all__ = ["RETURNED_BEFORE_RUNNING", "apply_states", "reconcile", "reconcile_active", "settle_status", "sweep_orphans"]
 
 log = logging.getLogger("pluginsdk.reconciler")
 
@@ -103,13 +103,18 @@ def settle_status(request: Request, machines: list[Machine], *, timed_out: bool)
     pending = sum(
         1 for m in machines if m.status is MachineStatus.PENDING and m.status_reason != RETURNED_BEFORE_RUNNING
     )
-    failed = len(machines) - up - pending - withdrawn
+    # machines the provider could not start at all (capacity everywhere): known short, not awaited
+    unfilled = int(request.provider_data.get("unfilled") or 0)
+    failed = len(machines) - up - pending - withdrawn + unfilled
     note = f", {withdrawn} returned before running" if withdrawn else ""
+    if unfilled:
+        note += f", {unfilled} could not start ({request.provider_data.get('unfilled_reason') or 'no capacity'})"
     if up >= request.count:
         return RequestStatus.COMPLETED, f"{up} of {request.count} machines running{note}."
-    if (pending == 0 and len(machines) >= request.count) or timed_out:
+    if (pending == 0 and len(machines) + unfilled >= request.count) or timed_out:
         why = "timed out" if timed_out and pending else "finished"
-        if not failed and not (timed_out and pending):
+        never_made = max(0, request.count - len(machines) - unfilled)  # timed out before the provider made them
+        if not failed and not never_made and not (timed_out and pending):
             if up:
                 return RequestStatus.COMPLETED, f"{up} of {request.count} machines running{note}."
             return RequestStatus.CANCELLED, f"Cancelled: all {withdrawn} machines were returned before running."
@@ -168,7 +173,45 @@ async def _reconcile_provision(engine: Engine, request: Request) -> Request:
             await engine.db.update_request(current)
     if to_terminate:
         await terminate_machines(engine, current, to_terminate)
+    if current.status.terminal and not any(m.status.active for m in stored.values()):
+        await _cleanup(driver, current)
     return current
+
+
+async def _cleanup(driver: object, request: Request) -> None:
+    """Let the provider drop what a finished request no longer needs (AWS: its launch template)."""
+    cleanup = getattr(driver, "cleanup", None)
+    if cleanup is None:
+        return
+    try:
+        await cleanup(request)
+    except Exception:
+        log.exception("cleaning up after %s failed", request.request_id)
+
+
+async def sweep_orphans(engine: Engine) -> list[str]:
+    """Remove provider leftovers (AWS launch templates) tagged with a request that is finished and holds
+    no machine — e.g. the engine died between creating a launch template and creating its fleet.
+    Leftovers of requests this store does not know are kept: they may be another deployment's."""
+    driver = await engine.provider()
+    listing = getattr(driver, "tagged_launch_templates", None)
+    if listing is None:
+        return []
+    tagged: dict[str, str] = await listing()
+    if not tagged:
+        return []
+    requests = await engine.db.get_requests(sorted(set(tagged.values())))
+    machines = await engine.db.machines_of_requests(list(requests))
+    removed = []
+    for name, request_id in tagged.items():
+        r = requests.get(request_id)
+        if r is None or not r.status.terminal or any(m.status.active for m in machines.get(request_id, [])):
+            continue
+        await driver.delete_launch_template(name)  # type: ignore[attr-defined]
+        removed.append(name)
+    if removed:
+        log.info("removed %d orphaned launch templates: %s", len(removed), ", ".join(removed))
+    return removed
 
 
 async def terminate_machines(engine: Engine, request: Request, machines: list[Machine]) -> None:
@@ -303,4 +346,8 @@ async def reconcile_active(engine: Engine) -> int:
         await record_reclaimed(engine)
     except Exception:
         log.exception("checking reclaimed machines failed")
+    try:
+        await sweep_orphans(engine)
+    except Exception:
+        log.exception("sweeping orphaned provider resources failed")
     return len(ids)

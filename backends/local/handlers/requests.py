@@ -53,6 +53,7 @@ from ..reconciler import (
     reconcile,
     record_reclaimed,
     settle_status,
+    sweep_orphans,
     terminate_machines,
 )
 
@@ -269,8 +270,8 @@ async def create_return_request(
             skipped.append(SkippedMachine(machine_id=mid, reason="not found"))
             continue
         if m.status.gone:
-            by = f"already returned by {m.return_request_id}" if m.return_request_id else f"already {m.status.value}"
-            skipped.append(SkippedMachine(machine_id=mid, reason=by))
+            why = f"already returned by {m.return_request_id}" if m.return_request_id else f"already {m.status.value}"
+            skipped.append(SkippedMachine(machine_id=mid, reason=why))
             continue
         if m.return_request_id and not op.force_return:
             if m.return_request_id not in open_returns:
@@ -786,10 +787,16 @@ async def cleanup_all_resources(engine: Engine, op: CleanupAllResourcesCommand, 
         statuses=[MachineStatus.TERMINATED.value, MachineStatus.FAILED.value], updated_before=before
     )
     machines += await engine.db.delete_machines([m.machine_id for m in gone])
+    try:  # provider leftovers of finished requests (AWS launch templates) go too
+        orphans = await sweep_orphans(engine)
+    except ProviderError as exc:
+        log.warning("sweeping orphaned provider resources failed: %s", exc.message)
+        orphans = []
     return CleanupResult(
         requests_cleaned=len(ids),
         request_ids_found=ids,
         machines_cleaned=machines,
         total_cleaned=len(ids) + machines,
-        message=f"Removed {len(ids)} requests and {machines} machines older than {op.older_than_days} days.",
+        message=f"Removed {len(ids)} requests and {machines} machines older than {op.older_than_days} days"
+        + (f", and {len(orphans)} orphaned launch templates." if orphans else "."),
     )
