@@ -206,3 +206,43 @@ def test_usage_errors_are_json_for_schedulers(env: dict[str, str], scheduler: st
     assert res.returncode == 1
     out = json.loads(res.stdout)
     assert out["success"] is False and "--no-such-option" in out["message"]
+
+
+def test_lsf_refuses_template_ids_with_underscores(env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "t.json").write_text(json.dumps({"templates": [
+        {"templateId": "ok-one", "imageId": "ami-1", "vmType": "m5.large", "providerApi": "local"},
+        {"templateId": "bad_one", "imageId": "ami-1", "vmType": "m5.large", "providerApi": "local"},
+    ]}))  # fmt: skip
+    listed = script(env, tmp_path, "lsf", "getAvailableTemplates", {})
+    assert [t["templateId"] for t in listed["templates"]] == ["ok-one"]
+    assert "bad_one" in listed["message"] and "underscore" in listed["message"]
+    refused = script(env, tmp_path, "lsf", "requestMachines",
+                     {"template": {"templateId": "bad_one", "machineCount": 1}}, ok=False)  # fmt: skip
+    assert refused["error_code"] == "VALIDATION_ERROR" and "underscores" in refused["message"]
+    # HostFactory has no such rule
+    hf = script(env, tmp_path, "hostfactory", "getAvailableTemplates", {})
+    assert sorted(t["templateId"] for t in hf["templates"]) == ["bad_one", "ok-one"]
+
+
+def test_declared_attributes_win_and_extras_pass_through(env: dict[str, str], tmp_path: Path) -> None:
+    (tmp_path / "templates").mkdir()
+    (tmp_path / "templates" / "t.json").write_text(json.dumps({"templates": [
+        {"templateId": "declared", "imageId": "ami-1", "vmType": "m5.xlarge", "providerApi": "local",
+         "attributes": {"ncpus": ["Numeric", "2"], "zone": ["String", "eu-west-1b"], "gpu": ["Numeric", 1],
+                        "broken": "not a pair"}},
+        {"templateId": "unknown-type", "imageId": "ami-1", "vmType": "zz9.huge", "providerApi": "local",
+         "attributes": {"type": ["String", "X86_64"], "ncpus": ["Numeric", "64"], "mem": ["Numeric", "512000"]}},
+    ]}))  # fmt: skip
+    out = script(env, tmp_path, "lsf", "getAvailableTemplates", {})
+    by_id = {t["templateId"]: t["attributes"] for t in out["templates"]}
+    assert by_id["declared"] == {
+        "type": ["String", "X86_64"], "ncpus": ["Numeric", "2"], "mem": ["Numeric", "16384"],
+        "ncores": ["Numeric", "2"], "zone": ["String", "eu-west-1b"], "gpu": ["Numeric", "1"],
+    }  # fmt: skip
+    # an instance type we cannot size is listed when the file declares what the scheduler needs
+    assert by_id["unknown-type"] == {
+        "type": ["String", "X86_64"],
+        "ncpus": ["Numeric", "64"],
+        "mem": ["Numeric", "512000"],
+    }
