@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -12,28 +11,21 @@ import pytest
 from pluginsdk import AlreadyExistsError, PluginSDK
 from pluginsdk.models import RequestStatus
 from tests.support.backends import base_config
+from tests.support.postgres import fresh_database
 
 pytestmark = pytest.mark.postgres
 
 
 @pytest.fixture
 async def pg_url() -> AsyncIterator[str]:
-    asyncpg = pytest.importorskip("asyncpg")
-    try:
-        admin = await asyncio.wait_for(asyncpg.connect("postgresql://postgres@127.0.0.1:5432/test"), 3)
-    except (TimeoutError, OSError, asyncpg.PostgresError) as exc:
-        pytest.skip(f"PostgreSQL not reachable on 127.0.0.1:5432: {exc}")
-    name = f"psdk_{uuid.uuid4().hex[:10]}"
-    await admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"postgresql://postgres@127.0.0.1:5432/{name}"
-    finally:
-        await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        await admin.close()
+    async with fresh_database() as url:
+        yield url
 
 
 async def test_provisioning_cycle_on_postgres(pg_url: str, tmp_path: Path) -> None:
-    config = base_config(tmp_path, storage={"type": "postgresql", "url": pg_url})
+    config = base_config(
+        tmp_path, storage={"type": "postgresql", "url": pg_url, "seal_key_file": str(tmp_path / "seal.key")}
+    )
     async with PluginSDK(config=config) as sdk:
         assert (await sdk.get_system_status()).storage == "postgresql"
         await sdk.create_template(template_id="web", image_id="ami-1", tags={"a": "b"})
@@ -48,6 +40,9 @@ async def test_provisioning_cycle_on_postgres(pg_url: str, tmp_path: Path) -> No
             await asyncio.sleep(0.05)
         assert (await sdk.get_request(ret.request_id or "")).status is RequestStatus.COMPLETED
         assert (await sdk.list_requests()).total_count == 2
+        row = await sdk.backend.engine.db.db.fetchone("SELECT value FROM meta WHERE key = 'auth.secrets_key'")  # type: ignore[attr-defined]
+        assert row is None  # the sealing key is in the owner-only key file, not in the database
+    assert oct((tmp_path / "seal.key").stat().st_mode & 0o777) == "0o600"
     # a second engine on the same database sees the same state (schema already migrated)
     async with PluginSDK(config=config) as again:
         assert (await again.get_template("web")).template.tags == {"a": "b"}

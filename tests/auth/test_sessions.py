@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -142,14 +143,17 @@ async def test_totp_setup_makes_sessions_multi_factor(pool: PluginSDK, mailbox: 
     wrong = f"{(int(totp.now()) + 500000) % 1000000:06d}"
     with pytest.raises(ValidationError):
         await call_as(pool, p, "verify_mfa", code=wrong)
-    verified = await call_as(pool, p, "verify_mfa", code=totp.now())
+    enabling = totp.now()
+    verified = await call_as(pool, p, "verify_mfa", code=enabling)
     assert verified.mfa is True
     assert (await authenticate(pool, f"Bearer {tokens.id_token}")).mfa is True  # this session is now MFA
     challenge = await pool.login("gus", PASSWORD)
     assert challenge.challenge_name == "SOFTWARE_TOKEN_MFA" and challenge.id_token is None
     with pytest.raises(AuthenticationError):
         await pool.login("gus", PASSWORD, totp_code=wrong)
-    mfa_tokens = await pool.login("gus", PASSWORD, totp_code=totp.now())
+    with pytest.raises(AuthenticationError):  # the code that enabled MFA is spent (tests/auth/test_totp_once.py)
+        await pool.login("gus", PASSWORD, totp_code=enabling)
+    mfa_tokens = await pool.login("gus", PASSWORD, totp_code=totp.at(time.time() + 30))
     assert mfa_tokens.mfa and (await authenticate(pool, f"Bearer {mfa_tokens.id_token}")).mfa
     users = {u.user_id: u for u in (await pool.list_managed_users()).users}
     assert users["gus"].mfa_enabled

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..store.sealing import load_seal_key
 from .config import AuthConfig, load_auth_config
-from .crypto import PageTokens, SecretBox, b64d
+from .crypto import PageTokens, SecretBox, b64d, derive_key
 from .defaults import seed
 from .service import AuthService
 from .store import AuthStore
@@ -25,9 +26,9 @@ async def start_auth(engine: Engine) -> AuthService:
     """Register the auth handlers, prepare the store and return the engine's Authorizer."""
     config = load_auth_config(engine.settings)
     store = AuthStore(engine.db.db)
-    store_key = b64d(await store.secret("auth.secrets_key"))[:32]
-    box = SecretBox(config.secrets_key or store_key)
-    pages = PageTokens(b64d(await store.secret("auth.page_secret")))
+    seal = await load_seal_key(engine.settings, engine.db.db, config.secrets_key)  # kept apart from the store
+    box = SecretBox(seal.key)
+    pages = PageTokens(derive_key(seal.key, "page-tokens", b64d(await store.secret("auth.page_secret"))))
     await seed(store, config.admin_user_id)
     service = AuthService(engine, config, store, box, pages)
     await service.start()

@@ -25,6 +25,7 @@ __all__ = [
     "PageTokens",
     "Passwords",
     "SecretBox",
+    "derive_key",
     "new_api_key",
     "new_refresh_token",
     "now",
@@ -111,6 +112,15 @@ def parse_expiry(value: str, field: str = "expires_at") -> datetime:
             details={"field": field, "value": value[:64], "expected": "ISO 8601 with time zone"},
         )
     return dt.astimezone(UTC)
+
+
+def derive_key(key: bytes, label: str, salt: bytes = b"") -> bytes:
+    """A 32-byte sub-key of `key` for one purpose (HMAC-SHA256; stdlib only, so starting costs no import).
+
+    The pagination secret is derived this way from the sealing key and a per-store salt: the salt in the
+    store alone is worthless, and rotating the sealing key retires outstanding page tokens too.
+    """
+    return hmac.new(key, b"pluginsdk/" + label.encode("utf-8") + b"\x00" + salt, hashlib.sha256).digest()
 
 
 class SecretBox:

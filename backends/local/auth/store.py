@@ -258,6 +258,16 @@ class AuthStore:
     async def delete_api_key(self, api_key_id: str) -> bool:
         return await self.db.execute("DELETE FROM auth_api_keys WHERE api_key_id = :id", {"id": api_key_id}) > 0
 
+    async def claim_totp_step(self, user_id: str, step: int) -> bool:
+        """Record `step` as the user's last accepted TOTP time-step; False when it (or a later one) was
+        accepted before: a code is good once (one conditional UPDATE, so racing sign-ins cannot both win)."""
+        n = await self.db.execute(
+            "UPDATE auth_users SET totp_last_step = :s"
+            " WHERE user_id = :u AND (totp_last_step IS NULL OR totp_last_step < :s)",
+            {"u": user_id, "s": step},
+        )
+        return n > 0
+
     # -- sessions -----------------------------------------------------------------------
     async def insert_session(self, row: Mapping[str, Any]) -> None:
         cols = ", ".join(row)

@@ -88,15 +88,17 @@ class Store:
             )
 
     async def replace_template(self, t: Template) -> None:
-        await self._bump_templates()
-        await self.db.execute(
-            "UPDATE templates SET provider_api = :api, data = :data, updated_at = :u WHERE template_id = :id",
-            {"id": t.template_id, "api": t.provider_api, "data": t.model_dump_json(), "u": _ts(t.updated_at)},
-        )
+        async with self.db.transaction():  # the version bump and the write together (joins the caller's)
+            await self._bump_templates()
+            await self.db.execute(
+                "UPDATE templates SET provider_api = :api, data = :data, updated_at = :u WHERE template_id = :id",
+                {"id": t.template_id, "api": t.provider_api, "data": t.model_dump_json(), "u": _ts(t.updated_at)},
+            )
 
     async def delete_template(self, template_id: str) -> bool:
-        await self._bump_templates()
-        return await self.db.execute("DELETE FROM templates WHERE template_id = :id", {"id": template_id}) > 0
+        async with self.db.transaction():
+            await self._bump_templates()
+            return await self.db.execute("DELETE FROM templates WHERE template_id = :id", {"id": template_id}) > 0
 
     async def count_templates(self) -> int:
         row = await self.db.fetchone("SELECT COUNT(*) AS n FROM templates")
@@ -218,8 +220,9 @@ class Store:
         if not request_ids:
             return 0
         clause, params = _in("r", list(request_ids))
-        await self.db.execute(f"DELETE FROM machines WHERE request_id IN {clause}", params)
-        return await self.db.execute(f"DELETE FROM requests WHERE request_id IN {clause}", params)
+        async with self.db.transaction():  # never requests without their machines or the reverse
+            await self.db.execute(f"DELETE FROM machines WHERE request_id IN {clause}", params)
+            return await self.db.execute(f"DELETE FROM requests WHERE request_id IN {clause}", params)
 
     # -- machines ---------------------------------------------------------
     async def upsert_machines(self, machines: Iterable[Machine]) -> None:

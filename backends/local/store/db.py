@@ -15,6 +15,8 @@ provider calls), so an SQLite transaction never interleaves with another task.
 from __future__ import annotations
 
 import asyncio
+import logging
+import re
 import sqlite3
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -22,6 +24,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from pluginsdk.errors import ConfigurationError
+
+from .conflicts import StoreFailure, already_exists
+from .files import open_private
 
 __all__ = ["Database", "Row", "open_database"]
 
@@ -50,6 +55,15 @@ class Database(Protocol):
     async def aclose(self) -> None: ...
 
 
+def _sqlite_error(exc: sqlite3.Error, sql: str, rows: Sequence[Mapping[str, Any]]) -> Exception:
+    """A unique-key violation as 409; any other sqlite3 error as it is (its text holds no values)."""
+    if isinstance(exc, sqlite3.IntegrityError) and str(exc).startswith("UNIQUE constraint failed: "):
+        qualified = [c.strip() for c in str(exc).split(": ", 1)[1].split(",")]
+        table = qualified[0].split(".", 1)[0] if qualified else None
+        return already_exists(table, [c.split(".", 1)[-1] for c in qualified], sql, rows)
+    return exc
+
+
 def _dict_factory(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
     return {col[0]: row[i] for i, col in enumerate(cursor.description)}
 
@@ -63,10 +77,10 @@ class SqliteDatabase:
         self.url = path
         if path != ":memory:":
             try:
-                Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+                open_private(Path(path).expanduser())
             except OSError as exc:
                 raise ConfigurationError(
-                    f"Cannot create the directory of the SQLite store {path!r}: {exc.strerror}.", key="storage.path"
+                    f"Cannot create the SQLite store {path!r} or its directory: {exc.strerror}.", key="storage.path"
                 ) from exc
         try:
             self._conn = sqlite3.connect(
@@ -84,17 +98,35 @@ class SqliteDatabase:
         self._depth = 0
 
     async def fetchone(self, sql: str, params: Params = None) -> Row | None:
-        row: Row | None = self._conn.execute(sql, params or {}).fetchone()
+        try:
+            row: Row | None = self._conn.execute(sql, params or {}).fetchone()
+        except sqlite3.IntegrityError as exc:  # INSERT ... RETURNING
+            raise _sqlite_error(exc, sql, [params or {}]) from None
         return row
 
     async def fetchall(self, sql: str, params: Params = None) -> list[Row]:
         return self._conn.execute(sql, params or {}).fetchall()
 
     async def execute(self, sql: str, params: Params = None) -> int:
-        return self._conn.execute(sql, params or {}).rowcount
+        try:
+            return self._conn.execute(sql, params or {}).rowcount
+        except sqlite3.IntegrityError as exc:
+            raise _sqlite_error(exc, sql, [params or {}]) from None
 
     async def executemany(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        self._conn.executemany(sql, rows)
+        own = not self._depth and len(rows) > 1  # autocommit would commit row by row: all or none instead
+        if own:
+            self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            self._conn.executemany(sql, rows)
+        except BaseException as exc:
+            if own:
+                self._conn.execute("ROLLBACK")
+            if isinstance(exc, sqlite3.IntegrityError):
+                raise _sqlite_error(exc, sql, rows) from None
+            raise
+        if own:
+            self._conn.execute("COMMIT")
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[SqliteDatabase]:
@@ -122,6 +154,35 @@ class SqliteDatabase:
         self._conn.close()
 
 
+_PG_KEY_COLUMNS = re.compile(r"^Key \(([^)]*)\)=")
+
+
+def _postgres_error(exc: Exception, sql: str, rows: Sequence[Mapping[str, Any]]) -> Exception:
+    """A unique-key violation (SQLSTATE 23505) as 409; any other database error as a `StoreFailure`
+    naming the statement and SQLSTATE only (asyncpg's text may quote values)."""
+    from sqlalchemy.exc import DBAPIError
+
+    if not isinstance(exc, DBAPIError):
+        return exc
+    orig = exc.orig
+    cause = getattr(orig, "__cause__", None) or orig  # the asyncpg exception behind SQLAlchemy's adapter
+    sqlstate = getattr(orig, "sqlstate", None) or getattr(cause, "sqlstate", None)
+    if sqlstate == "23505":
+        m = _PG_KEY_COLUMNS.match(str(getattr(cause, "detail", "") or ""))
+        columns = [c.strip().strip('"') for c in m.group(1).split(",")] if m else []
+        return already_exists(getattr(cause, "table_name", None), columns, sql, rows)
+    kind = type(cause).__name__
+    return StoreFailure(f"PostgreSQL {kind} (SQLSTATE {sqlstate or '?'}) in: {' '.join(sql.split())[:300]}")
+
+
+class _StatementsOnly(logging.LoggerAdapter):  # type: ignore[type-arg]
+    """SQLAlchemy's engine logger without its DEBUG level: at DEBUG it logs every result row (password and
+    API-key hashes, sealed secrets). Statements (INFO) stay, their parameters hidden (`hide_parameters`)."""
+
+    def isEnabledFor(self, level: int) -> bool:
+        return level >= logging.INFO and self.logger.isEnabledFor(level)
+
+
 class PostgresDatabase:
     """SQLAlchemy async engine on asyncpg; a transaction pins one pooled connection to the task."""
 
@@ -139,18 +200,25 @@ class PostgresDatabase:
         if url.startswith("postgresql://") or url.startswith("postgres://"):
             url = "postgresql+asyncpg://" + url.split("://", 1)[1]
         self._text = text
-        self._engine = create_async_engine(url, pool_size=10, max_overflow=10, pool_pre_ping=False)
+        # hide_parameters: SQLAlchemy's error text and echo otherwise print every bound value (hashes, secrets)
+        self._engine = create_async_engine(
+            url, pool_size=10, max_overflow=10, pool_pre_ping=False, hide_parameters=True, echo=False
+        )
+        self._engine.sync_engine.logger = _StatementsOnly(self._engine.sync_engine.logger)  # type: ignore[assignment]
         self._tx: dict[asyncio.Task[Any] | None, Any] = {}
 
     def _current(self) -> Any:
         return self._tx.get(asyncio.current_task())
 
     async def _run(self, sql: str, params: Params) -> Any:
-        conn = self._current()
-        if conn is not None:
-            return await conn.execute(self._text(sql), dict(params or {}))
-        async with self._engine.begin() as c:
-            return await c.execute(self._text(sql), dict(params or {}))
+        try:
+            conn = self._current()
+            if conn is not None:
+                return await conn.execute(self._text(sql), dict(params or {}))
+            async with self._engine.begin() as c:
+                return await c.execute(self._text(sql), dict(params or {}))
+        except Exception as exc:
+            raise _postgres_error(exc, sql, [params or {}]) from None
 
     async def fetchone(self, sql: str, params: Params = None) -> Row | None:
         res = await self._run(sql, params)
@@ -168,12 +236,15 @@ class PostgresDatabase:
     async def executemany(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
         if not rows:
             return
-        conn = self._current()
-        if conn is not None:
-            await conn.execute(self._text(sql), [dict(r) for r in rows])
-            return
-        async with self._engine.begin() as c:
-            await c.execute(self._text(sql), [dict(r) for r in rows])
+        try:
+            conn = self._current()
+            if conn is not None:
+                await conn.execute(self._text(sql), [dict(r) for r in rows])
+                return
+            async with self._engine.begin() as c:
+                await c.execute(self._text(sql), [dict(r) for r in rows])
+        except Exception as exc:
+            raise _postgres_error(exc, sql, rows) from None
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[PostgresDatabase]:
@@ -181,12 +252,17 @@ class PostgresDatabase:
         if task in self._tx:
             yield self
             return
-        async with self._engine.begin() as conn:
-            self._tx[task] = conn
-            try:
-                yield self
-            finally:
-                self._tx.pop(task, None)
+        from sqlalchemy.exc import DBAPIError
+
+        try:
+            async with self._engine.begin() as conn:
+                self._tx[task] = conn
+                try:
+                    yield self
+                finally:
+                    self._tx.pop(task, None)
+        except DBAPIError as exc:  # raised by COMMIT (deferred checks); statements map their own
+            raise _postgres_error(exc, "COMMIT", []) from None
 
     async def aclose(self) -> None:
         await self._engine.dispose()

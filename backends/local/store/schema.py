@@ -134,6 +134,9 @@ MIGRATIONS: dict[int, Sequence[str]] = {
             updated_at TEXT NOT NULL)""",
         "INSERT INTO meta (key, value) VALUES ('auth.policy_version', '1')",
     ),
+    4: (  # a TOTP code is accepted once: the last accepted time-step per user
+        "ALTER TABLE auth_users ADD COLUMN totp_last_step INTEGER",
+    ),
 }
 
 
@@ -143,13 +146,24 @@ async def current_version(db: Database) -> int:
     return int(row["version"]) if row else 0
 
 
+_MIGRATION_LOCK = 0x70736B6D  # PostgreSQL advisory lock id ("pskm") held while migrating
+
+
 async def migrate(db: Database) -> int:
-    """Bring the schema up to date; safe when several processes open a new store at once."""
+    """Bring the schema up to date; safe when several processes open a new store at once.
+
+    SQLite serialises DDL itself (BEGIN IMMEDIATE); on PostgreSQL concurrent `CREATE TABLE IF NOT EXISTS`
+    can collide in the catalog, so everything runs under a transaction-scoped advisory lock there.
+    """
     target = max(MIGRATIONS)
-    if await current_version(db) >= target:
+    if db.dialect != "postgresql" and await current_version(db) >= target:
         return target
     async with db.transaction():
+        if db.dialect == "postgresql":
+            await db.execute("SELECT pg_advisory_xact_lock(:k)", {"k": _MIGRATION_LOCK})
         version = await current_version(db)  # re-read under the write lock
+        if version >= target:
+            return version
         for v in sorted(MIGRATIONS):
             if v <= version:
                 continue

@@ -72,13 +72,25 @@ def _check_password(svc: AuthService, user_id: str, password: str) -> None:
         )
 
 
-def _totp_ok(svc: AuthService, sealed: str | None, user_id: str, code: str) -> bool:
+def _totp_step(svc: AuthService, sealed: str | None, user_id: str, code: str) -> int | None:
+    """The time-step (30 s counter) whose code `code` is, within one step of now; None when it is none.
+
+    The caller claims the step (`claim_totp_step`) so a code, once accepted, is never accepted again.
+    """
+    import hmac
+    import time
+
     import pyotp
 
     if not sealed:
-        return False
-    secret = svc.box.open(sealed, f"totp:{user_id}")
-    return bool(pyotp.TOTP(secret).verify(code, valid_window=1))
+        return None
+    totp = pyotp.TOTP(svc.box.open(sealed, f"totp:{user_id}"))
+    current = totp.timecode(time.time())
+    matched = None
+    for step in (current - 1, current, current + 1):  # all three compared: no timing hint of which matched
+        if hmac.compare_digest(code.encode("utf-8"), totp.generate_otp(step).encode("utf-8")):
+            matched = step
+    return matched
 
 
 async def _user(svc: AuthService, principal: Principal) -> Row:
@@ -147,17 +159,20 @@ async def login(engine: Engine, op: LoginCommand, principal: Principal) -> Sessi
             "status": CONFIRMED,
             "updated_at": ts(now()),
         }
-    mfa = False
+    mfa, step = False, None
     if user["mfa_enabled"]:
         if op.totp_code is None:
             return SessionTokens(
                 challenge_name="SOFTWARE_TOKEN_MFA",
                 message="Multi-factor sign-in: sign in again with totp_code from the authenticator app.",
             )
-        if not _totp_ok(svc, user["totp_secret"], user["user_id"], op.totp_code):
+        step = _totp_step(svc, user["totp_secret"], user["user_id"], op.totp_code)
+        if step is None:
             raise AuthenticationError("The MFA code is not valid.")
         mfa = True
     async with svc.store.transaction():
+        if step is not None and not await svc.store.claim_totp_step(user["user_id"], step):
+            raise AuthenticationError("The MFA code was used already; wait for the next one.")
         if changes:
             await svc.store.update_user(user["user_id"], changes)
         return await _open_session(svc, user, mfa)
@@ -240,7 +255,8 @@ async def verify_mfa(engine: Engine, op: VerifyMfaCommand, principal: Principal)
     user = await _user(svc, principal)
     if not user["totp_pending"]:
         raise ValidationError("No MFA set-up is pending: call setup_mfa first.", details={"field": "code"})
-    if not _totp_ok(svc, user["totp_pending"], user["user_id"], op.code):
+    step = _totp_step(svc, user["totp_pending"], user["user_id"], op.code)
+    if step is None:
         raise ValidationError(
             "The MFA code is not valid; check the authenticator app's clock.", details={"field": "code"}
         )
@@ -248,7 +264,13 @@ async def verify_mfa(engine: Engine, op: VerifyMfaCommand, principal: Principal)
     async with svc.store.transaction():
         await svc.store.update_user(
             user["user_id"],
-            {"totp_secret": user["totp_pending"], "totp_pending": None, "mfa_enabled": 1, "updated_at": ts(now())},
+            {
+                "totp_secret": user["totp_pending"],
+                "totp_pending": None,
+                "totp_last_step": step,  # the code that enabled MFA cannot then sign in
+                "mfa_enabled": 1,
+                "updated_at": ts(now()),
+            },
         )
         if sid is not None:
             await svc.store.set_session_mfa(sid)
