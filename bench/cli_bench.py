@@ -122,6 +122,7 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=REQUESTS, help="Requests in the getRequestStatus case.")
     ap.add_argument("--machines", type=int, default=MACHINES, help="Machines in the requestMachines case.")
     ap.add_argument("--no-peer", action="store_true", help="Time pluginsdk only.")
+    ap.add_argument("--launch-only", action="store_true", help="Only the requestMachines case.")
     args = ap.parse_args()
     REQUESTS, MACHINES = args.requests, args.machines
     peer = not args.no_peer and PEER_ORB.exists()
@@ -149,7 +150,7 @@ def main() -> None:
             [orb, "requests", "status", "--scheduler", "hostfactory", "-f", str(pin)] if peer else None, penv,
         )  # fmt: skip
         results: dict[str, dict[str, list[float]]] = {}
-        for name, (ours, oenv, theirs, tenv) in cases.items():
+        for name, (ours, oenv, theirs, tenv) in ({} if args.launch_only else cases).items():
             for label, argv, e in (("ours", ours, oenv), ("peer", theirs, tenv)):
                 if argv is not None and e is not None:
                     check(f"{label} {name}", timed(argv, e)[1])  # warm-up, checked
@@ -170,7 +171,7 @@ def request_machines(work: Path, repeats: int, peer: bool) -> dict[str, list[flo
 
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "bench"))
-    from aws_bench import ENV, network, reset
+    from aws_bench import ENV, leftovers, network, reset
     from moto.server import ThreadedMotoServer
 
     os.environ.update(ENV)
@@ -195,6 +196,12 @@ def request_machines(work: Path, repeats: int, peer: bool) -> dict[str, list[flo
                 if res.returncode != 0 or not json.loads(res.stdout).get("requestId"):
                     raise SystemExit(
                         f"{label} requestMachines: exit {res.returncode}\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}"
+                    )
+                launched = asyncio.run(leftovers(moto))  # instances moto holds, not terminated
+                if launched != MACHINES:
+                    print(
+                        f"note: {label} requestMachines left {launched} instances in moto, not {MACHINES}",
+                        file=sys.stderr,
                     )
                 if attempt:
                     samples[label].append(elapsed)
