@@ -102,9 +102,9 @@ async def test_a_failed_return_frees_its_machines_and_force_works(tmp_path: Path
     async with PluginSDK(config=working) as sdk:
         first = await sdk.create_return_request(machine_ids=ids[:1])  # returnable again
         assert first.processed_machines == ids[:1]
-        # still shutting down for 30 s: another return skips it, unless forced to take it over
-        other = await sdk.create_return_request(machine_ids=ids[:1])
-        assert other.request_id == "" or other.request_id is None
+        # still shutting down for 30 s: another return does not take it over
+        other = await sdk.create_return_request(machine_ids=ids[:1], force_return=True)
+        assert not other.request_id
         assert f"already being returned by {first.request_id}" in other.skipped_machines[0].reason
     env = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
     cfg = tmp_path / "cli.json"
@@ -114,7 +114,9 @@ async def test_a_failed_return_frees_its_machines_and_force_works(tmp_path: Path
         capture_output=True, text=True, env=env, timeout=60, check=False,
     )  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
-    assert sorted(json.loads(res.stdout)["processed_machines"]) == sorted(ids)
+    out = json.loads(res.stdout)
+    assert out["processed_machines"] == ids[1:]  # the one the failed return held, freed
+    assert out["skipped_machines"][0]["machine_id"] == ids[0]
 
 
 async def test_listings_never_show_a_finished_request_running(sdk: PluginSDK) -> None:

@@ -273,7 +273,7 @@ async def create_return_request(
             why = f"already returned by {m.return_request_id}" if m.return_request_id else f"already {m.status.value}"
             skipped.append(SkippedMachine(machine_id=mid, reason=why))
             continue
-        if m.return_request_id and not op.force_return:
+        if m.return_request_id:
             if m.return_request_id not in open_returns:
                 prior = await engine.db.get_request(m.return_request_id)
                 open_returns[m.return_request_id] = prior is not None and not prior.status.terminal
@@ -305,11 +305,7 @@ async def create_return_request(
         claimed = []
         for m in chosen:
             cur = latest.get(m.machine_id)
-            if (
-                cur is not None
-                and not cur.status.gone
-                and (op.force_return or cur.return_request_id == m.return_request_id)
-            ):
+            if cur is not None and not cur.status.gone and cur.return_request_id == m.return_request_id:
                 claimed.append(cur)
                 continue
             by = cur.return_request_id if cur is not None else None
