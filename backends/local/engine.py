@@ -63,6 +63,13 @@ class Authorizer(Protocol):
         """Resolve roles, check the route and the object the input names; raise PermissionDeniedError."""
         ...
 
+    async def check_route(self, principal: Principal, method: str, path: str) -> None:
+        """Tier 1 alone, on the concrete request path: raise PermissionDeniedError unless it may be called.
+
+        The server calls it before it reads the input, so a caller who may not call a route gets 403 whatever
+        its body (execute checks tier 1 again, with the object)."""
+        ...
+
     async def filter_allowed(
         self,
         principal: Principal,
@@ -83,6 +90,9 @@ class AllowAll:
 
     async def authorize(self, principal: Principal, spec: OperationSpec, op: Operation) -> Principal:
         return principal
+
+    async def check_route(self, principal: Principal, method: str, path: str) -> None:
+        return None
 
     async def filter_allowed(
         self,

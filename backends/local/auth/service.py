@@ -226,6 +226,16 @@ class AuthService:
                         )
         return p
 
+    async def check_route(self, principal: Principal, method: str, path: str) -> None:
+        snap = await self.snapshot()
+        p = await self.with_roles(principal, snap)
+        if not snap.policy.route_allowed(p, path, method):
+            shown = path if len(path) <= 200 else path[:200] + "..."
+            raise PermissionDeniedError(
+                f"Not authorized: '{p.user_id}' may not {method} {shown}.",
+                details={"field": "route", "value": shown, "expected": method},
+            )
+
     async def filter_allowed(
         self,
         principal: Principal,
