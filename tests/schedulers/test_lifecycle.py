@@ -129,3 +129,14 @@ async def test_listings_never_show_a_finished_request_running(sdk: PluginSDK) ->
     assert req.request_id not in {r.request_id for r in active.requests}
     (status,) = (await sdk.get_request_status([req.request_id])).requests
     assert status.status is RequestStatus.COMPLETED
+
+
+async def test_many_unknown_names_are_skipped_not_a_failure(sdk: PluginSDK) -> None:
+    """A return of 2,000 names nobody knows (a confused or hostile caller): each skipped "not found"."""
+    await sdk.create_template(template_id="web", image_id="ami-1")
+    req = await sdk.create_request("web", 1, wait=True)
+    names = [f"ip-10-0-{i // 250}-{i % 250}.nowhere'; DROP TABLE machines; --" for i in range(2000)]
+    out = await sdk.create_return_request(machine_ids=names)
+    assert not out.request_id and len(out.skipped_machines) == 2000
+    assert {s.reason for s in out.skipped_machines} == {"not found"}
+    assert (await sdk.get_machine(req.machines[0].machine_id)).status.value == "running"
