@@ -149,6 +149,9 @@ class SdkSettings(_Group):
     """User the in-process SDK acts as."""
     reconcile_interval: float = Field(1.0, gt=0)
     """Seconds between background reconciliation passes in long-lived processes."""
+    claim_seconds: float = Field(60.0, gt=0, le=3600)
+    """Lease a process holds on a request while it calls the provider for it; a dead process's lease
+    expires after this and another process takes the request over."""
 
 
 class Settings(pydantic.BaseModel):

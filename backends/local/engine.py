@@ -114,7 +114,7 @@ class Engine:
 
     # -- lifecycle --------------------------------------------------------
     async def start(self) -> None:
-        self.store = await open_store(self.settings.storage_target)
+        self.store = await open_store(self.settings.storage_target, claim_seconds=self.settings.sdk.claim_seconds)
         await self._start_auth()
         if self.background:
             self.spawn(self._reconcile_loop())

@@ -7,6 +7,10 @@ same request cannot move it backwards. Machine states only follow the
 transition table; an illegal report is logged and ignored, never written.
 Machines found at the provider that the store does not know (the engine died
 between launch and write) are adopted here.
+
+One actor per request: a reconciliation first claims the request (a lease,
+backends/local/store/claims.py); when another process or task holds it, this
+one does not call the provider and answers with what is stored.
 """
 
 from __future__ import annotations
@@ -105,9 +109,12 @@ async def reconcile(engine: Engine, request: Request) -> Request:
     """Bring one request up to date with its provider; returns the stored result."""
     if request.dry_run or request.status.terminal:
         return request
-    if request.request_type is RequestType.RETURN:
-        return await _reconcile_return(engine, request)
-    return await _reconcile_provision(engine, request)
+    async with engine.db.claims.hold(request.request_id) as mine:
+        if not mine:  # another actor is on it: what it writes is the answer
+            return await engine.db.get_request(request.request_id) or request
+        if request.request_type is RequestType.RETURN:
+            return await _reconcile_return(engine, request)
+        return await _reconcile_provision(engine, request)
 
 
 async def _reconcile_provision(engine: Engine, request: Request) -> Request:

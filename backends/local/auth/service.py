@@ -10,8 +10,9 @@ Authentication
 
 Authorization (both tiers, before any handler looks anything up)
 - The policy (constraints + roles) is compiled once per policy version. Every
-  decision reads the version row (one cheap read); a change made by any
-  process is seen on the next decision.
+  decision reads the version row (one cheap read) — on PostgreSQL only after
+  a change was notified (LISTEN/NOTIFY, policy_watch.py); a change made by
+  any process is seen on the next decision.
 - Roles come from user-role assignments (cached per version); roles that no
   longer exist grant nothing; a user without roles is evaluated as holding
   `defaultUserRoleName` when that is set.
@@ -40,6 +41,7 @@ from ..policy import CompiledPolicy, compile_policy
 from .config import AuthConfig
 from .crypto import PageTokens, Passwords, SecretBox, now, parse_ts, sha256_hex
 from .mail import Mailer
+from .policy_watch import PolicyWatch
 from .store import AuthStore
 
 if TYPE_CHECKING:
@@ -80,8 +82,13 @@ class AuthService:
         self._lock = asyncio.Lock()
         self.compiles = 0
         """How many times the policy was compiled (observability, tests)."""
+        self.watch = PolicyWatch()
+        store.on_bump.append(self.watch.bumped_here)
 
     async def start(self) -> None:
+        if self.store.db.dialect == "postgresql":
+            await self.watch.start(self.store.db.url)
+            self.engine.on_close.append(self.watch.aclose)
         # JWT support (PyJWT + cryptography, ~100 ms to import) loads only in the mode that uses it,
         # so CLI calls authenticated in-process or by API key do not pay for it.
         if self.config.mode == "managed":
@@ -104,7 +111,7 @@ class AuthService:
     # -- policy ------------------------------------------------------------------
     async def snapshot(self) -> _Snapshot:
         """The compiled policy of the current version (recompiled only when the version moved)."""
-        version = await self.store.policy_version()
+        version = await self.watch.version(self.store.policy_version)
         snap = self._snapshot
         if snap is not None and snap.version == version:
             return snap

@@ -8,7 +8,7 @@ next decision (one primary-key read of that row).
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pluginsdk.errors import AlreadyExistsError
@@ -30,6 +30,8 @@ class AuthStore:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.on_bump: list[Callable[[], None]] = []
+        """Called after each bump (this process drops its cached version at once)."""
 
     def transaction(self) -> Any:
         return self.db.transaction()
@@ -43,6 +45,10 @@ class AuthStore:
         await self.db.execute(
             "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = :k", {"k": VERSION_KEY}
         )
+        if self.db.dialect == "postgresql":  # delivered to every listening process at commit (policy_watch.py)
+            await self.db.execute("SELECT pg_notify('pluginsdk_policy', '')")
+        for hook in self.on_bump:
+            hook()
 
     async def meta(self, key: str) -> str | None:
         row = await self.db.fetchone("SELECT value FROM meta WHERE key = :k", {"k": key})

@@ -137,6 +137,12 @@ MIGRATIONS: dict[int, Sequence[str]] = {
     4: (  # a TOTP code is accepted once: the last accepted time-step per user
         "ALTER TABLE auth_users ADD COLUMN totp_last_step INTEGER",
     ),
+    5: (  # one actor per request: a lease taken before provider calls (backends/local/store/claims.py)
+        """CREATE TABLE request_claims (
+            request_id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL)""",
+    ),
 }
 
 
