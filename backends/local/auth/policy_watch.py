@@ -60,8 +60,9 @@ class PolicyWatch:
             conn = await asyncio.wait_for(asyncpg.connect(self._url), 10)
             await conn.add_listener(CHANNEL, self._notified)
         except (OSError, TimeoutError, asyncpg.PostgresError) as exc:
-            log.warning("policy change notifications unavailable (%s); reading the version per decision",
-                        type(exc).__name__)
+            log.warning(
+                "policy change notifications unavailable (%s); reading the version per decision", type(exc).__name__
+            )
             return
         self.invalidate()  # anything may have changed while nobody listened
         self._conn = conn
