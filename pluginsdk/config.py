@@ -30,8 +30,10 @@ ENV_VARS: dict[str, str] = {
     "PLUGIN_USER": "sdk.user",
     "PLUGIN_LOG_LEVEL": "logging.level",
     "PLUGIN_LOG_FILE": "logging.file",
+    "PLUGIN_LOG_FORMAT": "logging.format",
     "PLUGIN_API_HOST": "api.host",
     "PLUGIN_API_PORT": "api.port",
+    "PLUGIN_API_WORKERS": "api.workers",
     "PLUGIN_API_URL": "api.url",
     "PLUGIN_API_KEY": "api.key",
     "PLUGIN_API_VERIFY": "api.verify",
@@ -86,6 +88,11 @@ class ProviderSettings(_Group):
 class ApiSettings(_Group):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
+    workers: int = Field(1, ge=1, le=64)
+    """Server worker processes on the one port (`pluginsdk server start --workers N`)."""
+    metrics: Literal["loopback", "authenticated", "open", "off"] = "loopback"
+    """Who may read the server's /metrics: loopback clients only, any caller the policy lets GET /metrics,
+    anyone, or nobody."""
     url: str | None = None
     """Base URL of a pluginsdk server (remote backend)."""
     key: str | None = None
@@ -128,6 +135,8 @@ class StorageSettings(_Group):
 class LoggingSettings(_Group):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING"
     file: str | None = None
+    format: Literal["text", "json"] = "text"
+    """`json`: one JSON object per line, each with the request id of the call that caused it."""
 
 
 class SchedulerSettings(_Group):

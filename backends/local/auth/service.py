@@ -27,10 +27,12 @@ import asyncio
 import hmac
 import itertools
 import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from pluginsdk import _observe
 from pluginsdk._constants import API_KEY_PREFIX
 from pluginsdk.errors import AuthenticationError, PermissionDeniedError, ValidationError
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
@@ -124,7 +126,10 @@ class AuthService:
                 role_rows = await self.store.list_roles()
                 constraint_rows = await self.store.all_constraints()
             roles = {r["role_name"]: bool(r["mfa_required"]) for r in role_rows}
+            started = time.perf_counter()
             policy = compile_policy([json.loads(r["data"]) for r in constraint_rows], roles)
+            if _observe.policy_compile is not None:
+                _observe.policy_compile(time.perf_counter() - started)
             self.compiles += 1
             self._snapshot = _Snapshot(version, policy, roles, {})
             return self._snapshot
@@ -215,6 +220,7 @@ class AuthService:
         route = spec.concrete_route(op)
         method = spec.method
         if route is None or not snap.policy.route_allowed(p, route, method):
+            _decided("route", "deny")
             raise PermissionDeniedError(
                 f"Not authorized: '{p.user_id}' may not {method} {spec.route}.",
                 details={"field": "route", "value": spec.route, "expected": method},
@@ -227,10 +233,13 @@ class AuthService:
                     attrs["userId"] = p.user_id  # a new object of this type belongs to its creator
                 for combo in _expand(attrs):
                     if not snap.policy.is_allowed(p, object_type, combo, method):
+                        _decided("object", "deny")
                         raise PermissionDeniedError(
                             f"Not authorized: '{p.user_id}' may not {method} this {object_type}.",
                             details={"field": object_type, "expected": method},
                         )
+                _decided("object", "allow")
+        _decided("route", "allow")
         return p
 
     async def filter_allowed(
@@ -260,6 +269,11 @@ class AuthService:
                 "(app.authProvider.useManaged.enabled).",
                 details={"field": "app.authProvider.useManaged.enabled", "value": False, "expected": True},
             )
+
+
+def _decided(tier: str, outcome: str) -> None:
+    if _observe.authz is not None:
+        _observe.authz(tier, outcome)
 
 
 def _expand(attrs: dict[str, Any]) -> list[dict[str, Any]]:

@@ -31,6 +31,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
+from pluginsdk import _observe
 from pluginsdk.errors import ConfigurationError
 
 from .conflicts import StoreFailure, already_exists
@@ -78,6 +79,11 @@ _SQLITE_BUSY_SECONDS = 10.0
 
 def _is_busy(exc: sqlite3.Error) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(("database is locked", "database is busy"))
+
+
+def _verb(sql: str) -> str:
+    """The statement's first keyword (SELECT, INSERT, ...): a low-cardinality metric label."""
+    return sql.lstrip()[:6].upper()
 
 
 def _dict_factory(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
@@ -138,26 +144,32 @@ class SqliteDatabase:
             await asyncio.sleep(delay)
             delay = min(delay * 2, 0.05)
 
-    async def _statement(self, run: Any) -> Any:
+    async def _statement(self, run: Any, sql: str) -> Any:
         await self._mine()
-        if self._owner is None:  # autocommit: a busy statement did nothing and may be re-run
-            return await self._retry_busy(run)
-        return run()
+        hook = _observe.statement
+        started = time.perf_counter() if hook is not None else 0.0
+        try:
+            if self._owner is None:  # autocommit: a busy statement did nothing and may be re-run
+                return await self._retry_busy(run)
+            return run()
+        finally:
+            if hook is not None:
+                hook("sqlite", _verb(sql), time.perf_counter() - started)
 
     async def fetchone(self, sql: str, params: Params = None) -> Row | None:
         try:
-            row: Row | None = await self._statement(lambda: self._conn.execute(sql, params or {}).fetchone())
+            row: Row | None = await self._statement(lambda: self._conn.execute(sql, params or {}).fetchone(), sql)
         except sqlite3.IntegrityError as exc:  # INSERT ... RETURNING
             raise _sqlite_error(exc, sql, [params or {}]) from None
         return row
 
     async def fetchall(self, sql: str, params: Params = None) -> list[Row]:
-        rows: list[Row] = await self._statement(lambda: self._conn.execute(sql, params or {}).fetchall())
+        rows: list[Row] = await self._statement(lambda: self._conn.execute(sql, params or {}).fetchall(), sql)
         return rows
 
     async def execute(self, sql: str, params: Params = None) -> int:
         try:
-            count: int = await self._statement(lambda: self._conn.execute(sql, params or {}).rowcount)
+            count: int = await self._statement(lambda: self._conn.execute(sql, params or {}).rowcount, sql)
         except sqlite3.IntegrityError as exc:
             raise _sqlite_error(exc, sql, [params or {}]) from None
         return count
@@ -166,7 +178,7 @@ class SqliteDatabase:
         await self._mine()
         if self._owner is not None or len(rows) <= 1:
             try:
-                await self._statement(lambda: self._conn.executemany(sql, rows))
+                await self._statement(lambda: self._conn.executemany(sql, rows), sql)
             except sqlite3.IntegrityError as exc:
                 raise _sqlite_error(exc, sql, rows) from None
             return
@@ -256,6 +268,8 @@ class PostgresDatabase:
         return self._tx.get(asyncio.current_task())
 
     async def _run(self, sql: str, params: Params) -> Any:
+        hook = _observe.statement
+        started = time.perf_counter() if hook is not None else 0.0
         try:
             conn = self._current()
             if conn is not None:
@@ -264,6 +278,9 @@ class PostgresDatabase:
                 return await c.execute(self._text(sql), dict(params or {}))
         except Exception as exc:
             raise _postgres_error(exc, sql, [params or {}]) from None
+        finally:
+            if hook is not None:
+                hook("postgresql", _verb(sql), time.perf_counter() - started)
 
     async def fetchone(self, sql: str, params: Params = None) -> Row | None:
         res = await self._run(sql, params)
