@@ -26,6 +26,8 @@ def _fmt(tp: Any, names: set[str]) -> str:
     if tp is Any:
         return "Any"
     origin = typing.get_origin(tp)
+    if origin is typing.Annotated:  # a constrained field type (TemplateId | None): the stub shows the plain type
+        return _fmt(typing.get_args(tp)[0], names)
     if origin is typing.Literal:
         names.add("Literal")
         return f"Literal[{', '.join(repr(a) for a in typing.get_args(tp))}]"
