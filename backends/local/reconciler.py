@@ -177,12 +177,19 @@ async def _reconcile_return(engine: Engine, ret: Request) -> Request:
         if not m.status.gone:
             by_request[m.request_id].append(m)
     seen: dict[str, ProvisionedMachine] = {}
-    for request_id in by_request:
+    for request_id, group in by_request.items():
         origin = await engine.db.get_request(request_id)
         if origin is None:
             continue
         driver = await engine.provider(origin.provider_name)
-        seen.update({found.machine_id: found for found in await driver.describe(origin, None)})
+        found = {pm.machine_id: pm for pm in await driver.describe(origin, None)}
+        # machines the provider still runs although they were claimed for this return: the process that
+        # claimed them died before it asked the provider (we hold the claim now), so ask again
+        missed = [m for m in group if (pm := found.get(m.machine_id)) is not None and pm.status.active]
+        if missed:
+            await terminate_machines(engine, origin, missed)
+            found.update({pm.machine_id: pm for pm in await driver.describe(origin, None)})
+        seen.update(found)
     now = utcnow()
     async with engine.db.transaction():
         current = await engine.db.get_request(ret.request_id, for_update=True)

@@ -258,44 +258,46 @@ async def create_return_request(
         )
     ret_id = op.request_id or f"ret-{uuid.uuid4()}"
     now = utcnow()
-    async with engine.db.transaction():
-        # claim under the write lock: another process may have claimed a machine since we read it
-        latest = await engine.db.get_machines([m.machine_id for m in chosen], for_update=True)
-        claimed = []
+    # one actor per request: no other process reconciles this return while its machines are handed back
+    async with engine.db.claims.hold(ret_id):
+        async with engine.db.transaction():
+            # claim under the write lock: another process may have claimed a machine since we read it
+            latest = await engine.db.get_machines([m.machine_id for m in chosen], for_update=True)
+            claimed = []
+            for m in chosen:
+                cur = latest.get(m.machine_id)
+                if cur is not None and cur.return_request_id == m.return_request_id and not cur.status.gone:
+                    claimed.append(cur)
+                    continue
+                by = cur.return_request_id if cur is not None else None
+                reason = f"already being returned by {by}" if by else "not found"
+                skipped.append(SkippedMachine(machine_id=m.machine_id, reason=reason))
+            chosen = claimed
+            if chosen:
+                ret = Request(
+                    request_id=ret_id,
+                    request_type=RequestType.RETURN,
+                    status=RequestStatus.RUNNING,
+                    count=len(chosen),
+                    provider_name=chosen[0].provider_name,
+                    machine_ids=[m.machine_id for m in chosen],
+                    timeout=op.timeout,
+                    created_by=principal.user_id,
+                    message=f"Returning {len(chosen)} machines.",
+                )
+                await engine.db.insert_request(ret)
+                await engine.db.upsert_machines(
+                    m.model_copy(update={"return_request_id": ret_id, "updated_at": now}) for m in chosen
+                )
+        if not chosen:
+            return ReturnRequestCreated(skipped_machines=skipped, message=f"No machine returned; {len(skipped)} skipped.")
+        groups: dict[str, list[Machine]] = defaultdict(list)
         for m in chosen:
-            cur = latest.get(m.machine_id)
-            if cur is not None and cur.return_request_id == m.return_request_id and not cur.status.gone:
-                claimed.append(cur)
-                continue
-            by = cur.return_request_id if cur is not None else None
-            reason = f"already being returned by {by}" if by else "not found"
-            skipped.append(SkippedMachine(machine_id=m.machine_id, reason=reason))
-        chosen = claimed
-        if chosen:
-            ret = Request(
-                request_id=ret_id,
-                request_type=RequestType.RETURN,
-                status=RequestStatus.RUNNING,
-                count=len(chosen),
-                provider_name=chosen[0].provider_name,
-                machine_ids=[m.machine_id for m in chosen],
-                timeout=op.timeout,
-                created_by=principal.user_id,
-                message=f"Returning {len(chosen)} machines.",
-            )
-            await engine.db.insert_request(ret)
-            await engine.db.upsert_machines(
-                m.model_copy(update={"return_request_id": ret_id, "updated_at": now}) for m in chosen
-            )
-    if not chosen:
-        return ReturnRequestCreated(skipped_machines=skipped, message=f"No machine returned; {len(skipped)} skipped.")
-    groups: dict[str, list[Machine]] = defaultdict(list)
-    for m in chosen:
-        groups[m.request_id].append(m.model_copy(update={"return_request_id": ret_id}))
-    for request_id, group in groups.items():
-        origin = await engine.db.get_request(request_id)
-        if origin is not None:
-            await terminate_machines(engine, origin, group)
+            groups[m.request_id].append(m.model_copy(update={"return_request_id": ret_id}))
+        for request_id, group in groups.items():
+            origin = await engine.db.get_request(request_id)
+            if origin is not None:
+                await terminate_machines(engine, origin, group)
     await reconcile(engine, ret)
     return ReturnRequestCreated(
         request_id=ret_id,
