@@ -123,8 +123,14 @@ def server() -> None:
 @server.command("start")
 @click.option("--host", default=None, help="Bind address (default: PLUGIN_API_HOST / api.host / 127.0.0.1).")
 @click.option("--port", type=int, default=None, help="Port (default: PLUGIN_API_PORT / api.port / 8000).")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Worker processes on the one port (default: api.workers / 1).",
+)
 @click.pass_obj
-def server_start(ctx: Context, host: str | None, port: int | None) -> None:
+def server_start(ctx: Context, host: str | None, port: int | None, workers: int | None) -> None:
     """Serve the engine over HTTP in the foreground until SIGTERM/SIGINT."""
     from .._entry import collect_garbage
     from ..config import load_settings
@@ -134,7 +140,7 @@ def server_start(ctx: Context, host: str | None, port: int | None) -> None:
     settings = load_settings(
         config_path=ctx.options.get("config"), overrides={"logging.level": ctx.options.get("log_level")}
     )
-    serve(settings, host, port)
+    serve(settings, host, port, workers)
 
 
 def _scheduler_mode(argv: list[str]) -> bool:

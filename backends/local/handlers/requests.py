@@ -290,7 +290,9 @@ async def create_return_request(
                     m.model_copy(update={"return_request_id": ret_id, "updated_at": now}) for m in chosen
                 )
         if not chosen:
-            return ReturnRequestCreated(skipped_machines=skipped, message=f"No machine returned; {len(skipped)} skipped.")
+            return ReturnRequestCreated(
+                skipped_machines=skipped, message=f"No machine returned; {len(skipped)} skipped."
+            )
         groups: dict[str, list[Machine]] = defaultdict(list)
         for m in chosen:
             groups[m.request_id].append(m.model_copy(update={"return_request_id": ret_id}))
