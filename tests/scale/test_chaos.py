@@ -98,7 +98,9 @@ async def test_two_servers_four_clis_one_server_killed_every_few_seconds(tmp_pat
         config_file.write_text(json.dumps(config))
         async with PluginSDK(config=config) as sdk:
             await sdk.create_template(template_id="web", image_id="ami-1")
-            key = (await sdk.create_api_key(api_key_name="chaos", description="chaos key", user_id="administrator")).api_key
+            key = (
+                await sdk.create_api_key(api_key_name="chaos", description="chaos key", user_id="administrator")
+            ).api_key
         servers = [Server(config_file, free_port(), tmp_path / f"server{i}.log") for i in range(2)]
         await asyncio.gather(*(s.start() for s in servers))
         urls = [f"http://127.0.0.1:{s.port}" for s in servers]
