@@ -185,7 +185,7 @@ async def _reconcile_return(engine: Engine, ret: Request) -> Request:
         found = {pm.machine_id: pm for pm in await driver.describe(origin, None)}
         # machines the provider still runs although they were claimed for this return: the process that
         # claimed them died before it asked the provider (we hold the claim now), so ask again
-        missed = [m for m in group if (pm := found.get(m.machine_id)) is not None and pm.status.active]
+        missed = [m for m in group if (f := found.get(m.machine_id)) is not None and f.status.active]
         if missed:
             await terminate_machines(engine, origin, missed)
             found.update({pm.machine_id: pm for pm in await driver.describe(origin, None)})

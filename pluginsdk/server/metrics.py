@@ -101,7 +101,7 @@ class Metrics:
             from prometheus_client import multiprocess
 
             registry = CollectorRegistry()
-            multiprocess.MultiProcessCollector(registry)
+            multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
         else:
             registry = self.registry
         text = generate_latest(registry)
@@ -143,5 +143,5 @@ async def _store_gauges(backend: Any) -> bytes:
             return [m, q, took]
 
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(_Fixed())  # type: ignore[arg-type]
+    registry.register(_Fixed())
     return generate_latest(registry)

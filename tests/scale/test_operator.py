@@ -39,7 +39,8 @@ async def server(config: dict[str, Any], tmp_path: Path, *args: str) -> AsyncIte
     log = tmp_path / f"server-{port}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "pluginsdk", "--config", str(config_file), "server", "start", "--port", str(port), *args],
+            [sys.executable, "-m", "pluginsdk", "--config", str(config_file),
+             "server", "start", "--port", str(port), *args],
             stdout=out, stderr=out,
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
@@ -107,7 +108,7 @@ async def config(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
 @pytest.mark.slow
 async def test_two_workers_on_one_port_count_together_and_stop_together(config: dict[str, Any], tmp_path: Path) -> None:
     key = await admin_key(config)
-    async with server(config, tmp_path, "--workers", "2") as (url, log, proc):
+    async with server(config, tmp_path, "--workers", "2") as (url, _log, proc):
         async with httpx.AsyncClient(headers={"Authorization": key}) as client:
             for _ in range(40):  # new connections: the kernel spreads them over both workers
                 async with httpx.AsyncClient(headers={"Authorization": key}) as one:
@@ -117,7 +118,9 @@ async def test_two_workers_on_one_port_count_together_and_stop_together(config: 
         assert (
             counter(text, "pluginsdk_http_server_request_duration_seconds_count", http_route="/api/v1/templates") == 40
         )
-        children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        children = subprocess.run(
+            ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True, check=False
+        ).stdout.split()
         workers = [c for c in children if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text(errors="replace")]
         assert len(workers) == 2
     assert proc.returncode == 0  # SIGTERM: every worker finished and the supervisor exited cleanly
@@ -130,7 +133,7 @@ async def test_two_workers_on_one_port_count_together_and_stop_together(config: 
 async def test_livez_readyz_and_the_exposition_passes_promtool(tmp_path: Path) -> None:
     config = base_config(tmp_path)
     key = await admin_key(config)
-    async with server(config, tmp_path) as (url, log, proc), httpx.AsyncClient(headers={"Authorization": key}) as c:
+    async with server(config, tmp_path) as (url, _log, _proc), httpx.AsyncClient(headers={"Authorization": key}) as c:
         assert (await c.get(f"{url}/livez")).json() == {"status": "ok"}
         ready = (await c.get(f"{url}/readyz")).json()
         assert ready["status"] == "ok" and ready["schema"] >= 5
@@ -154,27 +157,27 @@ async def test_livez_readyz_and_the_exposition_passes_promtool(tmp_path: Path) -
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.skip("promtool not installed (Debian package prometheus)")
-    checked = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True)
+    checked = subprocess.run([promtool, "check", "metrics"], input=text, capture_output=True, text=True, check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr
 
 
 async def test_metrics_access_is_configurable(tmp_path: Path) -> None:
     config = base_config(tmp_path, api={"metrics": "authenticated"})
     key = await admin_key(config)
-    async with server(config, tmp_path) as (url, log, proc), httpx.AsyncClient() as c:
+    async with server(config, tmp_path) as (url, _log, _proc), httpx.AsyncClient() as c:
         assert (await c.get(f"{url}/metrics")).status_code == 401
         assert (await c.get(f"{url}/metrics", headers={"Authorization": "psdk_wrong"})).status_code == 401
         ok = await c.get(f"{url}/metrics", headers={"Authorization": key})
         assert ok.status_code == 200 and ok.headers["content-type"].startswith("text/plain")
     config = base_config(tmp_path, api={"metrics": "off"})
-    async with server(config, tmp_path) as (url, log, proc), httpx.AsyncClient() as c:
+    async with server(config, tmp_path) as (url, _log, _proc), httpx.AsyncClient() as c:
         assert (await c.get(f"{url}/metrics")).status_code == 404
 
 
 async def test_json_logs_carry_the_request_id_on_every_line(tmp_path: Path) -> None:
     config = base_config(tmp_path, logging={"level": "INFO", "format": "json"})
     key = await admin_key(config)
-    async with server(config, tmp_path) as (url, log, proc), httpx.AsyncClient(headers={"Authorization": key}) as c:
+    async with server(config, tmp_path) as (url, log, _proc), httpx.AsyncClient(headers={"Authorization": key}) as c:
         await c.get(f"{url}/api/v1/templates", headers={"X-Request-ID": "trace-abc-1"})
         bad = await c.get(f"{url}/api/v1/templates/nope", headers={"X-Request-ID": "trace-abc-2"})
         assert bad.headers["x-request-id"] == "trace-abc-2"
@@ -192,7 +195,7 @@ async def test_a_real_prometheus_scrapes_the_server_and_reads_the_request_counte
         pytest.skip("prometheus not installed (Debian package prometheus; .ci/run installs it)")
     config = base_config(tmp_path)
     key = await admin_key(config)
-    async with server(config, tmp_path) as (url, log, proc), httpx.AsyncClient(headers={"Authorization": key}) as c:
+    async with server(config, tmp_path) as (url, _log, _proc), httpx.AsyncClient(headers={"Authorization": key}) as c:
         for _ in range(7):
             assert (await c.get(f"{url}/api/v1/templates")).status_code == 200
         target = url.removeprefix("http://")

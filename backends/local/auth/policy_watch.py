@@ -53,7 +53,7 @@ class PolicyWatch:
 
     async def _connect(self) -> None:
         try:
-            import asyncpg
+            import asyncpg  # type: ignore[import-untyped]
         except ImportError:  # pragma: no cover - the postgres extra brings it
             return
         try:
