@@ -108,10 +108,14 @@ class Root(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, /, **options: Any) -> None:
     """Provision machines from templates and manage access — the pluginsdk command line."""
-    import logging
+    import os
 
-    if options.get("log_level") or options.get("verbose"):
-        logging.basicConfig(level=options.get("log_level") or "INFO", stream=sys.stderr)
+    fmt = os.environ.get("PLUGIN_LOG_FORMAT", "text")
+    if options.get("log_level") or options.get("verbose") or fmt == "json":
+        from .._logs import configure, new_request_id, request_id
+
+        request_id.set(new_request_id())  # on every line of this invocation, and sent to a server as X-Request-ID
+        configure(options.get("log_level") or ("INFO" if options.get("verbose") else "WARNING"), fmt)
     ctx.obj = Context(**options)
 
 

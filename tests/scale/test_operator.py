@@ -229,3 +229,27 @@ async def test_a_real_prometheus_scrapes_the_server_and_reads_the_request_counte
         finally:
             prom.terminate()
             prom.wait(20)
+
+
+async def test_the_cli_logs_json_lines_with_its_request_id_which_the_server_logs_too(tmp_path: Path) -> None:
+    import os
+
+    config = base_config(tmp_path, logging={"level": "INFO", "format": "json"})
+    key = await admin_key(config)
+    async with server(config, tmp_path) as (url, log, _proc):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
+        env.update({"PLUGIN_API_URL": url, "PLUGIN_API_KEY": key, "PLUGIN_LOG_FORMAT": "json"})
+        res = subprocess.run(
+            [sys.executable, "-m", "pluginsdk", "--backend", "remote", "--log-level", "DEBUG", "--format", "json",
+             "templates", "list"],
+            env=env, capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert res.returncode == 0, res.stderr
+        await asyncio.sleep(0.3)
+    cli_lines = [json.loads(line) for line in res.stderr.splitlines() if line.startswith("{")]
+    assert cli_lines, res.stderr
+    ids = {line.get("request_id") for line in cli_lines}
+    assert len(ids) == 1 and None not in ids  # one id on every line of the invocation
+    (rid,) = ids
+    served = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert any(line.get("request_id") == rid for line in served)  # the server's lines for that call carry it
