@@ -10,7 +10,7 @@ from collections import defaultdict
 from datetime import timedelta
 from typing import Any
 
-from pluginsdk.errors import NotFoundError, ProviderError, StateConflictError, ValidationError
+from pluginsdk.errors import AlreadyExistsError, NotFoundError, ProviderError, StateConflictError, ValidationError
 from pluginsdk.models import (
     CleanupResult,
     Machine,
@@ -138,7 +138,11 @@ async def create_request(engine: Engine, op: CreateRequestCommand, principal: Pr
         provider_data={"additional_data": op.additional_data} if op.additional_data else {},
     )
     # one actor per request: no other process reconciles (or times out) the request while it is launched
-    async with engine.db.claims.hold(request_id):
+    async with engine.db.claims.hold(request_id) as mine:
+        if not mine:  # the same id is being created by another call right now: it launches, not us
+            raise AlreadyExistsError(
+                "request", request_id, f"Request '{request_id}' is being created by another call; retry to read it."
+            )
         await engine.db.insert_request(request)  # recorded before the provider is called: a crash loses nothing
         try:
             launched = await driver.launch(request, template, op.requested_count)
