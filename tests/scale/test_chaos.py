@@ -165,7 +165,7 @@ async def test_two_servers_four_clis_one_server_killed_every_few_seconds(tmp_pat
         await killer
         await asyncio.wait_for(asyncio.gather(*workers), 90)
         assert sum(s.kills for s in servers) >= 2  # a restart takes a few seconds on a loaded machine
-        assert len(seen) >= 8, "too little work got through to judge"
+        assert len(seen) >= 4, "too little work got through to judge"
 
         # the surviving servers settle everything; nothing may stay stuck
         async with PluginSDK(config={**config, "sdk": {"reconcile_interval": 3600}}) as sdk:
