@@ -45,6 +45,7 @@ ENV_VARS: dict[str, str] = {
     "PLUGIN_STORAGE_URL": "storage.url",
     "PLUGIN_SCHEDULER": "scheduler.type",
     "PLUGIN_TEMPLATES_DIR": "templates.dir",
+    "PLUGIN_MCP_PROFILE": "mcp.profile",
 }
 """Environment variable -> dotted configuration key."""
 
@@ -93,6 +94,8 @@ class ApiSettings(_Group):
     metrics: Literal["loopback", "authenticated", "open", "off"] = "loopback"
     """Who may read the server's /metrics: loopback clients only, any caller the policy lets GET /metrics,
     anyone, or nobody."""
+    max_body_bytes: int = Field(1 << 20, ge=1)
+    """Largest request body the REST server reads (413 beyond it)."""
     url: str | None = None
     """Base URL of a pluginsdk server (remote backend)."""
     key: str | None = None
@@ -163,6 +166,11 @@ class SdkSettings(_Group):
     expires after this and another process takes the request over."""
 
 
+class McpSettings(_Group):
+    profile: str | None = None
+    """Tool profile(s) `pluginsdk mcp serve` lists: provisioning (default), auth or all; comma-separated."""
+
+
 class Settings(pydantic.BaseModel):
     """The effective configuration, validated. `sources` maps dotted keys to their origin.
 
@@ -180,6 +188,7 @@ class Settings(pydantic.BaseModel):
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     templates: TemplateSettings = Field(default_factory=TemplateSettings)
     sdk: SdkSettings = Field(default_factory=SdkSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     app: dict[str, Any] = {}
     """Auth service settings (`app.authProvider`)."""
     sources: dict[str, str] = Field({}, exclude=True)

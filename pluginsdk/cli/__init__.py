@@ -47,6 +47,10 @@ class Group(click.Group):
         return sorted(self.actions)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if (self.name, cmd_name) == ("auth", "break-glass"):  # not a catalog operation: local store only
+            from ._break_glass import break_glass
+
+            return break_glass
         from ._build import command_for, find_spec
 
         spec = find_spec(self.name or "", cmd_name)
@@ -76,6 +80,8 @@ def _extra_command(name: str) -> click.Command:
 
 EXTRA = ("login", "mcp", "server")
 """Commands that are not catalog operations."""
+GROUP_EXTRA = {"auth": {"break-glass": "Re-grant the admin role to a user directly in the local store (recovery)."}}
+"""Actions of catalog groups that are not catalog operations."""
 
 
 class Root(click.Group):
@@ -86,7 +92,7 @@ class Root(click.Group):
         if cmd_name in EXTRA:
             return _extra_command(cmd_name)
         if cmd_name in GROUPS:
-            return Group(cmd_name, GROUPS[cmd_name])
+            return Group(cmd_name, {**GROUPS[cmd_name], **GROUP_EXTRA.get(cmd_name, {})})
         # a group the index does not know yet (it is stale): ask the catalog
         from ._build import catalog_groups
 

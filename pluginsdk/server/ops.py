@@ -164,16 +164,20 @@ class OperatorApp:
         return 200, await self.metrics.exposition(_Shim(self._engine())), [(b"content-type", CONTENT_TYPE)]
 
     async def _denied(self, scope: Scope) -> tuple[int, str, str] | None:
-        engine = self._engine()
+        """Through the served backend's contract: authenticate, then tier 1 on GET /metrics."""
+        from pluginsdk.errors import SDKError
+
+        backend = getattr(self.app, "backend", None)
         header = next((v.decode("latin-1") for n, v in scope["headers"] if n == b"authorization"), None)
-        authz = getattr(engine, "authz", None)
-        if authz is None or not hasattr(authz, "route_allowed"):
+        if backend is None or not hasattr(backend, "check_route"):
             return 403, "PERMISSION_DENIED", "Not authorized: /metrics needs the auth service."
         try:
-            principal = await authz.authenticate(header)
-        except Exception:
+            principal = await backend.authenticate(header)
+        except SDKError:
             return 401, "AUTHENTICATION_ERROR", "Authentication required to read /metrics."
-        if not await authz.route_allowed(principal, "/metrics", "GET"):
+        try:
+            await backend.check_route(principal, "GET", "/metrics")
+        except SDKError:
             return 403, "PERMISSION_DENIED", "Not authorized: the policy does not allow GET /metrics."
         return None
 
