@@ -109,18 +109,12 @@ class Metrics:
 
 
 async def _store_gauges(backend: Any) -> bytes:
-    engine = getattr(backend, "engine", None)
-    if engine is None or engine.store is None:
+    inventory = getattr(backend, "inventory", None)
+    if inventory is None:
         return b""
-    db = engine.db.db
     started = time.perf_counter()
-    machines = await db.fetchall(
-        "SELECT status, provider_name, COUNT(*) AS n FROM machines GROUP BY status, provider_name"
-    )
-    requests = await db.fetchall(
-        "SELECT request_type, status, provider_name, COUNT(*) AS n FROM requests"
-        " GROUP BY request_type, status, provider_name"
-    )
+    counts = await inventory()
+    machines, requests = counts["machines"], counts["requests"]
     m = GaugeMetricFamily(
         "pluginsdk_machines", "Machines in the store by status and provider.", labels=["status", "provider"]
     )

@@ -74,13 +74,9 @@ class OperatorApp:
     def __getattr__(self, name: str) -> Any:  # the wrapped app's attributes (backend, router, openapi ...)
         return getattr(self.app, name)
 
-    def _engine(self) -> Any:
-        backend = getattr(self.app, "backend", None)
-        engine = getattr(backend, "engine", None)
-        if engine is None:
-            state = getattr(self.app, "state", None)
-            engine = getattr(state, "engine", None)
-        return engine
+    @property
+    def backend(self) -> Any:
+        return self.app.backend
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -130,19 +126,20 @@ class OperatorApp:
         await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
 
     async def _ready(self) -> tuple[int, dict[str, Any]]:
-        from backends.local.store.schema import MIGRATIONS
-
-        engine = self._engine()
-        if engine is None or engine.store is None:
-            return 503, {"status": "starting"}
+        ready = getattr(self.backend, "ready", None)
+        if ready is None:  # a backend without the check: its ping is all we can ask
+            try:
+                await self.backend.ping()
+            except Exception:
+                return 503, {"status": "unavailable", "store": "unreachable"}
+            return 200, {"status": "ok", "store": "ok"}
         try:
-            row = await engine.db.db.fetchone("SELECT version FROM schema_version WHERE id = 1")
+            state = await ready()
         except Exception:
             return 503, {"status": "unavailable", "store": "unreachable"}
-        version = int(row["version"]) if row else 0
-        if version < max(MIGRATIONS):
-            return 503, {"status": "unavailable", "store": "ok", "schema": version, "expected": max(MIGRATIONS)}
-        return 200, {"status": "ok", "store": "ok", "schema": version}
+        if state["schema"] < state["expected"]:
+            return 503, {"status": "unavailable", "store": "ok", **state}
+        return 200, {"status": "ok", "store": "ok", "schema": state["schema"]}
 
     async def _metrics(self, scope: Scope) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
         def refused(code: int, error: str, message: str) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
@@ -161,13 +158,13 @@ class OperatorApp:
                 return refused(*denied)
         from .metrics import CONTENT_TYPE
 
-        return 200, await self.metrics.exposition(_Shim(self._engine())), [(b"content-type", CONTENT_TYPE)]
+        return 200, await self.metrics.exposition(self.backend), [(b"content-type", CONTENT_TYPE)]
 
     async def _denied(self, scope: Scope) -> tuple[int, str, str] | None:
         """Through the served backend's contract: authenticate, then tier 1 on GET /metrics."""
         from pluginsdk.errors import SDKError
 
-        backend = getattr(self.app, "backend", None)
+        backend = self.backend
         header = next((v.decode("latin-1") for n, v in scope["headers"] if n == b"authorization"), None)
         if backend is None or not hasattr(backend, "check_route"):
             return 403, "PERMISSION_DENIED", "Not authorized: /metrics needs the auth service."
@@ -180,8 +177,3 @@ class OperatorApp:
         except SDKError:
             return 403, "PERMISSION_DENIED", "Not authorized: the policy does not allow GET /metrics."
         return None
-
-
-class _Shim:
-    def __init__(self, engine: Any) -> None:
-        self.engine = engine
