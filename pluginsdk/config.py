@@ -269,9 +269,9 @@ def _read_file(path: Path) -> dict[str, Any]:
         ) from exc
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
+            from ._yaml import load_yaml
 
-            data = yaml.safe_load(text) or {}
+            data = load_yaml(text, str(path)) or {}
         else:
             data = json.loads(text) if text.strip() else {}
     except (ValueError, ImportError) as exc:

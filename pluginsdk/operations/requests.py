@@ -68,7 +68,7 @@ class CreateRequestCommand(Command):
     wait: bool = False
     """Return only when the request is finished (or timeout passes)."""
     dry_run: bool = False
-    """Validate and record, never touch the cloud provider."""
+    """Validate and say what would happen: nothing is recorded, the cloud provider is not touched."""
     created_request_id: str | None = None
     """Output: the id of the created request."""
 
@@ -252,7 +252,7 @@ class GetRequestQuery(Query):
 
 
 class GetRequestStatusQuery(Query):
-    """Status of one or more requests; unknown ids are reported, not raised."""
+    """Status of one or more requests; one unknown id raises NotFoundError, unknown ids of a batch are reported."""
 
     result_type = RequestStatusList
     rest = Rest("GET", "/api/v1/requests/status")
@@ -265,6 +265,8 @@ class GetRequestStatusQuery(Query):
     """Requests to read (alias: request_id)."""
     long: bool = True
     """Include machine records."""
+    report_missing: bool = False
+    """Report a single unknown id in `not_found` instead of raising (the scheduler strategies' way)."""
 
     @field_validator("request_ids", mode="before")
     @classmethod

@@ -233,11 +233,15 @@ class AuthService:
         method = spec.method
         for route in routes_to_check(spec, op, route_path):
             if not snap.policy.route_allowed(p, route, method):
+                shown = route_path or spec.route
+                message = f"Not authorized: '{p.user_id}' may not {method} {shown}."
+                if not p.roles:  # the usual first-day cause: say it rather than leave a bare denial
+                    message = (
+                        f"Not authorized: '{p.user_id}' holds no role; an administrator must give them one "
+                        f"before they may {method} {shown}."
+                    )
                 _decided("route", "deny")
-                raise PermissionDeniedError(
-                    f"Not authorized: '{p.user_id}' may not {method} {route_path or spec.route}.",
-                    details={"field": "route", "value": route_path or spec.route, "expected": method},
-                )
+                raise PermissionDeniedError(message, details={"field": "route", "value": shown, "expected": method})
         _decided("route", "allow")
         object_type = spec.policy.object_type
         if object_type:

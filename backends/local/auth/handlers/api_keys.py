@@ -138,7 +138,7 @@ async def _create(
     async with store.transaction():
         if not self_service and not await store.roles_of(user_id):
             raise ValidationError(
-                f"User '{user_id}' holds no role; assign one first (`pluginsdk user-roles create`).",
+                f"User '{user_id}' holds no role; give them one first (user roles).",
                 details={"field": "user_id", "value": user_id, "expected": "a user with a role assignment"},
             )
         await store.insert_api_key(row)
