@@ -182,7 +182,11 @@ async def test_json_logs_carry_the_request_id_on_every_line(tmp_path: Path) -> N
         bad = await c.get(f"{url}/api/v1/templates/nope", headers={"X-Request-ID": "trace-abc-2"})
         assert bad.headers["x-request-id"] == "trace-abc-2"
         await asyncio.sleep(0.3)
-    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]  # every line is JSON
+    text = log.read_text().splitlines()
+    lines = [json.loads(line) for line in text if line.startswith("{")]  # every log line is JSON ...
+    banner = [line for line in text if line.strip() and not line.startswith("{")]
+    assert all(not line.startswith(("INFO", "WARNING", "ERROR")) for line in banner), banner  # ... the rest is
+    # the start banner `server start` prints for the operator (where it listens, the first-key hint)
     mine = [line for line in lines if str(line.get("request_id", "")).startswith("trace-abc")]
     assert {line["request_id"] for line in mine} >= {"trace-abc-1", "trace-abc-2"}
     assert all({"ts", "level", "logger", "msg"} <= set(line) for line in lines)
@@ -251,5 +255,5 @@ async def test_the_cli_logs_json_lines_with_its_request_id_which_the_server_logs
     ids = {line.get("request_id") for line in cli_lines}
     assert len(ids) == 1 and None not in ids  # one id on every line of the invocation
     (rid,) = ids
-    served = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    served = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
     assert any(line.get("request_id") == rid for line in served)  # the server's lines for that call carry it
