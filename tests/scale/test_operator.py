@@ -138,7 +138,8 @@ async def test_livez_readyz_and_the_exposition_passes_promtool(tmp_path: Path) -
         ready = (await c.get(f"{url}/readyz")).json()
         assert ready["status"] == "ok" and ready["schema"] >= 5
         assert (await c.get(f"{url}/health")).status_code == 200
-        await c.post(f"{url}/api/v1/machines/request", json={"template_id": "web", "machine_count": 1})
+        made = await c.post(f"{url}/api/v1/machines/request", json={"template_id": "web", "requested_count": 1})
+        assert made.status_code in (200, 201, 202), made.text
         await c.get(f"{url}/api/v1/requests/req-nope")
         await c.get(f"{url}/no/such/path/123")
         text = (await c.get(f"{url}/metrics")).text
@@ -154,6 +155,9 @@ async def test_livez_readyz_and_the_exposition_passes_promtool(tmp_path: Path) -
     assert 'http_route="/api/v1/requests/{request_id}"' in text  # the template, never the concrete id
     assert "req-nope" not in text and "/no/such/path" not in text
     assert counter(text, "pluginsdk_authz_decisions_total", tier="route", outcome="allow") >= 2
+    assert counter(text, "pluginsdk_provider_call_duration_seconds_count", provider="local", operation="launch") == 1
+    assert counter(text, "pluginsdk_provisioning_requests", type="provision") == 1
+    assert 'pluginsdk_store_statement_duration_seconds_count{db_operation="SELECT",db_system="sqlite"}' in text
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.skip("promtool not installed (Debian package prometheus)")
