@@ -30,8 +30,10 @@ ENV_VARS: dict[str, str] = {
     "PLUGIN_USER": "sdk.user",
     "PLUGIN_LOG_LEVEL": "logging.level",
     "PLUGIN_LOG_FILE": "logging.file",
+    "PLUGIN_LOG_FORMAT": "logging.format",
     "PLUGIN_API_HOST": "api.host",
     "PLUGIN_API_PORT": "api.port",
+    "PLUGIN_API_WORKERS": "api.workers",
     "PLUGIN_API_URL": "api.url",
     "PLUGIN_API_KEY": "api.key",
     "PLUGIN_API_VERIFY": "api.verify",
@@ -87,6 +89,11 @@ class ProviderSettings(_Group):
 class ApiSettings(_Group):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
+    workers: int = Field(1, ge=1, le=64)
+    """Server worker processes on the one port (`pluginsdk server start --workers N`)."""
+    metrics: Literal["loopback", "authenticated", "open", "off"] = "loopback"
+    """Who may read the server's /metrics: loopback clients only, any caller the policy lets GET /metrics,
+    anyone, or nobody."""
     max_body_bytes: int = Field(1 << 20, ge=1)
     """Largest request body the REST server reads (413 beyond it)."""
     url: str | None = None
@@ -131,6 +138,8 @@ class StorageSettings(_Group):
 class LoggingSettings(_Group):
     level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING"
     file: str | None = None
+    format: Literal["text", "json"] = "text"
+    """`json`: one JSON object per line, each with the request id of the call that caused it."""
 
 
 class SchedulerSettings(_Group):
@@ -152,6 +161,9 @@ class SdkSettings(_Group):
     """User the in-process SDK acts as."""
     reconcile_interval: float = Field(1.0, gt=0)
     """Seconds between background reconciliation passes in long-lived processes."""
+    claim_seconds: float = Field(60.0, gt=0, le=3600)
+    """Lease a process holds on a request while it calls the provider for it; a dead process's lease
+    expires after this and another process takes the request over."""
 
 
 class McpSettings(_Group):

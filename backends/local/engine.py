@@ -21,6 +21,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
+from pluginsdk import _observe
 from pluginsdk.config import Settings
 from pluginsdk.errors import (
     ConfigurationError,
@@ -148,7 +149,7 @@ class Engine:
 
     # -- lifecycle --------------------------------------------------------
     async def start(self) -> None:
-        self.store = await open_store(self.settings.storage_target)
+        self.store = await open_store(self.settings.storage_target, claim_seconds=self.settings.sdk.claim_seconds)
         await self._start_auth()
         if self.background:
             self.spawn(self._reconcile_loop())
@@ -237,6 +238,8 @@ class Engine:
         if bind is not None:
             bind(self.db)
         await driver.start()
+        if _observe.provider_call is not None:
+            _measure_provider(driver)
         self.providers[name] = driver
         return driver
 
@@ -414,3 +417,38 @@ def provider_names() -> list[str]:
     from importlib.metadata import entry_points
 
     return sorted({*_PROVIDERS, *(ep.name for ep in entry_points(group="pluginsdk.providers"))})
+
+
+def _measure_provider(driver: ProviderDriver) -> None:
+    """Wrap the driver's API calls so /metrics counts them, their errors and throttles (server only)."""
+    from functools import wraps
+
+    from pluginsdk.errors import ProviderError
+
+    for op in ("launch", "describe", "terminate", "reclaimed"):
+        call = getattr(driver, op, None)
+        if call is None:
+            continue
+
+        def wrap(call: Any, op: str) -> Any:
+            @wraps(call)
+            async def measured(*args: Any, **kwargs: Any) -> Any:
+                started = time.perf_counter()
+                outcome: str | None = None
+                try:
+                    return await call(*args, **kwargs)
+                except ProviderError as exc:
+                    code = str(exc.details.get("provider_code", ""))
+                    outcome = "throttled" if code in _observe.THROTTLE_CODES else "error"
+                    raise
+                except Exception:
+                    outcome = "error"
+                    raise
+                finally:
+                    hook = _observe.provider_call
+                    if hook is not None:
+                        hook(driver.name, op, time.perf_counter() - started, outcome)
+
+            return measured
+
+        setattr(driver, op, wrap(call, op))

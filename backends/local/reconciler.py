@@ -7,6 +7,10 @@ same request cannot move it backwards. Machine states only follow the
 transition table; an illegal report is logged and ignored, never written.
 Machines found at the provider that the store does not know (the engine died
 between launch and write) are adopted here.
+
+One actor per request: a reconciliation first claims the request (a lease,
+backends/local/store/claims.py); when another process or task holds it, this
+one does not call the provider and answers with what is stored.
 """
 
 from __future__ import annotations
@@ -133,9 +137,12 @@ async def reconcile(engine: Engine, request: Request) -> Request:
     """Bring one request up to date with its provider; returns the stored result."""
     if request.dry_run or request.status.terminal:
         return request
-    if request.request_type is RequestType.RETURN:
-        return await _reconcile_return(engine, request)
-    return await _reconcile_provision(engine, request)
+    async with engine.db.claims.hold(request.request_id) as mine:
+        if not mine:  # another actor is on it: what it writes is the answer
+            return await engine.db.get_request(request.request_id) or request
+        if request.request_type is RequestType.RETURN:
+            return await _reconcile_return(engine, request)
+        return await _reconcile_provision(engine, request)
 
 
 async def _reconcile_provision(engine: Engine, request: Request) -> Request:
@@ -236,12 +243,19 @@ async def _reconcile_return(engine: Engine, ret: Request) -> Request:
         if not m.status.gone:
             by_request[m.request_id].append(m)
     seen: dict[str, ProvisionedMachine] = {}
-    for request_id in by_request:
+    for request_id, group in by_request.items():
         origin = await engine.db.get_request(request_id)
         if origin is None:
             continue
         driver = await engine.provider(origin.provider_name)
-        seen.update({found.machine_id: found for found in await driver.describe(origin, None)})
+        found = {pm.machine_id: pm for pm in await driver.describe(origin, None)}
+        # machines the provider still runs although they were claimed for this return: the process that
+        # claimed them died before it asked the provider (we hold the claim now), so ask again
+        missed = [m for m in group if (f := found.get(m.machine_id)) is not None and f.status.active]
+        if missed:
+            await terminate_machines(engine, origin, missed)
+            found.update({pm.machine_id: pm for pm in await driver.describe(origin, None)})
+        seen.update(found)
     now = utcnow()
     async with engine.db.transaction():
         current = await engine.db.get_request(ret.request_id, for_update=True)

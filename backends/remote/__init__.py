@@ -35,6 +35,7 @@ from urllib.parse import quote, urlencode
 import httpx
 from pydantic import ValidationError
 
+from pluginsdk._logs import request_id as _request_id
 from pluginsdk.config import Settings
 from pluginsdk.errors import (
     APIConnectionError,
@@ -264,6 +265,9 @@ class RemoteBackend:
         attempts = 1 + (self.max_retries if retry else 0)
         url = self._url(target)
         headers = self._headers if content is None else self._json_headers
+        rid = _request_id.get()
+        if rid is not None:  # the caller's request id (CLI invocation), so server log lines match ours
+            headers = httpx.Headers({**headers, "X-Request-ID": rid})
         for attempt in range(1, attempts + 1):
             request = httpx.Request(method, url, headers=headers, content=content, extensions=self._extensions)
             try:

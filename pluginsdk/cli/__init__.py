@@ -140,10 +140,14 @@ class Root(click.Group):
 @click.pass_context
 def cli(ctx: click.Context, /, **options: Any) -> None:
     """Provision machines from templates and manage access — the pluginsdk command line."""
-    import logging
+    import os
 
-    if options.get("log_level") or options.get("verbose"):
-        logging.basicConfig(level=options.get("log_level") or "INFO", stream=sys.stderr)
+    fmt = os.environ.get("PLUGIN_LOG_FORMAT", "text")
+    if options.get("log_level") or options.get("verbose") or fmt == "json":
+        from .._logs import configure, new_request_id, request_id
+
+        request_id.set(new_request_id())  # on every line of this invocation, and sent to a server as X-Request-ID
+        configure(options.get("log_level") or ("INFO" if options.get("verbose") else "WARNING"), fmt)
     ctx.obj = Context(**options)
 
 
@@ -160,8 +164,14 @@ def server() -> None:
     default=None,
     help="Port; 0 picks a free one (default: PLUGIN_API_PORT / api.port / 8000).",
 )
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 64),
+    default=None,
+    help="Worker processes on the one port (default: api.workers / 1).",
+)
 @click.pass_obj
-def server_start(ctx: Context, host: str | None, port: int | None) -> None:
+def server_start(ctx: Context, host: str | None, port: int | None, workers: int | None) -> None:
     """Serve the engine over HTTP in the foreground until SIGTERM/SIGINT.
 
     Prints where it listens on stderr and, while the store holds no API key, how to mint the first
@@ -169,7 +179,7 @@ def server_start(ctx: Context, host: str | None, port: int | None) -> None:
     """
     from ._serve import start
 
-    start(ctx, host, port)
+    start(ctx, host, port, workers)
 
 
 def _scheduler_mode(argv: list[str]) -> bool:

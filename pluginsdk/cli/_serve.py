@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 __all__ = ["start"]
 
 
-def start(ctx: Context, host: str | None, port: int | None) -> None:
+def start(ctx: Context, host: str | None, port: int | None, workers: int | None = None) -> None:
     """Load settings with `host`/`port` as overrides, check the address, print the URL and hints, serve."""
     from .._entry import collect_garbage
     from ..errors import SDKError
@@ -44,7 +44,7 @@ def start(ctx: Context, host: str | None, port: int | None) -> None:
     click.echo(f"pluginsdk server listening on {url} (API docs: {url}/docs); Ctrl-C stops it.", err=True)
     if fresh:
         click.echo(_first_key_hint(ctx, settings, url), err=True)
-    serve(settings, settings.api.host, settings.api.port)
+    serve(settings, settings.api.host, settings.api.port, workers)
 
 
 def _check_extra() -> None:

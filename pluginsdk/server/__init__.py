@@ -9,9 +9,12 @@ if TYPE_CHECKING:
     from ..config import Settings
     from .app import PluginApp
 
-__all__ = ["create_app", "http_protocol", "serve"]
+__all__ = ["create_app", "http_protocol", "operator_app", "serve", "worker_app"]
 
 log = logging.getLogger("pluginsdk.server")
+
+_SETTINGS_ENV = "PLUGINSDK_SERVER_SETTINGS"
+"""The settings `serve()` hands to its worker processes (JSON), read by `worker_app()`."""
 
 
 def create_app(backend_or_settings: Any, *, max_body_bytes: int | None = None) -> PluginApp:
@@ -31,7 +34,34 @@ def http_protocol() -> Any:
     return DoorHttpToolsProtocol
 
 
-def serve(settings: Settings, host: str | None = None, port: int | None = None) -> None:
+def operator_app(settings: Settings) -> Any:
+    """The served app: the REST app behind /metrics, /livez, /readyz and the request-id log context
+    (`ops.OperatorApp`); logging configured from `settings.logging`."""
+    from .._logs import configure
+    from .app import create_app as _create
+    from .ops import OperatorApp
+
+    configure(settings.logging.level, settings.logging.format, settings.logging.file)
+    metrics = None
+    if settings.api.metrics != "off":
+        from .metrics import Metrics
+
+        metrics = Metrics()
+        metrics.install()
+    return OperatorApp(_create(settings), settings, metrics)
+
+
+def worker_app() -> Any:
+    """uvicorn's app factory in each worker process of `serve(workers=N)`."""
+    import json
+    import os
+
+    from ..config import Settings
+
+    return operator_app(Settings.model_validate(json.loads(os.environ[_SETTINGS_ENV])))
+
+
+def serve(settings: Settings, host: str | None = None, port: int | None = None, workers: int | None = None) -> None:
     """Run the server in the foreground until SIGTERM/SIGINT (in-flight requests finish, the store closes).
 
     One worker on the standard asyncio loop with uvicorn's httptools parser, request-head limits in the error
@@ -41,17 +71,46 @@ def serve(settings: Settings, host: str | None = None, port: int | None = None) 
     """
     import uvicorn
 
-    from .app import create_app as _create
+    workers = workers or settings.api.workers
+    options: dict[str, Any] = {
+        "http": http_protocol(),
+        "loop": "asyncio",
+        "host": host or settings.api.host,
+        "port": settings.api.port if port is None else port,
+        "log_level": settings.logging.level.lower(),
+        "access_log": False,
+        "lifespan": "on",
+        "timeout_graceful_shutdown": 30,
+    }
+    if settings.logging.format == "json":
+        options["log_config"] = None  # uvicorn's own lines go through our JSON handler too
+    if workers <= 1:
+        uvicorn.Server(uvicorn.Config(operator_app(settings), **options)).run()
+        return
+    _serve_workers(settings, workers, options)
 
-    config = uvicorn.Config(
-        _create(settings),
-        http=http_protocol(),
-        loop="asyncio",
-        host=host or settings.api.host,
-        port=settings.api.port if port is None else port,
-        log_level=settings.logging.level.lower(),
-        access_log=False,
-        lifespan="on",
-        timeout_graceful_shutdown=30,
-    )
-    uvicorn.Server(config).run()
+
+def _serve_workers(settings: Settings, workers: int, options: dict[str, Any]) -> None:
+    """N processes accept on one socket (uvicorn's supervisor); SIGTERM/SIGINT stops all of them gracefully.
+
+    Metrics: each worker writes its samples under PROMETHEUS_MULTIPROC_DIR (a fresh private directory unless
+    the operator set one), so a scrape served by any worker reports the sum of all.
+    """
+    import json
+    import os
+    import shutil
+    import tempfile
+
+    import uvicorn
+
+    made = None
+    if not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        made = tempfile.mkdtemp(prefix="pluginsdk-metrics-")
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = made
+    os.environ[_SETTINGS_ENV] = json.dumps(settings.model_dump(mode="json"))
+    try:
+        uvicorn.run("pluginsdk.server:worker_app", factory=True, workers=workers, **options)
+    finally:
+        os.environ.pop(_SETTINGS_ENV, None)
+        if made is not None:
+            shutil.rmtree(made, ignore_errors=True)

@@ -10,8 +10,9 @@ Authentication
 
 Authorization (both tiers, before any handler looks anything up)
 - The policy (constraints + roles) is compiled once per policy version. Every
-  decision reads the version row (one cheap read); a change made by any
-  process is seen on the next decision.
+  decision reads the version row (one cheap read) — on PostgreSQL only after
+  a change was notified (LISTEN/NOTIFY, policy_watch.py); a change made by
+  any process is seen on the next decision.
 - Roles come from user-role assignments (cached per version); roles that no
   longer exist grant nothing; a user without roles is evaluated as holding
   `defaultUserRoleName` when that is set.
@@ -29,10 +30,12 @@ import asyncio
 import hmac
 import itertools
 import json
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from pluginsdk import _observe
 from pluginsdk._constants import API_KEY_PREFIX
 from pluginsdk.errors import AuthenticationError, PermissionDeniedError, ValidationError
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
@@ -45,6 +48,7 @@ from .crypto import PageTokens, Passwords, SecretBox, now, parse_ts, sha256_hex
 from .lockout import LockoutGuard
 from .mail import Mailer
 from .objects import CREATE_ATTRIBUTES, OBJECT_OPERATIONS, SPECIAL_OPERATIONS, check_stored, denied, handles_stored
+from .policy_watch import PolicyWatch
 from .routes import routes_to_check
 from .store import AuthStore
 
@@ -88,10 +92,15 @@ class AuthService:
         self._lock = asyncio.Lock()
         self.compiles = 0
         """How many times the policy was compiled (observability, tests)."""
+        self.watch = PolicyWatch()
+        store.on_bump.append(self.watch.bumped_here)
         self.guard = LockoutGuard(store, config)
         store.on_policy_change = self.guard.check
 
     async def start(self) -> None:
+        if self.store.db.dialect == "postgresql":
+            await self.watch.start(self.store.db.url)
+            self.engine.on_close.append(self.watch.aclose)
         # JWT support (PyJWT + cryptography, ~100 ms to import) loads only in the mode that uses it,
         # so CLI calls authenticated in-process or by API key do not pay for it.
         if self.config.mode == "managed":
@@ -114,7 +123,7 @@ class AuthService:
     # -- policy ------------------------------------------------------------------
     async def snapshot(self) -> _Snapshot:
         """The compiled policy of the current version (recompiled only when the version moved)."""
-        version = await self.store.policy_version()
+        version = await self.watch.version(self.store.policy_version)
         snap = self._snapshot
         if snap is not None and snap.version == version:
             return snap
@@ -127,7 +136,10 @@ class AuthService:
                 role_rows = await self.store.list_roles()
                 constraint_rows = await self.store.all_constraints()
             roles = {r["role_name"]: bool(r["mfa_required"]) for r in role_rows}
+            started = time.perf_counter()
             policy = compile_policy([json.loads(r["data"]) for r in constraint_rows], roles)
+            if _observe.policy_compile is not None:
+                _observe.policy_compile(time.perf_counter() - started)
             self.compiles += 1
             self._snapshot = _Snapshot(version, policy, roles, {})
             return self._snapshot
@@ -228,7 +240,9 @@ class AuthService:
                         f"Not authorized: '{p.user_id}' holds no role; an administrator must give them one "
                         f"before they may {method} {shown}."
                     )
+                _decided("route", "deny")
                 raise PermissionDeniedError(message, details={"field": "route", "value": shown, "expected": method})
+        _decided("route", "allow")
         object_type = spec.policy.object_type
         if object_type:
             if not handles_stored(spec, op):
@@ -241,9 +255,15 @@ class AuthService:
                         attrs["userId"] = p.user_id  # a new object of this type belongs to its creator
                     for combo in _expand(attrs):
                         if not snap.policy.is_allowed(p, object_type, combo, method):
+                            _decided("object", "deny")
                             raise denied(p, method, object_type)
             if spec.name in OBJECT_OPERATIONS or spec.name in SPECIAL_OPERATIONS:
-                await check_stored(self.engine, snap.policy, p, spec, op, roles_of=self.store.roles_of)
+                try:
+                    await check_stored(self.engine, snap.policy, p, spec, op, roles_of=self.store.roles_of)
+                except PermissionDeniedError:
+                    _decided("object", "deny")
+                    raise
+            _decided("object", "allow")
         if spec.kind == "command" and spec.category in POLICY_CATEGORIES:
             had = await self.guard.administrator(snap.policy, snap.roles) is not None
             LockoutGuard.had_administrator.set(had)
@@ -299,6 +319,11 @@ class AuthService:
                 "(app.authProvider.useManaged.enabled).",
                 details={"field": "app.authProvider.useManaged.enabled", "value": False, "expected": True},
             )
+
+
+def _decided(tier: str, outcome: str) -> None:
+    if _observe.authz is not None:
+        _observe.authz(tier, outcome)
 
 
 def _expand(attrs: dict[str, Any]) -> list[dict[str, Any]]:

@@ -30,6 +30,8 @@ class AuthStore:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.on_bump: list[Callable[[], None]] = []
+        """Called after each bump (this process drops its cached version at once)."""
         self.on_policy_change: Callable[[], Awaitable[None]] | None = None
         """Called by every policy write after the bump, inside its transaction (the lock-out guard); raising
         rolls the write back."""
@@ -47,6 +49,10 @@ class AuthStore:
         await self.db.execute(
             "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = :k", {"k": VERSION_KEY}
         )
+        if self.db.dialect == "postgresql":  # delivered to every listening process at commit (policy_watch.py)
+            await self.db.execute("SELECT pg_notify('pluginsdk_policy', '')")
+        for hook in self.on_bump:
+            hook()
         if self.on_policy_change is not None:
             await self.on_policy_change()
 

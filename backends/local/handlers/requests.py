@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 from pluginsdk._words import counted
-from pluginsdk.errors import NotFoundError, ProviderError, StateConflictError, ValidationError
+from pluginsdk.errors import AlreadyExistsError, NotFoundError, ProviderError, StateConflictError, ValidationError
 from pluginsdk.models import (
     CleanupResult,
     Machine,
@@ -145,41 +145,47 @@ async def create_request(engine: Engine, op: CreateRequestCommand, principal: Pr
         provider_data={"price_type": template.price_type}
         | ({"additional_data": op.additional_data} if op.additional_data else {}),
     )
-    await engine.db.insert_request(request)  # recorded before the provider is called: a crash loses nothing
-    try:
-        launched = await driver.launch(request, template, op.requested_count)
-    except ProviderError as exc:
-        failed = request.model_copy(
-            update={
-                "status": RequestStatus.FAILED,
-                "message": f"Provider error: {exc.message}",
-                "completed_at": utcnow(),
-                "updated_at": utcnow(),
-            }
-        )
-        await engine.db.update_request(failed)
-        exc.details.setdefault("request_id", request_id)
-        raise
-    async with engine.db.transaction():
-        current = await engine.db.get_request(request_id) or request
-        stored = {m.machine_id: m for m in await engine.db.machines_of_request(request_id)}
-        changed = apply_states(current, stored, launched.machines)
-        if changed:
-            await engine.db.upsert_machines(changed)
-        status, message = settle_status(current, list(stored.values()), timed_out=False)
-        if not stored:
-            status = RequestStatus.RUNNING
-        current = current.model_copy(
-            update={
-                "status": status,
-                "message": launched.message or message,
-                "machine_ids": list(stored),
-                "provider_data": {**current.provider_data, **launched.provider_data},
-                "updated_at": utcnow(),
-                "completed_at": utcnow() if status.terminal else None,
-            }
-        )
-        await engine.db.update_request(current)
+    # one actor per request: no other process reconciles (or times out) the request while it is launched
+    async with engine.db.claims.hold(request_id) as mine:
+        if not mine:  # the same id is being created by another call right now: it launches, not us
+            raise AlreadyExistsError(
+                "request", request_id, f"Request '{request_id}' is being created by another call; retry to read it."
+            )
+        await engine.db.insert_request(request)  # recorded before the provider is called: a crash loses nothing
+        try:
+            launched = await driver.launch(request, template, op.requested_count)
+        except ProviderError as exc:
+            failed = request.model_copy(
+                update={
+                    "status": RequestStatus.FAILED,
+                    "message": f"Provider error: {exc.message}",
+                    "completed_at": utcnow(),
+                    "updated_at": utcnow(),
+                }
+            )
+            await engine.db.update_request(failed)
+            exc.details.setdefault("request_id", request_id)
+            raise
+        async with engine.db.transaction():
+            current = await engine.db.get_request(request_id) or request
+            stored = {m.machine_id: m for m in await engine.db.machines_of_request(request_id)}
+            changed = apply_states(current, stored, launched.machines)
+            if changed:
+                await engine.db.upsert_machines(changed)
+            status, message = settle_status(current, list(stored.values()), timed_out=False)
+            if not stored:
+                status = RequestStatus.RUNNING
+            current = current.model_copy(
+                update={
+                    "status": status,
+                    "message": launched.message or message,
+                    "machine_ids": list(stored),
+                    "provider_data": {**current.provider_data, **launched.provider_data},
+                    "updated_at": utcnow(),
+                    "completed_at": utcnow() if status.terminal else None,
+                }
+            )
+            await engine.db.update_request(current)
     if op.wait:
         current = await wait_for(engine, current, op.timeout)
     return _created(await with_machines(engine, current), "Request submitted." if not op.wait else current.message)
@@ -297,67 +303,71 @@ async def create_return_request(
         )
     ret_id = op.request_id or f"ret-{uuid.uuid4()}"
     now = utcnow()
-    async with engine.db.transaction():
-        # claim under the write lock: another process may have claimed a machine since we read it
-        latest = await engine.db.get_machines([m.machine_id for m in chosen], for_update=True)
-        claimed = []
-        for m in chosen:
-            cur = latest.get(m.machine_id)
-            if cur is not None and not cur.status.gone and cur.return_request_id == m.return_request_id:
-                claimed.append(cur)
-                continue
-            by = cur.return_request_id if cur is not None else None
-            reason = f"already being returned by {by}" if by else "not found"
-            skipped.append(SkippedMachine(machine_id=m.machine_id, reason=reason))
-        chosen = claimed
-        if chosen:
-            origins = await engine.db.get_requests(sorted({m.request_id for m in chosen}))
-            ret = Request(
-                request_id=ret_id,
-                request_type=RequestType.RETURN,
-                status=RequestStatus.RUNNING,
-                count=len(chosen),
-                provider_name=chosen[0].provider_name,
-                machine_ids=[m.machine_id for m in chosen],
-                timeout=op.timeout,
-                created_by=principal.user_id,
-                message=f"Returning {counted(len(chosen), 'machine')}.",
-                # what the scheduler saw on the provisioning side, kept for the return's own listing
-                tags={k: v for o in origins.values() for k, v in o.tags.items() if k == "rc_account"},
-                provider_data={
-                    "rc_accounts": {
-                        m.machine_id: origins[m.request_id].tags["rc_account"]
-                        for m in chosen
-                        if m.request_id in origins and "rc_account" in origins[m.request_id].tags
-                    }
-                },
-            )
-            await engine.db.insert_request(ret)
-            chosen = [
-                m.model_copy(
-                    update={
-                        "return_request_id": ret_id,
-                        "updated_at": now,
-                        **({"status_reason": RETURNED_BEFORE_RUNNING} if m.status is MachineStatus.PENDING else {}),
-                    }
+    # one actor per request: no other process reconciles this return while its machines are handed back
+    async with engine.db.claims.hold(ret_id):
+        async with engine.db.transaction():
+            # claim under the write lock: another process may have claimed a machine since we read it
+            latest = await engine.db.get_machines([m.machine_id for m in chosen], for_update=True)
+            claimed = []
+            for m in chosen:
+                cur = latest.get(m.machine_id)
+                if cur is not None and not cur.status.gone and cur.return_request_id == m.return_request_id:
+                    claimed.append(cur)
+                    continue
+                by = cur.return_request_id if cur is not None else None
+                reason = f"already being returned by {by}" if by else "not found"
+                skipped.append(SkippedMachine(machine_id=m.machine_id, reason=reason))
+            chosen = claimed
+            if chosen:
+                origins = await engine.db.get_requests(sorted({m.request_id for m in chosen}))
+                ret = Request(
+                    request_id=ret_id,
+                    request_type=RequestType.RETURN,
+                    status=RequestStatus.RUNNING,
+                    count=len(chosen),
+                    provider_name=chosen[0].provider_name,
+                    machine_ids=[m.machine_id for m in chosen],
+                    timeout=op.timeout,
+                    created_by=principal.user_id,
+                    message=f"Returning {counted(len(chosen), 'machine')}.",
+                    # what the scheduler saw on the provisioning side, kept for the return's own listing
+                    tags={k: v for o in origins.values() for k, v in o.tags.items() if k == "rc_account"},
+                    provider_data={
+                        "rc_accounts": {
+                            m.machine_id: origins[m.request_id].tags["rc_account"]
+                            for m in chosen
+                            if m.request_id in origins and "rc_account" in origins[m.request_id].tags
+                        }
+                    },
                 )
-                for m in chosen
-            ]
-            await engine.db.upsert_machines(chosen)
-    if not chosen:
-        return ReturnRequestCreated(skipped_machines=skipped, message=f"No machine returned; {len(skipped)} skipped.")
-    groups: dict[str, list[Machine]] = defaultdict(list)
-    for m in chosen:
-        groups[m.request_id].append(m)
-    failures: dict[str, str] = {}
-    for request_id, group in groups.items():
-        origin = await engine.db.get_request(request_id)
-        if origin is None:
-            continue
-        try:
-            await terminate_machines(engine, origin, group)
-        except ProviderError as exc:
-            failures.update({m.machine_id: exc.message for m in group})
+                await engine.db.insert_request(ret)
+                chosen = [
+                    m.model_copy(
+                        update={
+                            "return_request_id": ret_id,
+                            "updated_at": now,
+                            **({"status_reason": RETURNED_BEFORE_RUNNING} if m.status is MachineStatus.PENDING else {}),
+                        }
+                    )
+                    for m in chosen
+                ]
+                await engine.db.upsert_machines(chosen)
+        if not chosen:
+            return ReturnRequestCreated(
+                skipped_machines=skipped, message=f"No machine returned; {len(skipped)} skipped."
+            )
+        groups: dict[str, list[Machine]] = defaultdict(list)
+        for m in chosen:
+            groups[m.request_id].append(m)
+        failures: dict[str, str] = {}
+        for request_id, group in groups.items():
+            origin = await engine.db.get_request(request_id)
+            if origin is None:
+                continue
+            try:
+                await terminate_machines(engine, origin, group)
+            except ProviderError as exc:
+                failures.update({m.machine_id: exc.message for m in group})
     ret = await (release_failed(engine, ret_id, failures) if failures else reconcile(engine, ret))
     returning = len(chosen) - len(failures)
     message = f"Returning {counted(returning, 'machine')}" + (f"; {len(skipped)} skipped" if skipped else "")

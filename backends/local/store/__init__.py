@@ -16,6 +16,7 @@ from pluginsdk import models
 from pluginsdk.errors import AlreadyExistsError
 from pluginsdk.models.statuses import MachineStatus
 
+from .claims import Claims
 from .db import Database, open_database
 from .schema import migrate
 
@@ -40,8 +41,9 @@ def _in(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
 class Store:
     """Typed access to the provisioning tables."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, claim_seconds: float = 60.0) -> None:
         self.db = db
+        self.claims = Claims(db, claim_seconds)
 
     async def aclose(self) -> None:
         await self.db.aclose()
@@ -355,8 +357,8 @@ class Store:
         )
 
 
-async def open_store(target: str) -> Store:
+async def open_store(target: str, *, claim_seconds: float = 60.0) -> Store:
     """Open (and migrate) the store at a SQLite path or PostgreSQL URL."""
     db = open_database(target)
     await migrate(db)
-    return Store(db)
+    return Store(db, claim_seconds)

@@ -10,6 +10,13 @@
 Both take the same portable SQL text with `:name` parameters.
 Rule for callers: inside `transaction()` await nothing but this database (no
 provider calls), so an SQLite transaction never interleaves with another task.
+
+SQLite and other processes: the connection's own busy_timeout is 0, so a
+write that finds another process holding the file's write lock fails at once
+instead of sleeping in C on the event loop; it is retried here with
+`asyncio.sleep` backoff for up to `_SQLITE_BUSY_SECONDS` (other requests are
+served meanwhile). Only statements that cannot have done anything are retried
+(BEGIN IMMEDIATE, or an autocommit statement, which SQLite rolls back whole).
 """
 
 from __future__ import annotations
@@ -18,11 +25,13 @@ import asyncio
 import logging
 import re
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Protocol
 
+from pluginsdk import _observe
 from pluginsdk.errors import ConfigurationError
 
 from .conflicts import StoreFailure, already_exists
@@ -64,6 +73,19 @@ def _sqlite_error(exc: sqlite3.Error, sql: str, rows: Sequence[Mapping[str, Any]
     return exc
 
 
+_SQLITE_BUSY_SECONDS = 10.0
+"""How long a write waits for another process's lock on the SQLite file before it fails."""
+
+
+def _is_busy(exc: sqlite3.Error) -> bool:
+    return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(("database is locked", "database is busy"))
+
+
+def _verb(sql: str) -> str:
+    """The statement's first keyword (SELECT, INSERT, ...): a low-cardinality metric label."""
+    return sql.lstrip()[:6].upper()
+
+
 def _dict_factory(cursor: sqlite3.Cursor, row: tuple[Any, ...]) -> dict[str, Any]:
     return {col[0]: row[i] for i, col in enumerate(cursor.description)}
 
@@ -87,68 +109,103 @@ class SqliteDatabase:
                 str(Path(path).expanduser()) if path != ":memory:" else path,
                 isolation_level=None,
                 check_same_thread=False,
-                timeout=10.0,
+                timeout=0.0,
             )
             self._conn.row_factory = _dict_factory
-            for pragma in ("journal_mode=WAL", "busy_timeout=10000", "foreign_keys=ON", "synchronous=NORMAL"):
+            # switching to WAL takes a moment's exclusive lock: wait for it here, once, while the process starts
+            for pragma in ("busy_timeout=10000", "journal_mode=WAL", "busy_timeout=0", "foreign_keys=ON"):
                 self._conn.execute(f"PRAGMA {pragma}")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
         except sqlite3.Error as exc:
             raise ConfigurationError(f"Cannot open the SQLite store {path!r}: {exc}.", key="storage.path") from exc
         self._lock = asyncio.Lock()
-        self._depth = 0
+        self._owner: asyncio.Task[Any] | None = None
+        """The task whose transaction is open on the connection (nesting is per task, not per connection)."""
+        self.busy_waits = 0
+        """How many times a write waited for another process's lock (observability, tests)."""
+
+    async def _mine(self) -> None:
+        """Wait while another task's transaction is open: its statements must not join it."""
+        if self._owner is not None and self._owner is not asyncio.current_task():
+            async with self._lock:
+                pass
+
+    async def _retry_busy(self, run: Any) -> Any:
+        """`run()` — retried without blocking the loop while another process holds the write lock."""
+        deadline = time.monotonic() + _SQLITE_BUSY_SECONDS
+        delay = 0.001
+        while True:
+            try:
+                return run()
+            except sqlite3.OperationalError as exc:
+                if not _is_busy(exc) or time.monotonic() >= deadline:
+                    raise
+            self.busy_waits += 1
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 0.05)
+
+    async def _statement(self, run: Any, sql: str) -> Any:
+        await self._mine()
+        hook = _observe.statement
+        started = time.perf_counter() if hook is not None else 0.0
+        try:
+            if self._owner is None:  # autocommit: a busy statement did nothing and may be re-run
+                return await self._retry_busy(run)
+            return run()
+        finally:
+            if hook is not None:
+                hook("sqlite", _verb(sql), time.perf_counter() - started)
 
     async def fetchone(self, sql: str, params: Params = None) -> Row | None:
         try:
-            row: Row | None = self._conn.execute(sql, params or {}).fetchone()
+            row: Row | None = await self._statement(lambda: self._conn.execute(sql, params or {}).fetchone(), sql)
         except sqlite3.IntegrityError as exc:  # INSERT ... RETURNING
             raise _sqlite_error(exc, sql, [params or {}]) from None
         return row
 
     async def fetchall(self, sql: str, params: Params = None) -> list[Row]:
-        return self._conn.execute(sql, params or {}).fetchall()
+        rows: list[Row] = await self._statement(lambda: self._conn.execute(sql, params or {}).fetchall(), sql)
+        return rows
 
     async def execute(self, sql: str, params: Params = None) -> int:
         try:
-            return self._conn.execute(sql, params or {}).rowcount
+            count: int = await self._statement(lambda: self._conn.execute(sql, params or {}).rowcount, sql)
         except sqlite3.IntegrityError as exc:
             raise _sqlite_error(exc, sql, [params or {}]) from None
+        return count
 
     async def executemany(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
-        own = not self._depth and len(rows) > 1  # autocommit would commit row by row: all or none instead
-        if own:
-            self._conn.execute("BEGIN IMMEDIATE")
-        try:
-            self._conn.executemany(sql, rows)
-        except BaseException as exc:
-            if own:
-                self._conn.execute("ROLLBACK")
-            if isinstance(exc, sqlite3.IntegrityError):
+        await self._mine()
+        if self._owner is not None or len(rows) <= 1:
+            try:
+                await self._statement(lambda: self._conn.executemany(sql, rows), sql)
+            except sqlite3.IntegrityError as exc:
                 raise _sqlite_error(exc, sql, rows) from None
-            raise
-        if own:
-            self._conn.execute("COMMIT")
+            return
+        async with self.transaction():  # autocommit would commit row by row: all or none instead
+            try:
+                self._conn.executemany(sql, rows)
+            except sqlite3.IntegrityError as exc:
+                raise _sqlite_error(exc, sql, rows) from None
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[SqliteDatabase]:
-        if self._depth:  # nested: join the outer transaction
-            self._depth += 1
-            try:
-                yield self
-            finally:
-                self._depth -= 1
+        task = asyncio.current_task()
+        if self._owner is not None and self._owner is task:  # nested in this task: join the outer transaction
+            yield self
             return
         async with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
-            self._depth = 1
+            await self._retry_busy(lambda: self._conn.execute("BEGIN IMMEDIATE"))
+            self._owner = task
             try:
                 yield self
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
             else:
-                self._conn.execute("COMMIT")
+                await self._retry_busy(lambda: self._conn.execute("COMMIT"))
             finally:
-                self._depth = 0
+                self._owner = None
 
     async def aclose(self) -> None:
         self._conn.close()
@@ -211,6 +268,8 @@ class PostgresDatabase:
         return self._tx.get(asyncio.current_task())
 
     async def _run(self, sql: str, params: Params) -> Any:
+        hook = _observe.statement
+        started = time.perf_counter() if hook is not None else 0.0
         try:
             conn = self._current()
             if conn is not None:
@@ -219,6 +278,9 @@ class PostgresDatabase:
                 return await c.execute(self._text(sql), dict(params or {}))
         except Exception as exc:
             raise _postgres_error(exc, sql, [params or {}]) from None
+        finally:
+            if hook is not None:
+                hook("postgresql", _verb(sql), time.perf_counter() - started)
 
     async def fetchone(self, sql: str, params: Params = None) -> Row | None:
         res = await self._run(sql, params)

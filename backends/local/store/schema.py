@@ -141,6 +141,12 @@ MIGRATIONS: dict[int, Sequence[str]] = {
         "ALTER TABLE auth_api_keys ADD COLUMN admin_deactivated INTEGER NOT NULL DEFAULT 0",
         "ALTER TABLE auth_api_keys ADD COLUMN admin_expires_at TEXT",
     ),
+    6: (  # one actor per request: a lease taken before provider calls (backends/local/store/claims.py)
+        """CREATE TABLE request_claims (
+            request_id TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL)""",
+    ),
 }
 
 

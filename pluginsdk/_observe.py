@@ -1,0 +1,21 @@
+"""Measurement hooks the engine calls, filled in by the server's /metrics (`pluginsdk.server.metrics`).
+
+Plain attributes, None unless a server with metrics runs in this process: the engine pays one `is None`
+test per event and the CLI never imports prometheus_client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+statement: Callable[[str, str, float], None] | None = None
+"""(dialect, verb, seconds) of one store statement."""
+provider_call: Callable[[str, str, float, str | None], None] | None = None
+"""(provider, operation, seconds, outcome: None | "error" | "throttled") of one provider API call."""
+authz: Callable[[str, str], None] | None = None
+"""(tier: "route" | "object", outcome: "allow" | "deny") of one authorization decision."""
+policy_compile: Callable[[float], None] | None = None
+"""Seconds one policy compilation took."""
+
+THROTTLE_CODES = ("Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException", "SlowDown")
+"""Provider error codes (`details.provider_code`) counted as throttling."""
