@@ -79,6 +79,9 @@ class GetConstraintQuery(Query):
 
 
 class _ConstraintBody(Command):
+    ignored_fields = ("appliesTo",)
+    """The VAMS web client's constraint form sends `appliesTo`; nothing here reads it."""
+
     constraint_id: ConstraintId
     """The constraint's id (1-128 of letters, digits, _ - . :)."""
     name: str = Field(min_length=1, max_length=256)
@@ -98,12 +101,20 @@ class _ConstraintBody(Command):
 
 
 class CreateConstraintCommand(_ConstraintBody):
-    """Create a permission constraint (409 if the id exists); the next decision uses it."""
+    """Create a permission constraint (409 if the id exists, unless `replace_existing`); the next decision uses it.
+
+    Over REST `replace_existing` defaults to true: the VAMS web client edits a constraint by re-POSTing the
+    listed record to its id (the VAMS backend upserts there). Replacing needs tier 1 on `PUT` of the same
+    path as well, so a caller who may create but not update still gets 409.
+    """
 
     result_type = ConstraintWritten
-    rest = Rest("POST", "/auth/constraints/{constraint_id}", camel=True)
+    rest = Rest("POST", "/auth/constraints/{constraint_id}", camel=True, defaults={"replace_existing": True})
     cli = Cli("constraints", "create", args=("constraint_id",))
     policy = _CONSTRAINTS
+
+    replace_existing: bool = False
+    """Replace the constraint if the id exists (needs the right to PUT it); default false (409), true on REST."""
 
 
 class UpdateConstraintCommand(_ConstraintBody):
