@@ -179,6 +179,13 @@ class _Plan(_Endpoint):
                         else:
                             data[name] = values[-1]
                         break
+        for name, value in path_params.items():  # a body may repeat its path id (VAMS: constraintId), not change it
+            for key in {name, _camel(name)}:
+                if key in data and data.pop(key) != value:
+                    raise ValidationError(
+                        f"{key} in the body differs from the path.",
+                        details={"field": key, "value": None, "expected": "the path's value"},
+                    )
         data.update(path_params)
         if self.defaults:
             given = {k for k in data} | {_camel(k) for k in data}

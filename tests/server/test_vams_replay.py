@@ -13,6 +13,7 @@ Each step asserts the fields the page reads from the answer.
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime, timedelta
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,7 @@ import httpx
 import pytest
 
 from pluginsdk import PluginSDK
-from tests.auth.conftest import Mailbox, managed_app
+from tests.auth.conftest import Mailbox, mailbox, managed_app  # noqa: F401 (the fixture)
 from tests.support.backends import base_config
 from tests.support.remote import running_server
 
@@ -182,7 +183,6 @@ def test_unknown_fields_beyond_the_named_ones_stay_errors(client: WebClient) -> 
 
 
 def test_self_service_key_expiry_still_cannot_be_cleared(client: WebClient) -> None:
-    key = client.call(
-        "POST", "/auth/user/api-keys", {"apiKeyName": "mine", "description": "my own key", "expiresAt": "2026-12-31"}
-    )
+    expires = (datetime.now(UTC) + timedelta(days=30)).date().isoformat()
+    key = client.call("POST", "/auth/user/api-keys", {"apiKeyName": "mine", "description": "my own key", "expiresAt": expires})
     client.call("PUT", f"/auth/user/api-keys/{key['apiKeyId']}", {"expiresAt": ""}, status=400)
