@@ -94,7 +94,12 @@ class ResetManagedUserPasswordCommand(Command):
     """Reset a managed user's password: a new temporary one is mailed to them."""
 
     result_type = ManagedUserWritten
-    rest = Rest("POST", "/user/managed/{user_id}/resetPassword", camel=True, alt_paths=("/user/cognito/{user_id}/resetPassword",))
+    rest = Rest(
+        "POST",
+        "/user/managed/{user_id}/resetPassword",
+        camel=True,
+        alt_paths=("/user/cognito/{user_id}/resetPassword",),
+    )
     cli = Cli("users", "reset-password", args=("user_id",))
     policy = _USERS
 

@@ -76,7 +76,14 @@ def client(tmp_path: Path, mailbox: Mailbox) -> Iterator[WebClient]:
 def test_auth_pages_in_order(client: WebClient) -> None:
     # The navigation asks which web routes the signed-in user may open.
     routes = client.call(
-        "POST", "/auth/routes", {"routes": [{"method": "GET", "route__path": "/auth/roles"}, {"method": "GET", "route__path": "/auth/apikeys"}]}
+        "POST",
+        "/auth/routes",
+        {
+            "routes": [
+                {"method": "GET", "route__path": "/auth/roles"},
+                {"method": "GET", "route__path": "/auth/apikeys"},
+            ]
+        },
     )
     assert {r["route__path"] for r in routes["allowedRoutes"]} == {"/auth/roles", "/auth/apikeys"}
 
@@ -114,9 +121,7 @@ def test_auth_pages_in_order(client: WebClient) -> None:
         "objectType": "asset",
         "criteriaAnd": [{"id": "cabc123xyz", "field": "assetName", "operator": "contains", "value": "demo"}],
         "criteriaOr": [],
-        "groupPermissions": [
-            {"id": "g1", "groupId": "vams-editors", "permission": "GET", "permissionType": "allow"}
-        ],
+        "groupPermissions": [{"id": "g1", "groupId": "vams-editors", "permission": "GET", "permissionType": "allow"}],
         "userPermissions": [],
     }
     written = client.ok("POST", f"/auth/constraints/{constraint_id}", constraint_form)
@@ -138,7 +143,12 @@ def test_auth_pages_in_order(client: WebClient) -> None:
     key = client.call(
         "POST",
         "/auth/api-keys",
-        {"apiKeyName": "vams-replay", "description": "key of the replay", "userId": "vams-admin", "expiresAt": "2099-01-01"},
+        {
+            "apiKeyName": "vams-replay",
+            "description": "key of the replay",
+            "userId": "vams-admin",
+            "expiresAt": "2099-01-01",
+        },
     )
     key_id = key["apiKeyId"]
     assert key["apiKey"]
@@ -147,7 +157,9 @@ def test_auth_pages_in_order(client: WebClient) -> None:
     listed_key = next(k for k in keys["Items"] if k["apiKeyId"] == key_id)
     assert listed_key["apiKeyName"] == "vams-replay" and listed_key["expiresAt"]
     assert "apiKey" not in listed_key
-    client.call("PUT", f"/auth/api-keys/{key_id}", {"description": "key of the replay", "expiresAt": "", "isActive": "true"})
+    client.call(
+        "PUT", f"/auth/api-keys/{key_id}", {"description": "key of the replay", "expiresAt": "", "isActive": "true"}
+    )
     keys = client.call("GET", "/auth/api-keys")
     assert isinstance(keys.get("message", ""), str)
     assert next(k for k in keys["Items"] if k["apiKeyId"] == key_id).get("expiresAt") in (None, "")
@@ -184,5 +196,7 @@ def test_unknown_fields_beyond_the_named_ones_stay_errors(client: WebClient) -> 
 
 def test_self_service_key_expiry_still_cannot_be_cleared(client: WebClient) -> None:
     expires = (datetime.now(UTC) + timedelta(days=30)).date().isoformat()
-    key = client.call("POST", "/auth/user/api-keys", {"apiKeyName": "mine", "description": "my own key", "expiresAt": expires})
+    key = client.call(
+        "POST", "/auth/user/api-keys", {"apiKeyName": "mine", "description": "my own key", "expiresAt": expires}
+    )
     client.call("PUT", f"/auth/user/api-keys/{key['apiKeyId']}", {"expiresAt": ""}, status=400)
