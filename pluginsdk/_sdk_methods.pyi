@@ -21,8 +21,8 @@ class SDKMethods:
         """Mark a request finished with what it has (completed, or partial if machines failed)."""
     async def create_api_key(self, api_key_name: str, description: str, user_id: str, expires_at: str | None = ...) -> ApiKeyCreated:
         """Issue an API key acting as any user who holds a role (administrators); the secret is shown once."""
-    async def create_constraint(self, constraint_id: str, name: str, description: str, object_type: str, group_permissions: list[GroupPermission], criteria_and: list[Criterion] | None = ..., criteria_or: list[Criterion] | None = ..., user_permissions: list[UserPermission] | None = ...) -> ConstraintWritten:
-        """Create a permission constraint (409 if the id exists); the next decision uses it."""
+    async def create_constraint(self, constraint_id: str, name: str, description: str, object_type: str, group_permissions: list[GroupPermission], criteria_and: list[Criterion] | None = ..., criteria_or: list[Criterion] | None = ..., user_permissions: list[UserPermission] | None = ..., replace_existing: bool = ...) -> ConstraintWritten:
+        """Create a permission constraint (409 if the id exists, unless `replace_existing`); the next decision uses it."""
     async def create_managed_user(self, user_id: str, email: str, phone: str | None = ...) -> ManagedUserWritten:
         """Create a managed user; a temporary password is mailed to them (changed at first sign-in)."""
     async def create_my_api_key(self, api_key_name: str, description: str, expires_at: str) -> ApiKeyCreated:

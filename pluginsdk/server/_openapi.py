@@ -56,7 +56,7 @@ SECURITY_SCHEMES = {
         "type": "http",
         "scheme": "bearer",
         "bearerFormat": "JWT",
-        "description": "An access token from POST /auth/login (or the managed user pool): `Authorization: Bearer <jwt>`",
+        "description": "A token from POST /auth/login (managed user pool): `Authorization: Bearer <jwt>`",
     },
 }
 
