@@ -190,7 +190,7 @@ class _Plan(_Endpoint):
         if self.defaults:
             given = {k for k in data} | {_camel(k) for k in data}
             for key, value in self.defaults:
-                if key not in given:
+                if key not in given and _camel(key) not in given:
                     data[key] = value
         return data
 

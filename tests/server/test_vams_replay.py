@@ -33,6 +33,7 @@ class WebClient:
     """What the web client's API helper does: base URL + relative path, bearer token, JSON."""
 
     def __init__(self, url: str, token: str) -> None:
+        self.url = url
         self.http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=30)
 
     def call(self, method: str, path: str, body: Any = None, status: int = 200) -> dict[str, Any]:
@@ -213,3 +214,72 @@ def test_self_service_key_expiry_still_cannot_be_cleared(client: WebClient) -> N
         "POST", "/auth/user/api-keys", {"apiKeyName": "mine", "description": "my own key", "expiresAt": expires}
     )
     client.call("PUT", f"/auth/user/api-keys/{key['apiKeyId']}", {"expiresAt": ""}, status=400)
+
+
+def _api_key(client: WebClient, user_id: str) -> str:
+    made = client.call(
+        "POST",
+        "/auth/api-keys",
+        {"apiKeyName": f"key-{user_id}", "description": "replay helper key", "userId": user_id},
+    )
+    return str(made["apiKey"])
+
+
+_BODY = {
+    "name": "re-post",
+    "description": "Readers of demo assets",
+    "objectType": "asset",
+    "criteriaAnd": [{"field": "assetName", "operator": "contains", "value": "demo"}],
+    "groupPermissions": [{"groupId": "admin", "permission": "GET", "permissionType": "allow"}],
+}
+
+
+def test_re_post_replaces_only_for_callers_who_may_put(client: WebClient) -> None:
+    client.ok("POST", "/roles", {"roleName": "creators", "description": "may create constraints only"})
+    client.ok(
+        "POST",
+        "/auth/constraints/creators-api",
+        {
+            "name": "creators-api",
+            "description": "creators may POST constraints",
+            "objectType": "api",
+            "criteriaOr": [{"field": "route__path", "operator": "starts_with", "value": "/auth/constraints"}],
+            "groupPermissions": [{"groupId": "creators", "permission": "POST", "permissionType": "allow"}],
+        },
+    )
+    client.ok("POST", "/user-roles", {"userId": "creator", "roleName": ["creators"]})
+    limited = httpx.Client(base_url=client.url, headers={"Authorization": _api_key(client, "creator")}, timeout=30)
+    try:
+        first = limited.post("/auth/constraints/by-creator", json=_BODY)
+        assert first.status_code == 200 and first.json()["operation"] == "create", first.text
+        again = limited.post("/auth/constraints/by-creator", json={**_BODY, "description": "changed by a creator"})
+        assert again.status_code == 403, again.text
+        explicit = limited.post("/auth/constraints/by-creator", json={**_BODY, "replaceExisting": False})
+        assert explicit.status_code == 409, explicit.text
+    finally:
+        limited.close()
+    stored = client.call("GET", "/auth/constraints/by-creator")
+    assert stored["description"] == "Readers of demo assets"
+    mismatch = client.call("POST", "/auth/constraints/by-creator", {**_BODY, "constraintId": "other-id"}, status=400)
+    assert mismatch["error_code"] == "VALIDATION_ERROR"
+
+
+def test_sdk_create_constraint_stays_409_over_rest(client: WebClient) -> None:
+    import asyncio
+
+    from pluginsdk import AlreadyExistsError
+
+    key = _api_key(client, "vams-admin")
+
+    async def twice() -> None:
+        async with PluginSDK(backend="remote", api_url=client.url, api_key=key) as sdk:
+            body = {k: v for k, v in _BODY.items() if k != "objectType"}
+            await sdk.create_constraint("sdk-made", object_type="asset", **body)
+            with pytest.raises(AlreadyExistsError):
+                await sdk.create_constraint("sdk-made", object_type="asset", **body)
+            replaced = await sdk.create_constraint(
+                "sdk-made", object_type="asset", replace_existing=True, **{**body, "description": "replaced on purpose"}
+            )
+            assert replaced.operation == "update"
+
+    asyncio.run(twice())
