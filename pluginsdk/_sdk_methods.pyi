@@ -24,7 +24,7 @@ class SDKMethods:
     async def create_constraint(self, constraint_id: str, name: str, description: str, object_type: str, group_permissions: list[GroupPermission], criteria_and: list[Criterion] | None = ..., criteria_or: list[Criterion] | None = ..., user_permissions: list[UserPermission] | None = ..., replace_existing: bool = ...) -> ConstraintWritten:
         """Create a permission constraint (409 if the id exists, unless `replace_existing`); the next decision uses it."""
     async def create_managed_user(self, user_id: str, email: str, phone: str | None = ...) -> ManagedUserWritten:
-        """Create a managed user; a temporary password is mailed to them (changed at first sign-in)."""
+        """Create a managed user with a temporary password, mailed to them (without SMTP: in the answer, once)."""
     async def create_my_api_key(self, api_key_name: str, description: str, expires_at: str) -> ApiKeyCreated:
         """Issue an API key acting as the caller; the secret is shown once."""
     @overload
@@ -153,7 +153,7 @@ class SDKMethods:
     async def refresh_tokens(self, refresh_token: str) -> SessionTokens:
         """Exchange a refresh token for new id and access tokens (same session, same MFA state)."""
     async def reset_managed_user_password(self, user_id: str, confirm_reset: bool | None = ...) -> ManagedUserWritten:
-        """Reset a managed user's password: a new temporary one is mailed to them."""
+        """Reset a managed user's password: a new temporary one is mailed to them (without SMTP: in the answer, once)."""
     async def setup_mfa(self) -> MfaSetup:
         """Start TOTP set-up for the caller: returns a secret for an authenticator app."""
     async def sync_request(self, request_id: str) -> Request:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from pluginsdk.config import Settings
@@ -27,8 +26,6 @@ class LocalBackend:
         self.settings = settings
         self.engine = Engine(settings, background=background)
         self._started = False
-        # the engine takes the concrete request path once tier 1 authorizes on it (`route_path=`)
-        self._route_path = "route_path" in inspect.signature(Engine.execute).parameters
 
     async def start(self) -> None:
         if not self._started:
@@ -45,10 +42,7 @@ class LocalBackend:
     ) -> Any:
         if not self._started:
             await self.start()
-        if route_path is not None and self._route_path:
-            run: Any = self.engine.execute  # `route_path=` arrives with tier 1 on the concrete path
-            return await run(operation, principal or SYSTEM_ADMIN, route_path=route_path)
-        return await self.engine.execute(operation, principal or SYSTEM_ADMIN)
+        return await self.engine.execute(operation, principal or SYSTEM_ADMIN, route_path=route_path)
 
     async def authenticate(self, authorization: str | None) -> Principal:
         """The principal of an HTTP `Authorization` header value; AuthenticationError (401) if none."""
