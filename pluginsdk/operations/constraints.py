@@ -9,7 +9,7 @@ fields valid for it, operators, permissions, description length) live in one pla
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, field_validator
+from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
 
 from .._pagination import PageToken
 from ..models.auth import Constraint, Criterion, GroupPermission, UserPermission
@@ -44,6 +44,37 @@ ConstraintId = Annotated[_ConstraintIdText, AfterValidator(_not_reserved)]
 """1-128 of letters, digits, `_ - . :`, not the reserved route name."""
 
 _CONSTRAINTS = Policy(category="constraints")
+
+
+def _drop_form_id(data: Any) -> Any:
+    """The VAMS constraint form gives every criterion and permission row an `id`; nothing here reads it."""
+    if isinstance(data, dict) and "id" in data:
+        return {k: v for k, v in data.items() if k != "id"}
+    return data
+
+
+_WRITTEN = ConfigDict(extra="forbid")
+
+
+class CriterionInput(Criterion):
+    """A criterion as written: unknown fields are errors, except the form's row `id` (ignored by name)."""
+
+    model_config = _WRITTEN
+    _form_id = model_validator(mode="before")(_drop_form_id)
+
+
+class GroupPermissionInput(GroupPermission):
+    """A group permission as written (row `id` ignored by name, other unknown fields are errors)."""
+
+    model_config = _WRITTEN
+    _form_id = model_validator(mode="before")(_drop_form_id)
+
+
+class UserPermissionInput(UserPermission):
+    """A user permission as written (row `id` ignored by name, other unknown fields are errors)."""
+
+    model_config = _WRITTEN
+    _form_id = model_validator(mode="before")(_drop_form_id)
 
 
 class ListConstraintsQuery(Query):
@@ -90,13 +121,13 @@ class _ConstraintBody(Command):
     """Purpose of the constraint (4-256 characters after trimming)."""
     object_type: str
     """What it protects: one of the objectTypes of permission_objects (asset, database, api, web, template, ...)."""
-    criteria_and: list[Criterion] | None = Field(None, max_length=100)
+    criteria_and: list[CriterionInput] | None = Field(None, max_length=100)
     """Criteria that must all match ({field, operator, value}; `*` in a value matches any run of characters)."""
-    criteria_or: list[Criterion] | None = Field(None, max_length=100)
+    criteria_or: list[CriterionInput] | None = Field(None, max_length=100)
     """Criteria of which at least one must match."""
-    group_permissions: list[GroupPermission] = Field(min_length=1, max_length=500)
+    group_permissions: list[GroupPermissionInput] = Field(min_length=1, max_length=500)
     """Permissions for roles: {groupId, permission: GET|PUT|POST|DELETE, permissionType: allow|deny}."""
-    user_permissions: list[UserPermission] | None = Field(None, max_length=500)
+    user_permissions: list[UserPermissionInput] | None = Field(None, max_length=500)
     """Permissions for named users: {userId, permission, permissionType}."""
 
 

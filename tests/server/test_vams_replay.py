@@ -206,6 +206,12 @@ def test_unknown_fields_beyond_the_named_ones_stay_errors(client: WebClient) -> 
         "colour": "red",
     }
     client.call("POST", "/auth/constraints/typo-1", constraint, status=400)
+    del constraint["colour"]
+    constraint["criteriaAnd"] = [{"id": "c1", "field": "assetName", "operator": "contains", "value": "x", "note": "?"}]
+    nested = client.call("POST", "/auth/constraints/typo-1", constraint, status=400)
+    assert "note" in nested["error"]
+    constraint["criteriaAnd"][0].pop("note")
+    client.ok("POST", "/auth/constraints/typo-1", constraint)  # the row `id` alone is ignored by name
 
 
 def test_self_service_key_expiry_still_cannot_be_cleared(client: WebClient) -> None:
