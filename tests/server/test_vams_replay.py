@@ -117,6 +117,9 @@ def test_auth_pages_in_order(client: WebClient) -> None:
     client.ok("PUT", "/roles", {**form, "description": "Editors, edited"})
     listed = {r["roleName"]: r for r in client.ok("GET", "/roles")["message"]["Items"]}
     assert listed["vams-editors"]["description"] == "Editors, edited"
+    for column in ("roleName", "description", "createdOn", "source"):  # the roles table
+        assert isinstance(listed["vams-editors"][column], str), column
+    assert listed["vams-editors"]["mfaRequired"] is False
 
     # User roles page.
     assert isinstance(client.ok("GET", "/user-roles")["message"]["Items"], list)
@@ -170,6 +173,9 @@ def test_auth_pages_in_order(client: WebClient) -> None:
     assert isinstance(keys.get("message", ""), str)
     listed_key = next(k for k in keys["Items"] if k["apiKeyId"] == key_id)
     assert listed_key["apiKeyName"] == "vams-replay" and listed_key["expiresAt"]
+    for column in ("apiKeyId", "apiKeyName", "description", "userId", "createdBy", "createdAt"):  # table columns
+        assert isinstance(listed_key[column], str) and listed_key[column], column
+    assert listed_key["isActive"] == "true"  # the page compares with the text "true"
     assert "apiKey" not in listed_key
     client.call(
         "PUT", f"/auth/api-keys/{key_id}", {"description": "key of the replay", "expiresAt": "", "isActive": "true"}
