@@ -8,6 +8,7 @@ of that template) let schemathesis walk create -> read -> update -> delete.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from pydantic.alias_generators import to_camel, to_snake
@@ -215,6 +216,30 @@ def _operation(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, A
     return op
 
 
+def _refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            yield ref.rsplit("/", 1)[-1]
+        for value in node.values():
+            yield from _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
+
+
+def _used(paths: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
+    """The components the paths reach (an input model's unused `$defs` would be dead entries)."""
+    seen: set[str] = set()
+    todo = list(_refs(paths))
+    while todo:
+        name = todo.pop()
+        if name not in seen and name in components:
+            seen.add(name)
+            todo.extend(_refs(components[name]))
+    return {name: schema for name, schema in components.items() if name in seen}
+
+
 def _path_schema(prop: dict[str, Any]) -> dict[str, Any]:
     """The field's own rules (pattern, length) for a path parameter; always a non-empty string."""
     keep = {k: v for k, v in prop.items() if k in ("pattern", "minLength", "maxLength", "enum", "format")}
@@ -253,8 +278,9 @@ def build_document(title: str, version: str, description: str) -> dict[str, Any]
     doc = get_openapi(title=title, version=version, description=description, routes=[])
     doc["paths"] = paths
     doc["servers"] = [{"url": "/", "description": "This server"}]
+    doc["info"]["license"] = {"name": "Apache-2.0", "identifier": "Apache-2.0"}
     components = doc.setdefault("components", {})
-    components.setdefault("schemas", {}).update(schemas.components)
+    components.setdefault("schemas", {}).update(_used(paths, schemas.components))
     components["securitySchemes"] = SECURITY_SCHEMES
     return doc
 
