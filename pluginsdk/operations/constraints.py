@@ -9,10 +9,10 @@ fields valid for it, operators, permissions, description length) live in one pla
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator
 
 from .._pagination import PageToken
-from ..models.auth import Constraint, Criterion, GroupPermission, UserPermission
+from ..models.auth import Constraint, CriterionInput, GroupPermissionInput, UserPermissionInput
 from ..models.auth_results import ConstraintImported, ConstraintList, ConstraintWritten, PermissionObjects
 from ..models.identifiers import CONSTRAINT_ID_PATTERN
 from ..models.identifiers import ConstraintId as _ConstraintIdText
@@ -44,37 +44,6 @@ ConstraintId = Annotated[_ConstraintIdText, AfterValidator(_not_reserved)]
 """1-128 of letters, digits, `_ - . :`, not the reserved route name."""
 
 _CONSTRAINTS = Policy(category="constraints")
-
-
-def _drop_form_id(data: Any) -> Any:
-    """The VAMS constraint form gives every criterion and permission row an `id`; nothing here reads it."""
-    if isinstance(data, dict) and "id" in data:
-        return {k: v for k, v in data.items() if k != "id"}
-    return data
-
-
-_WRITTEN = ConfigDict(extra="forbid")
-
-
-class CriterionInput(Criterion):
-    """A criterion as written: unknown fields are errors, except the form's row `id` (ignored by name)."""
-
-    model_config = _WRITTEN
-    _form_id = model_validator(mode="before")(_drop_form_id)
-
-
-class GroupPermissionInput(GroupPermission):
-    """A group permission as written (row `id` ignored by name, other unknown fields are errors)."""
-
-    model_config = _WRITTEN
-    _form_id = model_validator(mode="before")(_drop_form_id)
-
-
-class UserPermissionInput(UserPermission):
-    """A user permission as written (row `id` ignored by name, other unknown fields are errors)."""
-
-    model_config = _WRITTEN
-    _form_id = model_validator(mode="before")(_drop_form_id)
 
 
 class ListConstraintsQuery(Query):
