@@ -91,7 +91,7 @@ async def test_cleanup_sweeps_orphaned_templates_of_finished_requests_only(
         await ec2.create_launch_template(LaunchTemplateName="foreign", LaunchTemplateData=data,
                                          TagSpecifications=tagged("req-of-another-deployment"))  # fmt: skip
         result = await sdk.cleanup_all_resources(older_than_days=30)
-        assert "1 orphaned launch templates" in result.message
+        assert "1 orphaned launch template." in result.message
     names = {t["LaunchTemplateName"] for t in (await ec2.describe_launch_templates())["LaunchTemplates"]}
     assert names == {"foreign"}  # another store's request: kept
 
