@@ -127,6 +127,9 @@ def test_auth_pages_in_order(client: WebClient) -> None:
     client.ok("PUT", "/user-roles", {"userId": "vams-admin", "roleName": ["admin", "vams-editors"]})
     assigned = {a["userId"]: a for a in client.ok("GET", "/user-roles")["message"]["Items"]}
     assert set(assigned["vams-admin"]["roleName"]) == {"admin", "vams-editors"}
+    client.ok("POST", "/user-roles", {"userId": "vams-viewer", "roleName": ["vams-editors"]})
+    client.ok("DELETE", "/user-roles", {"userId": "vams-viewer"})  # the client sends DELETE with a body
+    assert all(a["userId"] != "vams-viewer" for a in client.ok("GET", "/user-roles")["message"]["Items"])
 
     # Constraints page: create with the form state, list, edit by re-POSTing the listed record, delete.
     constraint_id = str(uuid.uuid4())
