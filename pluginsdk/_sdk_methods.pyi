@@ -2,7 +2,7 @@
 
 from typing import Any, Literal, overload
 
-from pluginsdk.models import ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuthorizationDecision, CleanupResult, ConfigurationView, Constraint, ConstraintImported, ConstraintList, ConstraintWritten, Criterion, FilteredObjects, GroupPermission, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, PermissionObjects, ProviderHealth, ProviderList, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SecureConfig, SessionTokens, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserPermission, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed
+from pluginsdk.models import ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuthorizationDecision, CleanupResult, ConfigurationView, Constraint, ConstraintImported, ConstraintList, ConstraintWritten, CriterionInput, FilteredObjects, GroupPermissionInput, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, PermissionObjects, ProviderHealth, ProviderList, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SecureConfig, SessionTokens, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserPermissionInput, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed
 
 class SDKMethods:
     async def authorize_web_routes(self, routes: list[WebRoute]) -> WebRoutesAllowed:
@@ -21,8 +21,8 @@ class SDKMethods:
         """Mark a request finished with what it has (completed, or partial if machines failed)."""
     async def create_api_key(self, api_key_name: str, description: str, user_id: str, expires_at: str | None = ...) -> ApiKeyCreated:
         """Issue an API key acting as any user who holds a role (administrators); the secret is shown once."""
-    async def create_constraint(self, constraint_id: str, name: str, description: str, object_type: str, group_permissions: list[GroupPermission], criteria_and: list[Criterion] | None = ..., criteria_or: list[Criterion] | None = ..., user_permissions: list[UserPermission] | None = ...) -> ConstraintWritten:
-        """Create a permission constraint (409 if the id exists); the next decision uses it."""
+    async def create_constraint(self, constraint_id: str, name: str, description: str, object_type: str, group_permissions: list[GroupPermissionInput], criteria_and: list[CriterionInput] | None = ..., criteria_or: list[CriterionInput] | None = ..., user_permissions: list[UserPermissionInput] | None = ..., replace_existing: bool = ...) -> ConstraintWritten:
+        """Create a permission constraint (409 if the id exists, unless `replace_existing`); the next decision uses it."""
     async def create_managed_user(self, user_id: str, email: str, phone: str | None = ...) -> ManagedUserWritten:
         """Create a managed user with a temporary password, mailed to them (without SMTP: in the answer, once)."""
     async def create_my_api_key(self, api_key_name: str, description: str, expires_at: str) -> ApiKeyCreated:
@@ -160,7 +160,7 @@ class SDKMethods:
         """Refresh a request and its machines from the provider now."""
     async def update_api_key(self, api_key_id: str, description: str | None = ..., expires_at: str | None = ..., is_active: str | None = ..., api_key_name: str | None = ...) -> ApiKeyResult:
         """Update an API key's description, expiry (null clears it) or active flag (administrators)."""
-    async def update_constraint(self, constraint_id: str, name: str, description: str, object_type: str, group_permissions: list[GroupPermission], criteria_and: list[Criterion] | None = ..., criteria_or: list[Criterion] | None = ..., user_permissions: list[UserPermission] | None = ...) -> ConstraintWritten:
+    async def update_constraint(self, constraint_id: str, name: str, description: str, object_type: str, group_permissions: list[GroupPermissionInput], criteria_and: list[CriterionInput] | None = ..., criteria_or: list[CriterionInput] | None = ..., user_permissions: list[UserPermissionInput] | None = ...) -> ConstraintWritten:
         """Replace a permission constraint with this body (404 if it does not exist)."""
     async def update_login_profile(self, user_id: str, email: str | None = ...) -> LoginProfile:
         """Write the caller's own login profile (the user pool's email wins when it knows one)."""

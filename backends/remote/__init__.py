@@ -223,6 +223,9 @@ class RemoteBackend:
                 body = operation.model_dump(mode="json", include={rest.body_field})[rest.body_field]
             else:
                 body = operation.model_dump(mode="json", include=set(spec.body_fields), exclude_unset=True)
+                for name in rest.defaults:  # the SDK's default, not the REST one (create_constraint: 409)
+                    if name in spec.body_fields:
+                        body.setdefault(name, getattr(operation, name))
                 if prefix is not None:
                     body["request_id"] = operation.request_id  # type: ignore[attr-defined]
             content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()

@@ -36,7 +36,7 @@ GROUPS: dict[str, dict[str, str]] = {
         "version": "The service version (no sign-in needed).",
     },
     "constraints": {
-        "create": "Create a permission constraint (409 if the id exists); the next decision uses it.",
+        "create": "Create a permission constraint (409 if the id exists, unless `replace_existing`); the next decision uses it.",
         "delete": "Delete one permission constraint (exactly that id).",
         "import": "Create many constraints from a template, all or nothing.",
         "list": "List permission constraints, in id order, a page at a time.",

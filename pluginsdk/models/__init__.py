@@ -12,8 +12,11 @@ if TYPE_CHECKING:
     from ._base import utcnow as utcnow
     from .auth import Constraint as Constraint
     from .auth import Criterion as Criterion
+    from .auth import CriterionInput as CriterionInput
     from .auth import GroupPermission as GroupPermission
+    from .auth import GroupPermissionInput as GroupPermissionInput
     from .auth import UserPermission as UserPermission
+    from .auth import UserPermissionInput as UserPermissionInput
     from .auth import validate_constraint as validate_constraint
     from .auth_results import AllowedApiRoute as AllowedApiRoute
     from .auth_results import AllowedApiRoutes as AllowedApiRoutes
@@ -137,7 +140,16 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "SystemStatus",
     ),
     "auth_vocabulary": ("OBJECT_TYPES", "OPERATORS", "PERMISSIONS", "PERMISSION_TYPES"),
-    "auth": ("Constraint", "Criterion", "GroupPermission", "UserPermission", "validate_constraint"),
+    "auth": (
+        "Constraint",
+        "Criterion",
+        "CriterionInput",
+        "GroupPermission",
+        "GroupPermissionInput",
+        "UserPermission",
+        "UserPermissionInput",
+        "validate_constraint",
+    ),
     "auth_results": (
         "AllowedApiRoute",
         "AllowedApiRoutes",

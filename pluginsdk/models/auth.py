@@ -24,8 +24,11 @@ from .identifiers import identifier_problem
 __all__ = [
     "Constraint",
     "Criterion",
+    "CriterionInput",
     "GroupPermission",
+    "GroupPermissionInput",
     "UserPermission",
+    "UserPermissionInput",
     "validate_constraint",
 ]
 
@@ -58,6 +61,38 @@ class UserPermission(BaseModel):
     user_id: str
     permission: str
     permission_type: str
+
+
+def _drop_form_id(data: Any) -> Any:
+    """The VAMS constraint form gives every criterion and permission row an `id`; nothing here reads it."""
+    if isinstance(data, dict) and "id" in data:
+        return {k: v for k, v in data.items() if k != "id"}
+    return data
+
+
+_WRITTEN = pydantic.ConfigDict(extra="forbid")
+
+
+class CriterionInput(Criterion):
+    """A criterion as written: unknown fields are errors, except the form's row `id` (ignored by name).
+    Stored constraints load with `Criterion`, which ignores what it does not know."""
+
+    model_config = _WRITTEN
+    _form_id = pydantic.model_validator(mode="before")(_drop_form_id)
+
+
+class GroupPermissionInput(GroupPermission):
+    """A group permission as written (row `id` ignored by name, other unknown fields are errors)."""
+
+    model_config = _WRITTEN
+    _form_id = pydantic.model_validator(mode="before")(_drop_form_id)
+
+
+class UserPermissionInput(UserPermission):
+    """A user permission as written (row `id` ignored by name, other unknown fields are errors)."""
+
+    model_config = _WRITTEN
+    _form_id = pydantic.model_validator(mode="before")(_drop_form_id)
 
 
 class Constraint(BaseModel):

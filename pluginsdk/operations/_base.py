@@ -137,6 +137,9 @@ class Operation(BaseModel):
     policy: ClassVar[Policy] = Policy()
     field_aliases: ClassVar[dict[str, tuple[str, ...]]] = {}
     """Extra input names of this operation's fields (beside the global aliases and camelCase)."""
+    ignored_fields: ClassVar[tuple[str, ...]] = ()
+    """Input names accepted and dropped, by name (what a known client sends that means nothing here, e.g. the
+    VAMS role form's `id`); every other unknown name stays an error."""
     output_fields: ClassVar[tuple[str, ...]] = ()
     """Fields the engine sets on the operation object after it ran (spec: command output fields)."""
     if TYPE_CHECKING:  # not a runtime annotation: pydantic would evaluate it for each of ~160 subclasses
@@ -148,6 +151,8 @@ class Operation(BaseModel):
         if not isinstance(data, Mapping):
             return data
         out = dict(data)
+        for name in cls.ignored_fields:
+            out.pop(name, None)
         aliases, list_keys = _alias_plan(cls)
         for canonical, names in aliases:
             given = [a for a in names if a in out]

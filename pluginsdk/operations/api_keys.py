@@ -1,6 +1,8 @@
 """API keys: the administrative variant (any user's keys) and the self-service variant (the caller's own)."""
 
-from pydantic import Field, field_validator, model_validator
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from .._pagination import PageToken
 from ..models.auth_results import ApiKeyCreated, ApiKeyList, ApiKeyResult
@@ -114,13 +116,21 @@ class CreateMyAPIKeyCommand(_CreateKey):
     """Expiry (ISO 8601 with a time zone, or a date), at most 365 days from now."""
 
 
+def _blank_is_none(value: Any) -> Any:
+    return None if value == "" else value
+
+
+ClearableExpiry = Annotated[Expiry | None, BeforeValidator(_blank_is_none)]
+"""An expiry where `""` means none (the VAMS web client's key form clears an expiry that way)."""
+
+
 class _UpdateKey(PartialUpdate, Command):
     api_key_id: str = Field(pattern=_KEY_ID)
     """Key to update."""
     description: str | None = Field(None, min_length=4, max_length=256)
     """New description."""
-    expires_at: Expiry | None = None
-    """New expiry (ISO 8601 with a time zone, or a date)."""
+    expires_at: ClearableExpiry = None
+    """New expiry (ISO 8601 with a time zone, or a date); null or "" clears it (administrators only)."""
     is_active: str | None = Field(None, pattern=r"^(true|false)$")
     """The text `true` (enable) or `false` (disable)."""
     api_key_name: ApiKeyName | None = None

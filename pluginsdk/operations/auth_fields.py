@@ -7,7 +7,7 @@ the constraint rules that use them too; they are re-exported here for the operat
 from datetime import UTC, date, datetime, time
 from typing import Annotated, Any, ClassVar
 
-from pydantic import AfterValidator, StringConstraints
+from pydantic import AfterValidator, StringConstraints, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from ..models.identifiers import ROLE_NAME_PATTERN, USER_ID_PATTERN, ApiKeyName, RoleName, UserId, identifier_problem
@@ -81,7 +81,14 @@ def check_expiry(value: str) -> str:
     return value
 
 
-Expiry = Annotated[str, AfterValidator(check_expiry)]
+Expiry = Annotated[
+    str,
+    AfterValidator(check_expiry),
+    WithJsonSchema(
+        {"type": "string", "maxLength": 64, "anyOf": [{"format": "date-time"}, {"format": "date"}]},
+        mode="validation",
+    ),
+]
 """An expiry: ISO 8601 with a time zone, or a date alone; in range once converted to UTC."""
 
 

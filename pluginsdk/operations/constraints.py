@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, field_validator
 
 from .._pagination import PageToken
-from ..models.auth import Constraint, Criterion, GroupPermission, UserPermission
+from ..models.auth import Constraint, CriterionInput, GroupPermissionInput, UserPermissionInput
 from ..models.auth_results import ConstraintImported, ConstraintList, ConstraintWritten, PermissionObjects
 from ..models.identifiers import CONSTRAINT_ID_PATTERN
 from ..models.identifiers import ConstraintId as _ConstraintIdText
@@ -79,6 +79,9 @@ class GetConstraintQuery(Query):
 
 
 class _ConstraintBody(Command):
+    ignored_fields = ("appliesTo",)
+    """The VAMS web client's constraint form sends `appliesTo`; nothing here reads it."""
+
     constraint_id: ConstraintId
     """The constraint's id (1-128 of letters, digits, _ - . :)."""
     name: str = Field(min_length=1, max_length=256)
@@ -87,23 +90,31 @@ class _ConstraintBody(Command):
     """Purpose of the constraint (4-256 characters after trimming)."""
     object_type: str
     """What it protects: one of the objectTypes of permission_objects (asset, database, api, web, template, ...)."""
-    criteria_and: list[Criterion] | None = Field(None, max_length=100)
+    criteria_and: list[CriterionInput] | None = Field(None, max_length=100)
     """Criteria that must all match ({field, operator, value}; `*` in a value matches any run of characters)."""
-    criteria_or: list[Criterion] | None = Field(None, max_length=100)
+    criteria_or: list[CriterionInput] | None = Field(None, max_length=100)
     """Criteria of which at least one must match."""
-    group_permissions: list[GroupPermission] = Field(min_length=1, max_length=500)
+    group_permissions: list[GroupPermissionInput] = Field(min_length=1, max_length=500)
     """Permissions for roles: {groupId, permission: GET|PUT|POST|DELETE, permissionType: allow|deny}."""
-    user_permissions: list[UserPermission] | None = Field(None, max_length=500)
+    user_permissions: list[UserPermissionInput] | None = Field(None, max_length=500)
     """Permissions for named users: {userId, permission, permissionType}."""
 
 
 class CreateConstraintCommand(_ConstraintBody):
-    """Create a permission constraint (409 if the id exists); the next decision uses it."""
+    """Create a permission constraint (409 if the id exists, unless `replace_existing`); the next decision uses it.
+
+    Over REST `replace_existing` defaults to true: the VAMS web client edits a constraint by re-POSTing the
+    listed record to its id (the VAMS backend upserts there). Replacing needs tier 1 on `PUT` of the same
+    path as well, so a caller who may create but not update still gets 409.
+    """
 
     result_type = ConstraintWritten
-    rest = Rest("POST", "/auth/constraints/{constraint_id}", camel=True)
+    rest = Rest("POST", "/auth/constraints/{constraint_id}", camel=True, defaults={"replace_existing": True})
     cli = Cli("constraints", "create", args=("constraint_id",))
     policy = _CONSTRAINTS
+
+    replace_existing: bool = False
+    """Replace the constraint if the id exists (needs the right to PUT it); default false (409), true on REST."""
 
 
 class UpdateConstraintCommand(_ConstraintBody):

@@ -35,6 +35,8 @@ class CreateRoleCommand(Command):
 
     result_type = RoleWritten
     rest = Rest("POST", "/roles", camel=True)
+    ignored_fields = ("id",)
+    """The VAMS web client's role form always sends `id: ""`; roles are named by `roleName`."""
     cli = Cli("roles", "create", args=("role_name",))
     policy = _ROLE
 
@@ -55,6 +57,7 @@ class UpdateRoleCommand(PartialUpdate, Command):
 
     result_type = RoleWritten
     rest = Rest("PUT", "/roles", camel=True)
+    ignored_fields = ("id",)
     cli = Cli("roles", "update", args=("role_name",))
     policy = _ROLE
 

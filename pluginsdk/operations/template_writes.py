@@ -1,8 +1,8 @@
 """Template operations that write: create, update, delete, refresh from files."""
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, WithJsonSchema
 
 from ..models import TemplateRefresh, TemplateWritten
 from ..models.identifiers import TemplateId
@@ -10,6 +10,11 @@ from ._base import Cli, Command, Policy, Rest
 from .templates import TEMPLATE_POLICY
 
 __all__ = ["CreateTemplateCommand", "DeleteTemplateCommand", "RefreshTemplatesCommand", "UpdateTemplateCommand"]
+
+
+PriceType = Annotated[str, WithJsonSchema({"type": "string", "enum": ["ondemand", "spot", "heterogeneous"]})]
+"""Checked with the provider's template rules (400 INVALID_TEMPLATE naming price_type); the document states
+the values."""
 
 
 class _TemplateFields(Command):
@@ -35,7 +40,7 @@ class _TemplateFields(Command):
     """Template version (default 1.0)."""
     max_number: int | None = Field(None, ge=1, le=1_000_000)
     """Most machines one request may ask for."""
-    price_type: str | None = None
+    price_type: PriceType | None = None
     """ondemand, spot or heterogeneous."""
     allocation_strategy: str | None = None
     """Fleet allocation strategy."""

@@ -24,7 +24,7 @@ class ListManagedUsersQuery(Query):
     """List managed user-pool users."""
 
     result_type = ManagedUserList
-    rest = Rest("GET", "/user/managed", camel=True)
+    rest = Rest("GET", "/user/managed", camel=True, alt_paths=("/user/cognito",))
     cli = Cli("users", "list")
     policy = _USERS
 
@@ -40,7 +40,7 @@ class CreateManagedUserCommand(Command):
     """Create a managed user with a temporary password, mailed to them (without SMTP: in the answer, once)."""
 
     result_type = ManagedUserWritten
-    rest = Rest("POST", "/user/managed", camel=True)
+    rest = Rest("POST", "/user/managed", camel=True, alt_paths=("/user/cognito",))
     cli = Cli("users", "create", args=("user_id", "email"))
     policy = _USERS
 
@@ -56,7 +56,7 @@ class UpdateManagedUserCommand(PartialUpdate, Command):
     """Update a managed user: only the attributes given change."""
 
     result_type = ManagedUserWritten
-    rest = Rest("PUT", "/user/managed/{user_id}", camel=True)
+    rest = Rest("PUT", "/user/managed/{user_id}", camel=True, alt_paths=("/user/cognito/{user_id}",))
     cli = Cli("users", "update", args=("user_id",))
     policy = _USERS
 
@@ -82,7 +82,7 @@ class DeleteManagedUserCommand(Command):
     """Delete a managed user; their API keys and sessions stop working at once."""
 
     result_type = ManagedUserWritten
-    rest = Rest("DELETE", "/user/managed/{user_id}", camel=True)
+    rest = Rest("DELETE", "/user/managed/{user_id}", camel=True, alt_paths=("/user/cognito/{user_id}",))
     cli = Cli("users", "delete", args=("user_id",))
     policy = _USERS
 
@@ -94,7 +94,12 @@ class ResetManagedUserPasswordCommand(Command):
     """Reset a managed user's password: a new temporary one is mailed to them (without SMTP: in the answer, once)."""
 
     result_type = ManagedUserWritten
-    rest = Rest("POST", "/user/managed/{user_id}/resetPassword", camel=True)
+    rest = Rest(
+        "POST",
+        "/user/managed/{user_id}/resetPassword",
+        camel=True,
+        alt_paths=("/user/cognito/{user_id}/resetPassword",),
+    )
     cli = Cli("users", "reset-password", args=("user_id",))
     policy = _USERS
 

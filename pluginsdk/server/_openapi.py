@@ -8,13 +8,14 @@ of that template) let schemathesis walk create -> read -> update -> delete.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
 
 from ..operations import CATALOG, OperationSpec
 
-__all__ = ["ERROR_SCHEMA", "build_document", "docs_html", "operation_id", "route_key"]
+__all__ = ["ERROR_SCHEMA", "LISTING_B", "build_document", "docs_html", "listing_b_created", "operation_id", "route_key"]
 
 _REF = "#/components/schemas/{model}"
 
@@ -44,10 +45,42 @@ _ERRORS = (
 )
 
 SECURITY: list[dict[str, list[str]]] = [{"apiKey": []}, {"bearer": []}]
+"""Either scheme: an API key, or a bearer JWT from /auth/login. Public routes say `security: []`."""
 SECURITY_SCHEMES = {
-    "apiKey": {"type": "apiKey", "in": "header", "name": "Authorization", "description": "An API key (psdk_...)"},
-    "bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},
+    "apiKey": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "Authorization",
+        "description": "An API key as the whole header value, without the Bearer word: `Authorization: psdk_...`",
+    },
+    "bearer": {
+        "type": "http",
+        "scheme": "bearer",
+        "bearerFormat": "JWT",
+        "description": "A token from POST /auth/login (managed user pool): `Authorization: Bearer <jwt>`",
+    },
 }
+
+LISTING_B: dict[tuple[str, str], str] = {("create_request", "/api/v1/machines/request"): "RequestSubmittedListingB"}
+"""Routes of listing B whose answer the provisioning spec writes differently: (operation, path) -> schema."""
+
+_LISTING_B_SCHEMA: dict[str, Any] = {
+    "title": "RequestSubmittedListingB",
+    "type": "object",
+    "required": ["requestId", "message"],
+    "properties": {
+        "requestId": {"type": "string", "description": "The id of the created request."},
+        "message": {"type": "string"},
+        "status": {"type": "string", "description": "submitted (or the state reached with wait)."},
+    },
+}
+
+
+def listing_b_created(result: Any) -> dict[str, Any]:
+    """The answer of POST /api/v1/machines/request as listing B writes it: `requestId`, `message`."""
+    status = str(getattr(result, "status", "submitted"))
+    request_id = str(result.request_id)
+    return {"requestId": request_id, "message": f"Request {request_id} {status}.", "status": status}
 
 
 def route_key(path: str) -> list[tuple[int, str]]:
@@ -56,8 +89,15 @@ def route_key(path: str) -> list[tuple[int, str]]:
 
 
 def operation_id(spec: OperationSpec, path: str) -> str:
+    """The SDK method's name; an alternative path adds `_via_` and its first literal segment not in the main
+    path (`create_request_via_request`, `list_managed_users_via_cognito`): stable, never a counter."""
     assert spec.rest is not None
-    return spec.name if path == spec.rest.path else f"{spec.name}_{len(path)}"
+    if path == spec.rest.path:
+        return spec.name
+    main = set(spec.rest.path.strip("/").split("/"))
+    extra = [seg for seg in path.strip("/").split("/") if seg not in main and not seg.startswith("{")]
+    slug = "_".join(to_snake(seg) for seg in extra) or "alt"
+    return f"{spec.name}_via_{slug}"
 
 
 class _Schemas:
@@ -83,11 +123,12 @@ class _Schemas:
         return self._hoist(schema, "Input", None)
 
     def _hoist(self, schema: dict[str, Any], suffix: str, name: str | None) -> dict[str, Any]:
+        """Each component titled with its own (unique) key: generators name models by title."""
         for def_name, definition in schema.pop("$defs", {}).items():
-            self.components[def_name + suffix] = definition
+            self.components[def_name + suffix] = {**definition, "title": def_name + suffix}
         if name is None:
             return schema
-        self.components[name + suffix] = schema
+        self.components[name + suffix] = {**schema, "title": name + suffix}
         return {"$ref": _REF.format(model=name + suffix)}
 
 
@@ -116,12 +157,13 @@ def _operation(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, A
     full = schemas.input(spec)
     props: dict[str, Any] = full.get("properties", {})
     required = set(full.get("required", []))
+    defaults = spec.rest.defaults
     params: list[dict[str, Any]] = [
         {
             "name": n,
             "in": "path",
             "required": True,
-            "schema": {"type": "string", "minLength": 1},
+            "schema": _path_schema(props.get(n, {})),
             "description": props.get(n, {}).get("description", ""),
         }
         for n in spec.path_fields
@@ -129,6 +171,8 @@ def _operation(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, A
     for n in spec.query_fields:
         prop = dict(props.get(n, {}))
         description = prop.pop("description", "")
+        if n in defaults:
+            prop["default"] = defaults[n]
         params.append({"name": n, "in": "query", "required": False, "schema": prop, "description": description})
     op: dict[str, Any] = {
         "tags": [spec.category],
@@ -141,9 +185,12 @@ def _operation(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, A
         if spec.rest.body_field is not None:
             body_schema = props.get(spec.rest.body_field, {"type": "object"})
         else:
+            body_props = {n: _with_default(props[n], n, defaults) for n in spec.body_fields if n in props}
+            for n in spec.cls.ignored_fields:
+                body_props[n] = {"description": "Accepted and ignored (sent by the VAMS web client)."}
             body_schema = {
                 "type": "object",
-                "properties": {n: props[n] for n in spec.body_fields if n in props},
+                "properties": body_props,
                 "required": [n for n in spec.body_fields if n in required],
                 "additionalProperties": False,  # operations reject unknown fields (400)
             }
@@ -152,6 +199,10 @@ def _operation(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, A
             "content": {"application/json": {"schema": body_schema}},
         }
     ref, model_schema = schemas.output(spec.result_type, spec.rest.camel)
+    listing_b = LISTING_B.get((spec.name, path))
+    if listing_b is not None:
+        schemas.components[listing_b] = _LISTING_B_SCHEMA
+        ref, model_schema = {"$ref": _REF.format(model=listing_b)}, _LISTING_B_SCHEMA
     success: dict[str, Any] = {"description": spec.summary, "content": {"application/json": {"schema": ref}}}
     links = _links(spec, model_schema.get("properties", {})) if path == spec.rest.path else {}
     if links:
@@ -161,9 +212,42 @@ def _operation(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, A
         str(spec.rest.status): success,
         **{code: {"description": why, "content": {"application/json": {"schema": error}}} for code, why in _ERRORS},
     }
-    if not spec.policy.unauthenticated:
-        op["security"] = SECURITY
+    op["security"] = [] if spec.policy.unauthenticated else SECURITY
     return op
+
+
+def _refs(node: Any) -> Iterator[str]:
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str):
+            yield ref.rsplit("/", 1)[-1]
+        for value in node.values():
+            yield from _refs(value)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _refs(value)
+
+
+def _used(paths: dict[str, Any], components: dict[str, Any]) -> dict[str, Any]:
+    """The components the paths reach (an input model's unused `$defs` would be dead entries)."""
+    seen: set[str] = set()
+    todo = list(_refs(paths))
+    while todo:
+        name = todo.pop()
+        if name not in seen and name in components:
+            seen.add(name)
+            todo.extend(_refs(components[name]))
+    return {name: schema for name, schema in components.items() if name in seen}
+
+
+def _path_schema(prop: dict[str, Any]) -> dict[str, Any]:
+    """The field's own rules (pattern, length) for a path parameter; always a non-empty string."""
+    keep = {k: v for k, v in prop.items() if k in ("pattern", "minLength", "maxLength", "enum", "format")}
+    return {"type": "string", "minLength": 1, **keep}
+
+
+def _with_default(prop: dict[str, Any], name: str, defaults: Any) -> dict[str, Any]:
+    return {**prop, "default": defaults[name]} if name in defaults else prop
 
 
 def build_document(title: str, version: str, description: str) -> dict[str, Any]:
@@ -181,6 +265,7 @@ def build_document(title: str, version: str, description: str) -> dict[str, Any]
             "tags": ["system"],
             "summary": "Liveness and readiness",
             "operationId": "health",
+            "security": [],
             "responses": {
                 "200": {"description": "The store answers", "content": {"application/json": {"schema": _HEALTH}}},
                 "503": {
@@ -192,8 +277,10 @@ def build_document(title: str, version: str, description: str) -> dict[str, Any]
     }
     doc = get_openapi(title=title, version=version, description=description, routes=[])
     doc["paths"] = paths
+    doc["servers"] = [{"url": "/", "description": "This server"}]
+    doc["info"]["license"] = {"name": "Apache-2.0", "identifier": "Apache-2.0"}
     components = doc.setdefault("components", {})
-    components.setdefault("schemas", {}).update(schemas.components)
+    components.setdefault("schemas", {}).update(_used(paths, schemas.components))
     components["securitySchemes"] = SECURITY_SCHEMES
     return doc
 

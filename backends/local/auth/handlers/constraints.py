@@ -101,6 +101,12 @@ async def get_constraint(engine: Engine, op: GetConstraintQuery, principal: Prin
 async def create_constraint(engine: Engine, op: CreateConstraintCommand, principal: Principal) -> ConstraintWritten:
     store = service(engine).store
     c = _validated(op)
+    if op.replace_existing and await store.get_constraint(c.constraint_id) is not None:
+        await engine.authz.check_route(principal, "PUT", f"/auth/constraints/{c.constraint_id}")
+        async with store.transaction():
+            if await store.update_constraint(c.constraint_id, c.object_type, json.dumps(_wire(c)), ts(now())):
+                await store.bump_policy_version()
+                return _written(c, "update", "updated")
     async with store.transaction():
         if await store.get_constraint(c.constraint_id) is not None:
             raise AlreadyExistsError("constraint", c.constraint_id)
