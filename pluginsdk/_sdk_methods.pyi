@@ -2,7 +2,7 @@
 
 from typing import Any, Literal
 
-from pluginsdk.models import ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuthorizationDecision, CleanupResult, ConfigurationView, Constraint, ConstraintImported, ConstraintList, ConstraintWritten, Criterion, FilteredObjects, GroupPermission, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, PermissionObjects, ProviderHealth, ProviderList, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SecureConfig, SessionTokens, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserPermission, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed
+from pluginsdk.models import ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuthorizationDecision, CleanupResult, ConfigurationView, Constraint, ConstraintImported, ConstraintList, ConstraintWritten, Criterion, Explanation, FilteredObjects, GroupPermission, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, PermissionObjects, PolicyTestReport, ProviderHealth, ProviderList, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SecureConfig, SessionTokens, SubjectDecision, SubjectDecisions, SubjectRoutes, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserPermission, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed, WhatIfReport, WhoCan
 
 class SDKMethods:
     async def authorize_web_routes(self, routes: list[WebRoute], **aliases: Any) -> WebRoutesAllowed:
@@ -11,6 +11,10 @@ class SDKMethods:
         """Cancel a provisioning request; machines not yet running are terminated."""
     async def change_password(self, previous_password: str, proposed_password: str, **aliases: Any) -> SessionTokens:
         """Change the caller's managed-pool password; other sessions are signed out."""
+    async def check_access(self, object_type: str, method: str, user_id: str | None = ..., roles: list[str] | None = ..., mfa: bool = ..., at_least_revision: int | None = ..., attributes: dict[str, Any] = ..., explain: bool = ..., **aliases: Any) -> SubjectDecision:
+        """Whether a subject (not the caller) may use `method` on an object of `object_type` with these attributes."""
+    async def check_access_batch(self, questions: list[AccessQuestion], explain: bool = ..., at_least_revision: int | None = ..., **aliases: Any) -> SubjectDecisions:
+        """Many (subject, object, method) questions in one call; answers in question order."""
     async def cleanup_all_resources(self, older_than_days: float = ..., include_pending: bool = ..., **aliases: Any) -> CleanupResult:
         """Delete old finished requests and terminated machines in one go."""
     async def cleanup_old_requests(self, older_than_days: float = ..., statuses_to_cleanup: list[RequestStatus] = ..., dry_run: bool = ..., **aliases: Any) -> CleanupResult:
@@ -51,6 +55,8 @@ class SDKMethods:
         """Delete a template."""
     async def delete_user_roles(self, user_id: str, **aliases: Any) -> UserRolesWritten:
         """Remove every role of a user."""
+    async def explain_access(self, object_type: str, method: str, user_id: str | None = ..., roles: list[str] | None = ..., mfa: bool = ..., at_least_revision: int | None = ..., attributes: dict[str, Any] = ..., **aliases: Any) -> Explanation:
+        """Why a subject may or may not use `method` on an object: the constraints that allowed or denied it."""
     async def filter_allowed(self, object_type: str, objects: list[dict[str, Any]] = ..., method: str = ..., **aliases: Any) -> FilteredObjects:
         """The objects (attribute dicts) the caller may use `method` on, in input order."""
     async def get_active_machine_count(self, template_id: str | None = ..., provider_name: str | None = ..., **aliases: Any) -> ActiveMachineCount:
@@ -123,6 +129,8 @@ class SDKMethods:
         """List return requests and machines the cloud reclaimed (spot interruptions)."""
     async def list_roles(self, **aliases: Any) -> RoleList:
         """List roles."""
+    async def list_subject_routes(self, user_id: str | None = ..., roles: list[str] | None = ..., mfa: bool = ..., at_least_revision: int | None = ..., web_routes: list[WebRoute] = ..., **aliases: Any) -> SubjectRoutes:
+        """The API routes a subject (user or roles) may call, and which of the given web routes it may open."""
     async def list_templates(self, provider_api: str | None = ..., active_only: bool = ..., limit: int = ..., offset: int = ..., provider_name: str | None = ..., force_refresh: bool = ..., **aliases: Any) -> TemplateList:
         """List templates (stored and loaded from the templates directory)."""
     async def list_user_roles(self, **aliases: Any) -> UserRoleList:
@@ -139,6 +147,8 @@ class SDKMethods:
         """Exchange a refresh token for new id and access tokens (same session, same MFA state)."""
     async def reset_managed_user_password(self, user_id: str, confirm_reset: bool | None = ..., **aliases: Any) -> ManagedUserWritten:
         """Reset a managed user's password: a new temporary one is mailed to them."""
+    async def run_policy_tests(self, tests: list[PolicyTest], fail_on_mismatch: bool = ..., add_constraints: list[dict[str, Any]] = ..., delete_constraint_ids: list[str] = ..., role_mfa: dict[str, bool] = ..., user_roles: dict[str, list[str]] = ..., **aliases: Any) -> PolicyTestReport:
+        """Run a policy test suite (expected allow/deny decisions) against the current policy or a candidate."""
     async def setup_mfa(self, **aliases: Any) -> MfaSetup:
         """Start TOTP set-up for the caller: returns a secret for an authenticator app."""
     async def sync_request(self, request_id: str, **aliases: Any) -> Request:
@@ -165,3 +175,7 @@ class SDKMethods:
         """Validate a template configuration (errors and warnings); stores nothing."""
     async def verify_mfa(self, code: str, **aliases: Any) -> SessionTokens:
         """Confirm TOTP set-up with a code: MFA is enabled and the current session becomes multi-factor."""
+    async def what_if(self, add_constraints: list[dict[str, Any]] = ..., delete_constraint_ids: list[str] = ..., role_mfa: dict[str, bool] = ..., user_roles: dict[str, list[str]] = ..., objects: list[dict[str, Any]] = ..., user_ids: list[str] | None = ..., limit: int = ..., **aliases: Any) -> WhatIfReport:
+        """The decisions a candidate policy change would flip, per subject, route and object — nothing is applied."""
+    async def who_can(self, object_type: str, method: str, attributes: dict[str, Any] = ..., mfa: bool = ..., at_least_revision: int | None = ..., **aliases: Any) -> WhoCan:
+        """Which roles and users may use `method` on an object, and which an explicit deny stops."""

@@ -190,6 +190,8 @@ async def import_constraints_template(
                 details={"field": "constraints.constraintId", "value": cid, "expected": "unique ids"},
             )
         seen.add(cid)
+    if op.dry_run:  # issue 17: report the decisions it would change, write nothing
+        return await _dry_run(engine, ids, [_wire(c) for c in parsed])
     at = ts(now())
     async with store.transaction():
         existing = await store.existing_constraint_ids(ids)
@@ -213,6 +215,17 @@ async def import_constraints_template(
         await store.bump_policy_version()
     return ConstraintImported(
         message=f"Imported {len(ids)} constraint(s) ({len(existing)} replaced).", constraint_ids=ids
+    )
+
+
+async def _dry_run(engine: Engine, ids: list[str], constraints: list[dict[str, Any]]) -> ConstraintImported:
+    from .policy_checks import dry_run_report
+
+    report = await dry_run_report(engine, constraints)
+    return ConstraintImported(
+        message=f"Dry run: importing {len(ids)} constraint(s) would change {len(report.changes)} decision(s).",
+        constraint_ids=ids,
+        what_if=report.to_dict(),
     )
 
 
