@@ -101,7 +101,7 @@ class SDKMethods:
         """Show one template."""
     async def get_version(self, **aliases: Any) -> VersionInfo:
         """The service version (no sign-in needed)."""
-    async def import_constraints_template(self, constraints: list[dict[str, Any]], variables: dict[str, str] = ..., name: str | None = ..., description: str | None = ..., metadata: dict[str, Any] | None = ..., overwrite: bool = ..., **aliases: Any) -> ConstraintImported:
+    async def import_constraints_template(self, constraints: list[dict[str, Any]], variables: dict[str, str] = ..., name: str | None = ..., description: str | None = ..., metadata: dict[str, Any] | None = ..., overwrite: bool = ..., dry_run: bool = ..., **aliases: Any) -> ConstraintImported:
         """Create many constraints from a template, all or nothing."""
     async def is_allowed(self, object_type: str, attributes: dict[str, Any] = ..., method: str = ..., **aliases: Any) -> AuthorizationDecision:
         """Whether the caller may use `method` on an object of `object_type` with these attributes."""

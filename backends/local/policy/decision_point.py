@@ -90,9 +90,7 @@ class PolicyModel:
 
     def users(self) -> list[str]:
         """Every user the policy knows: those with assignments and those named in user permissions."""
-        named = {
-            who for c in self.constraints for who, _, _ in read_constraint(c)[4]
-        }
+        named = {who for c in self.constraints for who, _, _ in read_constraint(c)[4]}
         return sorted({*self.assignments, *named})
 
     # -- explain ----------------------------------------------------------------------
@@ -172,9 +170,12 @@ class PolicyModel:
                 out["allowed_roles"].append(role)
             elif policy.denied_explicitly(p, object_type, attributes, method):
                 out["denied_roles"].append(role)
-            elif not mfa and self.roles[role]:
-                if policy.is_allowed(Principal(user_id="", roles=(role,), mfa=True), object_type, attributes, method):
-                    out["mfa_only_roles"].append(role)
+            elif (
+                not mfa
+                and self.roles[role]
+                and policy.is_allowed(Principal(user_id="", roles=(role,), mfa=True), object_type, attributes, method)
+            ):
+                out["mfa_only_roles"].append(role)
         for user in self.users():
             p = Principal(user_id=user, roles=self.roles_of(user), mfa=mfa)
             if policy.is_allowed(p, object_type, attributes, method):
@@ -187,7 +188,7 @@ class PolicyModel:
         """route__path patterns of the web constraints that allow this subject some method."""
         out: list[str] = []
         for method in ("GET", "PUT", "POST", "DELETE"):
-            for cid, parsed in self._index().get("web", ()):
+            for _cid, parsed in self._index().get("web", ()):
                 explained_for = [
                     who
                     for who, m, kind in parsed[3]

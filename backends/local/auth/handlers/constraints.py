@@ -41,6 +41,7 @@ from pluginsdk.principal import Principal
 from ...engine import Engine, handles
 from ..crypto import now, ts
 from ._common import service
+from .policy_checks import import_dry_run
 
 PAGE_MAX = 3000
 _VARIABLE = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_]*)\s*}}")
@@ -191,7 +192,7 @@ async def import_constraints_template(
             )
         seen.add(cid)
     if op.dry_run:  # issue 17: report the decisions it would change, write nothing
-        return await _dry_run(engine, ids, [_wire(c) for c in parsed])
+        return await import_dry_run(engine, ids, [_wire(c) for c in parsed])
     at = ts(now())
     async with store.transaction():
         existing = await store.existing_constraint_ids(ids)
@@ -215,17 +216,6 @@ async def import_constraints_template(
         await store.bump_policy_version()
     return ConstraintImported(
         message=f"Imported {len(ids)} constraint(s) ({len(existing)} replaced).", constraint_ids=ids
-    )
-
-
-async def _dry_run(engine: Engine, ids: list[str], constraints: list[dict[str, Any]]) -> ConstraintImported:
-    from .policy_checks import dry_run_report
-
-    report = await dry_run_report(engine, constraints)
-    return ConstraintImported(
-        message=f"Dry run: importing {len(ids)} constraint(s) would change {len(report.changes)} decision(s).",
-        constraint_ids=ids,
-        what_if=report.to_dict(),
     )
 
 

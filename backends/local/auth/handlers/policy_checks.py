@@ -16,7 +16,7 @@ from typing import Any
 
 from pluginsdk.errors import StateConflictError, ValidationError
 from pluginsdk.models.auth import validate_constraint
-from pluginsdk.models.auth_results import AllowedApiRoute, AllowedWebRoute
+from pluginsdk.models.auth_results import AllowedApiRoute, AllowedWebRoute, ConstraintImported
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
 from pluginsdk.models.policy_results import (
     DecisionChange,
@@ -48,7 +48,7 @@ from ..service import AuthService
 from ._common import service
 from .routes import api_routes
 
-__all__ = ["current_model", "dry_run_report", "route_questions"]
+__all__ = ["current_model", "dry_run_report", "import_dry_run", "route_questions"]
 
 _MODELS: weakref.WeakKeyDictionary[AuthService, tuple[int, PolicyModel]] = weakref.WeakKeyDictionary()
 _WAIT_STEP = 0.05
@@ -104,7 +104,9 @@ def _known_type(object_type: str, where: str = "object_type") -> None:
 
 def _explanation(e: Explained, revision: int) -> Explanation:
     allowed_by = [Reason(kind="allowed-by", constraint_id=c, via=v) for c, v in e.allowed_by]
-    denied_by = [Reason(kind="denied-by", constraint_id=c, via=v, detail="an explicit deny wins") for c, v in e.denied_by]
+    denied_by = [
+        Reason(kind="denied-by", constraint_id=c, via=v, detail="an explicit deny wins") for c, v in e.denied_by
+    ]
     skipped = [Reason(kind="skipped-role", via=f"role:{r}", detail=why) for r, why in e.skipped]
     no_allow = not e.allowed_by
     head = Reason(
@@ -127,9 +129,7 @@ def _explanation(e: Explained, revision: int) -> Explanation:
     )
 
 
-def _decide(
-    model: PolicyModel, revision: int, q: AccessQuestion | CheckAccessQuery, explain: bool
-) -> SubjectDecision:
+def _decide(model: PolicyModel, revision: int, q: AccessQuestion | CheckAccessQuery, explain: bool) -> SubjectDecision:
     p = model.principal(q.user_id, q.roles, q.mfa)
     allowed = model.policy.is_allowed(p, q.object_type, q.attributes, q.method)
     return SubjectDecision(
@@ -158,7 +158,9 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principa
     for i, q in enumerate(op.questions):
         _known_type(q.object_type, f"questions[{i}].object_type")
     revision, model = await current_model(service(engine), op.at_least_revision)
-    return SubjectDecisions(decisions=[_decide(model, revision, q, op.explain) for q in op.questions], revision=revision)
+    return SubjectDecisions(
+        decisions=[_decide(model, revision, q, op.explain) for q in op.questions], revision=revision
+    )
 
 
 @handles(ExplainAccessQuery)
@@ -216,8 +218,8 @@ def route_questions() -> list[Question]:
 
 def _validated_constraints(raw: Sequence[Mapping[str, Any]], where: str) -> list[dict[str, Any]]:
     out = []
-    for i, body in enumerate(raw):
-        body = dict(body)
+    for i, given in enumerate(raw):
+        body = dict(given)
         cid = body.get("constraintId") or body.get("constraint_id") or str(uuid.uuid4())
         body.pop("constraint_id", None)
         body.pop("identifier", None)
@@ -242,6 +244,7 @@ def _report(
     before: PolicyModel,
     after: PolicyModel,
     revision: int,
+    *,
     objects: Sequence[Mapping[str, Any]] = (),
     user_ids: Sequence[str] | None = None,
     limit: int = 1000,
@@ -269,13 +272,23 @@ async def what_if(engine: Engine, op: WhatIfQuery, principal: Principal) -> What
     for i, o in enumerate(op.objects):
         _known_type(str(o.get("objectType") or o.get("object_type") or ""), f"objects[{i}].objectType")
     revision, model = await current_model(service(engine))
-    return _report(model, _candidate(model, op), revision, op.objects, op.user_ids, op.limit)
+    return _report(model, _candidate(model, op), revision, objects=op.objects, user_ids=op.user_ids, limit=op.limit)
 
 
 async def dry_run_report(engine: Engine, constraints: Sequence[Mapping[str, Any]]) -> WhatIfReport:
     """What importing these (validated, wire-shaped) constraints would change (constraintsTemplateImport dry run)."""
     revision, model = await current_model(service(engine))
     return _report(model, model.candidate(add=constraints), revision)
+
+
+async def import_dry_run(engine: Engine, ids: list[str], constraints: list[dict[str, Any]]) -> ConstraintImported:
+    """constraintsTemplateImport with dry_run: the validated template's what-if; nothing is written."""
+    report = await dry_run_report(engine, constraints)
+    return ConstraintImported(
+        message=f"Dry run: importing {len(ids)} constraint(s) would change {len(report.changes)} decision(s).",
+        constraint_ids=ids,
+        what_if=report.to_dict(),
+    )
 
 
 # -- policy tests ---------------------------------------------------------------------------
@@ -285,7 +298,9 @@ async def run_policy_tests(engine: Engine, op: RunPolicyTestsQuery, principal: P
         _known_type(t.object_type, f"tests[{i}].object_type")
     revision, model = await current_model(service(engine))
     candidate = (
-        _candidate(model, op) if op.add_constraints or op.delete_constraint_ids or op.role_mfa or op.user_roles else model
+        _candidate(model, op)
+        if op.add_constraints or op.delete_constraint_ids or op.role_mfa or op.user_roles
+        else model
     )
     outcomes = []
     for i, t in enumerate(op.tests):
@@ -299,7 +314,11 @@ async def run_policy_tests(engine: Engine, op: RunPolicyTestsQuery, principal: P
         more = f" (and {len(failed) - 20} more)" if len(failed) > 20 else ""
         raise ValidationError(
             f"Policy test failed: {len(failed)} of {len(outcomes)} decision(s) differ — {shown}{more}.",
-            details={"field": "tests", "value": [o.name for o in failed[:100]], "expected": "every decision as expected"},
+            details={
+                "field": "tests",
+                "value": [o.name for o in failed[:100]],
+                "expected": "every decision as expected",
+            },
         )
     return PolicyTestReport(
         passed=not failed, total=len(outcomes), failures=len(failed), outcomes=outcomes, revision=revision
