@@ -111,7 +111,8 @@ async def test_explain(sdk: PluginSDK) -> None:
     assert not e.allowed and e.no_allow_matched
     assert [(r.via, "MFA" in r.detail) for r in e.skipped_roles] == [("role:secure", True)]
     e = await sdk.check_access("asset", "GET", roles=["ghost"], attributes={}, explain=True)
-    assert e.explanation is not None and e.explanation.skipped_roles == [] and e.explanation.no_allow_matched
+    assert e.explanation is not None and e.explanation.no_allow_matched and e.explanation.roles == []
+    assert [(r.via, r.detail) for r in e.explanation.skipped_roles] == [("role:ghost", "the role does not exist")]
 
 
 async def test_who_can_and_subject_routes(sdk: PluginSDK) -> None:

@@ -80,12 +80,18 @@ class PolicyModel:
             roles = (self.default_role,)
         return roles
 
-    def principal(self, user_id: str | None, roles: Sequence[str] | None, mfa: bool) -> Principal:
-        """The subject as a principal: explicit roles (only existing ones count) or the user's assignments."""
-        if roles is not None:
-            resolved = tuple(dict.fromkeys(r for r in roles if r in self.roles))
-        else:
-            resolved = self.roles_of(user_id or "")
+    def principal(
+        self, user_id: str | None, roles: Sequence[str] | None, mfa: bool, *, keep_unknown: bool = False
+    ) -> Principal:
+        """The subject as a principal: explicit roles (only existing ones count) or the user's assignments.
+
+        `keep_unknown` keeps roles that do not exist (an explanation names them as skipped).
+        """
+        if roles is None:
+            roles = self.assignments.get(user_id or "", ())
+            if not any(r in self.roles for r in roles):
+                roles = (*roles, *((self.default_role,) if self.default_role else ()))
+        resolved = tuple(dict.fromkeys(r for r in roles if keep_unknown or r in self.roles))
         return Principal(user_id=user_id or "", roles=resolved, mfa=mfa)
 
     def users(self) -> list[str]:
@@ -149,7 +155,7 @@ class PolicyModel:
             allowed_by=allowed_by,
             denied_by=denied_by,
             skipped=skipped,
-            roles=p.roles,
+            roles=tuple(active),
         )
 
     # -- who can ----------------------------------------------------------------------

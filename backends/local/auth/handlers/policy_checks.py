@@ -129,6 +129,11 @@ def _explanation(e: Explained, revision: int) -> Explanation:
     )
 
 
+def _explain(model: PolicyModel, q: AccessQuestion | CheckAccessQuery | ExplainAccessQuery) -> Explained:
+    p = model.principal(q.user_id, q.roles, q.mfa, keep_unknown=True)
+    return model.explain(p, q.object_type, q.attributes, q.method)
+
+
 def _decide(model: PolicyModel, revision: int, q: AccessQuestion | CheckAccessQuery, explain: bool) -> SubjectDecision:
     p = model.principal(q.user_id, q.roles, q.mfa)
     allowed = model.policy.is_allowed(p, q.object_type, q.attributes, q.method)
@@ -140,7 +145,7 @@ def _decide(model: PolicyModel, revision: int, q: AccessQuestion | CheckAccessQu
         roles=list(p.roles),
         mfa=q.mfa,
         revision=revision,
-        explanation=_explanation(model.explain(p, q.object_type, q.attributes, q.method), revision)
+        explanation=_explanation(_explain(model, q), revision)
         if explain
         else None,
     )
@@ -167,8 +172,7 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principa
 async def explain_access(engine: Engine, op: ExplainAccessQuery, principal: Principal) -> Explanation:
     _known_type(op.object_type)
     revision, model = await current_model(service(engine), op.at_least_revision)
-    p = model.principal(op.user_id, op.roles, op.mfa)
-    return _explanation(model.explain(p, op.object_type, op.attributes, op.method), revision)
+    return _explanation(_explain(model, op), revision)
 
 
 @handles(WhoCanQuery)
