@@ -6,16 +6,18 @@ caller that wrote at revision N and asks with `at_least_revision=N` can see it r
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import ConfigDict, Field, model_validator
 
 from ._base import BaseModel
 from .auth_results import AllowedApiRoute, AllowedWebRoute
 
 __all__ = [
+    "AccessQuestion",
     "AuditPage",
     "AuditRecord",
     "DecisionChange",
     "Explanation",
+    "PolicyTest",
     "PolicyTestOutcome",
     "PolicyTestReport",
     "Reason",
@@ -29,6 +31,45 @@ __all__ = [
 
 def _absent_if_none(value: Any) -> bool:
     return value is None
+
+
+_ID = r"^[^\x00-\x1f]{1,256}$"
+_METHOD = r"^(GET|PUT|POST|DELETE)$"
+
+
+# -- inputs -----------------------------------------------------------------------------
+class _Subject(BaseModel):
+    """A subject: `user_id` (roles from its assignments), or explicit `roles` (+ `mfa`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str | None = Field(None, pattern=_ID)
+    """The subject's user id: roles are resolved from its assignments unless `roles` is given."""
+    roles: list[str] | None = Field(None, max_length=200)
+    """Explicit roles (instead of the user's assignments); roles that do not exist grant nothing."""
+    mfa: bool = False
+    """Whether the subject's session is multi-factor (MFA-only roles count only then)."""
+
+    @model_validator(mode="after")
+    def _named(self) -> "_Subject":
+        if self.user_id is None and self.roles is None:
+            raise ValueError("name the subject: user_id, or roles (with mfa)")
+        return self
+
+
+class AccessQuestion(_Subject):
+    """One question of a batch: subject, object type, attributes, method."""
+
+    object_type: str = Field(min_length=1, max_length=64)
+    attributes: dict[str, Any] = {}
+    method: str = Field("GET", pattern=_METHOD)
+
+
+class PolicyTest(AccessQuestion):
+    """One expected decision of a policy test suite."""
+
+    name: str = Field("", max_length=256)
+    expect: str = Field(pattern=r"^(allow|deny)$")
 
 
 class Reason(BaseModel):

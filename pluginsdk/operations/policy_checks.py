@@ -10,10 +10,11 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from ..models import BaseModel
 from ..models.auth_results import WebRoute
 from ..models.policy_results import (
+    AccessQuestion,
     Explanation,
+    PolicyTest,
     PolicyTestReport,
     SubjectDecision,
     SubjectDecisions,
@@ -24,12 +25,10 @@ from ..models.policy_results import (
 from ._base import Cli, Policy, Query, Rest
 
 __all__ = [
-    "AccessQuestion",
     "CheckAccessBatchQuery",
     "CheckAccessQuery",
     "ExplainAccessQuery",
     "ListSubjectRoutesQuery",
-    "PolicyTest",
     "RunPolicyTestsQuery",
     "WhatIfQuery",
     "WhoCanQuery",
@@ -38,38 +37,6 @@ __all__ = [
 _PDP = Policy(category="policy")
 _METHOD = r"^(GET|PUT|POST|DELETE)$"
 _ID = r"^[^\x00-\x1f]{1,256}$"
-
-
-class _Subject(BaseModel):
-    """A subject: `user_id` (roles from its assignments), or explicit `roles` (+ `mfa`)."""
-
-    user_id: str | None = Field(None, pattern=_ID)
-    """The subject's user id: roles are resolved from its assignments unless `roles` is given."""
-    roles: list[str] | None = Field(None, max_length=200)
-    """Explicit roles (instead of the user's assignments); roles that do not exist grant nothing."""
-    mfa: bool = False
-    """Whether the subject's session is multi-factor (MFA-only roles count only then)."""
-
-    @model_validator(mode="after")
-    def _named(self) -> "_Subject":
-        if self.user_id is None and self.roles is None:
-            raise ValueError("name the subject: user_id, or roles (with mfa)")
-        return self
-
-
-class AccessQuestion(_Subject):
-    """One question of a batch: subject, object type, attributes, method."""
-
-    object_type: str = Field(min_length=1, max_length=64)
-    attributes: dict[str, Any] = {}
-    method: str = Field("GET", pattern=_METHOD)
-
-
-class PolicyTest(AccessQuestion):
-    """One expected decision of a policy test suite."""
-
-    name: str = Field("", max_length=256)
-    expect: str = Field(pattern=r"^(allow|deny)$")
 
 
 class _AboutSubject(Query):

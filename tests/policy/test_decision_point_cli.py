@@ -42,8 +42,9 @@ def test_policy_test_file_exit_codes(env: dict[str, str], tmp_path: Path) -> Non
     ok = run(env, "auth", "test", "-f", str(suite), "--format", "json")
     assert ok.returncode == 0, ok.stdout + ok.stderr
     bad = tmp_path / "bad.yaml"
-    bad.write_text(suite.read_text().replace("name: readers read templates", "name: flipped on purpose").replace(
-        "method: GET\n    expect: allow\n  - name: readers do not", "method: GET\n    expect: deny\n  - name: readers do not"))  # fmt: skip
+    text = suite.read_text().replace("name: readers read templates", "name: flipped on purpose")
+    head, _, tail = text.partition("name: flipped on purpose")
+    bad.write_text(head + "name: flipped on purpose" + tail.replace("expect: allow", "expect: deny", 1))
     res = run(env, "auth", "test", "-f", str(bad), "--format", "json")
     assert res.returncode == 1
     assert "flipped on purpose: expected deny, got allow" in res.stderr

@@ -19,6 +19,7 @@ from pluginsdk.models.auth import validate_constraint
 from pluginsdk.models.auth_results import AllowedApiRoute, AllowedWebRoute, ConstraintImported
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
 from pluginsdk.models.policy_results import (
+    AccessQuestion,
     DecisionChange,
     Explanation,
     PolicyTestOutcome,
@@ -31,7 +32,6 @@ from pluginsdk.models.policy_results import (
     WhoCan,
 )
 from pluginsdk.operations.policy_checks import (
-    AccessQuestion,
     CheckAccessBatchQuery,
     CheckAccessQuery,
     ExplainAccessQuery,
@@ -145,9 +145,7 @@ def _decide(model: PolicyModel, revision: int, q: AccessQuestion | CheckAccessQu
         roles=list(p.roles),
         mfa=q.mfa,
         revision=revision,
-        explanation=_explanation(_explain(model, q), revision)
-        if explain
-        else None,
+        explanation=_explanation(_explain(model, q), revision) if explain else None,
     )
 
 
