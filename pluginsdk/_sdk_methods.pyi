@@ -2,7 +2,7 @@
 
 from typing import Any, Literal
 
-from pluginsdk.models import AccessQuestion, ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuthorizationDecision, CleanupResult, ConfigurationView, Constraint, ConstraintImported, ConstraintList, ConstraintWritten, Criterion, Explanation, FilteredObjects, GroupPermission, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, PermissionObjects, PolicyTest, PolicyTestReport, ProviderHealth, ProviderList, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SecureConfig, SessionTokens, SubjectDecision, SubjectDecisions, SubjectRoutes, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserPermission, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed, WhatIfReport, WhoCan
+from pluginsdk.models import AccessQuestion, ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuditPage, AuthorizationDecision, CleanupResult, ConfigurationView, Constraint, ConstraintImported, ConstraintList, ConstraintWritten, Criterion, Explanation, FilteredObjects, GroupPermission, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, PermissionObjects, PolicyTest, PolicyTestReport, ProviderHealth, ProviderList, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SecureConfig, SessionTokens, SubjectDecision, SubjectDecisions, SubjectRoutes, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserPermission, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed, WhatIfReport, WhoCan
 
 class SDKMethods:
     async def authorize_web_routes(self, routes: list[WebRoute], **aliases: Any) -> WebRoutesAllowed:
@@ -113,6 +113,8 @@ class SDKMethods:
         """List every user's API keys (administrators)."""
     async def list_api_routes(self, **aliases: Any) -> ApiRouteList:
         """List every API route of the service (path, methods, category, unauthenticated)."""
+    async def list_audit_records(self, actor: str | None = ..., action: str | None = ..., target_type: str | None = ..., target_id: str | None = ..., since: str | None = ..., until: str | None = ..., min_revision: int | None = ..., page_size: int = ..., starting_token: str | None = ..., jsonl: bool = ..., **aliases: Any) -> AuditPage:
+        """List audit records (oldest first) with filters and paging; `jsonl` also returns the page as JSON lines."""
     async def list_constraints(self, max_items: int = ..., page_size: int = ..., starting_token: str | None = ..., **aliases: Any) -> ConstraintList:
         """List permission constraints, in id order, a page at a time."""
     async def list_machines(self, status: MachineStatus | None = ..., template_id: str | None = ..., request_id: str | None = ..., active_only: bool = ..., limit: int = ..., offset: int = ..., provider_name: str | None = ..., **aliases: Any) -> MachineList:

@@ -21,6 +21,7 @@ GROUPS: dict[str, dict[str, str]] = {
     },
     "auth": {
         "amplify-config": "The web client's bootstrap configuration (no sign-in needed).",
+        "audit": "List audit records (oldest first) with filters and paging; `jsonl` also returns the page as JSON lines.",
         "change-password": "Change the caller's managed-pool password; other sessions are signed out.",
         "check": "Whether a subject (not the caller) may use `method` on an object of `object_type` with these attributes.",
         "check-batch": "Many (subject, object, method) questions in one call; answers in question order.",
@@ -132,6 +133,7 @@ OPERATIONS: dict[str, str] = {
     "api-keys update": "update_api_key",
     "api-keys update-mine": "update_my_api_key",
     "auth amplify-config": "get_amplify_config",
+    "auth audit": "list_audit_records",
     "auth change-password": "change_password",
     "auth check": "check_access",
     "auth check-batch": "check_access_batch",

@@ -200,7 +200,8 @@ class PolicyTestReport(BaseModel):
 class AuditRecord(BaseModel):
     """One recorded change (or sampled decision). Immutable: nothing in the API writes or deletes records."""
 
-    seq: int
+    record_id: str
+    """Sorts by time: the paging key."""
     at: str
     actor: str
     action: str

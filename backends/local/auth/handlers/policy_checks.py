@@ -44,6 +44,7 @@ from pluginsdk.principal import Principal
 
 from ...engine import Engine, handles
 from ...policy.decision_point import Explained, PolicyModel, Question, diff_models, object_questions
+from ..audit import decision_sample_rate, log_decision
 from ..service import AuthService
 from ._common import service
 from .routes import api_routes
@@ -149,11 +150,29 @@ def _decide(model: PolicyModel, revision: int, q: AccessQuestion | CheckAccessQu
     )
 
 
+async def _log(engine: Engine, principal: Principal, decisions: Sequence[SubjectDecision]) -> None:
+    """Sampled decision logging (app.audit.decisionSampleRate; off by default)."""
+    if decision_sample_rate(engine) <= 0:
+        return
+    store = service(engine).store
+    for d in decisions:
+        about = {
+            "subject": d.user_id or "roles:" + ",".join(d.roles),
+            "roles": d.roles,
+            "mfa": d.mfa,
+            "object_type": d.object_type,
+            "method": d.method,
+        }
+        await log_decision(engine, store, principal.user_id, about, allowed=d.allowed, revision=d.revision)
+
+
 @handles(CheckAccessQuery)
 async def check_access(engine: Engine, op: CheckAccessQuery, principal: Principal) -> SubjectDecision:
     _known_type(op.object_type)
     revision, model = await current_model(service(engine), op.at_least_revision)
-    return _decide(model, revision, op, op.explain)
+    decision = _decide(model, revision, op, op.explain)
+    await _log(engine, principal, [decision])
+    return decision
 
 
 @handles(CheckAccessBatchQuery)
@@ -161,9 +180,9 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principa
     for i, q in enumerate(op.questions):
         _known_type(q.object_type, f"questions[{i}].object_type")
     revision, model = await current_model(service(engine), op.at_least_revision)
-    return SubjectDecisions(
-        decisions=[_decide(model, revision, q, op.explain) for q in op.questions], revision=revision
-    )
+    decisions = [_decide(model, revision, q, op.explain) for q in op.questions]
+    await _log(engine, principal, decisions)
+    return SubjectDecisions(decisions=decisions, revision=revision)
 
 
 @handles(ExplainAccessQuery)
