@@ -1,9 +1,13 @@
-"""SDK in-process benchmark (issue 2): start-up, RSS, list_templates and get_request latency.
+"""SDK benchmark: in-process start-up, RSS and latency (issue 2); the remote client against bare httpx (issue 14).
 
-    python bench/sdk_bench.py [--quick]
+    python bench/sdk_bench.py [--quick] [--no-peer]     # everything
+    python bench/sdk_bench.py --remote-only [--n 2000]  # only the remote client against bare httpx
 
-Measures our `PluginSDK` and, in the same run, the peer orb-py (`bench/peer_orb.py`, run in its own venv
-`bench/.peer/venv` so the two never share imports). Prints one table with ratios.
+In-process: our `PluginSDK` and, in the same run, the peer orb-py (`bench/peer_orb.py`, run in its own venv
+`bench/.peer/venv` so the two never share imports). Remote: one pluginsdk server in its own process on the
+seeded store; the remote SDK's `get_request` and a bare `httpx.AsyncClient` GET of the same URL (same
+headers) take turns in rounds, each call timed; the table gives the p50/p99 of all samples and the ratio
+(target: SDK p50 ≤ 1.3× bare httpx). Prints tables with ratios.
 """
 
 from __future__ import annotations
@@ -11,6 +15,9 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -132,6 +139,88 @@ async def latency(store: str, ids: list[str], n: int) -> dict[str, dict[str, flo
     return out
 
 
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def remote_vs_httpx(store: str, ids: list[str], n: int, rounds: int = 5) -> dict[str, dict[str, float]]:
+    """The remote SDK's get_request against a bare httpx GET of the same URL, same server, same run."""
+    import httpx
+
+    from pluginsdk import PluginSDK
+
+    config = {"storage": {"path": store}}
+
+    async def issue_key() -> str:
+        async with PluginSDK(config=config) as sdk:
+            made = await sdk.create_api_key(api_key_name=f"bench-{uuid.uuid4().hex[:8]}", description="benchmark key",
+                                            user_id="administrator")  # fmt: skip
+            return str(made.api_key)
+
+    key = asyncio.run(issue_key())
+    port = _free_port()
+    code = (
+        "from pluginsdk.config import load_settings; from pluginsdk.server import serve; "
+        f"serve(load_settings(config={config!r}), '127.0.0.1', {port})"
+    )
+    server = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    rid = ids[len(ids) // 2]
+    target = f"{url}/api/v1/requests/{rid}?long=false&lightweight=false"  # exactly what the SDK sends
+
+    async def run() -> dict[str, list[float]]:
+        deadline = time.monotonic() + 30
+        async with httpx.AsyncClient(headers={"Authorization": key}) as bare:
+            while True:
+                try:
+                    if (await bare.get(f"{url}/health")).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    if time.monotonic() > deadline:
+                        raise
+                await asyncio.sleep(0.1)
+            async with PluginSDK(backend="remote", api_url=url, api_key=key, config={}) as sdk:
+                assert (await bare.get(target)).json()["request_id"] == (await sdk.get_request(rid)).request_id
+                samples: dict[str, list[float]] = {"httpx": [], "sdk": []}
+                cpu = {"httpx": 0.0, "sdk": 0.0}
+                calls = {"httpx": lambda: bare.get(target), "sdk": lambda: sdk.get_request(rid)}
+                for call in calls.values():  # warm both
+                    for _ in range(100):
+                        await call()
+                for _ in range(rounds):
+                    for name, call in calls.items():
+                        c = time.process_time()
+                        for _ in range(n // rounds):
+                            t = time.perf_counter()
+                            await call()
+                            samples[name].append(time.perf_counter() - t)
+                        cpu[name] += time.process_time() - c
+                return {**samples, **{f"{k} cpu": [v / len(samples[k])] for k, v in cpu.items()}}
+
+    try:
+        samples = asyncio.run(run())
+    finally:
+        server.send_signal(signal.SIGTERM)
+        server.wait(30)
+    out = {name: {"p50_us": pct(v, 0.5) * 1e6, "p99_us": pct(v, 0.99) * 1e6} for name, v in samples.items()}
+    for name in ("httpx", "sdk"):  # this process's CPU per call: the client's own cost, least disturbed by load
+        out[name]["cpu_us"] = out.pop(f"{name} cpu")["p50_us"]
+    return out
+
+
+def print_remote(result: dict[str, dict[str, float]], n: int) -> None:
+    load = " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    print(f"\nremote get_request vs bare httpx GET, {n} calls each in 5 alternating rounds; load average {load}\n")
+    print("| metric | bare httpx.AsyncClient | remote SDK | SDK / httpx | target |\n|---|---:|---:|---:|---|")
+    for q, label in (("p50_us", "p50 (µs)"), ("p99_us", "p99 (µs)"), ("cpu_us", "client CPU per call (µs)")):
+        bare, ours = result["httpx"][q], result["sdk"][q]
+        target = "≤ 1.3×" if q == "p50_us" else ""
+        print(f"| get_request {label} | {bare:,.0f} | {ours:,.0f} | {ours / bare:.2f}× | {target} |")
+
+
 def peer(args: argparse.Namespace, workdir: Path) -> dict[str, Any] | None:
     python = ROOT / "bench" / ".peer" / "venv" / "bin" / "python"
     if not python.exists():
@@ -152,7 +241,15 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small run (10k requests, fewer samples)")
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--remote-only", action="store_true", help="only the remote client against bare httpx")
+    ap.add_argument("--remote-n", type=int, default=2000, help="calls per side in the remote comparison")
     args = ap.parse_args()
+    if args.remote_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            store = str(Path(tmp) / "bench.db")
+            ids = seed(store, 10, 1000)
+            print_remote(remote_vs_httpx(store, ids, args.remote_n), args.remote_n)
+        return
     args.templates, args.requests = 1000, 10_000 if args.quick else 100_000
     args.samples, args.n = (5, 1000) if args.quick else (10, 5000)
     with tempfile.TemporaryDirectory() as tmp:
@@ -164,6 +261,7 @@ def main() -> None:
         )
         ours = {"startup": startup(args.samples, store), **asyncio.run(latency(store, ids, args.n))}
         theirs = None if args.no_peer else peer(args, Path(tmp) / "peer")
+        remote = remote_vs_httpx(store, ids, args.remote_n)
     rows = [
         ("async with start-up (ms)", ours["startup"]["startup_s"] * 1e3, "startup_ms"),
         ("process wall incl. interpreter (ms)", ours["startup"]["wall_s"] * 1e3, "wall_ms"),
@@ -181,6 +279,7 @@ def main() -> None:
         print(f"| {label} | {value:,.1f} | {shown} | {ratio} |")
     if theirs and theirs.get("notes"):
         print("\npeer notes: " + "; ".join(theirs["notes"]))
+    print_remote(remote, args.remote_n)
 
 
 if __name__ == "__main__":

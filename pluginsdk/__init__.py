@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 from ._constants import VERSION as __version__
 from .errors import (
     AlreadyExistsError,
+    APIConnectionError,
+    APITimeoutError,
     AuthenticationError,
     ConfigurationError,
     HandlerDiscoveryError,
@@ -30,6 +32,8 @@ if TYPE_CHECKING:
     from .sdk import PluginSDK as PluginSDK
 
 __all__ = [
+    "APIConnectionError",
+    "APITimeoutError",
     "AlreadyExistsError",
     "AuthenticationError",
     "ConfigurationError",

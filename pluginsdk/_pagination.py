@@ -4,19 +4,70 @@ Two page styles exist in the catalog: token pages (auth-service listings: result
 as `starting_token`; only an absent token ends the listing, an empty page with a token does not) and offset
 pages (provisioning listings: `limit`/`offset`, ending at `total_count` or an empty page). The items are
 the result's one list field (or its `message`'s). Interfaces (CLI `--all`, MCP) just iterate.
+
+`PageToken` is the field type of every `starting_token`: a token is accepted only exactly as a listing
+emitted it. Base64 decoders forgive a lot (padding `=`, characters outside the alphabet, the unused low
+bits of the last character), so the signature alone would accept altered spellings of a valid token; the
+field type refuses any text that is not canonical unpadded base64url segments joined by dots, before the
+listing checks the signature. Either way the answer is 400 `Invalid pagination token`.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import pydantic
+from pydantic import AfterValidator, WithJsonSchema
+from pydantic_core import PydanticCustomError
 
 from .errors import ValidationError
-from .operations import OperationSpec
 
-__all__ = ["iterate_pages", "page_items"]
+if TYPE_CHECKING:
+    from .operations import OperationSpec
+
+__all__ = ["PAGE_TOKEN_PATTERN", "PageToken", "is_canonical_token", "iterate_pages", "page_items"]
+
+MAX_TOKEN_CHARS = 4096
+"""Longest pagination token accepted (a listing's tokens are far shorter)."""
+PAGE_TOKEN_PATTERN = r"^[A-Za-z0-9_\-]+(\.[A-Za-z0-9_\-]+)*$"  # noqa: S105 (a pattern, not a secret)
+_TOKEN = re.compile(PAGE_TOKEN_PATTERN)
+
+
+def _canonical_segment(segment: str) -> bool:
+    if len(segment) % 4 == 1:
+        return False
+    try:
+        raw = base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+    except (binascii.Error, ValueError):
+        return False
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii") == segment
+
+
+def is_canonical_token(token: str) -> bool:
+    """Whether `token` is spelled exactly as a listing spells its tokens (unpadded base64url, dot-joined)."""
+    return (
+        len(token) <= MAX_TOKEN_CHARS
+        and _TOKEN.fullmatch(token) is not None
+        and all(_canonical_segment(s) for s in token.split("."))
+    )
+
+
+def _check_token(token: str) -> str:
+    if not is_canonical_token(token):
+        raise PydanticCustomError("invalid_pagination_token", "Invalid pagination token")
+    return token
+
+
+PageToken = Annotated[
+    str,
+    AfterValidator(_check_token),
+    WithJsonSchema({"type": "string", "pattern": PAGE_TOKEN_PATTERN, "maxLength": MAX_TOKEN_CHARS}),
+]
+"""A `NextToken` passed back unmodified (anything else: 400 `Invalid pagination token`)."""
 
 
 def _page(result: Any) -> Any:

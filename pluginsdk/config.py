@@ -2,16 +2,18 @@
 
 Every value remembers where it came from, so a wrong one becomes a
 `ConfigurationError` that names the key and the source ("storage.path from
-PLUGIN_STORAGE_PATH"). File formats: JSON or YAML.
+PLUGIN_STORAGE_PATH"). A key no group knows is an error too, with the closest valid key: a misspelling
+must not silently fall back to a default (`provider: {tpye: aws}` would run the local provider).
+File formats: JSON or YAML.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import pydantic
 from pydantic import ConfigDict, Field
@@ -32,6 +34,10 @@ ENV_VARS: dict[str, str] = {
     "PLUGIN_API_PORT": "api.port",
     "PLUGIN_API_URL": "api.url",
     "PLUGIN_API_KEY": "api.key",
+    "PLUGIN_API_VERIFY": "api.verify",
+    "PLUGIN_API_CA_BUNDLE": "api.ca_bundle",
+    "PLUGIN_API_CLIENT_CERT": "api.client_cert",
+    "PLUGIN_API_CLIENT_KEY": "api.client_key",
     "PLUGIN_STORAGE_TYPE": "storage.type",
     "PLUGIN_STORAGE_PATH": "storage.path",
     "PLUGIN_STORAGE_URL": "storage.url",
@@ -61,8 +67,14 @@ def default_data_dir() -> Path:
 class _Group(pydantic.BaseModel):
     model_config = ConfigDict(extra="allow", validate_by_alias=True, validate_by_name=True, defer_build=True)
 
+    open_groups: ClassVar[bool] = False
+    """Whether a key that is not a field may hold a sub-group (a mapping): the provider drivers' own
+    groups (`provider.local`, `provider.aws`, a third party's). Any other unknown key is an error."""
+
 
 class ProviderSettings(_Group):
+    open_groups: ClassVar[bool] = True
+
     type: str = "local"
     """Provider driver used for new requests (local, aws)."""
     region: str | None = None
@@ -80,6 +92,27 @@ class ApiSettings(_Group):
     """API key for the remote backend (better: `pluginsdk login`, kept in the OS keyring)."""
     token: str | None = None
     """Bearer token for the remote backend."""
+    verify: bool = True
+    """Verify the server's TLS certificate (remote backend). Off only for a test server."""
+    ca_bundle: str | None = None
+    """PEM file of the CA certificates to trust instead of the built-in bundle (a private CA)."""
+    client_cert: str | None = None
+    """PEM client certificate for mutual TLS (may hold the key too)."""
+    client_key: str | None = None
+    """PEM private key of `client_cert`, when it is a file of its own."""
+    trust_env: bool = True
+    """Take proxies (HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY) and SSL_CERT_FILE/SSL_CERT_DIR from the
+    environment."""
+    connect_timeout: float = Field(5.0, gt=0)
+    """Seconds to establish a connection (TCP and TLS)."""
+    read_timeout: float = Field(30.0, gt=0)
+    """Seconds to wait for the server's answer to one call (a `wait=True` request polls, so it may wait longer)."""
+    write_timeout: float = Field(30.0, gt=0)
+    """Seconds to send one request body."""
+    pool_timeout: float = Field(10.0, gt=0)
+    """Seconds to wait for a free connection of the pool."""
+    max_retries: int = Field(2, ge=0, le=10)
+    """Retries of queries and of commands that carry an idempotency id, on connection errors, 408, 429, 5xx."""
 
 
 class StorageSettings(_Group):
@@ -88,6 +121,8 @@ class StorageSettings(_Group):
     """SQLite file (default: <user data dir>/pluginsdk.db)."""
     url: str | None = None
     """Database URL, e.g. postgresql://user@127.0.0.1:5432/db."""
+    seal_key_file: str | None = None
+    """Owner-only file of the key that seals secrets in the store (default: beside the SQLite file)."""
 
 
 class LoggingSettings(_Group):
@@ -99,6 +134,8 @@ class SchedulerSettings(_Group):
     type: Literal["default", "hostfactory", "lsf"] = "default"
     grace_period: int = 300
     """HostFactory getReturnRequests gracePeriod (seconds)."""
+    instance_types: dict[str, Any] = {}
+    """Instance type -> {ncpus, memory_mb, ncores, arch} for HostFactory/LSF template attributes."""
 
 
 class TemplateSettings(_Group):
@@ -297,6 +334,8 @@ def _validate(merged: dict[str, Any], sources: Mapping[str, str]) -> Settings:
         if not (isinstance(model, type) and issubclass(model, _Group)):
             continue
         raw = data.pop(name, None)
+        if isinstance(raw, Mapping):
+            _check_keys(name, model, raw, sources)
         try:
             values[name] = model.model_construct() if raw is None else model.model_validate(raw)
         except pydantic.ValidationError as exc:
@@ -304,8 +343,39 @@ def _validate(merged: dict[str, Any], sources: Mapping[str, str]) -> Settings:
     app = data.pop("app", {})
     if not isinstance(app, dict):
         raise _invalid(None, ("app",), sources, value=app, expected="an object")
-    data.pop("sources", None)
-    return Settings.model_construct(**values, app=app, **data)
+    for key in data:
+        groups = [k for k in Settings.model_fields if k != "sources"]
+        raise _unknown(key, [*groups, *_FLAT_ALIASES], sources)
+    return Settings.model_construct(**values, app=app)
+
+
+def _check_keys(name: str, model: type[_Group], raw: Mapping[str, Any], sources: Mapping[str, str]) -> None:
+    """Raise for the first key of group `name` that is not one of its settings."""
+    for key, value in raw.items():
+        if key not in model.model_fields and not (model.open_groups and isinstance(value, Mapping)):
+            raise _unknown(f"{name}.{key}", [f"{name}.{k}" for k in model.model_fields], sources)
+
+
+def _unknown(key: str, valid: list[str], sources: Mapping[str, str]) -> ConfigurationError:
+    """The ConfigurationError of an unknown key: where it was given, and the valid key it most resembles."""
+    import difflib  # only on this error path: the CLI's cold start never pays for it
+
+    source = sources.get(key) or next(_sources_under(key, sources), "default")
+    leaf = key.rpartition(".")[2]
+    by_leaf = {v.rpartition(".")[2]: v for v in valid}  # compared within the group: its prefix is no likeness
+    close = [by_leaf[m] for m in difflib.get_close_matches(leaf, list(by_leaf), n=1, cutoff=0.6)]
+    hint = f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(sorted(valid))}."
+    return ConfigurationError(
+        f"Unknown configuration key {key!r} (from {source}){hint}",
+        key=key,
+        source=source,
+        details={"field": key, "expected": close[0] if close else sorted(valid)},
+    )
+
+
+def _sources_under(key: str, sources: Mapping[str, str]) -> Iterator[str]:
+    """Sources of the keys inside the sub-group `key` (an unknown key holding a mapping)."""
+    return (source for k, source in sources.items() if k.startswith(key + "."))
 
 
 def _invalid(

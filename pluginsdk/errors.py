@@ -13,19 +13,33 @@ SDKError                         INTERNAL_ERROR            500
 ├── NotFoundError                <ENTITY>_NOT_FOUND        404  (after authorization)
 ├── AlreadyExistsError           ALREADY_EXISTS            409
 ├── AuthenticationError          UNAUTHENTICATED           401
-└── PermissionDeniedError        FORBIDDEN                 403
+├── PermissionDeniedError        FORBIDDEN                 403
+└── APIConnectionError           CONNECTION_ERROR          —    remote backend: no answer from the server
+    └── APITimeoutError          TIMEOUT                   —    remote backend: the server did not answer in time
 ```
+
+The last two are raised by the remote client, never by a server: the call may or may not have run.
 
 The server renders `to_envelope()`, the remote backend rebuilds the same class
 with `from_envelope()`, the CLI exits non-zero printing the envelope, and MCP
 reports the class name. Messages never carry secrets.
+
+Every error is small and clean whatever raised it (`_clean`): the message is
+clipped to `MAX_MESSAGE_CHARS`, text in `details` to `MAX_DETAIL_CHARS`, lists
+and mappings in it to a few entries; text is valid UTF-8 and numbers are JSON
+numbers; and the `value` of a field whose name suggests a secret (password,
+secret, token, key, code, otp, ...) is replaced by `"***"`.
 """
 
 from __future__ import annotations
 
+import math
+import re
 from typing import Any, ClassVar
 
 __all__ = [
+    "APIConnectionError",
+    "APITimeoutError",
     "AlreadyExistsError",
     "AuthenticationError",
     "ConfigurationError",
@@ -39,8 +53,101 @@ __all__ = [
     "SDKError",
     "StateConflictError",
     "ValidationError",
+    "clean_details",
     "error_from_envelope",
+    "is_secret_field",
 ]
+
+MAX_MESSAGE_CHARS = 1000
+"""Longest error message; a longer one (it quotes some huge input) is clipped."""
+MAX_DETAIL_CHARS = 200
+"""Longest text anywhere in `details` (`details.value` above all)."""
+_MAX_ITEMS = 50
+_MAX_DEPTH = 4
+_REDACTED = "***"
+_SECRET_WORDS = frozenset(
+    {
+        "password", "passwd", "passphrase", "pwd", "secret", "token", "key", "apikey", "otp", "totp", "code",
+        "pin", "credential", "credentials", "authorization", "cookie", "signature", "hash", "salt", "seed",
+    }
+)  # fmt: skip
+_NAMING_WORDS = frozenset({"id", "ids", "name", "names", "type", "types", "use", "expiry", "expires"})
+_WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+
+
+def is_secret_field(field: Any) -> bool:
+    """Whether a field's name suggests a secret: its last path segment has a word like password, secret,
+    token, key, code or otp, and does not end in a naming word (`api_key_id`, `key_name`, `token_use` name
+    things, they are not secrets)."""
+    if not isinstance(field, str) or not field:
+        return False
+    names = [p for p in re.split(r"[.\[\]]", field) if p and not p.isdigit()]  # `password.0` is the password's
+    last = names[-1] if names else field
+    words = [w.lower() for w in _WORD.findall(last)]
+    if not words or words[-1] in _NAMING_WORDS:
+        return False
+    joined = "".join(words)
+    return any(w in _SECRET_WORDS for w in words) or any(s in joined for s in ("password", "secret", "apikey"))
+
+
+_UNSAFE = re.compile(
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ud800-\udfff]"
+)
+"""Characters shown escaped in errors: controls (ANSI escapes included; newline and tab kept), bidi controls,
+zero-width characters and lone surrogates. An error quoting input can neither reorder nor hide text in a
+terminal or log, nor break a UTF-8 encoder."""
+
+
+def _escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group()):04x}"
+
+
+def _clip(text: str, limit: int, *, keep_lines: bool = True) -> str:
+    if len(text) > limit:
+        text = f"{text[:limit]}... ({len(text) - limit} more characters)"
+    text = _UNSAFE.sub(_escape, text)
+    return text if keep_lines else text.replace("\n", "\\n").replace("\t", "\\t")
+
+
+def _clean(value: Any, depth: int = 0) -> Any:
+    """A JSON-ready, bounded copy of a detail value."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, str):
+        return _clip(value, MAX_DETAIL_CHARS, keep_lines=False)
+    if isinstance(value, int):
+        return value if abs(value) < 2**63 else f"<integer of {value.bit_length()} bits>"
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if depth >= _MAX_DEPTH:
+        return "..."
+    if isinstance(value, dict):
+        items = list(value.items())
+        out = {_clip(str(k), MAX_DETAIL_CHARS, keep_lines=False): _clean(v, depth + 1) for k, v in items[:_MAX_ITEMS]}
+        if len(items) > _MAX_ITEMS:
+            out["..."] = f"{len(items) - _MAX_ITEMS} more entries"
+        return out
+    if isinstance(value, list | tuple | set | frozenset):
+        seq = list(value)
+        cleaned = [_clean(v, depth + 1) for v in seq[:_MAX_ITEMS]]
+        if len(seq) > _MAX_ITEMS:
+            cleaned.append(f"... {len(seq) - _MAX_ITEMS} more")
+        return cleaned
+    return _clip(type(value).__name__, MAX_DETAIL_CHARS)
+
+
+def clean_details(details: dict[str, Any]) -> dict[str, Any]:
+    """`details` made small and JSON-safe, with a secret field's value redacted."""
+    out = _clean(details)
+    if not isinstance(out, dict):
+        return {}
+    if "value" in out and out["value"] is not None and is_secret_field(details.get("field")):
+        out["value"] = _REDACTED
+    for entry in out.get("errors") or ():
+        if isinstance(entry, dict) and "value" in entry and is_secret_field(entry.get("field")):
+            entry["value"] = _REDACTED
+    return out
+
 
 #: entity_type -> specific not-found code of the provisioning spec.
 _NOT_FOUND_CODES = {
@@ -64,9 +171,10 @@ class SDKError(Exception):
         details: dict[str, Any] | None = None,
         request_id: str | None = None,
     ) -> None:
+        message = _clip(str(message), MAX_MESSAGE_CHARS)
         super().__init__(message)
         self.message = message
-        self.details: dict[str, Any] = dict(details or {})
+        self.details: dict[str, Any] = clean_details(details) if details else {}
         self.request_id = request_id
 
     @property
@@ -193,6 +301,24 @@ class PermissionDeniedError(SDKError):
 
     error_code = "FORBIDDEN"
     http_status = 403
+
+
+class APIConnectionError(SDKError):
+    """The remote backend could not reach the server, or the connection broke before an answer came.
+
+    Not a server error: no envelope came back, so a command may or may not have run (retry a command
+    with the same `request_id` to be safe; the remote backend does that itself for the commands that
+    carry one). `details` has the `url` and the transport's `reason`."""
+
+    error_code = "CONNECTION_ERROR"
+    http_status = 503
+
+
+class APITimeoutError(APIConnectionError):
+    """The server did not answer within the configured timeout (`api.read_timeout` and the other phases)."""
+
+    error_code = "TIMEOUT"
+    http_status = 504
 
 
 _BY_CODE: dict[str, type[SDKError]] = {

@@ -27,6 +27,8 @@ from .principal import Principal
 __all__ = ["PluginSDK"]
 
 if TYPE_CHECKING:
+    import httpx
+
     from ._sdk_methods import SDKMethods as _Methods
 else:
     _Methods = object
@@ -59,11 +61,15 @@ class PluginSDK(_Methods, metaclass=_Facade):
     Options are keyword-only and fall back to configuration: `provider`
     (PLUGIN_PROVIDER), `config` (a dict, same groups as the file), `config_path`
     (JSON/YAML file, PLUGIN_CONFIG), `backend` (a name such as "local" or
-    "remote", PLUGIN_BACKEND, or a Backend instance), `api_url`/`api_key`
-    (PLUGIN_API_URL/PLUGIN_API_KEY, remote only), `user` (the identity the local
-    engine acts as, PLUGIN_USER; default the configured administrator),
-    `scheduler` (output strategy). A wrong value raises ConfigurationError naming
-    the key and where it came from.
+    "remote", PLUGIN_BACKEND, or a Backend instance), `api_url` (or `base_url`, its
+    httpx/openai-python spelling) and `api_key` (PLUGIN_API_URL/PLUGIN_API_KEY, remote
+    only), `user` (the identity the local engine acts as, PLUGIN_USER; default the
+    configured administrator), `scheduler` (output strategy). Remote only: `timeout`
+    (seconds for every phase of one HTTP call, or an `httpx.Timeout`; default the
+    `api.*_timeout` settings), `max_retries`, `transport` (an httpx transport, for
+    tests or custom stacks). `background` runs the local engine's reconciliation loop;
+    `backend_options` go to a third-party backend. An unknown keyword is a TypeError;
+    a wrong value raises ConfigurationError naming the key and where it came from.
     """
 
     def __init__(
@@ -78,20 +84,28 @@ class PluginSDK(_Methods, metaclass=_Facade):
         user: str | None = None,
         scheduler: str | None = None,
         settings: Settings | None = None,
-        **backend_options: Any,
+        base_url: str | None = None,
+        timeout: float | httpx.Timeout | None = None,
+        max_retries: int | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        background: bool | None = None,
+        backend_options: Mapping[str, Any] | None = None,
     ) -> None:
+        if base_url is not None and api_url is not None and base_url != api_url:
+            raise TypeError("PluginSDK() got both api_url and base_url (the same option); give one.")
+        given = {"timeout": timeout, "max_retries": max_retries, "transport": transport, "background": background}
         self._settings_in = settings
         self._config = config
         self._config_path = config_path
         self._overrides = {
             "provider.type": provider,
-            "api.url": api_url,
+            "api.url": api_url or base_url,
             "api.key": api_key,
             "sdk.user": user,
             "scheduler.type": scheduler,
         }
         self._backend_arg = backend
-        self._backend_options = backend_options
+        self._backend_options = {**{k: v for k, v in given.items() if v is not None}, **(backend_options or {})}
         self._backend: Backend | None = backend if backend is not None and not isinstance(backend, str) else None
         self._settings: Settings | None = settings
         self._principal: Principal | None = None

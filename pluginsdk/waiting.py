@@ -4,7 +4,9 @@
 `poll` seconds until the request is terminal or its `timeout` passes, and hands each reading to an async
 `report` callback. The CLI redraws its progress line on stderr from every reading
 (`pluginsdk/cli/_progress.py`); the MCP server sends `notifications/progress` through `when_rising`, which
-passes a reading on only when more machines run than before (`pluginsdk/mcp/tools.py`).
+passes a reading on only when more machines run than before (`pluginsdk/mcp/tools.py`). The remote backend
+waits the same way for a plain `create_request(..., wait=True)` (`backends/remote/__init__.py`), so a wait
+never has to fit in one HTTP call.
 
 Nothing here writes anywhere: what a reading becomes is the caller's business.
 """
@@ -15,14 +17,20 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeGuard
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
 
 if TYPE_CHECKING:
     from .models import RequestCreated
     from .operations import CreateRequestCommand, Operation
-    from .sdk import PluginSDK
 
-__all__ = ["POLL", "Progress", "Report", "reports_progress", "request_and_wait", "when_rising"]
+
+class Executor(Protocol):
+    """What runs the operations of a wait: a PluginSDK, or the remote backend for one principal."""
+
+    async def execute(self, operation: Operation, /) -> Any: ...
+
+
+__all__ = ["POLL", "Executor", "Progress", "Report", "reports_progress", "request_and_wait", "when_rising"]
 
 POLL = 0.5
 """Seconds between two status reads."""
@@ -61,7 +69,7 @@ def reports_progress(op: Operation) -> TypeGuard[CreateRequestCommand]:
 
 
 async def request_and_wait(
-    sdk: PluginSDK, op: CreateRequestCommand, report: Report, *, poll: float = POLL
+    sdk: Executor, op: CreateRequestCommand, report: Report, *, poll: float = POLL
 ) -> RequestCreated:
     """Submit `op` without waiting, then poll and report its status until it is terminal or `op.timeout` passes.
 
@@ -70,14 +78,16 @@ async def request_and_wait(
     and message when it finished, else status `submitted` and a message saying the wait gave up.
     """
     from .models import RequestCreated
+    from .operations import get_spec
 
+    status_of = get_spec("get_request_status")
     timeout = float(op.timeout)
     created: RequestCreated = await sdk.execute(op.model_copy(update={"wait": False}))
     if created.dry_run or created.status != "submitted":
         return created
     start = time.monotonic()
     while True:
-        status = await sdk.call("get_request_status", request_ids=[created.request_id])
+        status = await sdk.execute(status_of.build({"request_ids": [created.request_id]}))
         request = status.requests[0]
         running = sum(1 for m in request.machines if m.status.value == "running")
         elapsed = time.monotonic() - start

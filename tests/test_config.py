@@ -88,3 +88,59 @@ async def test_sdk_bad_provider_is_a_clear_error(tmp_path: Path) -> None:
             await sdk.get_provider_health()
         with pytest.raises(NotFoundError, match="No provider named 'cirrus'"):  # asked for by the caller: 404
             await sdk.get_provider_health(provider_name="cirrus")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "key", "source", "closest"),
+    [
+        ({"config": {"provider": {"tpye": "aws"}}}, "provider.tpye", "config dict", "provider.type"),
+        ({"config": {"api": {"ca_bundel": "/x.pem"}}}, "api.ca_bundel", "config dict", "api.ca_bundle"),
+        ({"config": {"provder": "aws"}}, "provder", "config dict", "provider"),
+        ({"config": {"storag": {"path": "/x.db"}}}, "storag", "config dict", "storage"),
+        ({"config": {"logging": {"level": "INFO", "colour": "red"}}}, "logging.colour", "config dict", None),
+    ],
+)
+def test_unknown_keys_name_key_source_and_the_closest_valid_key(
+    kwargs: dict[str, object], key: str, source: str, closest: str | None
+) -> None:
+    with pytest.raises(ConfigurationError) as exc:
+        load_settings(environ={}, **kwargs)  # type: ignore[arg-type]
+    assert exc.value.key == key and exc.value.source == source
+    assert f"Unknown configuration key {key!r} (from {source})" in exc.value.message
+    if closest:
+        assert f"did you mean {closest!r}?" in exc.value.message and exc.value.details["expected"] == closest
+    else:
+        assert "valid keys: logging.file, logging.level" in exc.value.message
+
+
+def test_an_unknown_key_in_a_file_is_an_error_not_a_silent_default(tmp_path: Path) -> None:
+    cfg = tmp_path / "plugin.yaml"
+    cfg.write_text("provider:\n  tpye: aws\n")
+    with pytest.raises(ConfigurationError) as exc:
+        load_settings(config_path=cfg, environ={})
+    assert exc.value.key == "provider.tpye" and exc.value.source == f"file {cfg}"
+    assert "did you mean 'provider.type'?" in exc.value.message
+
+
+def test_driver_groups_and_instance_types_stay_open(tmp_path: Path) -> None:
+    config = {
+        "provider": {"type": "local", "local": {"boot_delay": 0.1}, "acme": {"endpoint": "x"}},
+        "scheduler": {"instance_types": {"m5": {"xlarge": {"ncpus": 4}}}},
+        "app": {"authProvider": {"anything": True}},
+    }
+    s = load_settings(config=config, environ={})
+    assert s.group("provider.local") == {"boot_delay": 0.1} and s.group("provider.acme") == {"endpoint": "x"}
+    assert s.group("scheduler.instance_types") == {"m5": {"xlarge": {"ncpus": 4}}}
+    with pytest.raises(ConfigurationError, match=r"provider\.regoin"):
+        load_settings(config={"provider": {"regoin": "eu-west-1"}}, environ={})  # a value, not a driver group
+
+
+def test_remote_client_settings_and_their_environment(tmp_path: Path) -> None:
+    s = load_settings(environ={})
+    assert s.api.verify is True and s.api.trust_env is True and s.api.ca_bundle is None
+    assert (s.api.connect_timeout, s.api.read_timeout, s.api.write_timeout, s.api.pool_timeout) == (5, 30, 30, 10)
+    env = {"PLUGIN_API_VERIFY": "false", "PLUGIN_API_CA_BUNDLE": "/ca.pem", "PLUGIN_API_CLIENT_CERT": "/c.pem",
+           "PLUGIN_API_CLIENT_KEY": "/c.key"}  # fmt: skip
+    s = load_settings(environ=env)
+    assert s.api.verify is False and s.api.ca_bundle == "/ca.pem" and s.api.client_key == "/c.key"
+    assert s.source_of("api.client_cert") == "environment PLUGIN_API_CLIENT_CERT"

@@ -11,7 +11,6 @@ write-time rules live in one place, `validate_constraint()`, which raises the SD
 with `userId` in place of `groupId`: `{"userId", "permission", "permissionType"}`.
 """
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -20,6 +19,7 @@ import pydantic
 from ..errors import ValidationError
 from ._base import BaseModel
 from .auth_vocabulary import OBJECT_TYPES, OPERATORS, PERMISSION_TYPES, PERMISSIONS
+from .identifiers import identifier_problem
 
 __all__ = [
     "Constraint",
@@ -32,10 +32,6 @@ __all__ = [
 DESCRIPTION_MIN = 4
 DESCRIPTION_MAX = 256
 """Length bounds of a constraint's description, after trimming."""
-
-# Same rules as pluginsdk.operations.auth_fields (models may not import operations).
-_USER_ID = re.compile(r"^[A-Za-z0-9_\-\.\+\@]{3,256}$")
-_ROLE_NAME = re.compile(r"^[A-Za-z0-9_.\- ]{1,64}$")
 
 
 class Criterion(BaseModel):
@@ -111,6 +107,10 @@ def validate_constraint(constraint: Constraint | Mapping[str, Any]) -> Constrain
             err = exc.errors()[0]
             where = ".".join(str(p) for p in err["loc"])
             raise _invalid(f"Invalid constraint: {where}: {err['msg']}", where, err.get("input"), err["type"]) from None
+    if c.constraint_id:
+        problem = identifier_problem("constraint id", c.constraint_id)
+        if problem is not None:
+            raise _invalid(f"Invalid constraintId: {problem}.", "constraintId", c.constraint_id, "a constraint id")
     if not c.name.strip():
         raise _invalid("A constraint needs a name.", "name", c.name, "non-empty text")
     description = c.description.strip()
@@ -153,18 +153,20 @@ def validate_constraint(constraint: Constraint | Mapping[str, Any]) -> Constrain
             "A constraint needs at least one group permission.", "groupPermissions", [], "at least one entry"
         )
     for i, gp in enumerate(c.group_permissions):
-        if not _ROLE_NAME.match(gp.group_id):
+        problem = identifier_problem("role name", gp.group_id)
+        if problem is not None:
             raise _invalid(
-                f"Invalid groupId '{gp.group_id}'.",
+                f"Invalid groupId: {problem}.",
                 f"groupPermissions[{i}].groupId",
                 gp.group_id,
                 "1-64 of letters, digits, - _ . and space",
             )
         _check_permission(f"groupPermissions[{i}]", gp.permission, gp.permission_type)
     for i, up in enumerate(c.user_permissions):
-        if not _USER_ID.match(up.user_id):
+        problem = identifier_problem("user id", up.user_id)
+        if problem is not None:
             raise _invalid(
-                f"Invalid userId '{up.user_id}'.",
+                f"Invalid userId: {problem}.",
                 f"userPermissions[{i}].userId",
                 up.user_id,
                 "3-256 of letters, digits, _ - . + @",

@@ -3,7 +3,10 @@
 from datetime import datetime
 from typing import Any
 
+from pydantic import field_validator
+
 from ._base import BaseModel
+from .values import value_problem
 
 __all__ = ["Template"]
 
@@ -51,3 +54,12 @@ class Template(BaseModel):
     """Where the template came from: store, or the file it was loaded from."""
     created_at: datetime | None = None
     updated_at: datetime | None = None
+
+    @field_validator("configuration")
+    @classmethod
+    def _storable(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """Free-form settings hold only what JSON and the store take (a template file may say `.nan`)."""
+        found = value_problem(value)
+        if found is not None:
+            raise ValueError(f"{found[0]}: {found[1]}")
+        return value

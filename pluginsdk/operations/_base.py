@@ -20,8 +20,9 @@ from pydantic import ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from ..errors import HandlerDiscoveryError, ValidationError
+from ..errors import HandlerDiscoveryError, InvalidPaginationToken, ValidationError
 from ..models import BaseModel
+from ..models.values import value_problem
 
 __all__ = [
     "CATALOG",
@@ -114,13 +115,15 @@ class Policy(NamedTuple):
 
 
 class Operation(BaseModel):
-    """Base of every command and query: strict input (unknown fields rejected), aliases applied."""
+    """Base of every command and query: strict input (unknown fields rejected), aliases applied, every value
+    storable (`pluginsdk.models.values`: finite numbers, 64-bit integers, valid text, bounded nesting)."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
         validate_by_name=True,
         validate_by_alias=True,
         extra="forbid",
+        allow_inf_nan=False,
         use_attribute_docstrings=False,
         defer_build=True,
         loc_by_alias=False,
@@ -163,6 +166,16 @@ class Operation(BaseModel):
             if isinstance(out.get(key), str):
                 out[key] = [out[key]]
         return out
+
+    @model_validator(mode="after")
+    def _storable(self) -> "Operation":
+        """Free-form values (configuration, tags, additional data) too: no interface lets NaN, a lone
+        surrogate, NUL or an out-of-range integer through to the store or a JSON encoder."""
+        found = value_problem(self)
+        if found is not None:
+            where, problem = found
+            raise PydanticCustomError("unstorable_value", "{problem}", {"field": where, "problem": problem})
+        return self
 
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
@@ -394,9 +407,11 @@ def validation_error(exc: pydantic.ValidationError, where: str) -> ValidationErr
     errors = exc.errors(include_url=False)
     first = errors[0]
     fld = ".".join(str(p) for p in first["loc"]) or str((first.get("ctx") or {}).get("field", "input"))
+    if first["type"] == "invalid_pagination_token":
+        return InvalidPaginationToken(details={"field": fld, "expected": "the NextToken of the previous page"})
     value = first.get("input")
-    if not isinstance(value, str | int | float | bool) and value is not None:
-        value = None
+    if first["type"] == "extra_forbidden" or (not isinstance(value, str | int | float | bool) and value is not None):
+        value = None  # an unknown field's value is never echoed (it may be a misspelt password)
     message = f"Invalid value for {fld!r} in {where}: {first['msg']}."
     if first["type"] == "missing":
         message = f"{fld!r} is required for {where}."

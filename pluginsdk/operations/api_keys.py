@@ -2,9 +2,10 @@
 
 from pydantic import Field, field_validator, model_validator
 
+from .._pagination import PageToken
 from ..models.auth_results import ApiKeyCreated, ApiKeyList, ApiKeyResult
 from ._base import Cli, Command, Policy, Query, Rest
-from .auth_fields import Description, PartialUpdate, UserId, strip_text
+from .auth_fields import ApiKeyName, Description, Expiry, PartialUpdate, UserId, strip_spaces, strip_text
 
 __all__ = [
     "CreateAPIKeyCommand",
@@ -29,7 +30,7 @@ class _ListKeys(Query):
     """Most keys per page (1-3000; larger values are clamped)."""
     page_size: int = Field(1000, ge=1)
     """Keys per page (default 1000; clamped to max_items)."""
-    starting_token: str | None = None
+    starting_token: PageToken | None = None
     """NextToken of the previous page, unmodified."""
 
 
@@ -41,7 +42,7 @@ class ListAPIKeysQuery(_ListKeys):
     cli = Cli("api-keys", "list")
     policy = _ADMIN
 
-    user_id: str | None = None
+    user_id: UserId | None = None
     """Only this user's keys."""
 
 
@@ -79,12 +80,12 @@ class GetMyAPIKeyQuery(Query):
 
 
 class _CreateKey(Command):
-    api_key_name: str = Field(min_length=1, max_length=128)
-    """Display name, unique per user; cannot change later."""
+    api_key_name: ApiKeyName
+    """Display name, unique per user; cannot change later (1-128 of letters, digits, space, _ - . : @ + ( ) / , #)."""
     description: Description
     """What the key is for (4-256 characters after trimming)."""
 
-    _strip_name = field_validator("api_key_name", mode="before")(strip_text)
+    _strip_name = field_validator("api_key_name", mode="before")(strip_spaces)
 
 
 class CreateAPIKeyCommand(_CreateKey):
@@ -97,7 +98,7 @@ class CreateAPIKeyCommand(_CreateKey):
 
     user_id: UserId
     """User the key acts as (must hold a role assignment)."""
-    expires_at: str | None = None
+    expires_at: Expiry | None = None
     """Expiry, ISO 8601 with a time zone, in the future; a date alone means the end of that day UTC."""
 
 
@@ -109,7 +110,7 @@ class CreateMyAPIKeyCommand(_CreateKey):
     cli = Cli("api-keys", "create-mine", args=("api_key_name",))
     policy = _SELF
 
-    expires_at: str
+    expires_at: Expiry
     """Expiry (ISO 8601 with a time zone, or a date), at most 365 days from now."""
 
 
@@ -118,11 +119,11 @@ class _UpdateKey(PartialUpdate, Command):
     """Key to update."""
     description: str | None = Field(None, min_length=4, max_length=256)
     """New description."""
-    expires_at: str | None = None
+    expires_at: Expiry | None = None
     """New expiry (ISO 8601 with a time zone, or a date)."""
     is_active: str | None = Field(None, pattern=r"^(true|false)$")
     """The text `true` (enable) or `false` (disable)."""
-    api_key_name: str | None = None
+    api_key_name: ApiKeyName | None = None
     """Not changeable; giving it is an error."""
 
     _strip = field_validator("description", mode="before")(strip_text)

@@ -4,7 +4,7 @@ from pydantic import Field
 
 from ..models.auth_results import Jwks, MfaSetup, SessionTokens
 from ._base import Cli, Command, Policy, Query, Rest
-from .auth_fields import Sensitive
+from .auth_fields import Sensitive, UserId
 
 __all__ = [
     "ChangePasswordCommand",
@@ -31,7 +31,7 @@ class LoginCommand(Sensitive, Command):
     policy = Policy(unauthenticated=True, category="session")
     secret_fields = ("password", "new_password")
 
-    username: str = Field(min_length=1, max_length=256)
+    username: UserId
     """User id."""
     password: str
     """Current (or temporary) password."""

@@ -9,10 +9,13 @@ fields valid for it, operators, permissions, description length) live in one pla
 import re
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, StringConstraints, field_validator
+from pydantic import AfterValidator, Field, field_validator
 
+from .._pagination import PageToken
 from ..models.auth import Constraint, Criterion, GroupPermission, UserPermission
 from ..models.auth_results import ConstraintImported, ConstraintList, ConstraintWritten, PermissionObjects
+from ..models.identifiers import CONSTRAINT_ID_PATTERN
+from ..models.identifiers import ConstraintId as _ConstraintIdText
 from ._base import Cli, Command, Policy, Query, Rest
 
 __all__ = [
@@ -27,8 +30,6 @@ __all__ = [
     "UpdateConstraintCommand",
 ]
 
-CONSTRAINT_ID_PATTERN = r"^[A-Za-z0-9_\-\.:]{1,128}$"
-"""1-128 of letters, digits, `_ - . :`."""
 RESERVED_ID = "permissionObjects"
 """The name of a route under /auth/constraints, so never a constraint id."""
 
@@ -39,7 +40,8 @@ def _not_reserved(value: str) -> str:
     return value
 
 
-ConstraintId = Annotated[str, StringConstraints(pattern=CONSTRAINT_ID_PATTERN), AfterValidator(_not_reserved)]
+ConstraintId = Annotated[_ConstraintIdText, AfterValidator(_not_reserved)]
+"""1-128 of letters, digits, `_ - . :`, not the reserved route name."""
 
 _CONSTRAINTS = Policy(category="constraints")
 
@@ -60,7 +62,7 @@ class ListConstraintsQuery(Query):
     """Most constraints to return (1-30000)."""
     page_size: int = Field(3000, ge=1, le=10000)
     """Constraints per page (1-10000; above 3000 served in pages of 3000)."""
-    starting_token: str | None = None
+    starting_token: PageToken | None = None
     """NextToken of the previous page, unmodified."""
 
 

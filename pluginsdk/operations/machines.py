@@ -3,6 +3,7 @@
 from pydantic import Field
 
 from ..models import ActiveMachineCount, CleanupResult, Machine, MachineHealth, MachineList, MachineStatus
+from ..models.identifiers import TemplateId
 from ._base import Cli, Command, Policy, Query, Rest
 
 __all__ = [
@@ -40,7 +41,7 @@ class ListMachinesQuery(Query):
 
     status: MachineStatus | None = None
     """Only machines in this status."""
-    template_id: str | None = None
+    template_id: TemplateId | None = None
     """Only machines from this template."""
     request_id: str | None = None
     """Only machines of this request."""
@@ -83,7 +84,7 @@ class GetActiveMachineCountQuery(Query):
     cli = Cli("machines", "count")
     policy = Policy(object_type="machine", category="machines")
 
-    template_id: str | None = None
+    template_id: TemplateId | None = None
     provider_name: str | None = None
 
 

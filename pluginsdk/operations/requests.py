@@ -15,6 +15,7 @@ from ..models import (
     ReturnRequestCreated,
     SkippedMachine,
 )
+from ..models.identifiers import TemplateId
 from ._base import Cli, Command, Mcp, Policy, Query, Rest
 
 __all__ = [
@@ -52,7 +53,7 @@ class CreateRequestCommand(Command):
     policy = Policy(object_type="request", fields={"templateId": "template_id"}, category="machines")
     output_fields = ("created_request_id",)
 
-    template_id: str = Field(min_length=1)
+    template_id: TemplateId
     """Template to provision from."""
     requested_count: int = Field(ge=1, le=1_000_000)
     """How many machines (aliases: count, machine_count)."""
@@ -281,7 +282,7 @@ class ListRequestsQuery(Query):
 
     status: RequestStatus | None = None
     """Only requests in this status."""
-    template_id: str | None = None
+    template_id: TemplateId | None = None
     """Only requests for this template."""
     request_type: str | None = Field(None, pattern="^(provision|return)$")
     """provision or return."""
@@ -330,4 +331,4 @@ class GetRequestSummaryQuery(Query):
     cli = Cli("requests", "summary")
     policy = Policy(object_type="request", category="requests")
 
-    template_id: str | None = None
+    template_id: TemplateId | None = None

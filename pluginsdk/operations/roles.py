@@ -107,7 +107,7 @@ class ListUserRolesQuery(Query):
 class _UserRoles(Command):
     user_id: UserId
     """The user."""
-    role_name: list[str] = Field(min_length=1, max_length=100)
+    role_name: list[RoleName] = Field(min_length=1, max_length=100)
     """Role names (each must exist)."""
 
     _names = field_validator("role_name")(check_role_names)

@@ -5,6 +5,7 @@ from typing import Any
 from pydantic import Field
 
 from ..models import TemplateRefresh, TemplateWritten
+from ..models.identifiers import TemplateId
 from ._base import Cli, Command, Policy, Rest
 from .templates import TEMPLATE_POLICY
 
@@ -52,8 +53,8 @@ class CreateTemplateCommand(_TemplateFields):
     cli = Cli("templates", "create")
     policy = TEMPLATE_POLICY
 
-    template_id: str = Field(min_length=1, max_length=255)
-    """Unique template id."""
+    template_id: TemplateId
+    """Unique template id (1-255 of letters, digits, _ - ., starting with a letter or digit)."""
     image_id: str = Field(min_length=1)
     """Machine image (AMI id on AWS)."""
     provider_api: str = "aws"
@@ -70,7 +71,7 @@ class UpdateTemplateCommand(_TemplateFields):
     cli = Cli("templates", "update", args=("template_id",))
     policy = TEMPLATE_POLICY
 
-    template_id: str = Field(min_length=1)
+    template_id: TemplateId
     """Template to update."""
     image_id: str | None = None
     provider_api: str | None = None
@@ -84,7 +85,7 @@ class DeleteTemplateCommand(Command):
     cli = Cli("templates", "delete", args=("template_id",))
     policy = TEMPLATE_POLICY
 
-    template_id: str = Field(min_length=1)
+    template_id: TemplateId
     """Template to delete."""
     force: bool = False
     """Delete even while active requests use it."""

@@ -5,9 +5,11 @@ The writes live in `template_writes`, so a scheduler's `templates list` builds o
 
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, field_validator
+from pydantic_core import PydanticCustomError
 
 from ..models import TemplateList, TemplateResult, TemplateValidation
+from ..models.identifiers import TemplateId, identifier_problem
 from ._base import Cli, Policy, Query, Rest
 
 __all__ = ["GetTemplateQuery", "ListTemplatesQuery", "ValidateTemplateQuery"]
@@ -46,7 +48,7 @@ class GetTemplateQuery(Query):
     cli = Cli("templates", "show", args=("template_id",))
     policy = TEMPLATE_POLICY
 
-    template_id: str = Field(min_length=1)
+    template_id: TemplateId
     """Template to show."""
     provider_name: str | None = None
     include_config: bool = True
@@ -63,5 +65,16 @@ class ValidateTemplateQuery(Query):
 
     template_config: dict[str, Any] | None = None
     """Raw template configuration to check (snake_case or camelCase)."""
-    template_id: str | None = None
+    template_id: TemplateId | None = None
     """Validate this stored template (or name the config's id)."""
+
+    @field_validator("template_config")
+    @classmethod
+    def _config_id(cls, config: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The configuration's own id follows the template id rules too (a create would refuse it)."""
+        for key in ("template_id", "templateId"):
+            value = (config or {}).get(key)
+            problem = identifier_problem("template id", value) if isinstance(value, str) else None
+            if problem is not None:
+                raise PydanticCustomError("identifier", "{key}: {problem}", {"key": key, "problem": problem})
+        return config

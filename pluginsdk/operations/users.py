@@ -2,6 +2,7 @@
 
 from pydantic import Field, field_validator, model_validator
 
+from .._pagination import PageToken
 from ..models.auth_results import ManagedUserList, ManagedUserWritten
 from ._base import Cli, Command, Policy, Query, Rest
 from .auth_fields import PartialUpdate, UserId
@@ -31,7 +32,7 @@ class ListManagedUsersQuery(Query):
     """Most users per page (1-60)."""
     page_size: int | None = Field(None, ge=1, le=60)
     """Users per page (1-60); takes precedence over max_items."""
-    starting_token: str | None = None
+    starting_token: PageToken | None = None
     """NextToken of the previous page, unmodified."""
 
 

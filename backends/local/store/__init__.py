@@ -52,16 +52,19 @@ class Store:
     # -- templates --------------------------------------------------------
     async def get_template(self, template_id: str) -> Template | None:
         row = await self.db.fetchone("SELECT data FROM templates WHERE template_id = :id", {"id": template_id})
-        return models.Template.model_validate_json(row["data"]) if row else None
+        return models.Template.from_stored(row["data"], key=template_id) if row else None
 
     async def list_templates(self, provider_api: str | None = None) -> list[Template]:
         if provider_api:
             rows = await self.db.fetchall(
-                "SELECT data FROM templates WHERE provider_api = :p ORDER BY template_id", {"p": provider_api}
+                "SELECT template_id, data FROM templates WHERE provider_api = :p ORDER BY template_id",
+                {"p": provider_api},
             )
         else:
-            rows = await self.db.fetchall("SELECT data FROM templates ORDER BY template_id")
-        return [models.Template.model_validate_json(r["data"]) for r in rows]
+            rows = await self.db.fetchall("SELECT template_id, data FROM templates ORDER BY template_id")
+        # one row that no longer validates is logged and skipped, never a failed listing for everyone
+        found = (models.Template.from_stored(r["data"], key=r["template_id"]) for r in rows)
+        return [t for t in found if t is not None]
 
     async def templates_version(self) -> str | None:
         """Changes on every template write (any process): the engine's template cache key."""

@@ -101,8 +101,7 @@ def key_file(settings: Settings) -> Path | None:
     """The key file for these settings; None for an in-memory store (its key lives as long as it does)."""
     if env := os.environ.get(SEAL_KEY_FILE_ENV):
         return Path(env).expanduser()
-    extra = settings.storage.__pydantic_extra__ or {}
-    if configured := extra.get("seal_key_file") or extra.get("sealKeyFile"):
+    if configured := settings.storage.seal_key_file:
         return Path(str(configured)).expanduser()
     target = settings.storage_target
     if target.startswith(("postgresql", "postgres:")):

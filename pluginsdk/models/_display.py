@@ -1,0 +1,208 @@
+"""How data objects show themselves to people: a compact `str()`, and rich output in Jupyter / IPython.
+
+`str(obj)` is one line: `Request(request_id='req-1', status='completed', machines=[2 Machine])` — values
+that are set and not their field's default, no timestamps or envelope noise (`success=True`), long text
+clipped, nested lists counted.
+In a notebook an object renders as a key/value table (`_repr_html_`; `_repr_pretty_` for IPython's
+terminal), and each list of objects in it (`templates`, `machines`) as a compact table, one row an item,
+at most `MAX_ROWS` rows and `MAX_COLUMNS` columns of the fields that are set. `repr()` stays pydantic's
+full form, for debugging. Everything shown is escaped; a secret field (`Field(repr=False)`) shows as ***.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import datetime
+from typing import Any
+
+__all__ = ["MAX_COLUMNS", "MAX_ROWS", "Display"]
+
+MAX_ROWS = 20
+MAX_COLUMNS = 8
+_CELL = 40
+"""Characters of one value in a table cell or in `str()`."""
+_ENVELOPE = frozenset({"success", "timestamp"})
+_SECRET = "***"  # noqa: S105 - the mask, not a secret
+"""Shown for a field declared `Field(repr=False)`: the secrets (an API key, tokens) never reach a display."""
+
+_TH = '<th style="text-align:left">'
+_TD = '<td style="text-align:left">'
+
+
+def _is_model(value: Any) -> bool:
+    return hasattr(type(value), "model_fields")
+
+
+def _is_model_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(_is_model(v) for v in value)
+
+
+def _empty(value: Any) -> bool:
+    return value is None or value == "" or (isinstance(value, list | dict | tuple) and not value)
+
+
+def _clip(text: str, limit: int = _CELL) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _scalar(value: Any) -> str:
+    """One value as short text: enums by value, datetimes to the second, containers summarised."""
+    if value is None:
+        return ""
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    if isinstance(value, datetime):
+        return value.isoformat(sep=" ", timespec="seconds")
+    if _is_model(value):
+        return f"{type(value).__name__}(…)"
+    if isinstance(value, dict):
+        if len(value) > 3:
+            return f"{{{len(value)} keys}}"
+        return ", ".join(f"{k}={_scalar(v)}" for k, v in value.items())
+    if isinstance(value, list | tuple):
+        if value and all(_is_model(v) for v in value):
+            return f"[{len(value)} {type(value[0]).__name__}]"
+        if len(value) > 5:
+            return ", ".join(_scalar(v) for v in value[:3]) + f", … ({len(value)} items)"
+        return ", ".join(_scalar(v) for v in value)
+    return str(value)
+
+
+def _fields(obj: Any) -> list[tuple[str, Any]]:
+    """The (name, value) pairs worth showing: set, not empty, not envelope bookkeeping; the envelope's
+    `message` last (it comes first in field order, the result's own fields matter more)."""
+    out = []
+    for name, field in type(obj).model_fields.items():
+        value = getattr(obj, name, None)
+        if name in _ENVELOPE or _empty(value):
+            continue
+        out.append((name, value if field.repr else _SECRET))
+    return sorted(out, key=lambda pair: pair[0] == "message" and "success" in type(obj).model_fields)
+
+
+def _columns(items: list[Any]) -> list[str]:
+    """Fields of the items that are set in at least one of them, not secret and not lists of objects."""
+    names: list[str] = []
+    for name, field in type(items[0]).model_fields.items():
+        if not field.repr:
+            continue
+        values = [getattr(item, name, None) for item in items[:MAX_ROWS]]
+        if name in _ENVELOPE or all(_empty(v) for v in values) or any(_is_model_list(v) for v in values):
+            continue
+        names.append(name)
+    return names[:MAX_COLUMNS]
+
+
+def _default(obj: Any, name: str, value: Any) -> bool:
+    """Whether `value` is the field's plain default, which `str()` leaves out (a `status` always stays)."""
+    field = type(obj).model_fields[name]
+    if name == "status" or field.default_factory is not None or field.is_required():
+        return False
+    try:
+        return bool(value == field.default)
+    except Exception:  # an exotic __eq__: show it
+        return False
+
+
+def compact(obj: Any) -> str:
+    """The one-line `str()`: set values that are not their field's default; timestamps left out."""
+    parts = []
+    for name, value in _fields(obj):
+        if isinstance(value, datetime) or value is False or _default(obj, name, value):
+            continue
+        if isinstance(value, str):
+            shown = repr(_clip(value, 60))
+        elif isinstance(value, enum.Enum):
+            shown = repr(value.value)
+        elif isinstance(value, list | tuple) and value and all(_is_model(v) for v in value):
+            shown = f"[{len(value)} {type(value[0]).__name__}]"
+        elif _is_model(value):
+            shown = compact(value)
+        elif isinstance(value, list | tuple | dict) and len(value) > 5:
+            shown = f"[{len(value)} items]" if not isinstance(value, dict) else f"{{{len(value)} keys}}"
+        else:
+            shown = repr(value)
+        parts.append(f"{name}={shown}")
+    return f"{type(obj).__name__}({', '.join(parts)})"
+
+
+# -- text (IPython terminal, `_repr_pretty_`) ----------------------------------------------
+def _text_table(items: list[Any], indent: str) -> list[str]:
+    columns = _columns(items)
+    rows = [[_clip(_scalar(getattr(item, c, None))) for c in columns] for item in items[:MAX_ROWS]]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    lines = [indent + "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
+    lines += [indent + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    if len(items) > MAX_ROWS:
+        lines.append(f"{indent}… and {len(items) - MAX_ROWS} more")
+    return lines
+
+
+def text(obj: Any, indent: str = "") -> str:
+    """Key/value lines; a nested object indented under its key, a list of objects as a table."""
+    lines = [f"{indent}{type(obj).__name__}"] if not indent else []
+    for name, value in _fields(obj):
+        if _is_model_list(value):
+            lines.append(f"{indent}  {name} ({len(value)}):")
+            lines += _text_table(value, indent + "    ")
+        elif _is_model(value) and len(indent) < 8:
+            lines.append(f"{indent}  {name}:")
+            lines.append(text(value, indent + "  "))
+        else:
+            lines.append(f"{indent}  {name}: {_clip(_scalar(value), 100)}")
+    return "\n".join(lines)
+
+
+# -- HTML (Jupyter, `_repr_html_`) ------------------------------------------------------------
+def _html_table(items: list[Any]) -> str:
+    import html  # on display only: every CLI call imports these models
+
+    columns = _columns(items)
+    head = "".join(f"{_TH}{html.escape(c)}</th>" for c in columns)
+    body = "".join(
+        "<tr>" + "".join(f"{_TD}{html.escape(_clip(_scalar(getattr(item, c, None))))}</td>" for c in columns) + "</tr>"
+        for item in items[:MAX_ROWS]
+    )
+    more = f"<p>… and {len(items) - MAX_ROWS} more</p>" if len(items) > MAX_ROWS else ""
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"
+
+
+def _html_pairs(obj: Any, depth: int) -> str:
+    import html
+
+    rows = []
+    lists = []
+    for name, value in _fields(obj):
+        if _is_model_list(value):
+            summary = f"{html.escape(name)} ({len(value)})"
+            lists.append(f"<details open><summary>{summary}</summary>{_html_table(value)}</details>")
+            continue
+        if _is_model(value) and depth < 3:
+            cell = _html_pairs(value, depth + 1)
+        else:
+            cell = html.escape(_clip(_scalar(value), 200))
+        rows.append(f"<tr>{_TH}{html.escape(name)}</th>{_TD}{cell}</td></tr>")
+    table = f"<table><tbody>{''.join(rows)}</tbody></table>" if rows else ""
+    return table + "".join(lists)
+
+
+def rich_html(obj: Any) -> str:
+    import html
+
+    return f'<div class="pluginsdk"><strong>{html.escape(type(obj).__name__)}</strong>{_html_pairs(obj, 0)}</div>'
+
+
+class Display:
+    """Mixed into the data objects' BaseModel: `str()`, `_repr_pretty_` and `_repr_html_` (see the module)."""
+
+    __slots__ = ()
+
+    def __str__(self) -> str:
+        return compact(self)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(f"{type(self).__name__}(…)" if cycle else text(self))
+
+    def _repr_html_(self) -> str:
+        return rich_html(self)
