@@ -69,7 +69,10 @@ class PolicyModel:
         self.default_role = default_role if default_role in self.roles else None
         self.policy = policy if policy is not None else CompiledPolicy(self.constraints, self.roles)
         self._by_type: dict[str, list[tuple[str, Any]]] | None = None
+        self._by_grant: dict[tuple[str, str, str], list[tuple[int, str, Any, str]]] | None = None
         self._rules: dict[int, Rule | None] = {}
+        self._users: list[str] | None = None
+        self._grantees: set[str] | None = None
         self._crit_cache: dict[Any, Any] = {}
 
     # -- subjects ---------------------------------------------------------------------
@@ -96,8 +99,9 @@ class PolicyModel:
 
     def users(self) -> list[str]:
         """Every user the policy knows: those with assignments and those named in user permissions."""
-        named = {who for c in self.constraints for who, _, _ in read_constraint(c)[4]}
-        return sorted({*self.assignments, *named})
+        if self._users is None:
+            self._users = sorted({*self.assignments, *self._user_grantees()})
+        return self._users
 
     # -- explain ----------------------------------------------------------------------
     def _index(self) -> dict[str, list[tuple[str, Any]]]:
@@ -108,6 +112,25 @@ class PolicyModel:
                 by_type.setdefault(parsed[0], []).append((constraint_id(c), parsed))
             self._by_type = by_type
         return self._by_type
+
+    def _grants(self) -> dict[tuple[str, str, str], list[tuple[int, str, Any, str]]]:
+        """(object type, METHOD, `role:NAME` | `user:ID`) -> [(position, constraint id, parsed, allow|deny)]."""
+        if self._by_grant is None:
+            by_grant: dict[tuple[str, str, str], list[tuple[int, str, Any, str]]] = {}
+            position = 0
+            for object_type, entries in self._index().items():
+                for cid, parsed in entries:
+                    position += 1
+                    seen: set[tuple[str, str, str, str]] = set()
+                    for prefix, perms in (("role:", parsed[3]), ("user:", parsed[4])):
+                        for who, method, kind in perms:
+                            key = (object_type, method, prefix + who)
+                            mark = (*key, kind)
+                            if kind in ("allow", "deny") and mark not in seen:
+                                seen.add(mark)
+                                by_grant.setdefault(key, []).append((position, cid, parsed, kind))
+            self._by_grant = by_grant
+        return self._by_grant
 
     def _rule(self, parsed: Any) -> Rule | None:
         key = id(parsed)
@@ -128,28 +151,17 @@ class PolicyModel:
                 skipped.append((role, "the role requires MFA and the session is not multi-factor"))
             else:
                 active.append(role)
-        allowed_by: list[tuple[str, str]] = []
-        denied_by: list[tuple[str, str]] = []
-        for cid, parsed in self._index().get(object_type, ()):
-            _, _, _, group_perms, user_perms = parsed
-            grants = [
-                (f"role:{who}", kind)
-                for who, m, kind in group_perms
-                if m == method and who in active and kind in ("allow", "deny")
-            ]
-            if p.user_id:
-                grants += [
-                    (f"user:{who}", kind)
-                    for who, m, kind in user_perms
-                    if m == method and who == p.user_id and kind in ("allow", "deny")
-                ]
-            if not grants:
-                continue
-            rule = self._rule(parsed)
-            if rule is None or not rule.matches(attributes):
-                continue
-            for via, kind in dict.fromkeys(grants):
-                (denied_by if kind == "deny" else allowed_by).append((cid, via))
+        grants = self._grants()
+        hits: list[tuple[int, str, str, str]] = []
+        vias = [f"role:{r}" for r in active] + ([f"user:{p.user_id}"] if p.user_id else [])
+        for via in vias:
+            for position, cid, parsed, kind in grants.get((object_type, method, via), ()):
+                rule = self._rule(parsed)
+                if rule is not None and rule.matches(attributes):
+                    hits.append((position, cid, via, kind))
+        hits.sort()  # constraint order, then the grant order within it
+        allowed_by = [(cid, via) for _, cid, via, kind in hits if kind == "allow"]
+        denied_by = [(cid, via) for _, cid, via, kind in hits if kind == "deny"]
         return Explained(
             allowed=bool(allowed_by) and not denied_by,
             allowed_by=allowed_by,
@@ -162,7 +174,17 @@ class PolicyModel:
     def who_can(
         self, object_type: str, attributes: Mapping[str, Any], method: str, *, mfa: bool
     ) -> dict[str, list[str]]:
+        """Roles and users allowed, and those an explicit deny stops.
+
+        A decision is "some applicable allow matches and no applicable deny matches", and a user's
+        applicable rules are the union of its roles' and its own: so each role is matched once and each
+        user combines its roles' answers (no per-user evaluation of the policy).
+        """
         policy = self.policy
+        hits = {
+            role: policy.matched(Principal(user_id="", roles=(role,), mfa=True), object_type, attributes, method)
+            for role in self.roles
+        }
         out: dict[str, list[str]] = {
             "allowed_roles": [],
             "denied_roles": [],
@@ -171,24 +193,33 @@ class PolicyModel:
             "denied_users": [],
         }
         for role in sorted(self.roles):
-            p = Principal(user_id="", roles=(role,), mfa=mfa)
-            if policy.is_allowed(p, object_type, attributes, method):
-                out["allowed_roles"].append(role)
-            elif policy.denied_explicitly(p, object_type, attributes, method):
+            allow, deny = hits[role]
+            if deny:
                 out["denied_roles"].append(role)
-            elif (
-                not mfa
-                and self.roles[role]
-                and policy.is_allowed(Principal(user_id="", roles=(role,), mfa=True), object_type, attributes, method)
-            ):
+            elif allow and (mfa or not self.roles[role]):
+                out["allowed_roles"].append(role)
+            elif allow:
                 out["mfa_only_roles"].append(role)
+        own = self._user_grantees()
         for user in self.users():
-            p = Principal(user_id=user, roles=self.roles_of(user), mfa=mfa)
-            if policy.is_allowed(p, object_type, attributes, method):
-                out["allowed_users"].append(user)
-            elif policy.denied_explicitly(p, object_type, attributes, method):
+            allow = deny = False
+            for role in self.roles_of(user):
+                if mfa or not self.roles[role]:
+                    a, d = hits[role]
+                    allow, deny = allow or a, deny or d
+            if user in own:
+                a, d = policy.matched(Principal(user_id=user, roles=(), mfa=mfa), object_type, attributes, method)
+                allow, deny = allow or a, deny or d
+            if deny:
                 out["denied_users"].append(user)
+            elif allow:
+                out["allowed_users"].append(user)
         return out
+
+    def _user_grantees(self) -> set[str]:
+        if self._grantees is None:
+            self._grantees = {via[5:] for _, _, via in self._grants() if via.startswith("user:")}
+        return self._grantees
 
     def web_patterns(self, p: Principal) -> list[str]:
         """route__path patterns of the web constraints that allow this subject some method."""
@@ -227,6 +258,26 @@ class PolicyModel:
         return PolicyModel(constraints, roles, assignments, default_role=self.default_role)
 
 
+def _touched(before: PolicyModel, after: PolicyModel) -> tuple[set[tuple[str, str, str]], set[str]]:
+    """What a change can affect: the (object type, METHOD, grantee) of every constraint that differs, and
+    the grantees (`role:NAME`) whose MFA flag changed (everything they reach)."""
+    old = {constraint_id(c): c for c in before.constraints}
+    new = {constraint_id(c): c for c in after.constraints}
+    grants: set[tuple[str, str, str]] = set()
+    for cid in old.keys() | new.keys():
+        a, b = old.get(cid), new.get(cid)
+        if a == b:
+            continue
+        for c in (a, b):
+            if c is None:
+                continue
+            object_type, _, _, group_perms, user_perms = read_constraint(c)
+            grants.update((object_type, m, f"role:{who}") for who, m, _ in group_perms)
+            grants.update((object_type, m, f"user:{who}") for who, m, _ in user_perms)
+    flags = {f"role:{r}" for r in before.roles.keys() | after.roles.keys() if before.roles.get(r) != after.roles.get(r)}
+    return grants, flags
+
+
 def diff_models(
     before: PolicyModel,
     after: PolicyModel,
@@ -237,7 +288,9 @@ def diff_models(
     """Decisions that differ between two models: ([(subject, question, before, after)], subjects, compared).
 
     Subjects: every user either model knows (or `user_ids`), and every role alone (MFA session).
-    Subjects whose effective roles and user permissions are the same share their answers.
+    Only decisions the change can reach are evaluated: a subject whose roles did not change is compared
+    only on the questions whose (object type, method) some changed constraint grants to one of its roles
+    or to itself — every other decision uses the same rules before and after. `compared` counts all.
     """
     users = list(user_ids) if user_ids is not None else sorted({*before.users(), *after.users()})
     subjects: list[tuple[str, Principal, Principal]] = []
@@ -247,21 +300,30 @@ def diff_models(
         b = Principal("", (role,) if role in before.roles else (), mfa=True)
         a = Principal("", (role,) if role in after.roles else (), mfa=True)
         subjects.append((f"role:{role}", b, a))
+    grants, flags = _touched(before, after)
+    kinds = {(q.object_type, q.method) for q in questions}
+    reach: dict[str, set[tuple[str, str]]] = {}
+    for object_type, method, via in grants:
+        if (object_type, method) in kinds:
+            reach.setdefault(via, set()).add((object_type, method))
     changes: list[tuple[str, Question, bool, bool]] = []
     memo: dict[tuple[Any, ...], list[tuple[Question, bool, bool]]] = {}
     b_policy, a_policy = before.policy, after.policy
-    b_users, a_users = set(before.users()), set(after.users())
+    own = before._user_grantees() | after._user_grantees()  # users whose own grants make them unlike others
     for name, pb, pa in subjects:
-        key = (
-            pb.roles,
-            pa.roles,
-            pb.mfa,
-            pb.user_id if pb.user_id in b_users or pb.user_id in a_users else None,
-        )
+        vias = [f"role:{r}" for r in {*pb.roles, *pa.roles}] + ([f"user:{pb.user_id}"] if pb.user_id else [])
+        if pb.roles != pa.roles or any(v in flags for v in vias):
+            todo: Sequence[Question] = questions
+        else:
+            hit = set().union(*(reach.get(v, ()) for v in vias)) if vias else set()
+            if not hit:
+                continue
+            todo = [q for q in questions if (q.object_type, q.method) in hit]
+        key = (pb.roles, pa.roles, pb.mfa, pb.user_id if pb.user_id in own else None, len(todo))
         flips = memo.get(key)
         if flips is None:
             flips = []
-            for q in questions:
+            for q in todo:
                 was = b_policy.is_allowed(pb, q.object_type, q.attributes, q.method)
                 now = a_policy.is_allowed(pa, q.object_type, q.attributes, q.method)
                 if was != now:
