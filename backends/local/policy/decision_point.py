@@ -278,6 +278,68 @@ def _touched(before: PolicyModel, after: PolicyModel) -> tuple[set[tuple[str, st
     return grants, flags
 
 
+def _masks(model: PolicyModel, who: Principal, questions: Sequence[Question]) -> tuple[int, int]:
+    """Bit i set when some allow (first) or deny (second) rule of `who`'s own grants matches question i."""
+    allow = deny = 0
+    matched = model.policy.matched
+    for i, q in enumerate(questions):
+        a, d = matched(who, q.object_type, q.attributes, q.method)
+        if a:
+            allow |= 1 << i
+        if d:
+            deny |= 1 << i
+    return allow, deny
+
+
+class _Bits:
+    """One model's allow/deny bitmasks over the questions: per role alone, and per user's own grants.
+
+    A decision is "some applicable allow matches and no applicable deny does", and a subject's applicable
+    rules are the union of its active roles' and its own — so a subject's answers are ORs of these masks.
+    """
+
+    def __init__(
+        self,
+        model: PolicyModel,
+        questions: Sequence[Question],
+        roles: Iterable[str],
+        users: Iterable[str],
+        *,
+        same: _Bits | None = None,
+        touched: set[str] | frozenset[str] = frozenset(),
+    ) -> None:
+        """`same`: another model's masks, reused for every grantee (`role:X`, `user:Y`) not in `touched`."""
+        self.model = model
+        self.roles: dict[str, tuple[int, int]] = {}
+        for r in roles:
+            if r not in model.roles:
+                continue
+            if same is not None and r in same.roles and f"role:{r}" not in touched:
+                self.roles[r] = same.roles[r]
+            else:
+                self.roles[r] = _masks(model, Principal("", (r,), mfa=True), questions)
+        self.users: dict[str, tuple[int, int]] = {}
+        for u in users:
+            if same is not None and u in same.users and f"user:{u}" not in touched:
+                self.users[u] = same.users[u]
+            else:
+                self.users[u] = _masks(model, Principal(u, ()), questions)
+
+    def user(self, user_id: str) -> int:
+        allow = deny = 0
+        for r in self.model.roles_of(user_id):
+            if not self.model.roles[r]:  # users are compared as non-MFA sessions: MFA-only roles do not count
+                a, d = self.roles[r]
+                allow, deny = allow | a, deny | d
+        a, d = self.users.get(user_id, (0, 0))
+        allow, deny = allow | a, deny | d
+        return allow & ~deny
+
+    def role(self, role: str) -> int:
+        a, d = self.roles.get(role, (0, 0))
+        return a & ~d
+
+
 def diff_models(
     before: PolicyModel,
     after: PolicyModel,
@@ -287,50 +349,32 @@ def diff_models(
 ) -> tuple[list[tuple[str, Question, bool, bool]], int, int]:
     """Decisions that differ between two models: ([(subject, question, before, after)], subjects, compared).
 
-    Subjects: every user either model knows (or `user_ids`), and every role alone (MFA session).
-    Only decisions the change can reach are evaluated: a subject whose roles did not change is compared
-    only on the questions whose (object type, method) some changed constraint grants to one of its roles
-    or to itself — every other decision uses the same rules before and after. `compared` counts all.
+    Subjects: every user either model knows (or `user_ids`), as a non-MFA session, and every role alone
+    (MFA session). Each role's and each user's own grants are matched once per question and model; a
+    user's decisions are then bit operations on its roles' masks (see `_Bits`).
     """
     users = list(user_ids) if user_ids is not None else sorted({*before.users(), *after.users()})
-    subjects: list[tuple[str, Principal, Principal]] = []
-    for u in users:
-        subjects.append((f"user:{u}", Principal(u, before.roles_of(u)), Principal(u, after.roles_of(u))))
-    for role in sorted({*before.roles, *after.roles}):
-        b = Principal("", (role,) if role in before.roles else (), mfa=True)
-        a = Principal("", (role,) if role in after.roles else (), mfa=True)
-        subjects.append((f"role:{role}", b, a))
-    grants, flags = _touched(before, after)
-    kinds = {(q.object_type, q.method) for q in questions}
-    reach: dict[str, set[tuple[str, str]]] = {}
-    for object_type, method, via in grants:
-        if (object_type, method) in kinds:
-            reach.setdefault(via, set()).add((object_type, method))
+    roles = sorted({*before.roles, *after.roles})
+    own = (before._user_grantees() | after._user_grantees()) & set(users)
+    grants, _ = _touched(before, after)
+    b_bits = _Bits(before, questions, roles, own)
+    a_bits = _Bits(after, questions, roles, own, same=b_bits, touched={via for _, _, via in grants})
     changes: list[tuple[str, Question, bool, bool]] = []
-    memo: dict[tuple[Any, ...], list[tuple[Question, bool, bool]]] = {}
-    b_policy, a_policy = before.policy, after.policy
-    own = before._user_grantees() | after._user_grantees()  # users whose own grants make them unlike others
-    for name, pb, pa in subjects:
-        vias = [f"role:{r}" for r in {*pb.roles, *pa.roles}] + ([f"user:{pb.user_id}"] if pb.user_id else [])
-        if pb.roles != pa.roles or any(v in flags for v in vias):
-            todo: Sequence[Question] = questions
-        else:
-            hit = set().union(*(reach.get(v, ()) for v in vias)) if vias else set()
-            if not hit:
-                continue
-            todo = [q for q in questions if (q.object_type, q.method) in hit]
-        key = (pb.roles, pa.roles, pb.mfa, pb.user_id if pb.user_id in own else None, len(todo))
-        flips = memo.get(key)
-        if flips is None:
-            flips = []
-            for q in todo:
-                was = b_policy.is_allowed(pb, q.object_type, q.attributes, q.method)
-                now = a_policy.is_allowed(pa, q.object_type, q.attributes, q.method)
-                if was != now:
-                    flips.append((q, was, now))
-            memo[key] = flips
-        changes += [(name, q, was, now) for q, was, now in flips]
-    return changes, len(subjects), len(subjects) * len(questions)
+
+    def flips(name: str, was: int, now: int) -> None:
+        diff = was ^ now
+        while diff:
+            low = diff & -diff
+            i = low.bit_length() - 1
+            changes.append((name, questions[i], bool(was & low), bool(now & low)))
+            diff ^= low
+
+    for u in users:
+        flips(f"user:{u}", b_bits.user(u), a_bits.user(u))
+    for r in roles:
+        flips(f"role:{r}", b_bits.role(r), a_bits.role(r))
+    subjects = len(users) + len(roles)
+    return changes, subjects, subjects * len(questions)
 
 
 def object_questions(objects: Iterable[Mapping[str, Any]]) -> list[Question]:
