@@ -1,13 +1,16 @@
 """REST server benchmark (issue 4): request status by id over loopback, ours against orb-py's server.
 
-    python bench/server_bench.py [--seconds 10] [--connections 64] [--rounds 3]
+    python bench/server_bench.py [--seconds 10] [--connections 64] [--rounds 3] [--baseline DIR]
 
 Each server runs in its own process with one uvicorn worker, both up for the whole run; `wrk` (Debian
 package) drives them in turn, `--rounds` times each (ours, the peer's, ours, ...), with 64 connections and
 2 threads, reading the same request by id (ours with an API key; orb's API runs without auth by default, the
 header is sent anyway). After each pair of runs the remote SDK's per-call overhead over the local engine is
 measured (p50 of 2,000 sequential calls). Prints each round, then one table of medians with the load
-average, since the box may be shared.
+average, since the box may be shared. `--baseline DIR` also serves a copy of the same store from another
+checkout of this project (e.g. `git worktree add /tmp/base main`) and prints our ratio to it: the A/B
+that survives a loaded box better than absolute figures. Before measuring, the body limit is probed (a
+declared 2 MiB body must be refused with 413), so the figures are those of the server with its limits.
 """
 
 from __future__ import annotations
@@ -144,20 +147,43 @@ def start_ours(args: argparse.Namespace, tmp: Path) -> tuple[subprocess.Popen[by
     """Our server on a seeded store (through `serve()`, exactly as `pluginsdk server` runs it)."""
     config = {"storage": {"path": str(tmp / "ours.db")}, "provider": {"local": {"boot_delay": 0.0}}}
     rid, key = asyncio.run(seed_ours(config, args.requests))
+    proc, url = serve_checkout(ROOT, config, tmp / "ours-server.log")
+    return proc, url, key, rid, config
+
+
+def serve_checkout(root: Path, config: dict[str, Any], log_path: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """`serve()` of the project checkout at `root` (its own code first on the path) on `config`'s store."""
     port = free_port()
     code = (
         "from pluginsdk.config import load_settings; from pluginsdk.server import serve; "
         f"serve(load_settings(config={config!r}), '127.0.0.1', {port})"
     )
-    log = open(tmp / "ours-server.log", "w")  # noqa: SIM115 - closed with the process
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=log)
+    log = open(log_path, "w")  # noqa: SIM115 - closed with the process
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=log, stderr=log, cwd=root, env=env)
     url = f"http://127.0.0.1:{port}"
     try:
         wait_http(f"{url}/health")
     except RuntimeError:
         proc.kill()
-        sys.exit((tmp / "ours-server.log").read_text()[-3000:])
-    return proc, url, key, rid, config
+        sys.exit(log_path.read_text()[-3000:])
+    return proc, url
+
+
+def start_baseline(root: Path, config: dict[str, Any], tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """The baseline checkout serving a copy of our seeded store (same data, same key)."""
+    store = Path(config["storage"]["path"])
+    copy = tmp / "baseline.db"
+    shutil.copyfile(store, copy)
+    return serve_checkout(root, {**config, "storage": {"path": str(copy)}}, tmp / "baseline-server.log")
+
+
+def probe_body_limit(url: str) -> int:
+    """The status of an unauthenticated POST declaring a 2 MiB body (its body never sent)."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(b"POST /api/v1/templates HTTP/1.1\r\nHost: x\r\nContent-Length: 2097152\r\n\r\n")
+        return int(sock.recv(4096).split(b" ", 2)[1])
 
 
 def start_peer(args: argparse.Namespace, tmp: Path) -> tuple[subprocess.Popen[bytes], str, str] | None:
@@ -201,6 +227,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="wrk runs per server, alternating ours and the peer's")
     ap.add_argument("--requests", type=int, default=1000, help="requests stored in each system")
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--baseline", type=Path, help="another checkout of this project to compare with (A/B)")
     args = ap.parse_args()
     if not shutil.which("wrk"):
         sys.exit("wrk is needed: apt-get install wrk")
@@ -208,11 +235,14 @@ def main() -> None:
     load_before = os.getloadavg()
     ours_rows: list[dict[str, float]] = []
     peer_rows: list[dict[str, float]] = []
+    base_rows: list[dict[str, float]] = []
     overheads: list[dict[str, float]] = []
     with tempfile.TemporaryDirectory() as tmp:
         ours_proc, url, key, rid, config = start_ours(args, Path(tmp))
-        peer = None
+        peer = base = None
         try:
+            print(f"body limit probe: {probe_body_limit(url)} for a declared 2 MiB body", file=sys.stderr)
+            base = start_baseline(args.baseline.resolve(), config, Path(tmp)) if args.baseline else None
             peer = None if args.no_peer else start_peer(args, Path(tmp))
             for n in range(args.rounds):
                 ours_rows.append(
@@ -224,6 +254,13 @@ def main() -> None:
                     f"round {n + 1}: pluginsdk {o['rps']:,.0f} req/s p99 {o['p99_ms']:.1f} ms "
                     f"({o['cpu_us']:.0f} µs CPU/req, {o['busy']:.0f}% busy)"
                 )
+                if base is not None:
+                    base_rows.append(
+                        wrk(f"{base[1]}/api/v1/requests/{rid}", {"Authorization": key}, args.seconds,
+                            args.connections, base[0].pid)
+                    )  # fmt: skip
+                    b = base_rows[-1]
+                    line += f"; baseline {b['rps']:,.0f} req/s ({b['cpu_us']:.0f} µs CPU/req)"
                 if peer is not None:
                     peer_url, peer_rid = peer[1], peer[2]
                     peer_rows.append(
@@ -237,6 +274,8 @@ def main() -> None:
                 print(line, file=sys.stderr, flush=True)
         finally:
             stop(ours_proc)
+            if base is not None:
+                stop(base[0])
             if peer is not None:
                 stop(peer[0])
     load_after = os.getloadavg()
@@ -245,11 +284,14 @@ def main() -> None:
           f"{load_before[0]:.1f} before, {load_after[0]:.1f} after\n")  # fmt: skip
     print("| server | req/s | p50 (ms) | p99 (ms) | non-2xx | server CPU per request (µs) | server busy |")
     print("|---|---:|---:|---:|---:|---:|---:|")
-    for name, rows in (("pluginsdk", ours_rows), ("orb-py", peer_rows)):
+    for name, rows in (("pluginsdk", ours_rows), ("baseline", base_rows), ("orb-py", peer_rows)):
         if rows:
             print(f"| {name} | {median(rows, 'rps'):,.0f} | {median(rows, 'p50_ms'):.1f} | "
                   f"{median(rows, 'p99_ms'):.1f} | {median(rows, 'non2xx'):,.0f} | {median(rows, 'cpu_us'):,.0f} | "
                   f"{median(rows, 'busy'):.0f}% |")  # fmt: skip
+    if base_rows:
+        print(f"\npluginsdk / baseline: throughput {median(ours_rows, 'rps') / median(base_rows, 'rps'):.2f}×, "
+              f"server CPU per request {median(ours_rows, 'cpu_us') / median(base_rows, 'cpu_us'):.2f}×")  # fmt: skip
     if peer_rows:
         print(f"\nthroughput ratio pluginsdk / orb-py: {median(ours_rows, 'rps') / median(peer_rows, 'rps'):.1f}×")
     print(f"\nremote SDK get_request p50 {median(overheads, 'remote_p50_us'):.0f} µs vs local "

@@ -40,7 +40,8 @@ async def main(store: str | None) -> None:
         print(f"machines:// lists {json.loads(listing.text)['total_count']} machines")  # type: ignore[union-attr]
 
         failed = await client.call_tool("get_template", {"template_id": "no-such-template"})
-        print("failing tool -> error object:", json.dumps(failed.structured_content["error"], indent=2))
+        error = json.loads(failed.content[0].text)["error"]  # type: ignore[union-attr]  # a failure is text only
+        print("failing tool -> error object:", json.dumps(error, indent=2))
 
         ret = await client.call_tool("return_machines", {"machine_ids": machine_ids})
         print(f"return request {ret.structured_content['request_id']}")

@@ -28,7 +28,7 @@ class SDKMethods:
     async def create_constraint(self, constraint_id: str, name: str, description: str, object_type: str, group_permissions: list[GroupPermission], criteria_and: list[Criterion] | None = ..., criteria_or: list[Criterion] | None = ..., user_permissions: list[UserPermission] | None = ...) -> ConstraintWritten:
         """Create a permission constraint (409 if the id exists); the next decision uses it."""
     async def create_managed_user(self, user_id: str, email: str, phone: str | None = ...) -> ManagedUserWritten:
-        """Create a managed user; a temporary password is mailed to them (changed at first sign-in)."""
+        """Create a managed user with a temporary password, mailed to them (without SMTP: in the answer, once)."""
     async def create_my_api_key(self, api_key_name: str, description: str, expires_at: str) -> ApiKeyCreated:
         """Issue an API key acting as the caller; the secret is shown once."""
     @overload
@@ -163,7 +163,7 @@ class SDKMethods:
     async def refresh_tokens(self, refresh_token: str) -> SessionTokens:
         """Exchange a refresh token for new id and access tokens (same session, same MFA state)."""
     async def reset_managed_user_password(self, user_id: str, confirm_reset: bool | None = ...) -> ManagedUserWritten:
-        """Reset a managed user's password: a new temporary one is mailed to them."""
+        """Reset a managed user's password: a new temporary one is mailed to them (without SMTP: in the answer, once)."""
     async def run_policy_tests(self, tests: list[PolicyTest], fail_on_mismatch: bool = ..., add_constraints: list[dict[str, Any]] = ..., delete_constraint_ids: list[str] = ..., role_mfa: dict[str, bool] = ..., user_roles: dict[str, list[str]] = ...) -> PolicyTestReport:
         """Run a policy test suite (expected allow/deny decisions) against the current policy or a candidate."""
     async def setup_mfa(self) -> MfaSetup:

@@ -43,6 +43,7 @@ ENV_VARS: dict[str, str] = {
     "PLUGIN_STORAGE_URL": "storage.url",
     "PLUGIN_SCHEDULER": "scheduler.type",
     "PLUGIN_TEMPLATES_DIR": "templates.dir",
+    "PLUGIN_MCP_PROFILE": "mcp.profile",
 }
 """Environment variable -> dotted configuration key."""
 
@@ -86,6 +87,8 @@ class ProviderSettings(_Group):
 class ApiSettings(_Group):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
+    max_body_bytes: int = Field(1 << 20, ge=1)
+    """Largest request body the REST server reads (413 beyond it)."""
     url: str | None = None
     """Base URL of a pluginsdk server (remote backend)."""
     key: str | None = None
@@ -151,6 +154,11 @@ class SdkSettings(_Group):
     """Seconds between background reconciliation passes in long-lived processes."""
 
 
+class McpSettings(_Group):
+    profile: str | None = None
+    """Tool profile(s) `pluginsdk mcp serve` lists: provisioning (default), auth or all; comma-separated."""
+
+
 class Settings(pydantic.BaseModel):
     """The effective configuration, validated. `sources` maps dotted keys to their origin.
 
@@ -168,6 +176,7 @@ class Settings(pydantic.BaseModel):
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     templates: TemplateSettings = Field(default_factory=TemplateSettings)
     sdk: SdkSettings = Field(default_factory=SdkSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
     app: dict[str, Any] = {}
     """Auth service settings (`app.authProvider`)."""
     sources: dict[str, str] = Field({}, exclude=True)
@@ -248,9 +257,9 @@ def _read_file(path: Path) -> dict[str, Any]:
         ) from exc
     try:
         if path.suffix.lower() in (".yaml", ".yml"):
-            import yaml
+            from ._yaml import load_yaml
 
-            data = yaml.safe_load(text) or {}
+            data = load_yaml(text, str(path)) or {}
         else:
             data = json.loads(text) if text.strip() else {}
     except (ValueError, ImportError) as exc:

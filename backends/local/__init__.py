@@ -12,7 +12,11 @@ __all__ = ["LocalBackend"]
 
 
 class LocalBackend:
-    """Runs operations in-process on the engine (store, providers, policy)."""
+    """Runs operations in-process on the engine (store, providers, policy).
+
+    Also what the REST server serves (`pluginsdk.server.ServedBackend`): `authenticate` and the tier-1
+    `check_route` of the engine's authorizer, `execute` with the concrete request path, and `ping`.
+    """
 
     name = "local"
 
@@ -33,7 +37,21 @@ class LocalBackend:
             await self.engine.aclose()
             self._started = False
 
-    async def execute(self, operation: Operation, principal: Principal | None = None) -> Any:
+    async def execute(
+        self, operation: Operation, principal: Principal | None = None, *, route_path: str | None = None
+    ) -> Any:
         if not self._started:
             await self.start()
-        return await self.engine.execute(operation, principal or SYSTEM_ADMIN)
+        return await self.engine.execute(operation, principal or SYSTEM_ADMIN, route_path=route_path)
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        """The principal of an HTTP `Authorization` header value; AuthenticationError (401) if none."""
+        return await self.engine.authz.authenticate(authorization)
+
+    async def check_route(self, principal: Principal, method: str, path: str) -> None:
+        """Tier 1 on the concrete path; PermissionDeniedError (403) if the principal may not call it."""
+        await self.engine.authz.check_route(principal, method, path)
+
+    async def ping(self) -> None:
+        """Raise unless the store answers (the server's `/health`)."""
+        await self.engine.db.db.fetchone("SELECT 1 AS ok")

@@ -1,9 +1,14 @@
 """The in-process engine: one `execute(operation, principal)` for every catalog operation.
 
-It authorizes (tier 1 and tier 2 on what the input names, before any
-lookup), dispatches to the handler registered for the operation class, turns
-unexpected failures into MethodExecutionError, and counts calls for metrics.
-Handlers live in `handlers/`, one module per operation group.
+It authorizes (tier 1 on the route called, tier 2 on the stored object an
+operation names — see `auth/objects.py`), dispatches to the handler
+registered for the operation class, turns unexpected failures into
+MethodExecutionError, and counts calls for metrics. Handlers live in
+`handlers/`, one module per operation group.
+
+Authorization fails closed: the auth service always runs, and a broken or
+missing auth package stops the engine from starting. Only the explicit
+setting `app.authProvider.disableAuthorization: true` runs without it.
 """
 
 from __future__ import annotations
@@ -17,7 +22,14 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from pluginsdk.config import Settings
-from pluginsdk.errors import HandlerDiscoveryError, MethodExecutionError, NotFoundError, SDKError, ValidationError
+from pluginsdk.errors import (
+    ConfigurationError,
+    HandlerDiscoveryError,
+    MethodExecutionError,
+    NotFoundError,
+    SDKError,
+    ValidationError,
+)
 from pluginsdk.models import Template
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
@@ -59,8 +71,18 @@ class Authorizer(Protocol):
         """
         ...
 
-    async def authorize(self, principal: Principal, spec: OperationSpec, op: Operation) -> Principal:
-        """Resolve roles, check the route and the object the input names; raise PermissionDeniedError."""
+    async def authorize(
+        self, principal: Principal, spec: OperationSpec, op: Operation, *, route_path: str | None = None
+    ) -> Principal:
+        """Resolve roles, check the route (`route_path`, the concrete path called, or the operation's first
+        path) and the stored object the operation names; raise PermissionDeniedError or NotFoundError."""
+        ...
+
+    async def check_route(self, principal: Principal, method: str, path: str) -> None:
+        """Tier 1 alone, on the concrete request path: raise PermissionDeniedError unless it may be called.
+
+        The server calls it before it reads the input, so a caller who may not call a route gets 403 whatever
+        its body (execute checks tier 1 again, with the object)."""
         ...
 
     async def filter_allowed(
@@ -76,13 +98,25 @@ class Authorizer(Protocol):
 
 
 class AllowAll:
-    """Authorizer used when no auth service is installed: every call allowed, every caller the administrator."""
+    """Every call allowed, every caller the administrator.
+
+    Used only when the configuration says so explicitly (`app.authProvider.disableAuthorization: true`);
+    never as a fallback for a missing or broken auth service.
+    """
+
+    def __init__(self, admin: Principal = SYSTEM_ADMIN) -> None:
+        self.admin = admin
 
     async def authenticate(self, authorization: str | None) -> Principal:
-        return SYSTEM_ADMIN
+        return self.admin
 
-    async def authorize(self, principal: Principal, spec: OperationSpec, op: Operation) -> Principal:
+    async def authorize(
+        self, principal: Principal, spec: OperationSpec, op: Operation, *, route_path: str | None = None
+    ) -> Principal:
         return principal
+
+    async def check_route(self, principal: Principal, method: str, path: str) -> None:
+        return None
 
     async def filter_allowed(
         self,
@@ -105,7 +139,7 @@ class Engine:
         self.providers: dict[str, ProviderDriver] = {}
         self.files = TemplateFiles(settings.templates.dir)
         self._templates: tuple[str | None, list[Template]] | None = None
-        self.authz: Authorizer = AllowAll()
+        self.authz: Authorizer = _NotStarted()
         self.metrics: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "errors": 0, "seconds": 0.0})
         self.started_at = time.time()
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -122,15 +156,25 @@ class Engine:
             self.spawn(self._reconcile_loop())
 
     async def _start_auth(self) -> None:
-        """Plug in the auth service when it is installed (it registers its own handlers and tables)."""
+        """Plug in the auth service; fail closed: no auth service, no engine (unless disabled explicitly)."""
         import importlib
 
+        if authorization_disabled(self.settings):
+            admin = str(self.settings.app.get("authProvider", {}).get("adminUserId") or SYSTEM_ADMIN.user_id)
+            log.warning(
+                "authorization is DISABLED (app.authProvider.disableAuthorization): every caller acts as %r", admin
+            )
+            self.authz = AllowAll(Principal(user_id=admin, auth_method="local"))
+            return
         try:
             auth = importlib.import_module(".auth", __package__)
-        except ModuleNotFoundError as exc:
-            if exc.name != f"{__package__}.auth":
-                raise
-            return
+        except ImportError as exc:
+            raise ConfigurationError(
+                f"The auth service cannot be loaded ({type(exc).__name__}: {exc.name or exc}); refusing to start "
+                "without authorization. Repair the installation, or set app.authProvider.disableAuthorization: "
+                "true to run with every call allowed.",
+                key="app.authProvider.disableAuthorization",
+            ) from exc
         self.authz = await auth.start_auth(self)
 
     async def aclose(self) -> None:
@@ -228,7 +272,12 @@ class Engine:
         return await self.db.get_template(template_id) or self.files.load().get(template_id)
 
     # -- execution --------------------------------------------------------
-    async def execute(self, op: Operation, principal: Principal) -> Any:
+    async def execute(self, op: Operation, principal: Principal, *, route_path: str | None = None) -> Any:
+        """Authorize and run `op` as `principal`.
+
+        `route_path` is the concrete path a REST request arrived on (e.g. `/api/v1/machines/request`); tier 1
+        decides on it. None (in-process calls) means the operation's first path.
+        """
         spec = op.spec
         handler = HANDLERS.get(type(op)) or load_handler(type(op))
         if handler is None:
@@ -237,7 +286,7 @@ class Engine:
         stats["calls"] += 1
         started = time.perf_counter()
         try:
-            principal = await self.authz.authorize(principal, spec, op)
+            principal = await self.authz.authorize(principal, spec, op, route_path=route_path)
             wrap = self.around_command if spec.kind == "command" else None
             return await (handler(self, op, principal) if wrap is None else wrap(self, spec, op, principal, handler))
         except SDKError:
@@ -255,6 +304,50 @@ class Engine:
     ) -> list[T]:
         """Tier-2 filter for listings (GET)."""
         return await self.authz.filter_allowed(principal, object_type, list(items), attrs, "GET")
+
+
+class _NotStarted:
+    """The authorizer of an engine that is not started: it refuses everything (fail closed)."""
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        raise HandlerDiscoveryError("The engine is not started.")
+
+    async def authorize(
+        self, principal: Principal, spec: OperationSpec, op: Operation, *, route_path: str | None = None
+    ) -> Principal:
+        raise HandlerDiscoveryError("The engine is not started.")
+
+    async def check_route(self, principal: Principal, method: str, path: str) -> None:
+        raise HandlerDiscoveryError("The engine is not started.")
+
+    async def filter_allowed(
+        self,
+        principal: Principal,
+        object_type: str,
+        items: list[T],
+        attrs: Callable[[T], Mapping[str, Any]],
+        method: str,
+    ) -> list[T]:
+        raise HandlerDiscoveryError("The engine is not started.")
+
+
+def authorization_disabled(settings: Settings) -> bool:
+    """True only when the configuration explicitly turns authorization off (`true`, or the text `true`)."""
+    provider = settings.app.get("authProvider")
+    value = provider.get("disableAuthorization") if isinstance(provider, Mapping) else None
+    if value is None or value is False or (isinstance(value, str) and value.strip().lower() in ("", "false")):
+        return False
+    if value is True or (isinstance(value, str) and value.strip().lower() == "true"):
+        return True
+    raise ConfigurationError(
+        "Invalid configuration value for 'app.authProvider.disableAuthorization': expected true or false.",
+        key="app.authProvider.disableAuthorization",
+        details={
+            "field": "app.authProvider.disableAuthorization",
+            "value": str(value)[:64],
+            "expected": "true or false",
+        },
+    )
 
 
 _PROVIDERS = {

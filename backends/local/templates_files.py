@@ -92,9 +92,9 @@ class TemplateFiles:
             if path.suffix.lower() == ".json":
                 data: Any = json.loads(text)
             else:
-                import yaml
+                from pluginsdk._yaml import load_yaml
 
-                data = yaml.safe_load(text)
+                data = load_yaml(text, str(path))
         except (OSError, ValueError) as exc:
             self.errors[str(path)] = str(exc)
             log.warning("template file %s skipped: %s", path, exc)

@@ -8,8 +8,9 @@ repeatable lists, JSON or key=value dicts), help from the docstrings. `pluginsdk
 nor pydantic; a command's own help and its run build it from the catalog.
 
 Output: `--format json|yaml|table|list` (default: table on a terminal, JSON otherwise; JSON for the
-hostfactory and lsf strategies), data on stdout, diagnostics on stderr. Exit 0 on success; on failure
-exit 1 with the error envelope (JSON on stdout in json format, a sentence on stderr otherwise).
+hostfactory and lsf strategies), data on stdout, diagnostics on stderr. Exit codes (`_exit.py`, listed in
+docs/cli.md): 0 success, 1 the operation failed (the error envelope on stdout in JSON/YAML format, a
+sentence on stderr), 2 a usage error (the envelope too), 3-6 an outcome short of what was asked, 130 Ctrl-C.
 """
 
 from __future__ import annotations
@@ -36,17 +37,39 @@ class Context:
         self.options = options
 
 
+SUMMARIES = {
+    "api-keys": "API keys: issue, list, update and revoke keys (yours, or anyone's as an administrator).",
+    "auth": "Sign-in to the managed user pool, sessions, MFA, login profile, and policy checks.",
+    "constraints": "Permission constraints: the rules that limit what roles may do to which objects.",
+    "machines": "Request machines from a template, return them, and see their status and health.",
+    "providers": "The cloud provider drivers installed, and which one is active.",
+    "requests": "Provisioning and return requests: status, listings, cancel, sync and clean-up.",
+    "roles": "Roles: named sets of permissions that users are given.",
+    "routes": "The API and web routes, and which of them the caller may use.",
+    "system": "Health, status, effective configuration, metrics and clean-up of this engine.",
+    "templates": "Machine templates: create, show, list, update, delete and validate them.",
+    "user-roles": "Which roles each user holds.",
+    "users": "Managed user-pool users: create, update, delete, reset passwords.",
+}
+"""One line per command group for `pluginsdk --help` (a group not listed here gets a generic line)."""
+
+
 class Group(click.Group):
     """A resource group whose commands are built from the catalog when one is run or its help asked for."""
 
     def __init__(self, name: str, actions: dict[str, str]) -> None:
-        super().__init__(name, help=f"{name.replace('-', ' ').capitalize()} commands.")
+        summary = SUMMARIES.get(name) or f"{name.replace('-', ' ').capitalize()}: " + ", ".join(sorted(actions)) + "."
+        super().__init__(name, help=summary)
         self.actions = actions
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted(self.actions)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if (self.name, cmd_name) == ("auth", "break-glass"):  # not a catalog operation: local store only
+            from ._break_glass import break_glass
+
+            return break_glass
         from ._build import command_for, find_spec
 
         spec = find_spec(self.name or "", cmd_name)
@@ -76,6 +99,8 @@ def _extra_command(name: str) -> click.Command:
 
 EXTRA = ("login", "mcp", "server")
 """Commands that are not catalog operations."""
+GROUP_EXTRA = {"auth": {"break-glass": "Re-grant the admin role to a user directly in the local store (recovery)."}}
+"""Actions of catalog groups that are not catalog operations."""
 
 
 class Root(click.Group):
@@ -86,7 +111,7 @@ class Root(click.Group):
         if cmd_name in EXTRA:
             return _extra_command(cmd_name)
         if cmd_name in GROUPS:
-            return Group(cmd_name, GROUPS[cmd_name])
+            return Group(cmd_name, {**GROUPS[cmd_name], **GROUP_EXTRA.get(cmd_name, {})})
         # a group the index does not know yet (it is stale): ask the catalog
         from ._build import catalog_groups
 
@@ -96,12 +121,19 @@ class Root(click.Group):
 
 @click.command(cls=Root, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--config", type=click.Path(dir_okay=False), help="Configuration file (JSON or YAML).")
-@click.option("--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]))
+@click.option(
+    "--log-level", type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]), help="Diagnostics on stderr."
+)
 @click.option("--format", "format", type=click.Choice(FORMATS), help="Output format (default: table on a terminal).")
-@click.option("--output", type=click.Path(dir_okay=False), help="Write output to FILE (default stdout).")
+@click.option("--output", type=click.Path(dir_okay=False), help="Write the result to FILE (default: stdout).")
 @click.option("--quiet", is_flag=True, help="Print nothing on success.")
 @click.option("--verbose", is_flag=True, help="More diagnostics on stderr.")
-@click.option("--dry-run", is_flag=True, help="Validate and report; never touch the cloud provider.")
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Validate and say what would happen: nothing is recorded, the provider is not touched, no request id "
+    "is returned. Only for `machines request`, `machines return` and `requests cleanup`.",
+)
 @click.option("--scheduler", type=click.Choice(STRATEGIES), help="Input/output strategy (default, hostfactory, lsf).")
 @click.option("--backend", help="local (default) or remote (a pluginsdk server: PLUGIN_API_URL / --config api.url).")
 @click.version_option(VERSION, prog_name="pluginsdk")
@@ -122,51 +154,101 @@ def server() -> None:
 
 @server.command("start")
 @click.option("--host", default=None, help="Bind address (default: PLUGIN_API_HOST / api.host / 127.0.0.1).")
-@click.option("--port", type=int, default=None, help="Port (default: PLUGIN_API_PORT / api.port / 8000).")
+@click.option(
+    "--port",
+    type=click.IntRange(0, 65535),
+    default=None,
+    help="Port; 0 picks a free one (default: PLUGIN_API_PORT / api.port / 8000).",
+)
 @click.pass_obj
 def server_start(ctx: Context, host: str | None, port: int | None) -> None:
-    """Serve the engine over HTTP in the foreground until SIGTERM/SIGINT."""
-    from .._entry import collect_garbage
-    from ..config import load_settings
-    from ..server import serve
+    """Serve the engine over HTTP in the foreground until SIGTERM/SIGINT.
 
-    collect_garbage()
-    settings = load_settings(
-        config_path=ctx.options.get("config"), overrides={"logging.level": ctx.options.get("log_level")}
-    )
-    serve(settings, host, port)
+    Prints where it listens on stderr and, while the store holds no API key, how to mint the first
+    administrator key.
+    """
+    from ._serve import start
+
+    start(ctx, host, port)
 
 
 def _scheduler_mode(argv: list[str]) -> bool:
     """Whether a HostFactory/LSF caller is on the other end (it reads JSON from stdout even on usage errors)."""
     import os
 
-    value = os.environ.get("PLUGIN_SCHEDULER", "")
-    for i, arg in enumerate(argv):
-        if arg == "--scheduler" and i + 1 < len(argv):
-            value = argv[i + 1]
-        elif arg.startswith("--scheduler="):
-            value = arg.split("=", 1)[1]
+    value = _last_option(argv, "--scheduler") or os.environ.get("PLUGIN_SCHEDULER", "")
     return value in ("hostfactory", "lsf")
 
 
+def _last_option(argv: list[str], name: str) -> str | None:
+    """The last value given to option `name` (`--name V` or `--name=V`) anywhere on the command line."""
+    value = None
+    for i, arg in enumerate(argv):
+        if arg == "--":
+            break
+        if arg == name and i + 1 < len(argv):
+            value = argv[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def _usage_error(exc: click.ClickException, argv: list[str]) -> int:
+    """Show a usage error: click's text on stderr, and the error envelope on stdout in JSON/YAML form.
+
+    The envelope is printed when the output would be structured: `--format json|yaml`, a scheduler
+    strategy, or no usable `--format` with stdout not a terminal (where JSON is the default). Exit 2
+    (`USAGE`), 1 under a scheduler strategy (its callers know 0 and 1), `exc.exit_code` for other errors.
+    """
+    from ._exit import USAGE
+
+    scheduler = _scheduler_mode(argv)
+    fmt = _last_option(argv, "--format")
+    if fmt not in FORMATS:
+        fmt = "json" if scheduler or not sys.stdout.isatty() else "table"
+    if scheduler:
+        fmt = "json"
+    message = exc.format_message()
+    if isinstance(exc, click.exceptions.NoArgsIsHelpError):  # a bare group: its help (stderr), not the envelope's
+        message = f"Missing command: `{exc.ctx.command_path} --help` lists them." if exc.ctx else "Missing command."
+    if fmt in ("json", "yaml"):
+        details: dict[str, Any] = {}
+        param = getattr(exc, "param", None)
+        if param is not None and param.name:
+            details["field"] = param.name
+        elif isinstance(exc, click.NoSuchOption):
+            details["field"] = exc.option_name
+        elif getattr(exc, "param_hint", None):
+            details["field"] = str(getattr(exc, "param_hint", "")).strip("'\"")
+        envelope: dict[str, Any] = {"success": False, "error": message, "error_code": "VALIDATION_ERROR"}
+        envelope["details"] = details
+        if scheduler:
+            envelope = {"message": message, **envelope}
+        if fmt == "json":
+            import json
+
+            click.echo(json.dumps(envelope, indent=2))
+        else:
+            import yaml
+
+            click.echo(str(yaml.safe_dump(envelope, sort_keys=False)).rstrip())
+    exc.show()
+    if not isinstance(exc, click.UsageError):
+        return exc.exit_code
+    return 1 if scheduler else USAGE
+
+
 def main() -> None:
-    """Console entry point: click's own handling, except that a scheduler gets usage errors as JSON and exit 1."""
+    """Console entry point: click without its standalone handling, so usage errors follow the output format."""
     argv = sys.argv[1:]
-    if not _scheduler_mode(argv):
-        cli(prog_name="pluginsdk")
-        return
     try:
         code = cli.main(argv, prog_name="pluginsdk", standalone_mode=False)
     except click.ClickException as exc:
-        import json
+        sys.exit(_usage_error(exc, argv))
+    except click.Abort as exc:
+        from ._exit import ERROR, INTERRUPTED
 
-        message = exc.format_message()
-        envelope = {"success": False, "error": message, "error_code": "VALIDATION_ERROR", "details": {}}
-        click.echo(json.dumps({"message": message, **envelope}, indent=2))
-        click.echo(f"Error: {message}", err=True)
-        sys.exit(1)
-    except click.Abort:
-        click.echo("Aborted!", err=True)
-        sys.exit(1)
+        interrupted = isinstance(exc.__cause__ or exc.__context__, KeyboardInterrupt)
+        click.echo("Interrupted." if interrupted else "Aborted: no input.", err=True)
+        sys.exit(INTERRUPTED if interrupted else ERROR)
     sys.exit(code if isinstance(code, int) else 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -57,37 +58,138 @@ def _is_list(annotation: Any) -> bool:
     return typing.get_origin(_base(annotation)) is list
 
 
-def _option_for(name: str, annotation: Any) -> click.Option:
+class FieldArgument(click.Argument):
+    """A positional argument that may come from `-f`/`-d` instead: optional to click, shown bare when the
+    operation requires it (`TEMPLATE_ID COUNT`, not `[TEMPLATE_ID] [COUNT]`)."""
+
+    def __init__(self, name: str, *, field_required: bool, **kwargs: Any) -> None:
+        super().__init__([name], required=False, **kwargs)
+        self.field_required = field_required
+
+    def make_metavar(self, ctx: click.Context) -> str:
+        var = super().make_metavar(ctx)
+        return var.replace("[", "").replace("]", "") if self.field_required else var
+
+
+class FieldOption(click.Option):
+    """An option of one input field: `[required]` and the operation's default shown in help, not enforced
+    by click (the value may come from `-f`/`-d`; the operation validates)."""
+
+    def __init__(self, *args: Any, field_required: bool = False, default_text: str | None = None, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.field_required = field_required
+        self.default_text = default_text
+
+    def get_help_extra(self, ctx: click.Context) -> Any:
+        extra = super().get_help_extra(ctx)
+        if self.field_required:
+            extra["required"] = "required"
+        if self.default_text:
+            extra["default"] = self.default_text
+        return extra
+
+
+def _argument_extra(param: FieldArgument) -> str:
+    """`[required; INTEGER]`-style notes of a positional argument (click shows none for arguments)."""
+    notes = ["required" if param.field_required else "optional"]
+    if param.type in (click.INT, click.FLOAT):
+        notes.append(param.type.name.upper())
+    if param.nargs == -1:
+        notes.append("one or more" if param.field_required else "any number")
+    return f"[{'; '.join(notes)}]"
+
+
+def _param_type(annotation: Any) -> Any:
+    """click.INT / click.FLOAT for numeric fields (help says INTEGER / FLOAT), else text."""
+    base = _base(annotation)
+    if base is int:
+        return click.INT
+    if base is float:
+        return click.FLOAT
+    return None
+
+
+def _default_text(name: str, field: Any, base: Any) -> str | None:
+    """The operation's default as help shows it (None when there is none worth showing)."""
+    if field.is_required():
+        return None
+    value = field.get_default(call_default_factory=True)
+    if base is bool:
+        return name.replace("_", "-") if value else None
+    if value is None or value in ("", [], {}, ()):
+        return None
+    if isinstance(value, list | tuple):
+        return ",".join(_plain(v) for v in value)
+    return _plain(value)
+
+
+def _plain(value: Any) -> str:
+    """An enum member as its value (`completed`), anything else as str()."""
+    import enum
+
+    return str(value.value) if isinstance(value, enum.Enum) else str(value)
+
+
+def _option_for(name: str, field: Any, secret: bool = False) -> click.Option:
     """The option of one input field; its help (the field doc) is prepended when help is shown."""
     import typing
 
+    annotation = field.annotation
     base = _base(annotation)
     flag = "--" + name.replace("_", "-")
+    shown = {"field_required": field.is_required(), "default_text": _default_text(name, field, base)}
     if base is bool:
-        return click.Option([f"{flag}/--no-{name.replace('_', '-')}"], default=None)
+        return FieldOption([f"{flag}/--no-{name.replace('_', '-')}"], default=None, **shown)
     if typing.get_origin(base) is list:
-        return click.Option([flag], multiple=True, help="(repeatable, or comma-separated)")
+        return FieldOption([flag], multiple=True, help="(repeatable, or comma-separated)", **shown)
     if typing.get_origin(base) is dict or base is dict:
-        return click.Option([flag], multiple=True, help="(JSON object, or key=value, repeatable)")
-    return click.Option([flag], default=None, required=False)
+        return FieldOption(
+            [flag], multiple=True, help="(key=value[,key=value...] or a JSON object; repeatable)", **shown
+        )
+    if secret:
+        shown["field_required"] = False  # asked for, hidden, when not given
+        hint = "(asked for, hidden, when not given; or one line of stdin when piped)" if field.is_required() else None
+        return FieldOption([flag], default=None, help=hint, **shown)
+    return FieldOption([flag], type=_param_type(annotation), default=None, required=False, **shown)
 
 
-def _coerce(value: Any, annotation: Any) -> Any:
+def _coerce(value: Any, annotation: Any, name: str) -> Any:
     import typing
 
     base = _base(annotation)
     if typing.get_origin(base) is list:
         return [v for item in value for v in str(item).split(",") if v != ""]
     if typing.get_origin(base) is dict or base is dict:
-        out: dict[str, Any] = {}
-        for item in value:
-            if item.lstrip().startswith("{"):
-                out.update(json.loads(item))
-            else:
-                k, _, v = item.partition("=")
-                out[k] = v
-        return out
+        return _key_values(value, name)
     return value
+
+
+def _key_values(items: Any, name: str) -> dict[str, Any]:
+    """`--tags a=1,b=2 --tags c=3` or `--tags '{"a": "1"}'` -> one dict; anything else is a usage error."""
+    hint = f"'--{name.replace('_', '-')}'"
+    out: dict[str, Any] = {}
+    for item in items:
+        text = str(item)
+        if text.lstrip().startswith("{"):
+            try:
+                value = json.loads(text)
+            except ValueError as exc:
+                raise click.BadParameter(f"not a JSON object: {exc}.", param_hint=hint) from None
+            if not isinstance(value, dict):
+                raise click.BadParameter("not a JSON object.", param_hint=hint)
+            out.update(value)
+            continue
+        for pair in text.split(","):
+            key, eq, val = pair.partition("=")
+            if not eq or not key.strip():
+                raise click.BadParameter(
+                    f"{pair!r} is not key=value (give key=value[,key=value...] or a JSON object).", param_hint=hint
+                )
+            out[key.strip()] = val
+    return out
+
+
+_NUMBER = re.compile(r"-\d+(\.\d+)?")
 
 
 class OperationCommand(click.Command):
@@ -100,6 +202,19 @@ class OperationCommand(click.Command):
         super().__init__(**kwargs)
         self.spec = spec
         self.documented = False
+        self.argument_docs: list[tuple[str, str]] = []
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        """A negative number is an argument (`machines request web -1` -> "must be >= 1"), not an option.
+
+        Only when every other dash-word is a known option: a misspelt option is still refused.
+        """
+        if any(_NUMBER.fullmatch(a) for a in args):
+            known = {o for p in self.get_params(ctx) for o in (*p.opts, *p.secondary_opts)}
+            words = [a.split("=", 1)[0] for a in args if a.startswith("-") and not _NUMBER.fullmatch(a)]
+            if "--" not in args and all(w in known for w in words):
+                ctx.ignore_unknown_options = True
+        return super().parse_args(ctx, args)
 
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         if not self.documented:
@@ -108,6 +223,14 @@ class OperationCommand(click.Command):
             for param in self.params:
                 if isinstance(param, click.Option) and param.name in docs:
                     param.help = " ".join(filter(None, (docs[param.name], param.help)))
+            self.argument_docs = [
+                (p.make_metavar(ctx), " ".join(filter(None, (docs.get(p.name or ""), _argument_extra(p)))))
+                for p in self.params
+                if isinstance(p, FieldArgument)
+            ]
+        if self.argument_docs:
+            with formatter.section("Arguments"):
+                formatter.write_dl(self.argument_docs)
         super().format_options(ctx, formatter)
 
 
@@ -116,17 +239,28 @@ def command_for(spec: OperationSpec) -> click.Command:
     fields = spec.cls.model_fields
     params: list[click.Parameter] = []
     positional = spec.cli.args if spec.cli else ()
+    secrets = set(getattr(spec.cls, "secret_fields", ()))
     for name in positional:
-        nargs = -1 if _is_list(fields[name].annotation) else 1
-        params.append(click.Argument([name], nargs=nargs, required=False))
+        field = fields[name]
+        nargs = -1 if _is_list(field.annotation) else 1
+        params.append(
+            FieldArgument(name, nargs=nargs, field_required=field.is_required(), type=_param_type(field.annotation))
+        )
     for name in spec.input_fields:
         if name not in positional:
-            params.append(_option_for(name, fields[name].annotation))
+            params.append(_option_for(name, fields[name], name in secrets))
     params += [
-        click.Option(["--file", "-f", "input_file"], default=None, help="Read the input object from a JSON/YAML file."),
-        click.Option(["--data", "-d", "input_data"], default=None, help="The input object as JSON text."),
+        click.Option(
+            ["--file", "-f", "input_file"],
+            metavar="FILE",
+            default=None,
+            help="Read the input object from a JSON/YAML file.",
+        ),
+        click.Option(
+            ["--data", "-d", "input_data"], metavar="JSON", default=None, help="The input object as JSON text."
+        ),
         click.Option(["--format", "cmd_format"], type=click.Choice(FORMATS), default=None, help="Output format."),
-        click.Option(["--output", "cmd_output"], default=None, help="Write output to FILE."),
+        click.Option(["--output", "cmd_output"], metavar="FILE", default=None, help="Write the result to FILE."),
         click.Option(["--quiet", "cmd_quiet"], is_flag=True, default=None, help="Print nothing on success."),
     ]
 
@@ -143,7 +277,7 @@ def command_for(spec: OperationSpec) -> click.Command:
         for name, value in kwargs.items():
             if value is None or value in ((), []):
                 continue
-            given[name] = _coerce(value, fields[name].annotation) if isinstance(value, tuple) else value
+            given[name] = _coerce(value, fields[name].annotation, name) if isinstance(value, tuple) else value
         run_operation(ctx, spec, sources, given)
 
     return OperationCommand(

@@ -113,10 +113,10 @@ GROUPS: dict[str, dict[str, str]] = {
         "replace": "Replace a user's roles with exactly this list.",
     },
     "users": {
-        "create": "Create a managed user; a temporary password is mailed to them (changed at first sign-in).",
+        "create": "Create a managed user with a temporary password, mailed to them (without SMTP: in the answer, once).",
         "delete": "Delete a managed user; their API keys and sessions stop working at once.",
         "list": "List managed user-pool users.",
-        "reset-password": "Reset a managed user's password: a new temporary one is mailed to them.",
+        "reset-password": "Reset a managed user's password: a new temporary one is mailed to them (without SMTP: in the answer, once).",
         "update": "Update a managed user: only the attributes given change.",
     },
 }

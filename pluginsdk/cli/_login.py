@@ -8,6 +8,7 @@ instead; that is a state to report, not a failure.
 from __future__ import annotations
 
 import contextlib
+import hmac
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -62,14 +63,22 @@ def _store(url: str, key: str | None) -> tuple[bool, str]:
             keyring.delete_password(KEYRING_SERVICE, url)
             return True, f"Removed the API key for {url} from the OS keyring ({where})."
         keyring.set_password(KEYRING_SERVICE, url, key)
+        # some backends accept and drop the key (keyring.backends.null): only a read-back proves it stored
+        kept = keyring.get_password(KEYRING_SERVICE, url)
+        if kept is None or not hmac.compare_digest(kept.encode(), key.encode()):
+            return False, _not_stored(where, "it does not keep passwords")
         return True, f"Stored the API key for {url} in the OS keyring ({where})."
     except PasswordDeleteError:
         return True, f"No API key was stored for {url}."
     except (KeyringError, RuntimeError) as exc:
-        return False, (
-            f"No usable OS keyring ({where}: {exc}); nothing was stored. Pass the key with PLUGIN_API_KEY "
-            "or api.key in the configuration file, or install a keyring backend (see the keyring docs)."
-        )
+        return False, _not_stored(where, str(exc))
+
+
+def _not_stored(where: str, why: str) -> str:
+    return (
+        f"No usable OS keyring ({where}: {why}); nothing was stored. Pass the key with PLUGIN_API_KEY "
+        "or api.key in the configuration file, or install a keyring backend (see the keyring docs)."
+    )
 
 
 @click.command("login")
@@ -83,8 +92,9 @@ def login(ctx: Context, url: str | None, api_key: str | None, verify: bool, forg
     import asyncio
 
     from ..errors import SDKError
-    from ._output import emit, emit_error
+    from ._output import check_output, emit, emit_error
 
+    check_output(ctx.options.get("output"))
     server = _server_url(ctx, url)
     key = None if forget else _read_key(api_key)
     if key == "":

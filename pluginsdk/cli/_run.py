@@ -2,7 +2,12 @@
 
 The active scheduler strategy (`--scheduler`, else `scheduler.type`) turns the `-f FILE` / `-d JSON`
 object into parameters and renders the result; arguments and options given on the command line win
-over the input object. Every failure, bad input included, becomes the error envelope and exit 1.
+over the input object. Every failure, bad input included, becomes the error envelope and exit 1; a
+result short of what was asked exits with the code `_exit.outcome` gives it (the result still printed).
+
+`--output` is checked before anything runs; a write that fails afterwards prints the result on stdout
+and exits OUTPUT_FAILED. `machines request --wait` submits under an id made here, so Ctrl-C can name
+the request it leaves running.
 """
 
 from __future__ import annotations
@@ -14,7 +19,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._output import emit, emit_error
+import click
+
+from ._output import check_output, emit, emit_error, output_format, render
 
 if TYPE_CHECKING:
     from ..operations import OperationSpec
@@ -23,32 +30,48 @@ if TYPE_CHECKING:
 
 __all__ = ["run_operation"]
 
+_LISTINGS = {
+    "TEMPLATE_NOT_FOUND": "templates list",
+    "REQUEST_NOT_FOUND": "requests list",
+    "MACHINE_NOT_FOUND": "machines list",
+}
+"""The command that lists what a not-found id could have been (the engine's errors name no CLI command:
+REST and MCP callers share them)."""
+
 
 def _read_input(input_file: str | None, input_data: str | None) -> dict[str, Any]:
     from ..errors import ValidationError
 
     data: dict[str, Any] = {}
-    for label, text, suffix in (
+    for label, text, name in (
         ("--file", _read_text(input_file) if input_file else None, input_file or ""),
-        ("--data", input_data, ".json"),
+        ("--data", input_data, ""),
     ):
         if text is None:
             continue
+        yaml_file = name.lower().endswith((".yaml", ".yml"))
+        where = f"input file {name!r}" if name else f"{label} input"
         try:
-            if suffix.endswith((".yaml", ".yml")):
-                import yaml
+            if yaml_file:
+                from .._yaml import load_yaml
 
-                value = yaml.safe_load(text)
+                value = load_yaml(text, name)
             else:
                 value = json.loads(text) if text.strip() else {}
         except ValueError as exc:
+            details: dict[str, Any] = {"field": label.lstrip("-"), "expected": "a JSON object"}
+            if name:
+                details["value"] = name
+            line = getattr(exc, "line", None) or getattr(exc, "lineno", None)  # YamlSyntaxError / JSONDecodeError
+            column = getattr(exc, "column", None) or getattr(exc, "colno", None)
+            if line is not None:
+                details |= {"line": line, "column": column}
             raise ValidationError(
-                f"The {label} input is not valid {'YAML' if suffix.endswith(('.yaml', '.yml')) else 'JSON'}: {exc}",
-                details={"field": label.lstrip("-"), "expected": "a JSON object"},
+                f"The {where} is not valid {'YAML' if yaml_file else 'JSON'}: {exc}", details=details
             ) from None
         if not isinstance(value, Mapping):
             raise ValidationError(
-                f"The {label} input must be a JSON/YAML object.",
+                f"The {where} must be a JSON/YAML object.",
                 details={"field": label.lstrip("-"), "expected": "a JSON object"},
             )
         data.update(value)
@@ -64,22 +87,54 @@ def _read_text(path: str) -> str:
         raise ValidationError(
             f"Cannot read input file {path!r}: {exc.strerror}.", details={"field": "file", "value": path}
         ) from None
+    except UnicodeDecodeError:
+        raise ValidationError(
+            f"Input file {path!r} is not UTF-8 text.", details={"field": "file", "value": path}
+        ) from None
+
+
+def _ask_secrets(spec: OperationSpec, params: dict[str, Any]) -> None:
+    """Ask for a required secret (a password) that was not given: hidden on a terminal, else one stdin line.
+
+    A password never has to be written on the command line, where shell history and `ps` would keep it.
+    """
+    fields = spec.cls.model_fields
+    for name in getattr(spec.cls, "secret_fields", ()):
+        field = fields.get(name)
+        if field is None or not field.is_required() or params.get(name) not in (None, ""):
+            continue
+        label = name.replace("_", " ").capitalize()
+        if sys.stdin.isatty():
+            confirm = name.startswith(("new_", "proposed_"))
+            params[name] = click.prompt(label, hide_input=True, err=True, confirmation_prompt=confirm)
+        else:
+            params[name] = sys.stdin.readline().rstrip("\r\n")
 
 
 def _strategy_name(ctx: Context) -> str | None:
     return ctx.options.get("scheduler") or os.environ.get("PLUGIN_SCHEDULER") or None
 
 
+def _check_dry_run(ctx: Context, spec: OperationSpec) -> None:
+    """`--dry-run` on a command that cannot pretend is refused: running it for real would surprise."""
+    if ctx.options.get("dry_run") and "dry_run" not in spec.cls.model_fields:
+        action = f"{spec.cli.group} {spec.cli.action}" if spec.cli else spec.name
+        raise click.UsageError(f"`{action}` has no dry run; drop --dry-run (it would run for real).")
+
+
 def run_operation(
     ctx: Context, spec: OperationSpec, sources: tuple[str | None, str | None], given: dict[str, Any]
 ) -> None:
-    """Run `spec` with the input object from `sources` (file, JSON text) overlaid by `given`; print; exit 1 on error."""
+    """Run `spec` with the input object from `sources` (file, JSON text) overlaid by `given`; print; exit."""
     import asyncio
 
     from ..errors import SDKError
     from ..schedulers import get_strategy
+    from ._exit import ERROR, INTERRUPTED, OK, outcome
 
-    state: dict[str, Strategy] = {}
+    check_output(ctx.options.get("output"))
+    _check_dry_run(ctx, spec)
+    state: dict[str, Any] = {}
 
     async def go() -> Any:
         from ..sdk import PluginSDK
@@ -97,28 +152,78 @@ def run_operation(
             if whole and raw and whole not in raw:  # the file is the one body field (templates validate)
                 raw = {whole: raw}
             params = strategy.parse_input(spec.name, raw) | given
-            if ctx.options.get("dry_run") and "dry_run" in spec.cls.model_fields:
+            _ask_secrets(spec, params)
+            if ctx.options.get("dry_run"):
                 params.setdefault("dry_run", True)
-            if params.get("wait"):
-                from .._entry import collect_garbage
-
-                collect_garbage()
-            if params.get("wait") and sys.stderr.isatty():
-                from ._progress import run_with_progress
-
-                result = await run_with_progress(sdk, spec, params)
+            if params.get("wait") and spec.name == "create_request":
+                result = await _wait(sdk, spec, params, state)
             else:
                 result = await sdk.call(spec.name, **params)
-            return strategy.render(spec.name, params, result, sdk.settings)
+            timed_out = state.get("elapsed", 0.0) >= float(params.get("timeout") or 3600)
+            code = outcome(spec.name, params, result, timed_out=timed_out)
+            state["code"] = code if strategy.name == "default" else OK
+            output = strategy.render(spec.name, params, result, sdk.settings)
+            if params.get("dry_run") and strategy.name == "default" and isinstance(output, dict):
+                output.pop("request_id", None)  # nothing was recorded: an id would later read as not found
+            return output
 
     try:
         state["strategy"] = get_strategy(_strategy_name(ctx))
         output = asyncio.run(go())
     except SDKError as err:
-        strategy = state.get("strategy")
+        strategy: Strategy | None = state.get("strategy")
         if strategy is not None and strategy.output_format and not ctx.options.get("format"):
             ctx.options["format"] = strategy.output_format
         envelope = err.to_envelope()
         emit_error(ctx, envelope, strategy.render_error(envelope) if strategy else None)
-        sys.exit(1)
+        if envelope["error_code"] in _LISTINGS:
+            click.echo(f"See `pluginsdk {_LISTINGS[envelope['error_code']]}` for the ones that exist.", err=True)
+        sys.exit(ERROR)
+    except KeyboardInterrupt:
+        _interrupted(ctx, state)
+        sys.exit(INTERRUPTED)
     emit(ctx, output)
+    sys.exit(state.get("code", OK))
+
+
+async def _wait(sdk: Any, spec: OperationSpec, params: dict[str, Any], state: dict[str, Any]) -> Any:
+    """Submit under an id made here (so Ctrl-C can name it), then wait with progress on a terminal."""
+    import uuid
+
+    from .._entry import collect_garbage
+    from ._progress import run_with_progress
+
+    collect_garbage()
+    params.setdefault("request_id", f"req-{uuid.uuid4()}")
+    state["request_id"] = params["request_id"]
+
+    def seen(progress: Any) -> None:
+        state["submitted"] = True
+        state["elapsed"] = progress.elapsed
+
+    return await run_with_progress(sdk, spec, params, seen)
+
+
+def _interrupted(ctx: Context, state: dict[str, Any]) -> None:
+    """Ctrl-C: say which request goes on and how to follow it (stderr; the envelope too in JSON/YAML)."""
+    if sys.stderr.isatty():
+        click.echo(err=True)  # end a progress line
+    request_id = state.get("request_id")
+    if request_id is None:
+        click.echo("Interrupted.", err=True)
+        return
+    submitted = "was submitted and goes on" if state.get("submitted") else "may have been submitted"
+    message = (
+        f"Interrupted while waiting: request {request_id} {submitted} without this command. "
+        f"Follow it with `pluginsdk requests status {request_id}`; cancel it with "
+        f"`pluginsdk requests cancel {request_id}`."
+    )
+    if output_format(ctx) in ("json", "yaml"):
+        envelope = {
+            "success": False,
+            "error": message,
+            "error_code": "INTERRUPTED",
+            "details": {"request_id": request_id},
+        }
+        click.echo(render(ctx, envelope))
+    click.echo(message, err=True)

@@ -1,7 +1,8 @@
 """The MCP server (extra `mcp`): `pluginsdk mcp serve --stdio`, or `create_server(sdk)` in-process.
 
-One tool per MCP name of every catalog operation, resources `templates://`, `requests://`, `machines://`
-and `providers://`. The `mcp` package (~0.9 s to import) loads only when a server is built or served.
+One tool per MCP name of every catalog operation in the chosen profile (`profiles.py`), resources
+`templates://`, `requests://`, `machines://` and `providers://`. The `mcp` package (~0.9 s to import) loads
+only when a server is built or served.
 """
 
 from __future__ import annotations
@@ -32,12 +33,12 @@ def _server_module() -> ModuleType:
     return server
 
 
-def create_server(sdk: PluginSDK) -> Server[Any]:
-    """An MCP server over a started `sdk` (see `pluginsdk.mcp.server`)."""
-    server: Server[Any] = _server_module().create_server(sdk)
+def create_server(sdk: PluginSDK, profile: str | None = None) -> Server[Any]:
+    """An MCP server over a started `sdk` listing the tools of `profile` (see `pluginsdk.mcp.server`)."""
+    server: Server[Any] = _server_module().create_server(sdk, profile)
     return server
 
 
-async def serve_stdio(**sdk_options: Any) -> None:
+async def serve_stdio(profile: str | None = None, **sdk_options: Any) -> None:
     """Serve MCP on stdin/stdout until stdin closes; `sdk_options` go to PluginSDK."""
-    await _server_module().serve_stdio(**sdk_options)
+    await _server_module().serve_stdio(profile, **sdk_options)

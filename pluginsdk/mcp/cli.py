@@ -20,8 +20,15 @@ def mcp() -> None:
 
 @mcp.command("serve")
 @click.option("--stdio", "stdio", is_flag=True, default=True, help="Speak MCP on stdin/stdout (the only transport).")
+@click.option(
+    "--profile",
+    metavar="NAMES",
+    default=None,
+    help="Tools to list: provisioning (default), auth or all; comma-separated to join "
+    "(else PLUGIN_MCP_PROFILE, else mcp.profile in the config).",
+)
 @click.pass_obj
-def serve(ctx: Any, stdio: bool) -> None:
+def serve(ctx: Any, stdio: bool, profile: str | None) -> None:
     """Serve MCP on stdin/stdout until stdin closes; diagnostics go to stderr, stdout carries only protocol.
 
     Uses the global --config, --backend, --scheduler and --log-level (or their PLUGIN_* variables).
@@ -38,6 +45,7 @@ def serve(ctx: Any, stdio: bool) -> None:
     options: dict[str, Any] = getattr(ctx, "options", {})
     run = functools.partial(
         serve_stdio,
+        profile,
         config_path=options.get("config"),
         backend=options.get("backend"),
         scheduler=options.get("scheduler"),

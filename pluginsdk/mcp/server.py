@@ -18,6 +18,7 @@ from mcp.server.context import ServerRequestContext
 
 from .._constants import VERSION
 from ..waiting import Progress, Report, when_rising
+from .profiles import ALL, PROFILES, resolve_profile
 from .resources import ResourceSet
 from .tools import ToolSet
 
@@ -31,15 +32,21 @@ log = logging.getLogger(__name__)
 INSTRUCTIONS = (
     "Provision compute machines from templates and manage access. Tools mirror the pluginsdk SDK methods; "
     "resources templates://, requests://, machines:// and providers:// list what exists. A failing tool "
-    "answers isError with an `error` object (type, message, tool, arguments)."
+    "answers isError with a JSON text holding an `error` object (type, message, tool, arguments). "
+    "This server lists the tools of profile {profile}; the profiles are {profiles} (server option --profile)."
 )
 
 Ctx = ServerRequestContext[Any]
 
 
-def create_server(sdk: PluginSDK) -> Server[Any]:
-    """An MCP server whose tools and resources run on `sdk` (already started; the caller closes it)."""
-    tools = ToolSet(sdk)
+def create_server(sdk: PluginSDK, profile: str | None = None) -> Server[Any]:
+    """An MCP server whose tools and resources run on `sdk` (already started; the caller closes it).
+
+    `profile` names the tool profile(s), comma-separated (see `profiles.py`); None takes
+    `PLUGIN_MCP_PROFILE`, then `mcp.profile` of the SDK's configuration, then `provisioning`.
+    """
+    chosen = resolve_profile(profile, sdk.settings.mcp.profile)
+    tools = ToolSet(sdk, chosen)
     resources = ResourceSet(sdk)
 
     async def list_tools(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -64,7 +71,7 @@ def create_server(sdk: PluginSDK) -> Server[Any]:
         "pluginsdk",
         version=VERSION,
         title="pluginsdk",
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS.format(profile=",".join(chosen), profiles=", ".join((*PROFILES, ALL))),
         get_tool_input_schema=schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
@@ -92,8 +99,8 @@ def progress_notifier(ctx: Ctx) -> Report:
     return when_rising(notify)
 
 
-async def serve_stdio(**sdk_options: Any) -> None:
-    """Serve MCP on stdin/stdout until stdin closes; `sdk_options` go to PluginSDK.
+async def serve_stdio(profile: str | None = None, **sdk_options: Any) -> None:
+    """Serve MCP on stdin/stdout until stdin closes; `profile` as for `create_server`, `sdk_options` go to PluginSDK.
 
     The stdio transport is entered first: from then on fd 1 points at stderr, so nothing but protocol
     reaches stdout, whatever starting the SDK (or a stray print) writes.
@@ -104,7 +111,7 @@ async def serve_stdio(**sdk_options: Any) -> None:
 
     async with stdio_server() as (read_stream, write_stream), PluginSDK(background=True, **sdk_options) as sdk:
         configure_logging(sdk.settings.logging.level)
-        server = create_server(sdk)
+        server = create_server(sdk, profile)
         log.info("MCP server ready on stdio (pid %d)", os.getpid())
         await server.run(read_stream, write_stream, server.create_initialization_options())
 

@@ -1,10 +1,11 @@
-"""MCP tools derived from the operation catalog: one tool per MCP name of every operation.
+"""MCP tools derived from the operation catalog: one tool per MCP name of every operation in the profile.
 
 Nothing here is written per operation. A tool's `inputSchema` is its operation's JSON schema (snake_case
-fields, field docstrings as descriptions) and its `outputSchema` the result model's. A call builds the
-operation from the arguments and runs it on the SDK, as `PluginSDK.call` does (the path the CLI takes), and
-answers with the result model's JSON as structured content and as text. A failure answers `isError` with
-the spec's `error` object.
+fields, field docstrings as descriptions) and its `outputSchema` the result model's, both compacted
+(`schemas.compact`). A call checks the arguments against the published input schema (`arguments.py`), builds
+the operation and runs it on the SDK, as `PluginSDK.call` does (the path the CLI takes), and answers with the
+result model's JSON as structured content and as text. A failure answers `isError` with the spec's `error`
+object as text content only: structured content must match the output schema, and an error does not.
 
 A `create_request` that waits (`wait: true`) waits through `pluginsdk.waiting`, as the CLI's progress line
 does, and hands every reading to the call's `progress` report (the server sends `notifications/progress`).
@@ -12,8 +13,10 @@ does, and hands every reading to the call's `progress` report (the server sends 
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -21,9 +24,12 @@ import mcp_types as types
 import pydantic
 from pydantic.alias_generators import to_camel
 
-from ..errors import HandlerDiscoveryError, MethodExecutionError, SDKError
+from ..errors import HandlerDiscoveryError, MethodExecutionError, SDKError, clean_details, is_secret_field
 from ..operations import CATALOG, OperationSpec
 from ..waiting import Report, reports_progress, request_and_wait
+from .arguments import ArgumentCheck
+from .profiles import ALL, profile_of, selects
+from .schemas import compact
 
 if TYPE_CHECKING:
     from ..sdk import PluginSDK
@@ -32,46 +38,55 @@ __all__ = ["ToolSet", "error_object", "tool_specs"]
 
 log = logging.getLogger(__name__)
 
-_SECRET_WORDS = ("password", "token", "secret")
-"""Argument names holding one of these are never echoed back (beside an operation's `secret_fields`)."""
+
+def tool_specs(profile: tuple[str, ...] = (ALL,)) -> dict[str, OperationSpec]:
+    """Tool name -> operation, for every MCP-enabled operation in `profile` (its own name and its extra names)."""
+    return {tool: spec for spec in CATALOG.values() if selects(profile, spec) for tool in spec.mcp_names}
 
 
-def tool_specs() -> dict[str, OperationSpec]:
-    """Tool name -> operation, for every MCP-enabled operation (its own name and its extra names)."""
-    return {tool: spec for spec in CATALOG.values() for tool in spec.mcp_names}
+_ALIAS_NOTE = re.compile(r"\s*\(alias(?:es)?: [^)]*\)")
+"""A field doc's "(aliases: count, machine_count)": other interfaces take those names, a tool only its schema's."""
 
 
 def _description(tool: str, spec: OperationSpec) -> str:
-    text = spec.summary + (f"\n\n{spec.description}" if spec.description else "")
+    text = spec.summary + (f"\n\n{inspect.cleandoc(spec.description)}" if spec.description else "")
     if tool != spec.mcp_names[0]:
         text += f"\n\nSame operation as the `{spec.mcp_names[0]}` tool."
     return text
 
 
 def _output_schema(spec: OperationSpec) -> dict[str, Any] | None:
-    """The result model's JSON schema as serialised (snake_case), or None for a non-model result."""
+    """The result model's JSON schema as serialised (snake_case), compacted; None for a non-model result."""
     result = spec.result_type
     if isinstance(result, type) and issubclass(result, pydantic.BaseModel):
-        return result.model_json_schema(mode="serialization", by_alias=False)
+        return compact(result.model_json_schema(mode="serialization", by_alias=False), output=True)
     return None
 
 
+def renames(tool: str, spec: OperationSpec) -> Mapping[str, str]:
+    """Field -> the name this tool shows for it: the spec's names on an extra tool (`count`), else none."""
+    return spec.cls.mcp.extra_names if tool != spec.mcp_names[0] else {}
+
+
 def _input_schema(tool: str, spec: OperationSpec) -> dict[str, Any]:
-    """The operation's input schema; an extra tool name advertises the spec's names for renamed fields."""
-    schema = spec.input_schema()
-    renames = spec.cls.mcp.extra_names if tool != spec.mcp_names[0] else {}
-    if renames:
+    """The operation's input schema, compacted; an extra tool name advertises the spec's names for renamed fields."""
+    schema = compact(spec.input_schema(), output=False)
+    for prop in schema.get("properties", {}).values():
+        if isinstance(prop.get("description"), str):
+            prop["description"] = _ALIAS_NOTE.sub("", prop["description"])
+    shown = renames(tool, spec)
+    if shown:
         props = schema.get("properties", {})
-        schema["properties"] = {renames.get(k, k): v for k, v in props.items()}
-        schema["required"] = [renames.get(k, k) for k in schema.get("required", [])]
+        schema["properties"] = {shown.get(k, k): v for k, v in props.items()}
+        if "required" in schema:
+            schema["required"] = [shown.get(k, k) for k in schema["required"]]
     return schema
 
 
 def describe(tool: str, spec: OperationSpec) -> types.Tool:
-    """The MCP tool of one operation under one of its names."""
+    """The MCP tool of one operation under one of its names (no `title`: the description's first line is it)."""
     return types.Tool(
         name=tool,
-        title=spec.summary,
         description=_description(tool, spec),
         input_schema=_input_schema(tool, spec),
         output_schema=_output_schema(spec),
@@ -80,7 +95,8 @@ def describe(tool: str, spec: OperationSpec) -> types.Tool:
 
 
 def _is_secret(name: str, secrets: frozenset[str]) -> bool:
-    return name in secrets or any(word in name.lower() for word in _SECRET_WORDS)
+    """An operation's `secret_fields`, or a name that says secret (`pluginsdk.errors.is_secret_field`)."""
+    return name in secrets or is_secret_field(name) or any(w in name.lower() for w in ("password", "token"))
 
 
 def _secrets_of(spec: OperationSpec | None) -> frozenset[str]:
@@ -89,9 +105,11 @@ def _secrets_of(spec: OperationSpec | None) -> frozenset[str]:
 
 
 def mask_arguments(arguments: Mapping[str, Any], spec: OperationSpec | None) -> dict[str, Any]:
-    """The arguments as given, with secrets replaced by `***` (they are echoed in error objects)."""
+    """The arguments as given, with secrets replaced by `***` and long strings cut (error objects echo them)."""
     secrets = _secrets_of(spec)
-    return {k: ("***" if _is_secret(k, secrets) and v else v) for k, v in arguments.items()}
+    masked = {k: ("***" if _is_secret(k, secrets) and v else v) for k, v in arguments.items()}
+    cleaned: dict[str, Any] = clean_details({"arguments": masked})["arguments"]  # bounded as error details are
+    return cleaned
 
 
 def error_object(
@@ -125,12 +143,14 @@ def _text(data: Any) -> list[types.ContentBlock]:
 
 
 class ToolSet:
-    """The catalog's tools bound to one started SDK; the tool list is built once."""
+    """The profile's tools bound to one started SDK; the tool list is built once."""
 
-    def __init__(self, sdk: PluginSDK) -> None:
+    def __init__(self, sdk: PluginSDK, profile: tuple[str, ...] = (ALL,)) -> None:
         self.sdk = sdk
-        self.specs = tool_specs()
+        self.profile = profile
+        self.specs = tool_specs(profile)
         self.tools = [describe(name, spec) for name, spec in self.specs.items()]
+        self.checks = {tool.name: ArgumentCheck(tool.name, tool.input_schema) for tool in self.tools}
 
     async def call(
         self, tool: str, arguments: Mapping[str, Any] | None, progress: Report | None = None
@@ -142,17 +162,20 @@ class ToolSet:
         args = dict(arguments or {})
         spec = self.specs.get(tool)
         log.debug("tool %s %s", tool, mask_arguments(args, spec))
+        checked = False  # past the schema check, errors speak the operation's names: renamed to the tool's
         try:
             if spec is None:
-                raise HandlerDiscoveryError(f"No tool named {tool!r}; list the tools with tools/list.")
-            op = spec.build(args)
+                raise _unknown_tool(tool, self.profile)
+            self.checks[tool].check(args)
+            checked = True
+            op = _build(tool, spec, args)
             if progress is not None and reports_progress(op):
                 result: Any = await request_and_wait(self.sdk, op, progress)
             else:
                 result = await self.sdk.execute(op)
         except SDKError as err:
             log.info("tool %s failed: %s (%s)", tool, err.message, err.code)
-            return self._failure(err, tool, args, spec)
+            return self._failure(_as_sent(err, tool, spec) if checked else err, tool, args, spec)
         except Exception as exc:  # never leak internals: logged to stderr, one generic error object
             log.exception("MCP tool %s failed unexpectedly", tool)
             internal = MethodExecutionError(f"{tool} failed unexpectedly: {type(exc).__name__}.")
@@ -162,5 +185,59 @@ class ToolSet:
 
     @staticmethod
     def _failure(err: SDKError, tool: str, args: Mapping[str, Any], spec: OperationSpec | None) -> types.CallToolResult:
+        """The error object as text only: MCP puts a tool error in `content`, and structured content would
+        have to match the tool's output schema (the TypeScript SDK client checks it even on errors)."""
         body = {"success": False, "error": error_object(err, tool=tool, arguments=args, spec=spec)}
-        return types.CallToolResult(content=_text(body), structured_content=body, is_error=True)
+        return types.CallToolResult(content=_text(body), is_error=True)
+
+
+def _unknown_tool(tool: str, profile: tuple[str, ...]) -> HandlerDiscoveryError:
+    """No such tool here: says which profile has it when the catalog does."""
+    spec = tool_specs().get(tool)
+    if spec is None:
+        return HandlerDiscoveryError(f"No tool named {tool!r}; list the tools with tools/list.")
+    return HandlerDiscoveryError(
+        f"Tool {tool!r} is not in this server's profile ({','.join(profile)}); it is in profile "
+        f"{profile_of(spec)!r}: start the server with --profile {profile_of(spec)} (or all).",
+        details={"tool": tool, "profile": profile_of(spec)},
+    )
+
+
+def _build(tool: str, spec: OperationSpec, args: Mapping[str, Any]) -> Any:
+    """The operation from arguments that passed the schema: the tool's shown names back to the fields'."""
+    canonical = {v: k for k, v in renames(tool, spec).items()}
+    return spec.build({canonical.get(k, k): v for k, v in args.items()})
+
+
+def _as_sent(err: SDKError, tool: str, spec: OperationSpec | None) -> SDKError:
+    """`err` naming fields as this tool shows them (`count`, not `requested_count`) and the tool, not the operation.
+
+    Only an extra tool name differs from its operation's; the operation model and the engine speak the
+    canonical names. The message is reworded where it quotes a renamed field or the operation's name.
+    """
+    if spec is None or tool == spec.name:
+        return err
+    shown = renames(tool, spec)
+
+    def name(path: str) -> str:
+        head, dot, rest = path.partition(".")
+        return shown.get(head, head) + dot + rest
+
+    details = dict(err.details)
+    if isinstance(details.get("field"), str):
+        details["field"] = name(details["field"])
+    if isinstance(details.get("errors"), list):
+        details["errors"] = [
+            {**e, "field": name(e["field"])} if isinstance(e, dict) and isinstance(e.get("field"), str) else e
+            for e in details["errors"]
+        ]
+    message = err.message
+    for canonical, alias in shown.items():
+        message = message.replace(repr(canonical), repr(alias))
+    message = re.sub(rf"\b{re.escape(spec.name)}\b", tool, message)
+    err.message, err.details, err.args = (
+        message,
+        clean_details(details),
+        (message,),
+    )  # this call's own error: reworded in place
+    return err

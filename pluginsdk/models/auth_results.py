@@ -211,6 +211,12 @@ class ManagedUserWritten(Result):
     user_id: str
     operation: str
     user: ManagedUser | None = Field(None, exclude_if=_absent_if_none)
+    temporary_password: str | None = Field(None, repr=False, exclude_if=_absent_if_none)
+    """Only where no mail server is configured (create, reset): the temporary password, shown this once
+    for the administrator to hand over; it must be replaced at the first sign-in."""
+
+    def __str__(self) -> str:
+        return _mask(self, ("temporary_password",))
 
 
 # -- API keys ---------------------------------------------------------------------

@@ -68,7 +68,7 @@ class CreateRequestCommand(Command):
     wait: bool = False
     """Return only when the request is finished (or timeout passes)."""
     dry_run: bool = False
-    """Validate and record, never touch the cloud provider."""
+    """Validate and say what would happen: nothing is recorded, the cloud provider is not touched."""
     created_request_id: str | None = None
     """Output: the id of the created request."""
 

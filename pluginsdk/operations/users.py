@@ -37,7 +37,7 @@ class ListManagedUsersQuery(Query):
 
 
 class CreateManagedUserCommand(Command):
-    """Create a managed user; a temporary password is mailed to them (changed at first sign-in)."""
+    """Create a managed user with a temporary password, mailed to them (without SMTP: in the answer, once)."""
 
     result_type = ManagedUserWritten
     rest = Rest("POST", "/user/managed", camel=True)
@@ -91,7 +91,7 @@ class DeleteManagedUserCommand(Command):
 
 
 class ResetManagedUserPasswordCommand(Command):
-    """Reset a managed user's password: a new temporary one is mailed to them."""
+    """Reset a managed user's password: a new temporary one is mailed to them (without SMTP: in the answer, once)."""
 
     result_type = ManagedUserWritten
     rest = Rest("POST", "/user/managed/{user_id}/resetPassword", camel=True)

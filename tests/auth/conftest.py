@@ -25,6 +25,7 @@ from pluginsdk import PluginSDK
 from pluginsdk.operations import get_spec
 from pluginsdk.principal import Principal
 from tests.support.backends import base_config, open_sdk
+from tests.test_postgres import pg_url  # noqa: F401 -- a fresh PostgreSQL database (skips where none is reachable)
 
 CHEAP_HASHING = {"timeCost": 1, "memoryKib": 8, "parallelism": 1}
 

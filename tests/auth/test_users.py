@@ -117,12 +117,22 @@ async def test_list_pages(managed_sdk: PluginSDK) -> None:
         await managed_sdk.list_managed_users(starting_token="bogus")
 
 
-async def test_create_without_smtp_leaves_no_password(tmp_path: Path) -> None:
+async def test_create_without_smtp_shows_the_temporary_password_once(tmp_path: Path) -> None:
+    """No mail server: the administrator gets the temporary password in the answer (masked in str())."""
     async with open_sdk("local", tmp_path, app=managed_app()) as sdk:
         res = await sdk.create_managed_user(user_id="eve", email="eve@example.com")
-        assert "without a password" in res.message
+        temp = res.temporary_password
+        assert temp and "shown this once" in res.message and temp not in str(res) + repr(res)
         with pytest.raises(AuthenticationError):
             await sdk.login("eve", "anything-at-all")
+        assert (await sdk.login("eve", temp)).challenge_name == "NEW_PASSWORD_REQUIRED"
+        reset = await sdk.reset_managed_user_password("eve", confirm_reset=True)
+        assert reset.temporary_password and reset.temporary_password != temp
+        with pytest.raises(AuthenticationError):
+            await sdk.login("eve", temp)
+        assert (await sdk.login("eve", reset.temporary_password)).challenge_name == "NEW_PASSWORD_REQUIRED"
+        listed = (await sdk.list_managed_users()).model_dump_json()
+        assert temp not in listed and reset.temporary_password not in listed
 
 
 async def test_deleting_a_user_revokes_keys_and_sessions(tmp_path: Path, mailbox: Mailbox) -> None:

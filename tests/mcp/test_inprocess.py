@@ -10,7 +10,8 @@ import pytest
 from mcp import MCPError
 
 from pluginsdk import PluginSDK
-from tests.mcp.helpers import connect, data
+from tests.mcp.helpers import connect, data, failure
+from tests.support.backends import open_sdk
 
 
 async def test_provision_and_return_cycle(local_sdk: PluginSDK, mode: str) -> None:
@@ -32,32 +33,25 @@ async def test_provision_and_return_cycle(local_sdk: PluginSDK, mode: str) -> No
 
 async def test_failing_tool_returns_the_error_object(local_sdk: PluginSDK, mode: str) -> None:
     async with connect(local_sdk, mode) as client:
-        res = await client.call_tool("get_template", {"template_id": "nope"})
-        assert res.is_error
-        body = data(res)
-        assert body["success"] is False
-        err = body["error"]
+        err = failure(await client.call_tool("get_template", {"template_id": "nope"}))
         assert err["type"] == "NotFoundError" and err["tool"] == "get_template"
         assert err["arguments"] == {"template_id": "nope"} and "nope" in err["message"]
         assert err["error_code"] == "TEMPLATE_NOT_FOUND"
 
-        res = await client.call_tool("create_request", {"template_id": "web", "requested_count": 0})
-        bad = data(res)["error"]
-        assert res.is_error and bad["type"] == "ValidationError" and bad["details"]["field"] == "requested_count"
+        bad = failure(await client.call_tool("create_request", {"template_id": "web", "requested_count": 0}))
+        assert bad["type"] == "ValidationError" and bad["details"]["field"] == "requested_count"
         assert bad["arguments"] == {"template_id": "web", "requested_count": 0}
 
-        res = await client.call_tool("no_such_tool", {"x": 1})
-        unknown = data(res)["error"]
-        assert res.is_error and unknown["type"] == "HandlerDiscoveryError" and unknown["tool"] == "no_such_tool"
+        unknown = failure(await client.call_tool("no_such_tool", {"x": 1}))
+        assert unknown["type"] == "HandlerDiscoveryError" and unknown["tool"] == "no_such_tool"
 
 
 async def test_error_object_never_echoes_secrets(local_sdk: PluginSDK) -> None:
     async with connect(local_sdk) as client:
         res = await client.call_tool("login", {"username": "alice", "password": "hunter2-secret"})
-    assert res.is_error
-    err = data(res)["error"]
+    err = failure(res)
     assert err["tool"] == "login" and err["arguments"] == {"username": "alice", "password": "***"}
-    assert "hunter2" not in json.dumps(data(res))
+    assert "hunter2" not in res.content[0].text
 
 
 async def test_resources_list_and_read(local_sdk: PluginSDK, mode: str) -> None:
@@ -102,9 +96,8 @@ async def test_same_answers_over_either_backend(sdk: PluginSDK) -> None:
         await client.call_tool("create_template", {"template_id": "web", "image_id": "ami-1"})
         listed = data(await client.call_tool("list_templates", {}))
         assert [t["template_id"] for t in listed["templates"]] == ["web"]
-        res = await client.call_tool("get_machine", {"machine_id": "i-nope"})
-        err = data(res)["error"]
-        assert res.is_error and err["type"] == "NotFoundError" and err["error_code"] == "MACHINE_NOT_FOUND"
+        err = failure(await client.call_tool("get_machine", {"machine_id": "i-nope"}))
+        assert err["type"] == "NotFoundError" and err["error_code"] == "MACHINE_NOT_FOUND"
 
 
 class BrokenBackend:
@@ -126,7 +119,22 @@ async def test_unexpected_failure_hides_internals(tmp_path: Path) -> None:
     sdk = PluginSDK(backend=BrokenBackend(), config={"storage": {"path": str(tmp_path / "s.db")}})
     async with sdk, connect(sdk) as client:
         res = await client.call_tool("list_templates", {})
-    assert res.is_error
-    err = data(res)["error"]
+    err = failure(res)
     assert err["type"] == "MethodExecutionError" and err["tool"] == "list_templates"
-    assert "RuntimeError" in err["message"] and "/srv/secret.db" not in json.dumps(data(res))
+    assert "RuntimeError" in err["message"] and "/srv/secret.db" not in res.content[0].text
+
+
+async def test_denied_tools_answer_the_error_object(tmp_path: Path, mode: str) -> None:
+    """A server acting as a user without rights: every tool answers FORBIDDEN as an error object, reads included."""
+    async with open_sdk("local", tmp_path, sdk={"user": "nobody"}) as sdk, connect(sdk, mode) as client:
+        for tool, args in (
+            ("list_templates", {}),
+            ("create_template", {"template_id": "w", "image_id": "ami-1"}),
+            ("request_machines", {"template_id": "w", "count": 1}),
+            ("list_api_keys", {}),
+        ):
+            err = failure(await client.call_tool(tool, args))
+            assert err["type"] == "PermissionDeniedError" and err["error_code"] == "FORBIDDEN", (tool, err)
+        with pytest.raises(MCPError) as denied:
+            await client.read_resource("templates://")
+        assert denied.value.data["error"]["error_code"] == "FORBIDDEN"

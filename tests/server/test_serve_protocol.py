@@ -24,14 +24,14 @@ def corked_server(config: dict[str, Any]) -> Iterator[int]:
     import uvicorn
 
     from pluginsdk.server import create_app
-    from pluginsdk.server._protocol import CorkedHttpToolsProtocol
+    from pluginsdk.server._protocol import DoorHttpToolsProtocol
 
     server = uvicorn.Server(
         uvicorn.Config(
             create_app(load_settings(config=config, environ={})),
             host="127.0.0.1",
             port=0,
-            http=CorkedHttpToolsProtocol,
+            http=DoorHttpToolsProtocol,
             loop="asyncio",
             log_level="warning",
             lifespan="on",

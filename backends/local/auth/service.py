@@ -15,9 +15,12 @@ Authorization (both tiers, before any handler looks anything up)
 - Roles come from user-role assignments (cached per version); roles that no
   longer exist grant nothing; a user without roles is evaluated as holding
   `defaultUserRoleName` when that is set.
-- Tier 1: the concrete route (`/auth/constraints/c1`) and method. Tier 2: the
-  object attributes the input names (operation's policy fields); a list value
-  there means several objects, and each must be allowed.
+- Tier 1: the concrete path called (`route_path`, e.g. `/api/v1/machines/request`)
+  and method; in-process, the operation's first path filled from the input.
+- Tier 2: on an existing object, its stored attributes (`objects.py`: one
+  loader per object type, no existence oracle); on a new object, the
+  attributes the input gives (a list value there means several objects, each
+  must be allowed).
 """
 
 from __future__ import annotations
@@ -34,12 +37,15 @@ from pluginsdk._constants import API_KEY_PREFIX
 from pluginsdk.errors import AuthenticationError, PermissionDeniedError, ValidationError
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
 from pluginsdk.operations import Operation, OperationSpec
-from pluginsdk.principal import Principal
+from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
 from ..policy import CompiledPolicy, compile_policy
 from .config import AuthConfig
 from .crypto import PageTokens, Passwords, SecretBox, now, parse_ts, sha256_hex
+from .lockout import LockoutGuard
 from .mail import Mailer
+from .objects import CREATE_ATTRIBUTES, OBJECT_OPERATIONS, SPECIAL_OPERATIONS, check_stored, denied, handles_stored
+from .routes import routes_to_check
 from .store import AuthStore
 
 if TYPE_CHECKING:
@@ -52,6 +58,8 @@ __all__ = ["AuthService"]
 T = TypeVar("T")
 
 _MAX_HEADER = 4096
+POLICY_CATEGORIES = frozenset({"roles", "userRoles", "constraints"})
+"""Operation categories whose commands write the policy (the lock-out guard watches them)."""
 
 
 class _Snapshot(NamedTuple):
@@ -80,6 +88,8 @@ class AuthService:
         self._lock = asyncio.Lock()
         self.compiles = 0
         """How many times the policy was compiled (observability, tests)."""
+        self.guard = LockoutGuard(store, config)
+        store.on_policy_change = self.guard.check
 
     async def start(self) -> None:
         # JWT support (PyJWT + cryptography, ~100 ms to import) loads only in the mode that uses it,
@@ -200,31 +210,67 @@ class AuthService:
             return await self.external.principal(token)
         raise AuthenticationError("Bearer tokens are not accepted here: no identity provider is configured.")
 
-    async def authorize(self, principal: Principal, spec: OperationSpec, op: Operation) -> Principal:
+    async def authorize(
+        self, principal: Principal, spec: OperationSpec, op: Operation, *, route_path: str | None = None
+    ) -> Principal:
         if spec.policy.unauthenticated:
             return principal
+        principal = self._local_admin(principal)
         snap = await self.snapshot()
         p = await self.with_roles(principal, snap)
-        route = spec.concrete_route(op)
         method = spec.method
-        if route is None or not snap.policy.route_allowed(p, route, method):
-            raise PermissionDeniedError(
-                f"Not authorized: '{p.user_id}' may not {method} {spec.route}.",
-                details={"field": "route", "value": spec.route, "expected": method},
-            )
+        for route in routes_to_check(spec, op, route_path):
+            if not snap.policy.route_allowed(p, route, method):
+                shown = route_path or spec.route
+                message = f"Not authorized: '{p.user_id}' may not {method} {shown}."
+                if not p.roles:  # the usual first-day cause: say it rather than leave a bare denial
+                    message = (
+                        f"Not authorized: '{p.user_id}' holds no role; an administrator must give them one "
+                        f"before they may {method} {shown}."
+                    )
+                raise PermissionDeniedError(message, details={"field": "route", "value": shown, "expected": method})
         object_type = spec.policy.object_type
         if object_type:
-            attrs = spec.object_attributes(op)
-            if attrs:
-                if method == "POST" and "userId" in OBJECT_TYPES.get(object_type, ()) and "userId" not in attrs:
-                    attrs["userId"] = p.user_id  # a new object of this type belongs to its creator
-                for combo in _expand(attrs):
-                    if not snap.policy.is_allowed(p, object_type, combo, method):
-                        raise PermissionDeniedError(
-                            f"Not authorized: '{p.user_id}' may not {method} this {object_type}.",
-                            details={"field": object_type, "expected": method},
-                        )
+            if not handles_stored(spec, op):
+                attrs = spec.object_attributes(op)
+                extra = CREATE_ATTRIBUTES.get(spec.name)
+                if extra is not None:
+                    attrs = {k: v for k, v in extra(op, attrs).items() if v is not None}
+                if attrs:
+                    if method == "POST" and "userId" in OBJECT_TYPES.get(object_type, ()) and "userId" not in attrs:
+                        attrs["userId"] = p.user_id  # a new object of this type belongs to its creator
+                    for combo in _expand(attrs):
+                        if not snap.policy.is_allowed(p, object_type, combo, method):
+                            raise denied(p, method, object_type)
+            if spec.name in OBJECT_OPERATIONS or spec.name in SPECIAL_OPERATIONS:
+                await check_stored(self.engine, snap.policy, p, spec, op, roles_of=self.store.roles_of)
+        if spec.kind == "command" and spec.category in POLICY_CATEGORIES:
+            had = await self.guard.administrator(snap.policy, snap.roles) is not None
+            LockoutGuard.had_administrator.set(had)
+        else:
+            LockoutGuard.had_administrator.set(None)
         return p
+
+    async def check_route(self, principal: Principal, method: str, path: str) -> None:
+        snap = await self.snapshot()
+        p = await self.with_roles(principal, snap)
+        if not snap.policy.route_allowed(p, path, method):
+            shown = path if len(path) <= 200 else path[:200] + "..."
+            raise PermissionDeniedError(
+                f"Not authorized: '{p.user_id}' may not {method} {shown}.",
+                details={"field": "route", "value": shown, "expected": method},
+            )
+
+    def _local_admin(self, principal: Principal) -> Principal:
+        """An in-process caller left at the default user acts as the configured administrator."""
+        if (
+            principal.auth_method == "local"
+            and principal.user_id == SYSTEM_ADMIN.user_id
+            and self.config.admin_user_id != SYSTEM_ADMIN.user_id
+            and self.engine.settings.source_of("sdk.user") == "default"
+        ):
+            return replace(principal, user_id=self.config.admin_user_id, roles=())
+        return principal
 
     async def filter_allowed(
         self,

@@ -8,7 +8,7 @@ next decision (one primary-key read of that row).
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pluginsdk.errors import AlreadyExistsError
@@ -30,6 +30,9 @@ class AuthStore:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self.on_policy_change: Callable[[], Awaitable[None]] | None = None
+        """Called by every policy write after the bump, inside its transaction (the lock-out guard); raising
+        rolls the write back."""
 
     def transaction(self) -> Any:
         return self.db.transaction()
@@ -40,9 +43,12 @@ class AuthStore:
         return int(row["value"]) if row else 0
 
     async def bump_policy_version(self) -> None:
+        """Bump the version (this row lock also orders concurrent policy writes), then run the guard."""
         await self.db.execute(
             "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = :k", {"k": VERSION_KEY}
         )
+        if self.on_policy_change is not None:
+            await self.on_policy_change()
 
     async def meta(self, key: str) -> str | None:
         row = await self.db.fetchone("SELECT value FROM meta WHERE key = :k", {"k": key})
@@ -248,11 +254,29 @@ class AuthStore:
             f"SELECT * FROM auth_api_keys{where} ORDER BY created_at, api_key_id LIMIT :n", params
         )
 
-    async def update_api_key(self, api_key_id: str, changes: Mapping[str, Any]) -> bool:
+    async def update_api_key(
+        self,
+        api_key_id: str,
+        changes: Mapping[str, Any],
+        *,
+        owner: str | None = None,
+        not_admin_deactivated: bool = False,
+        within_admin_expiry: str | None = None,
+    ) -> bool:
+        """Apply `changes`; False when no row qualified. The conditions are checked in the same statement, so a
+        concurrent administrator's change cannot be overwritten by a self-service one read before it."""
         sets = ", ".join(f"{k} = :{k}" for k in changes)
-        n = await self.db.execute(
-            f"UPDATE auth_api_keys SET {sets} WHERE api_key_id = :api_key_id", {**changes, "api_key_id": api_key_id}
-        )
+        conds = ["api_key_id = :api_key_id"]
+        params: dict[str, Any] = {**changes, "api_key_id": api_key_id}
+        if owner is not None:
+            conds.append("user_id = :c_owner")
+            params["c_owner"] = owner
+        if not_admin_deactivated:
+            conds.append("admin_deactivated = 0")
+        if within_admin_expiry is not None:
+            conds.append("(admin_expires_at IS NULL OR admin_expires_at >= :c_expiry)")
+            params["c_expiry"] = within_admin_expiry
+        n = await self.db.execute(f"UPDATE auth_api_keys SET {sets} WHERE {' AND '.join(conds)}", params)
         return n > 0
 
     async def delete_api_key(self, api_key_id: str) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
+from pluginsdk._words import counted
 from pluginsdk.errors import NotFoundError
 from pluginsdk.models import (
     ActiveMachineCount,
@@ -49,7 +50,7 @@ async def _refresh(engine: Engine, machines: Sequence[Machine]) -> list[Machine]
 async def _load(engine: Engine, machine_id: str) -> Machine:
     m = await engine.db.get_machine(machine_id)
     if m is None:
-        raise NotFoundError("machine", machine_id, f"Machine '{machine_id}' not found; run `pluginsdk machines list`.")
+        raise NotFoundError("machine", machine_id, f"Machine '{machine_id}' not found.")
     return m
 
 
@@ -84,7 +85,7 @@ async def get_machine_status(engine: Engine, op: GetMachineStatusQuery, principa
         machines=shown,
         total_count=len(shown),
         success=not missing,
-        message=f"Machines not found: {', '.join(missing)}" if missing else f"{len(shown)} machines",
+        message=f"Machines not found: {', '.join(missing)}" if missing else counted(len(shown), "machine"),
     )
 
 

@@ -10,6 +10,7 @@ from collections import defaultdict
 from datetime import timedelta
 from typing import Any
 
+from pluginsdk._words import counted
 from pluginsdk.errors import NotFoundError, ProviderError, StateConflictError, ValidationError
 from pluginsdk.models import (
     CleanupResult,
@@ -61,7 +62,7 @@ def request_attrs(r: Request) -> dict[str, Any]:
 async def load_request(engine: Engine, request_id: str) -> Request:
     r = await engine.db.get_request(request_id)
     if r is None:
-        raise NotFoundError("request", request_id, f"Request '{request_id}' not found; run `pluginsdk requests list`.")
+        raise NotFoundError("request", request_id, f"Request '{request_id}' not found.")
     return r
 
 
@@ -105,9 +106,7 @@ async def create_request(engine: Engine, op: CreateRequestCommand, principal: Pr
             return _created(existing, "Request already submitted (idempotent retry).")
     template = await engine.template(op.template_id)
     if template is None:
-        raise NotFoundError(
-            "template", op.template_id, f"Template '{op.template_id}' not found; run `pluginsdk templates list`."
-        )
+        raise NotFoundError("template", op.template_id, f"Template '{op.template_id}' not found.")
     limit = engine.settings.provider.max_machines_per_request
     if template.max_number is not None:
         limit = min(limit, template.max_number)
@@ -122,8 +121,8 @@ async def create_request(engine: Engine, op: CreateRequestCommand, principal: Pr
             request_id=request_id,
             status="dry-run",
             dry_run=True,
-            message=f"Dry run: {op.requested_count} machines of '{op.template_id}' would be requested from "
-            f"'{driver.name}'; nothing was created.",
+            message=f"Dry run: {counted(op.requested_count, 'machine')} of '{op.template_id}' would be requested "
+            f"from '{driver.name}'; nothing was recorded, nothing was created.",
         )
     request = Request(
         request_id=request_id,
@@ -250,7 +249,8 @@ async def create_return_request(
         return ReturnRequestCreated(
             processed_machines=[m.machine_id for m in chosen],
             skipped_machines=skipped,
-            message=f"Dry run: {len(chosen)} machines would be returned, {len(skipped)} skipped."
+            message=f"Dry run: {counted(len(chosen), 'machine')} would be returned, {len(skipped)} skipped; "
+            "nothing was recorded."
             if op.dry_run
             else f"No machine returned; {len(skipped)} skipped.",
         )
@@ -279,7 +279,7 @@ async def create_return_request(
                 machine_ids=[m.machine_id for m in chosen],
                 timeout=op.timeout,
                 created_by=principal.user_id,
-                message=f"Returning {len(chosen)} machines.",
+                message=f"Returning {counted(len(chosen), 'machine')}.",
             )
             await engine.db.insert_request(ret)
             await engine.db.upsert_machines(
@@ -300,7 +300,7 @@ async def create_return_request(
         created_request_ids=[ret_id],
         processed_machines=[m.machine_id for m in chosen],
         skipped_machines=skipped,
-        message=f"Returning {len(chosen)} machines" + (f"; {len(skipped)} skipped." if skipped else "."),
+        message=f"Returning {counted(len(chosen), 'machine')}" + (f"; {len(skipped)} skipped." if skipped else "."),
     )
 
 
@@ -581,7 +581,8 @@ async def cleanup_old_requests(engine: Engine, op: CleanupOldRequestsCommand, pr
         request_ids_found=ids,
         machines_cleaned=0 if op.dry_run else machines,
         total_cleaned=cleaned + (0 if op.dry_run else machines),
-        message=("Dry run: " if op.dry_run else "") + f"{len(ids)} requests older than {op.older_than_days} days.",
+        message=("Dry run: " if op.dry_run else "")
+        + f"{counted(len(ids), 'request')} older than {op.older_than_days} days.",
     )
 
 
@@ -612,5 +613,6 @@ async def cleanup_all_resources(engine: Engine, op: CleanupAllResourcesCommand, 
         request_ids_found=ids,
         machines_cleaned=machines,
         total_cleaned=len(ids) + machines,
-        message=f"Removed {len(ids)} requests and {machines} machines older than {op.older_than_days} days.",
+        message=f"Removed {counted(len(ids), 'request')} and {counted(machines, 'machine')} "
+        f"older than {op.older_than_days} days.",
     )

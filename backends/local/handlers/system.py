@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from pluginsdk._constants import VERSION
+from pluginsdk._words import counted
 from pluginsdk.errors import ValidationError
 from pluginsdk.models import (
     ConfigurationView,
@@ -30,6 +31,10 @@ from ..engine import Engine, handles, load_provider_class, provider_names
 async def get_configuration(engine: Engine, op: GetConfigurationQuery, principal: Principal) -> ConfigurationView:
     config = engine.settings.redacted()
     sources = dict(engine.settings.sources)
+    storage = config.get("storage", {})
+    if storage.get("type") == "sqlite" and not storage.get("path"):  # the file the store really opens
+        storage["path"] = engine.settings.storage_target
+        sources.setdefault("storage.path", "default (user data directory)")
     if op.group is not None:
         if op.group not in config:
             raise ValidationError(
@@ -49,12 +54,16 @@ async def get_provider_health(engine: Engine, op: GetProviderHealthQuery, princi
     details = await driver.health()
     healthy = bool(details.pop("healthy", False))
     details["latency_ms"] = round((time.perf_counter() - started) * 1000, 2)
+    reason = details.get("error") or details.get("reason")
+    shown = {k: v for k, v in details.items() if k in ("latency_ms", "error", "code", "reason")}
     return ProviderHealth(
         provider_name=name,
         healthy=healthy,
-        details=details if op.detailed else {"latency_ms": details["latency_ms"]},
+        details=details if op.detailed else shown,
         success=healthy,
-        message=f"Provider '{name}' is {'healthy' if healthy else 'unhealthy'}.",
+        message=f"Provider '{name}' is healthy."
+        if healthy
+        else f"Provider '{name}' is unhealthy: {reason or 'no reason given'}.",
     )
 
 
@@ -68,7 +77,7 @@ async def list_providers(engine: Engine, op: ListProvidersQuery, principal: Prin
         except Exception:  # driver's extra not installed: list it without APIs
             apis = []
         infos.append(ProviderInfo(name=name, type=name, apis=apis, default=name == active))
-    return ProviderList(providers=infos, message=f"{len(infos)} providers; active: {active}")
+    return ProviderList(providers=infos, message=f"{counted(len(infos), 'provider')}; active: {active}")
 
 
 @handles(GetSystemStatusQuery)
@@ -94,4 +103,4 @@ async def get_metrics(engine: Engine, op: GetMetricsQuery, principal: Principal)
         counters[f"{name}.calls"] = stats["calls"]
         counters[f"{name}.errors"] = stats["errors"]
         counters[f"{name}.seconds"] = round(stats["seconds"], 6)
-    return Metrics(counters=counters, message=f"{len(engine.metrics)} operations seen")
+    return Metrics(counters=counters, message=f"{counted(len(engine.metrics), 'operation')} seen")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pluginsdk._words import counted
 from pluginsdk.errors import AlreadyExistsError, NotFoundError, StateConflictError, ValidationError
 from pluginsdk.models import Template, TemplateRefresh, TemplateWritten, utcnow
 from pluginsdk.operations import (
@@ -44,11 +45,10 @@ async def _stored(engine: Engine, template_id: str) -> Template:
     file_t = engine.files.load().get(template_id)
     if file_t is not None:
         raise ValidationError(
-            f"Template '{template_id}' comes from the file {file_t.source}; change the file and run "
-            "`pluginsdk templates refresh`.",
+            f"Template '{template_id}' comes from the file {file_t.source}; change the file and refresh the templates.",
             details={"field": "template_id", "value": template_id, "expected": "a stored template"},
         )
-    raise NotFoundError("template", template_id, f"Template '{template_id}' not found; run `pluginsdk templates list`.")
+    raise NotFoundError("template", template_id, f"Template '{template_id}' not found.")
 
 
 @handles(UpdateTemplateCommand)
@@ -94,6 +94,6 @@ async def refresh_templates(engine: Engine, op: RefreshTemplatesCommand, princip
     return TemplateRefresh(
         template_count=total,
         cache_stats=dict(engine.files.stats),
-        message=f"{len(loaded)} templates from files, {total} in all"
+        message=f"{counted(len(loaded), 'template')} from files, {total} in all"
         + (f"; {len(engine.files.errors)} file(s) with errors" if engine.files.errors else ""),
     )

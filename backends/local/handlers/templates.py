@@ -9,6 +9,7 @@ from typing import Any
 
 import pydantic
 
+from pluginsdk._words import counted
 from pluginsdk.errors import InvalidTemplateError, NotFoundError, ValidationError
 from pluginsdk.models import Template, TemplateList, TemplateResult, TemplateValidation
 from pluginsdk.operations import GetTemplateQuery, ListTemplatesQuery, ValidateTemplateQuery
@@ -108,16 +109,14 @@ async def list_templates(engine: Engine, op: ListTemplatesQuery, principal: Prin
         templates = [t for t in templates if t.provider_api in driver.apis]
     templates = await engine.visible(principal, "template", templates, template_attrs)
     page = templates[op.offset : op.offset + op.limit]
-    return TemplateList(templates=page, total_count=len(templates), message=f"{len(templates)} templates")
+    return TemplateList(templates=page, total_count=len(templates), message=counted(len(templates), "template"))
 
 
 @handles(GetTemplateQuery)
 async def get_template(engine: Engine, op: GetTemplateQuery, principal: Principal) -> TemplateResult:
     t = await engine.template(op.template_id)
     if t is None:
-        raise NotFoundError(
-            "template", op.template_id, f"Template '{op.template_id}' not found; run `pluginsdk templates list`."
-        )
+        raise NotFoundError("template", op.template_id, f"Template '{op.template_id}' not found.")
     if not op.include_config:
         t = t.model_copy(update={"configuration": {}})
     return TemplateResult(template=t, message="Template found")
@@ -146,5 +145,5 @@ async def validate_template(engine: Engine, op: ValidateTemplateQuery, principal
         template_id=tid if isinstance(tid, str) else None,
         validation_errors=errors,
         validation_warnings=warnings,
-        message="Template is valid." if not errors else f"Template is invalid: {len(errors)} error(s).",
+        message="Template is valid." if not errors else f"Template is invalid: {counted(len(errors), 'error')}.",
     )

@@ -137,7 +137,11 @@ MIGRATIONS: dict[int, Sequence[str]] = {
     4: (  # a TOTP code is accepted once: the last accepted time-step per user
         "ALTER TABLE auth_users ADD COLUMN totp_last_step INTEGER",
     ),
-    5: (  # the audit log of policy, role, user and key changes (backends/local/auth/audit.py); append-only
+    5: (  # what an administrator set on an API key, which self-service may not undo (docs/auth.md)
+        "ALTER TABLE auth_api_keys ADD COLUMN admin_deactivated INTEGER NOT NULL DEFAULT 0",
+        "ALTER TABLE auth_api_keys ADD COLUMN admin_expires_at TEXT",
+    ),
+    6: (  # the audit log of policy, role, user and key changes (backends/local/auth/audit.py); append-only
         """CREATE TABLE auth_audit (
             record_id TEXT PRIMARY KEY,
             at TEXT NOT NULL,

@@ -2,7 +2,9 @@
 
 The secret is `psdk_` + 256 random bits, returned once by create and kept
 only as its SHA-256. Self-service calls see only the caller's keys: any other
-key reads as not found.
+key reads as not found. Self-service cannot undo an administrator: a key an
+administrator deactivated stays off, and an expiry an administrator set is a
+ceiling (both 403 on the self-service routes; the admin routes lift them).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import uuid
 from datetime import datetime, timedelta
 from typing import Any
 
-from pluginsdk.errors import InvalidPaginationToken, NotFoundError, ValidationError
+from pluginsdk.errors import InvalidPaginationToken, NotFoundError, PermissionDeniedError, ValidationError
 from pluginsdk.models.auth_results import ApiKeyCreated, ApiKeyList, ApiKeyResult
 from pluginsdk.operations.api_keys import (
     CreateAPIKeyCommand,
@@ -131,11 +133,12 @@ async def _create(
         "expires_at": ts(expiry) if expiry else None,
         "is_active": 1,
         "key_hash": sha256_hex(secret),
+        "admin_expires_at": ts(expiry) if expiry and not self_service else None,
     }
     async with store.transaction():
         if not self_service and not await store.roles_of(user_id):
             raise ValidationError(
-                f"User '{user_id}' holds no role; assign one first (`pluginsdk user-roles create`).",
+                f"User '{user_id}' holds no role; give them one first (user roles).",
                 details={"field": "user_id", "value": user_id, "expected": "a user with a role assignment"},
             )
         await store.insert_api_key(row)
@@ -177,20 +180,54 @@ async def _update(engine: Engine, op: UpdateAPIKeyCommand | UpdateMyAPIKeyComman
     store = service(engine).store
     row = await _owned(engine, op.api_key_id, owner)
     given = op.model_fields_set
+    admin = owner is None
     changes: dict[str, Any] = {}
     if "description" in given:
         changes["description"] = op.description
     if "is_active" in given:
-        changes["is_active"] = 1 if op.is_active == "true" else 0
+        active = op.is_active == "true"
+        if admin:
+            changes["admin_deactivated"] = 0 if active else 1
+        elif active and row["admin_deactivated"]:
+            raise PermissionDeniedError(
+                f"API key '{op.api_key_id}' was deactivated by an administrator; only an administrator can "
+                "reactivate it.",
+                details={"field": "is_active", "value": "true", "expected": "an administrator's decision"},
+            )
+        changes["is_active"] = 1 if active else 0
     if "expires_at" in given:
         if op.expires_at is None:
             changes["expires_at"] = None
+            if admin:
+                changes["admin_expires_at"] = None
         else:
-            latest = parse_ts(row["created_at"]) + timedelta(days=SELF_SERVICE_DAYS) if owner is not None else None
+            latest = None if admin else parse_ts(row["created_at"]) + timedelta(days=SELF_SERVICE_DAYS)
+            ceiling = None if admin or not row["admin_expires_at"] else parse_ts(row["admin_expires_at"])
+            expiry = _expiry(op.expires_at, latest=None)
+            if ceiling is not None and expiry > ceiling:
+                raise PermissionDeniedError(
+                    f"An administrator set this key to expire at {ts(ceiling)}; self-service cannot extend it.",
+                    details={"field": "expires_at", "value": op.expires_at[:64], "expected": f"<= {ts(ceiling)}"},
+                )
             changes["expires_at"] = ts(_expiry(op.expires_at, latest=latest))
+            if admin:
+                changes["admin_expires_at"] = changes["expires_at"]
     changes["updated_at"] = ts(now())
     async with store.transaction():
-        if not await store.update_api_key(op.api_key_id, changes):
+        done = await store.update_api_key(
+            op.api_key_id,
+            changes,
+            owner=owner,
+            not_admin_deactivated=not admin and changes.get("is_active") == 1,
+            within_admin_expiry=None if admin or changes.get("expires_at") is None else changes["expires_at"],
+        )
+        if not done:  # gone, or an administrator changed it since it was read: decide on the row as it is now
+            now_row = None if admin else await store.get_api_key(op.api_key_id)
+            if now_row is not None and now_row["user_id"] == owner:
+                raise PermissionDeniedError(
+                    f"API key '{op.api_key_id}' was changed by an administrator meanwhile; read it and try again.",
+                    details={"field": "api_key_id", "value": op.api_key_id, "expected": "an unchanged key"},
+                )
             raise NotFoundError("api_key", op.api_key_id, f"API key '{op.api_key_id}' not found.")
         updated = await store.get_api_key(op.api_key_id)
     assert updated is not None

@@ -108,7 +108,8 @@ async def _check_roles_exist(engine: Engine, names: list[str]) -> None:
     missing = [n for n in names if n not in existing]
     if missing:
         raise ValidationError(
-            f"Unknown role(s): {', '.join(repr(m) for m in missing)}; create them first (`pluginsdk roles create`).",
+            f"Unknown {'role' if len(missing) == 1 else 'roles'}: {', '.join(repr(m) for m in missing)}; create "
+            f"{'it' if len(missing) == 1 else 'them'} first.",
             details={"field": "role_name", "value": missing[0], "expected": "an existing role name"},
         )
 

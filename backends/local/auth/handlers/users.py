@@ -3,6 +3,8 @@
 New users and password resets get a temporary password from `secrets`,
 mailed through the configured SMTP server and stored only as an argon2 hash;
 the user must replace it at the next sign-in (status FORCE_CHANGE_PASSWORD).
+Without a mail server the password is returned once, in the answer to the
+administrator who created or reset the user (`temporary_password`).
 """
 
 from __future__ import annotations
@@ -38,16 +40,25 @@ def _mail_body(svc: AuthService, user_id: str, password: str, reason: str) -> st
     )
 
 
-async def _temporary(svc: AuthService, user_id: str, email: str, reason: str) -> dict[str, Any]:
-    """Make, mail and hash a temporary password; the columns to store."""
+async def _temporary(svc: AuthService, user_id: str, email: str, reason: str) -> tuple[dict[str, Any], str | None]:
+    """Make, mail and hash a temporary password: (the columns to store, the password when no mail server
+    is configured — the caller shows it once to the administrator, never stores or logs it)."""
     password = temporary_password()
-    await svc.mailer.send(email, "Your temporary password", _mail_body(svc, user_id, password, reason))
+    if svc.mailer.configured:
+        await svc.mailer.send(email, "Your temporary password", _mail_body(svc, user_id, password, reason))
     expires = now() + timedelta(days=svc.config.managed.temporary_password_days)
-    return {
+    columns = {
         "password_hash": await svc.passwords.ahash(password),
         "password_expires_at": ts(expires),
         "status": FORCE_CHANGE,
     }
+    return columns, None if svc.mailer.configured else password
+
+
+_SHOWN_ONCE = (
+    "no mail server is configured (app.authProvider.smtp), so the temporary password is in this answer, "
+    "shown this once: hand it to the user over a trusted channel; it must be changed at the first sign-in."
+)
 
 
 @handles(ListManagedUsersQuery)
@@ -82,19 +93,19 @@ async def create_managed_user(engine: Engine, op: CreateManagedUserCommand, prin
         "created_at": at,
         "updated_at": at,
     }
-    if svc.mailer.configured:
-        row.update(await _temporary(svc, op.user_id, op.email, "An account was created for you."))
+    columns, shown = await _temporary(svc, op.user_id, op.email, "An account was created for you.")
+    row.update(columns)
+    if shown is None:
         message = f"User '{op.user_id}' created; a temporary password was sent to their email address."
     else:
-        message = (
-            f"User '{op.user_id}' created without a password: no SMTP server is configured "
-            "(app.authProvider.smtp); reset the password once mail works."
-        )
+        message = f"User '{op.user_id}' created; {_SHOWN_ONCE}"
     async with svc.store.transaction():
         await svc.store.insert_user(row)
         stored = await svc.store.get_user(op.user_id)
     assert stored is not None
-    return ManagedUserWritten(user_id=op.user_id, operation="create", user=user_from_row(stored), message=message)
+    return ManagedUserWritten(
+        user_id=op.user_id, operation="create", user=user_from_row(stored), message=message, temporary_password=shown
+    )
 
 
 @handles(UpdateManagedUserCommand)
@@ -141,7 +152,7 @@ async def reset_managed_user_password(
     user = await svc.store.get_user(op.user_id)
     if user is None:
         raise NotFoundError("user", op.user_id, f"User '{op.user_id}' not found.")
-    changes = await _temporary(svc, op.user_id, user["email"], "Your password was reset by an administrator.")
+    changes, shown = await _temporary(svc, op.user_id, user["email"], "Your password was reset by an administrator.")
     changes["updated_at"] = ts(now())
     async with svc.store.transaction():
         await svc.store.update_user(op.user_id, changes)
@@ -149,5 +160,8 @@ async def reset_managed_user_password(
     return ManagedUserWritten(
         user_id=op.user_id,
         operation="resetPassword",
-        message="A new temporary password was sent to the user's email address.",
+        message="A new temporary password was sent to the user's email address."
+        if shown is None
+        else f"Password reset; {_SHOWN_ONCE}",
+        temporary_password=shown,
     )

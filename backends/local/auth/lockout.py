@@ -1,0 +1,140 @@
+"""No lock-out: a policy change that leaves no user able to administer roles and user roles is refused.
+
+An *administrator* here is a user holding a role assignment who, in some session they can actually
+open, may: call `GET`, `POST`, `PUT` on `/roles` and `GET`, `POST`, `PUT`, `DELETE` on `/user-roles`
+(tier 1), and use `GET`, `POST`, `PUT` on the role `admin` and `GET`, `POST`, `PUT`, `DELETE` on their
+own assignment of `admin` (tier 2). That is what it takes to give the administrator role back to
+someone. A session can be MFA only for a managed-pool user with MFA enabled, or any user of an
+external IdP (whose tokens may carry MFA); API keys and in-process calls never are.
+
+Every write to constraints, roles or user roles bumps the policy version inside its transaction; the
+store then calls `check` (installed by the auth service), which re-reads the would-be policy in that
+same transaction and raises 409 when the change removes the last administrator. A store that had no
+administrator before the change (the auth service records that when it authorizes the write) is not
+blocked: any change may be the repair. The operator who holds the store recovers with
+`pluginsdk auth break-glass --user ID` (`break_glass.py`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Collection, Mapping
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Final
+
+from pluginsdk.errors import StateConflictError
+from pluginsdk.principal import Principal
+
+from ..policy import CompiledPolicy, compile_policy
+from .defaults import ADMIN_ROLE
+
+if TYPE_CHECKING:
+    from .config import AuthConfig
+    from .store import AuthStore
+
+__all__ = ["ROUTE_PROBES", "LockoutGuard", "administers", "find_administrator"]
+
+ROUTE_PROBES: Final = (
+    ("GET", "/roles"),
+    ("POST", "/roles"),
+    ("PUT", "/roles"),
+    ("GET", "/user-roles"),
+    ("POST", "/user-roles"),
+    ("PUT", "/user-roles"),
+    ("DELETE", "/user-roles"),
+)
+
+
+class _Everyone:
+    """`user in EVERYONE` is always true (external IdP: any user may present an MFA token)."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+EVERYONE: Final = _Everyone()
+
+
+def administers(policy: CompiledPolicy, principal: Principal) -> bool:
+    """Whether this principal may give the administrator role back to someone (see the module docstring)."""
+    for method, path in ROUTE_PROBES:
+        if not policy.route_allowed(principal, path, method):
+            return False
+    for method in ("GET", "POST", "PUT"):
+        if not policy.is_allowed(principal, "role", {"roleName": ADMIN_ROLE}, method):
+            return False
+    own = {"userId": principal.user_id, "roleName": ADMIN_ROLE}
+    return all(policy.is_allowed(principal, "userRole", own, m) for m in ("GET", "POST", "PUT", "DELETE"))
+
+
+def find_administrator(
+    policy: CompiledPolicy,
+    existing_roles: Collection[str],
+    assignments: Mapping[str, list[str]],
+    mfa_capable: Collection[str] | _Everyone,
+    default_role: str | None,
+) -> str | None:
+    """The first administrator among the users holding assignments, or None. Holders of `admin` are tried
+    first, so the usual answer costs one user."""
+    users = sorted(assignments, key=lambda u: (ADMIN_ROLE not in assignments[u], u))
+    for user in users:
+        roles = tuple(r for r in assignments[user] if r in existing_roles)
+        if not roles and default_role and default_role in existing_roles:
+            roles = (default_role,)
+        for mfa in (False, True) if user in mfa_capable else (False,):
+            if administers(policy, Principal(user_id=user, roles=roles, mfa=mfa)):
+                return user
+    return None
+
+
+class LockoutGuard:
+    """The store's policy-change hook: refuse a change that removes the last administrator."""
+
+    had_administrator: ContextVar[bool | None] = ContextVar("psdk_had_administrator", default=None)
+    """Set by the authorizer for the write being authorized in this task: whether an administrator existed
+    before it (None: unknown, checked strictly)."""
+
+    def __init__(self, store: AuthStore, config: AuthConfig) -> None:
+        self.store = store
+        self.config = config
+
+    async def mfa_capable(self) -> Collection[str] | _Everyone:
+        if self.config.mode == "external":
+            return EVERYONE
+        if self.config.mode == "managed":
+            rows = await self.store.db.fetchall("SELECT user_id FROM auth_users WHERE mfa_enabled = 1")
+            return {r["user_id"] for r in rows}
+        return ()
+
+    async def assignments(self) -> dict[str, list[str]]:
+        by_user: dict[str, list[str]] = defaultdict(list)
+        for r in await self.store.user_role_rows():
+            by_user[r["user_id"]].append(r["role_name"])
+        return dict(by_user)
+
+    async def administrator(
+        self, policy: CompiledPolicy | None = None, roles: Mapping[str, bool] | None = None
+    ) -> str | None:
+        """An administrator under the stored policy (or the given compiled one), read in the current transaction."""
+        if policy is None or roles is None:
+            role_rows = await self.store.list_roles()
+            roles = {r["role_name"]: bool(r["mfa_required"]) for r in role_rows}
+            rows = await self.store.all_constraints()
+            policy = compile_policy([json.loads(r["data"]) for r in rows], roles)
+        return find_administrator(
+            policy, roles, await self.assignments(), await self.mfa_capable(), self.config.default_user_role_name
+        )
+
+    async def check(self) -> None:
+        if self.had_administrator.get() is False:
+            return  # nobody could administer before this change: it may be the repair
+        if await self.administrator() is None:
+            raise StateConflictError(
+                "Refused: after this change no user could administer roles and user roles (the last "
+                f"assignment of '{ADMIN_ROLE}' removed, '{ADMIN_ROLE}' made MFA-only while no administrator can "
+                "sign in with MFA, or the constraints granting it removed or denied). Grant the administrator "
+                "role to another user first; an operator with access to the store can recover with "
+                "`pluginsdk auth break-glass --user ID`.",
+                details={"field": "policy", "value": None, "expected": "at least one user who can administer roles"},
+            )
