@@ -186,3 +186,22 @@ async def test_policy_test_suite(sdk: PluginSDK) -> None:
         suite, delete_constraint_ids=["psdk-default-readonly-template"], fail_on_mismatch=False
     )
     assert [o.name for o in report.outcomes if not o.passed] == [suite[2]["name"]]
+
+
+async def test_bad_questions_are_400s(sdk: PluginSDK) -> None:
+    q = {"userId": "alice", "objectType": "asset", "method": "GET"}
+    for bad in (
+        [{**q, "objectType": "spaceship"}],  # unknown object type
+        [{**q, "usrId": "typo"}],  # unknown field: refused, not ignored
+        [{"objectType": "asset", "method": "GET"}],  # no subject
+        [{**q, "method": "PATCH"}],
+        [q] * 10_001,  # over the batch limit
+    ):
+        with pytest.raises(ValidationError):
+            await sdk.check_access_batch(bad)
+    with pytest.raises(ValidationError):
+        await sdk.check_access("asset", "GET")  # no subject
+    with pytest.raises(ValidationError):
+        await sdk.list_audit_records(since="not a time")
+    with pytest.raises(ValidationError):
+        await sdk.run_policy_tests([{**q, "expect": "maybe"}])
