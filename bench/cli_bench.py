@@ -1,7 +1,8 @@
 """CLI cold start against orb-py's `orb`, in one run: `--help`, `templates list --format json` (50
-templates, local store) and a HostFactory `getRequestStatus` of 100 requests.
+templates, local store), a HostFactory `getRequestStatus` of 1,000 requests, and a HostFactory
+`requestMachines` of 500 machines (RunInstances, both programs against one moto server on 127.0.0.1).
 
-    python bench/cli_bench.py [--repeats 11] [--no-peer]
+    python bench/cli_bench.py [--repeats 11] [--launch-repeats 3] [--requests 1000] [--machines 500] [--no-peer]
 
 Each command is a fresh process, as a scheduler's poll is. Ours runs from this checkout's venv with the
 local SQLite store and the `local` provider; the HostFactory call goes through the shipped wrapper
@@ -9,6 +10,12 @@ local SQLite store and the `local` provider; the HostFactory call goes through t
 (`python3 -m venv bench/.peer/venv && bench/.peer/venv/bin/pip install orb-py==1.8.5`), its JSON store
 seeded by `bench/peer_orb.py` and configured with `orb init --non-interactive`; its HostFactory call is
 `orb requests status --scheduler hostfactory -f FILE`.
+
+The requestMachines case needs moto (`pip install 'moto[server]'`, in the dev extras): ours runs the
+shipped `scripts/hostfactory/requestMachines.sh -f FILE` with the `aws` provider pointed at moto; the peer
+runs `orb machines request --scheduler hostfactory -f FILE` with its config and template written by
+`bench/peer_orb_aws.py` and boto3 pointed at moto (AWS_ENDPOINT_URL). moto is reset before every run
+(outside the timing), so each run launches 500 instances into an empty account.
 
 Both sides run with bytecode caches, as an installed package has them (pip compiles on install; our
 editable checkout is compiled here first, and PYTHONDONTWRITEBYTECODE is dropped from the children's
@@ -35,7 +42,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PEER_PY = ROOT / "bench" / ".peer" / "venv" / "bin" / "python"
 PEER_ORB = PEER_PY.with_name("orb")
 OURS = Path(sys.executable).with_name("pluginsdk")
-TEMPLATES, REQUESTS = 50, 100
+TEMPLATES, REQUESTS, MACHINES = 50, 1000, 500
 
 
 def clean_env(extra: dict[str, str]) -> dict[str, str]:
@@ -53,7 +60,7 @@ async def seed_ours(env: dict[str, str]) -> list[str]:
             await sdk.create_template(template_id=f"tpl-{i:05d}", image_id="ami-12345678", instance_type="t3.small")
         ids = []
         for i in range(REQUESTS):
-            req = await sdk.create_request(f"tpl-{i % TEMPLATES:05d}", 2, wait=True)
+            req = await sdk.create_request(f"tpl-{i % TEMPLATES:05d}", 2)
             ids.append(req.request_id)
     return ids
 
@@ -62,7 +69,9 @@ def setup_ours(work: Path) -> tuple[dict[str, str], Path]:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(ROOT / "pluginsdk"), str(ROOT / "backends")],
                    check=True, env=clean_env({}), stdout=subprocess.DEVNULL)  # fmt: skip
     cfg = work / "pluginsdk.json"
-    cfg.write_text(json.dumps({"provider": {"local": {"boot_delay": 0, "terminate_delay": 0, "seed": 1}}}))
+    cfg.write_text(
+        json.dumps({"provider": {"local": {"boot_delay": 0, "terminate_delay": 0, "seed": 1, "capacity": 1000000}}})
+    )
     env = clean_env({
         "PLUGIN_STORAGE_PATH": str(work / "store.db"), "PLUGIN_CONFIG": str(cfg), "PLUGINSDK_BIN": str(OURS),
     })  # fmt: skip
@@ -106,10 +115,16 @@ def check(name: str, res: subprocess.CompletedProcess[str]) -> None:
 
 
 def main() -> None:
+    global REQUESTS, MACHINES
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeats", type=int, default=11)
+    ap.add_argument("--launch-repeats", type=int, default=3, help="Repeats of the requestMachines case.")
+    ap.add_argument("--requests", type=int, default=REQUESTS, help="Requests in the getRequestStatus case.")
+    ap.add_argument("--machines", type=int, default=MACHINES, help="Machines in the requestMachines case.")
     ap.add_argument("--no-peer", action="store_true", help="Time pluginsdk only.")
+    ap.add_argument("--launch-only", action="store_true", help="Only the requestMachines case.")
     args = ap.parse_args()
+    REQUESTS, MACHINES = args.requests, args.machines
     peer = not args.no_peer and PEER_ORB.exists()
     if not args.no_peer and not peer:
         print(f"(peer not installed at {PEER_ORB}; timing pluginsdk only)", file=sys.stderr)
@@ -135,7 +150,7 @@ def main() -> None:
             [orb, "requests", "status", "--scheduler", "hostfactory", "-f", str(pin)] if peer else None, penv,
         )  # fmt: skip
         results: dict[str, dict[str, list[float]]] = {}
-        for name, (ours, oenv, theirs, tenv) in cases.items():
+        for name, (ours, oenv, theirs, tenv) in ({} if args.launch_only else cases).items():
             for label, argv, e in (("ours", ours, oenv), ("peer", theirs, tenv)):
                 if argv is not None and e is not None:
                     check(f"{label} {name}", timed(argv, e)[1])  # warm-up, checked
@@ -145,7 +160,92 @@ def main() -> None:
                 if theirs is not None and tenv is not None:
                     samples["peer"].append(timed(theirs, tenv)[0])
             results[name] = samples
+        name = f"HostFactory requestMachines ({MACHINES} machines, moto)"
+        results[name] = request_machines(work, args.launch_repeats, peer)
     print_table(results, args.repeats, load_before, os.getloadavg()[0])
+
+
+def request_machines(work: Path, repeats: int, peer: bool) -> dict[str, list[float]]:
+    """Wall time of one requestMachines process launching MACHINES instances, per program, on one moto."""
+    import logging
+
+    sys.path.insert(0, str(ROOT))
+    sys.path.insert(0, str(ROOT / "bench"))
+    from aws_bench import ENV, leftovers, network, reset
+    from moto.server import ThreadedMotoServer
+
+    os.environ.update(ENV)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    moto = f"http://{host}:{port}"
+    samples: dict[str, list[float]] = {"ours": [], "peer": []}
+    payload = {"template": {"templateId": "bench", "machineCount": MACHINES}}
+    try:
+        for attempt in range(repeats + 1):  # the first run of each is the checked warm-up
+            for label in ("ours", "peer") if peer else ("ours",):
+                reset(moto)
+                subnets, sgs = asyncio.run(network(moto))
+                side = work / f"launch-{label}-{attempt}"
+                side.mkdir()
+                infile = side / "in.json"
+                infile.write_text(json.dumps(payload))
+                argv, env = (launch_ours if label == "ours" else launch_peer)(side, moto, subnets, sgs, infile)
+                elapsed, res = timed(argv, env)
+                if res.returncode != 0 or not json.loads(res.stdout).get("requestId"):
+                    raise SystemExit(
+                        f"{label} requestMachines: exit {res.returncode}\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}"
+                    )
+                launched = asyncio.run(leftovers(moto))  # instances moto holds, not terminated
+                if launched != MACHINES:
+                    print(
+                        f"note: {label} requestMachines left {launched} instances in moto, not {MACHINES}",
+                        file=sys.stderr,
+                    )
+                if attempt:
+                    samples[label].append(elapsed)
+    finally:
+        server.stop()
+    return samples
+
+
+def launch_ours(
+    side: Path, moto: str, subnets: list[str], sgs: list[str], infile: Path
+) -> tuple[list[str], dict[str, str]]:
+    (side / "templates").mkdir()
+    (side / "templates" / "bench.json").write_text(json.dumps({"templates": [{
+        "templateId": "bench", "maxNumber": MACHINES, "imageId": "ami-760aaa0f", "vmType": "t3.small",
+        "providerApi": "RunInstances", "subnetId": ",".join(subnets), "securityGroupIds": sgs,
+    }]}))  # fmt: skip
+    cfg = side / "pluginsdk.json"
+    cfg.write_text(json.dumps({"provider": {"type": "aws", "region": "us-east-1", "max_machines_per_request": MACHINES,
+                                            "aws": {"endpoint_url": moto}}}))  # fmt: skip
+    env = clean_env({**ENV_AWS, "PLUGIN_STORAGE_PATH": str(side / "store.db"), "PLUGIN_CONFIG": str(cfg),
+                     "PLUGIN_TEMPLATES_DIR": str(side / "templates"), "PLUGINSDK_BIN": str(OURS)})  # fmt: skip
+    return ["/bin/sh", str(ROOT / "scripts" / "hostfactory" / "requestMachines.sh"), "-f", str(infile)], env
+
+
+def launch_peer(
+    side: Path, moto: str, subnets: list[str], sgs: list[str], infile: Path
+) -> tuple[list[str], dict[str, str]]:
+    code = (
+        f"import sys, argparse; sys.path.insert(0, {str(ROOT / 'bench')!r}); import peer_orb_aws; "
+        f"peer_orb_aws.setup(argparse.Namespace(workdir={str(side)!r}, proxy={moto!r}, machines={MACHINES}, "
+        f"subnets={subnets!r}, sgs={sgs!r}, price_type='ondemand', api='RunInstances', fleet_type=None))"
+    )
+    env = clean_env({**ENV_AWS, "AWS_ENDPOINT_URL": moto, "ORB_ROOT_DIR": str(side), "ORB_WORK_DIR": str(side / "work"),
+                     "ORB_CONFIG_DIR": str(side / "config"), "ORB_LOG_DIR": str(side / "logs")})  # fmt: skip
+    subprocess.run([str(PEER_PY), "-c", code], env=env, check=True, capture_output=True)
+    return [str(PEER_ORB), "machines", "request", "--scheduler", "hostfactory", "-f", str(infile)], env
+
+
+ENV_AWS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",  # never a real credential: moto on loopback only
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_EC2_METADATA_DISABLED": "true",
+}
 
 
 TARGETS = {"--help": "≤ 150 ms", "templates": "≤ 350 ms and ≥ 3× faster"}

@@ -101,11 +101,11 @@ class SDKMethods:
     async def get_request(self, request_id: str, long: bool = ..., lightweight: bool = ..., provider_name: str | None = ..., *, provider: str | None = ...) -> Request:
         """Show a request's status and machines (shape follows the scheduler strategy)."""
     @overload
-    async def get_request_status(self, request_ids: list[str], long: bool = ...) -> RequestStatusList:
-        """Status of one or more requests; unknown ids are reported, not raised."""
+    async def get_request_status(self, request_ids: list[str], long: bool = ..., report_missing: bool = ...) -> RequestStatusList:
+        """Status of one or more requests; one unknown id raises NotFoundError, unknown ids of a batch are reported."""
     @overload
-    async def get_request_status(self, *, request_id: str | list[str], long: bool = ...) -> RequestStatusList:
-        """Status of one or more requests; unknown ids are reported, not raised."""
+    async def get_request_status(self, *, request_id: str | list[str], long: bool = ..., report_missing: bool = ...) -> RequestStatusList:
+        """Status of one or more requests; one unknown id raises NotFoundError, unknown ids of a batch are reported."""
     async def get_request_summary(self, template_id: str | None = ...) -> RequestSummary:
         """Counts of requests by status and type, and of machines by status."""
     async def get_secure_config(self) -> SecureConfig:

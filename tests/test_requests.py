@@ -240,7 +240,13 @@ async def test_unknown_request(web: PluginSDK) -> None:
     with pytest.raises(NotFoundError) as exc:
         await web.get_request("req-does-not-exist")
     assert exc.value.error_code == "REQUEST_NOT_FOUND"
-    status = await web.get_request_status(["req-does-not-exist"])
+    # one unknown id is not found, as get_request; a batch reports it; the schedulers' way reports it too
+    with pytest.raises(NotFoundError) as exc:
+        await web.get_request_status("req-does-not-exist")
+    assert exc.value.error_code == "REQUEST_NOT_FOUND"
+    status = await web.get_request_status(["req-does-not-exist", "req-other"])
+    assert status.requests == [] and status.not_found == ["req-does-not-exist", "req-other"]
+    status = await web.get_request_status(["req-does-not-exist"], report_missing=True)
     assert status.requests == [] and status.not_found == ["req-does-not-exist"]
 
 

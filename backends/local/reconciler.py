@@ -26,11 +26,12 @@ from pluginsdk.models import (
     can_transition,
     utcnow,
 )
+from pluginsdk.schedulers._base import RECLAIMED, RETURNED_BEFORE_RUNNING
 
 from .engine import Engine
 from .providers.base import ProvisionedMachine
 
-__all__ = ["apply_states", "reconcile", "reconcile_active", "settle_status"]
+__all__ = ["RETURNED_BEFORE_RUNNING", "apply_states", "reconcile", "reconcile_active", "settle_status", "sweep_orphans"]
 
 log = logging.getLogger("pluginsdk.reconciler")
 
@@ -41,13 +42,15 @@ def _merge(m: Machine, pm: ProvisionedMachine) -> Machine | None:
     if pm.status != m.status:
         if can_transition(m.status, pm.status):
             update["status"] = pm.status
-            if pm.reason:
+            if pm.reason and m.status_reason != RETURNED_BEFORE_RUNNING:
                 update["status_reason"] = pm.reason
         else:
             log.warning("ignored illegal transition of %s: %s -> %s", m.machine_id, m.status, pm.status)
+    # a host name and private address are fixed once known: schedulers match machines by name
     for field in ("name", "ip_address", "public_ip_address", "instance_type"):
         value = getattr(pm, field)
-        if value and value != getattr(m, field):
+        current = getattr(m, field)
+        if value and value != current and (current is None or field == "public_ip_address"):
             update[field] = value
     if not update:
         return None
@@ -86,19 +89,44 @@ def apply_states(request: Request, stored: dict[str, Machine], seen: list[Provis
 
 
 def settle_status(request: Request, machines: list[Machine], *, timed_out: bool) -> tuple[RequestStatus, str]:
-    """The status a provisioning request should have given its machines."""
-    up = sum(1 for m in machines if m.status is MachineStatus.RUNNING)
-    pending = sum(1 for m in machines if m.status is MachineStatus.PENDING)
+    """The status a provisioning request should have given its machines.
+
+    A machine the caller returned after it ran was delivered (it counts as up); one returned before it
+    ran was withdrawn (neither up nor failed). All withdrawn -> `cancelled`, not `failed`."""
+    withdrawn = sum(1 for m in machines if m.status_reason == RETURNED_BEFORE_RUNNING)
+    up = sum(
+        1
+        for m in machines
+        if m.status is MachineStatus.RUNNING
+        or (m.return_request_id and m.status_reason != RETURNED_BEFORE_RUNNING and m.status is not MachineStatus.FAILED)
+    )
+    pending = sum(
+        1 for m in machines if m.status is MachineStatus.PENDING and m.status_reason != RETURNED_BEFORE_RUNNING
+    )
+    # machines the provider could not start at all (capacity everywhere): known short, not awaited
+    unfilled = int(request.provider_data.get("unfilled") or 0)
+    failed = len(machines) - up - pending - withdrawn + unfilled
+    note = f", {withdrawn} returned before running" if withdrawn else ""
+    if unfilled:
+        note += f", {unfilled} could not start ({request.provider_data.get('unfilled_reason') or 'no capacity'})"
     if up >= request.count:
-        return RequestStatus.COMPLETED, f"{up} of {request.count} machines running."
-    if (pending == 0 and len(machines) >= request.count) or timed_out:
+        return RequestStatus.COMPLETED, f"{up} of {request.count} machines running{note}."
+    if (pending == 0 and len(machines) + unfilled >= request.count) or timed_out:
         why = "timed out" if timed_out and pending else "finished"
+        never_made = max(0, request.count - len(machines) - unfilled)  # timed out before the provider made them
+        if not failed and not never_made and not (timed_out and pending):
+            if up:
+                return RequestStatus.COMPLETED, f"{up} of {request.count} machines running{note}."
+            return RequestStatus.CANCELLED, f"Cancelled: all {withdrawn} machines were returned before running."
         if up:
-            return RequestStatus.PARTIAL, f"Request {why}: {up} of {request.count} machines running, the rest failed."
-        failed = [m.status_reason for m in machines if m.status_reason]
-        return RequestStatus.FAILED, f"Request {why}: no machine came up" + (f" ({failed[0]})." if failed else ".")
+            return (
+                RequestStatus.PARTIAL,
+                f"Request {why}: {up} of {request.count} machines running, the rest failed{note}.",
+            )
+        reasons = [m.status_reason for m in machines if m.status_reason and m.status_reason != RETURNED_BEFORE_RUNNING]
+        return RequestStatus.FAILED, f"Request {why}: no machine came up" + (f" ({reasons[0]})." if reasons else ".")
     status = RequestStatus.RUNNING if machines else request.status
-    return status, f"{up} of {request.count} machines running, {pending} pending."
+    return status, f"{up} of {request.count} machines running, {pending} pending{note}."
 
 
 async def reconcile(engine: Engine, request: Request) -> Request:
@@ -145,7 +173,45 @@ async def _reconcile_provision(engine: Engine, request: Request) -> Request:
             await engine.db.update_request(current)
     if to_terminate:
         await terminate_machines(engine, current, to_terminate)
+    if current.status.terminal and not any(m.status.active for m in stored.values()):
+        await _cleanup(driver, current)
     return current
+
+
+async def _cleanup(driver: object, request: Request) -> None:
+    """Let the provider drop what a finished request no longer needs (AWS: its launch template)."""
+    cleanup = getattr(driver, "cleanup", None)
+    if cleanup is None:
+        return
+    try:
+        await cleanup(request)
+    except Exception:
+        log.exception("cleaning up after %s failed", request.request_id)
+
+
+async def sweep_orphans(engine: Engine) -> list[str]:
+    """Remove provider leftovers (AWS launch templates) tagged with a request that is finished and holds
+    no machine — e.g. the engine died between creating a launch template and creating its fleet.
+    Leftovers of requests this store does not know are kept: they may be another deployment's."""
+    driver = await engine.provider()
+    listing = getattr(driver, "tagged_launch_templates", None)
+    if listing is None:
+        return []
+    tagged: dict[str, str] = await listing()
+    if not tagged:
+        return []
+    requests = await engine.db.get_requests(sorted(set(tagged.values())))
+    machines = await engine.db.machines_of_requests(list(requests))
+    removed = []
+    for name, request_id in tagged.items():
+        r = requests.get(request_id)
+        if r is None or not r.status.terminal or any(m.status.active for m in machines.get(request_id, [])):
+            continue
+        await driver.delete_launch_template(name)  # type: ignore[attr-defined]
+        removed.append(name)
+    if removed:
+        log.info("removed %d orphaned launch templates: %s", len(removed), ", ".join(removed))
+    return removed
 
 
 async def terminate_machines(engine: Engine, request: Request, machines: list[Machine]) -> None:
@@ -195,16 +261,25 @@ async def _reconcile_return(engine: Engine, ret: Request) -> Request:
         if changed:
             await engine.db.upsert_machines(changed)
         gone = sum(1 for m in stored.values() if m.status.gone)
-        total = len(stored)
+        refused: dict[str, dict[str, str]] = current.provider_data.get("failed_machines") or {}
+        total = len(stored) + len(refused)
         timed_out = now > current.created_at + timedelta(seconds=current.timeout)
         status = current.status
-        if gone >= total:
+        if gone >= len(stored) and not refused:
             status = RequestStatus.COMPLETED
-        elif timed_out:
+        elif gone >= len(stored) or timed_out:
             status = RequestStatus.PARTIAL if gone else RequestStatus.FAILED
         elif status is RequestStatus.PENDING:
             status = RequestStatus.RUNNING
         message = f"{gone} of {total} machines terminated."
+        if refused:
+            first = next(iter(refused.values()))
+            message += (
+                f" The provider failed to take back {len(refused)} ({str(first.get('reason')).rstrip('.')});"
+                " they stay in use and can be returned again."
+            )
+        elif timed_out and gone < total:
+            message += f" Timed out after {current.timeout} s."
         if status != current.status or message != current.message:
             current = current.model_copy(
                 update={
@@ -235,7 +310,7 @@ async def record_reclaimed(engine: Engine) -> list[str]:
         status=RequestStatus.COMPLETED,
         count=len(fresh),
         provider_name=driver.name,
-        message=f"Reclaimed by the provider: {fresh[0].reason or 'spot interruption'}.",
+        message=f"{RECLAIMED}: {fresh[0].reason or 'spot interruption'}.",
         machine_ids=[pm.machine_id for pm in fresh],
         completed_at=now,
         created_by="provider",
@@ -247,7 +322,7 @@ async def record_reclaimed(engine: Engine) -> list[str]:
                 update={
                     "status": MachineStatus.TERMINATED,
                     "return_request_id": ret.request_id,
-                    "status_reason": pm.reason or "spot interruption",
+                    "status_reason": f"{RECLAIMED}: {pm.reason or 'spot interruption'}",
                     "updated_at": now,
                 }
             )
@@ -271,4 +346,8 @@ async def reconcile_active(engine: Engine) -> int:
         await record_reclaimed(engine)
     except Exception:
         log.exception("checking reclaimed machines failed")
+    try:
+        await sweep_orphans(engine)
+    except Exception:
+        log.exception("sweeping orphaned provider resources failed")
     return len(ids)

@@ -33,6 +33,9 @@ def template_from_mapping(data: dict[str, Any], source: str = "store") -> Templa
     tags = data.pop("instanceTags", None)
     if isinstance(tags, str) and "tags" not in data:  # HostFactory/LSF "k=v;k=v"
         data["tags"] = dict(kv.split("=", 1) for kv in tags.split(";") if "=" in kv)
+    attributes = data.pop("attributes", None)
+    if isinstance(attributes, dict):  # the scheduler attributes declared in the file win over derived ones
+        data["configuration"] = {**(data.get("configuration") or {}), "attributes": attributes}
     if isinstance(data.get("subnet_ids"), str):
         data["subnet_ids"] = [s.strip() for s in data["subnet_ids"].split(",") if s.strip()]
     data["source"] = source

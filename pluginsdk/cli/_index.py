@@ -75,7 +75,7 @@ GROUPS: dict[str, dict[str, str]] = {
         "returns": "List return requests and machines the cloud reclaimed (spot interruptions).",
         "set-status": "Set a request's status by hand (only legal transitions).",
         "show": "Show a request's status and machines (shape follows the scheduler strategy).",
-        "status": "Status of one or more requests; unknown ids are reported, not raised.",
+        "status": "Status of one or more requests; one unknown id raises NotFoundError, unknown ids of a batch are reported.",
         "summary": "Counts of requests by status and type, and of machines by status.",
         "sync": "Refresh a request and its machines from the provider now.",
     },

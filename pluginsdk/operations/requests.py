@@ -252,7 +252,7 @@ class GetRequestQuery(Query):
 
 
 class GetRequestStatusQuery(Query):
-    """Status of one or more requests; unknown ids are reported, not raised."""
+    """Status of one or more requests; one unknown id raises NotFoundError, unknown ids of a batch are reported."""
 
     result_type = RequestStatusList
     rest = Rest("GET", "/api/v1/requests/status")
@@ -265,6 +265,8 @@ class GetRequestStatusQuery(Query):
     """Requests to read (alias: request_id)."""
     long: bool = True
     """Include machine records."""
+    report_missing: bool = False
+    """Report a single unknown id in `not_found` instead of raising (the scheduler strategies' way)."""
 
     @field_validator("request_ids", mode="before")
     @classmethod

@@ -192,7 +192,7 @@ async def test_mcp_answers_a_hidden_template_like_a_missing_one(sdk: PluginSDK, 
     """The MCP tools (over an SDK acting as the caller, either backend) give the same error object."""
     import json
 
-    from tests.mcp.helpers import connect, data
+    from tests.mcp.helpers import connect, failure
 
     await sdk.create_template(template_id="fleet", image_id="ami-2", provider_api="EC2Fleet")
     await role(sdk, "no-fleet")
@@ -202,5 +202,5 @@ async def test_mcp_answers_a_hidden_template_like_a_missing_one(sdk: PluginSDK, 
         hidden = await client.call_tool("get_template", {"template_id": "fleet"})
         missing = await client.call_tool("get_template", {"template_id": "nope"})
         assert hidden.is_error and missing.is_error
-        assert data(hidden)["error"]["error_code"] == "TEMPLATE_NOT_FOUND"
-        assert json.dumps(data(hidden)).replace("fleet", "ID") == json.dumps(data(missing)).replace("nope", "ID")
+        assert failure(hidden)["error_code"] == "TEMPLATE_NOT_FOUND"
+        assert json.dumps(failure(hidden)).replace("fleet", "ID") == json.dumps(failure(missing)).replace("nope", "ID")

@@ -11,7 +11,6 @@ pytest.importorskip("aiobotocore")
 pytest.importorskip("moto.server")
 
 from pluginsdk import PluginSDK
-from pluginsdk.errors import ProviderError
 from pluginsdk.models import RequestStatus
 from tests.aws.conftest import AMI, aws_config, cloud_instances
 from tests.aws.proxy import AwsProxy
@@ -73,11 +72,16 @@ async def test_partial_request_fleet_return_terminates_only_those(tmp_path: Path
 
 
 async def test_partial_maintain_ec2_fleet_return_needs_modify_fleet(tmp_path: Path, proxy: AwsProxy, ec2: Any) -> None:
-    """moto has no ModifyFleet: the driver must then refuse, not terminate machines the fleet would replace."""
+    """moto has no ModifyFleet: the driver must then refuse, not terminate machines the fleet would replace;
+    the return ends failed at once and the machine is returnable again (not owned by a stuck return)."""
     async with PluginSDK(config=aws_config(tmp_path, proxy.url)) as sdk:
         req = await _provision(sdk, "EC2Fleet", 3, fleet_type="maintain")
-        with pytest.raises(ProviderError) as err:
-            await sdk.create_return_request(machine_ids=[req.machines[0].machine_id])
-        assert err.value.details["operation"] == "ModifyFleet"
+        victim = req.machines[0].machine_id
+        ret = await sdk.create_return_request(machine_ids=[victim])
+        assert ret.processed_machines == [] and "failed to take back 1" in ret.message
+        (status,) = (await sdk.get_request_status([ret.request_id])).requests
+        assert status.status == "failed" and status.machines == []
+        assert status.provider_data["failed_machines"][victim]["reason"]
+        assert (await sdk.get_machine(victim)).return_request_id is None
         assert proxy.calls["ModifyFleet"] >= 1 and proxy.calls["TerminateInstances"] == 0
         assert set((await cloud_instances(ec2)).values()) == {"running"}

@@ -148,7 +148,7 @@ def test_output_file_is_written_whole(env: dict[str, str], tmp_path: Path) -> No
 # -- 3. exit codes -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("local", "count", "code", "status"),
-    [({"failure_rate": 1.0}, 2, 3, "failed"), ({"failure_rate": 0.5, "seed": 4}, 6, 4, "partial")],
+    [({"failure_rate": 1.0}, 2, 3, "failed"), ({"capacity": 3}, 6, 4, "partial")],
 )
 def test_wait_that_does_not_complete_exits_non_zero_with_the_result(
     env: dict[str, str], local: dict[str, Any], count: int, code: int, status: str

@@ -88,17 +88,17 @@ KINDS: dict[str, ObjectKind] = {
     "request": ObjectKind(
         "request",
         _request,
-        lambda i: NotFoundError("request", i, f"Request '{i}' not found; run `pluginsdk requests list`."),
+        lambda i: NotFoundError("request", i, f"Request '{i}' not found."),
     ),
     "machine": ObjectKind(
         "machine",
         _machine,
-        lambda i: NotFoundError("machine", i, f"Machine '{i}' not found; run `pluginsdk machines list`."),
+        lambda i: NotFoundError("machine", i, f"Machine '{i}' not found."),
     ),
     "template": ObjectKind(
         "template",
         _template,
-        lambda i: NotFoundError("template", i, f"Template '{i}' not found; run `pluginsdk templates list`."),
+        lambda i: NotFoundError("template", i, f"Template '{i}' not found."),
     ),
     "role": ObjectKind("role", _role, lambda i: NotFoundError("role", i, f"Role '{i}' not found.")),
 }

@@ -48,7 +48,15 @@ from pluginsdk.operations import (
 from pluginsdk.principal import Principal
 
 from ..engine import Engine, handles
-from ..reconciler import apply_states, reconcile, record_reclaimed, settle_status, terminate_machines
+from ..reconciler import (
+    RETURNED_BEFORE_RUNNING,
+    apply_states,
+    reconcile,
+    record_reclaimed,
+    settle_status,
+    sweep_orphans,
+    terminate_machines,
+)
 
 log = logging.getLogger("pluginsdk.requests")
 
@@ -134,7 +142,8 @@ async def create_request(engine: Engine, op: CreateRequestCommand, principal: Pr
         tags={**template.tags, **op.tags},
         timeout=op.timeout,
         created_by=principal.user_id,
-        provider_data={"additional_data": op.additional_data} if op.additional_data else {},
+        provider_data={"price_type": template.price_type}
+        | ({"additional_data": op.additional_data} if op.additional_data else {}),
     )
     await engine.db.insert_request(request)  # recorded before the provider is called: a crash loses nothing
     try:
@@ -192,6 +201,23 @@ async def wait_for(engine: Engine, request: Request, seconds: float) -> Request:
     return request
 
 
+async def machines_by_name(engine: Engine, names: list[str]) -> dict[str, Machine]:
+    """Machines by host name (HostFactory and LSF return hosts by name). A name reused after its machine
+    went away names the live machine; among several, the newest."""
+    found: list[Machine] = []
+    for start in range(0, len(names), 500):  # bounded statement size, whatever the caller sends
+        params = {f"n{i}": n for i, n in enumerate(names[start : start + 500])}
+        clause = ", ".join(f":{k}" for k in params)
+        rows = await engine.db.db.fetchall(f"SELECT data FROM machines WHERE name IN ({clause})", params)
+        found += (Machine.model_validate_json(row["data"]) for row in rows)
+    out: dict[str, Machine] = {}
+    for m in sorted(found, key=lambda m: (m.created_at, m.machine_id)):
+        prior = out.get(m.name or "")
+        if prior is None or not m.status.gone or prior.status.gone:
+            out[m.name or ""] = m
+    return out
+
+
 @handles(CreateReturnRequestCommand)
 async def create_return_request(
     engine: Engine, op: CreateReturnRequestCommand, principal: Principal
@@ -219,7 +245,15 @@ async def create_return_request(
         wanted = list(machines)
     else:
         machines = await engine.db.get_machines(op.machine_ids)
-        wanted = op.machine_ids
+        # an entry that is no machine id may be a host name (IBM makes only `name` mandatory)
+        named = await machines_by_name(engine, [i for i in op.machine_ids if i not in machines])
+        wanted = []
+        for given in op.machine_ids:
+            m = machines.get(given) or named.get(given)
+            if m is not None and given not in machines:
+                machines[m.machine_id] = m
+            wanted.append(m.machine_id if m is not None else given)
+        wanted = list(dict.fromkeys(wanted))
     allowed = {
         m.machine_id
         for m in await engine.authz.filter_allowed(principal, "machine", list(machines.values()), machine_attrs, "POST")
@@ -231,6 +265,10 @@ async def create_return_request(
         m = machines.get(mid)
         if m is None or mid not in allowed:
             skipped.append(SkippedMachine(machine_id=mid, reason="not found"))
+            continue
+        if m.status.gone:
+            why = f"already returned by {m.return_request_id}" if m.return_request_id else f"already {m.status.value}"
+            skipped.append(SkippedMachine(machine_id=mid, reason=why))
             continue
         if m.return_request_id:
             if m.return_request_id not in open_returns:
@@ -245,6 +283,9 @@ async def create_return_request(
             skipped.append(SkippedMachine(machine_id=mid, reason="still starting; use force_return"))
             continue
         chosen.append(m)
+    gone = [k for k in skipped if k.reason.startswith(("already returned by ", "already terminated", "already failed"))]
+    if not chosen and not op.dry_run and gone and len(gone) == len(skipped):
+        return await _nothing_to_return(engine, op, principal, gone)
     if op.dry_run or not chosen:
         return ReturnRequestCreated(
             processed_machines=[m.machine_id for m in chosen],
@@ -262,7 +303,7 @@ async def create_return_request(
         claimed = []
         for m in chosen:
             cur = latest.get(m.machine_id)
-            if cur is not None and cur.return_request_id == m.return_request_id and not cur.status.gone:
+            if cur is not None and not cur.status.gone and cur.return_request_id == m.return_request_id:
                 claimed.append(cur)
                 continue
             by = cur.return_request_id if cur is not None else None
@@ -270,6 +311,7 @@ async def create_return_request(
             skipped.append(SkippedMachine(machine_id=m.machine_id, reason=reason))
         chosen = claimed
         if chosen:
+            origins = await engine.db.get_requests(sorted({m.request_id for m in chosen}))
             ret = Request(
                 request_id=ret_id,
                 request_type=RequestType.RETURN,
@@ -280,28 +322,114 @@ async def create_return_request(
                 timeout=op.timeout,
                 created_by=principal.user_id,
                 message=f"Returning {counted(len(chosen), 'machine')}.",
+                # what the scheduler saw on the provisioning side, kept for the return's own listing
+                tags={k: v for o in origins.values() for k, v in o.tags.items() if k == "rc_account"},
+                provider_data={
+                    "rc_accounts": {
+                        m.machine_id: origins[m.request_id].tags["rc_account"]
+                        for m in chosen
+                        if m.request_id in origins and "rc_account" in origins[m.request_id].tags
+                    }
+                },
             )
             await engine.db.insert_request(ret)
-            await engine.db.upsert_machines(
-                m.model_copy(update={"return_request_id": ret_id, "updated_at": now}) for m in chosen
-            )
+            chosen = [
+                m.model_copy(
+                    update={
+                        "return_request_id": ret_id,
+                        "updated_at": now,
+                        **({"status_reason": RETURNED_BEFORE_RUNNING} if m.status is MachineStatus.PENDING else {}),
+                    }
+                )
+                for m in chosen
+            ]
+            await engine.db.upsert_machines(chosen)
     if not chosen:
         return ReturnRequestCreated(skipped_machines=skipped, message=f"No machine returned; {len(skipped)} skipped.")
     groups: dict[str, list[Machine]] = defaultdict(list)
     for m in chosen:
-        groups[m.request_id].append(m.model_copy(update={"return_request_id": ret_id}))
+        groups[m.request_id].append(m)
+    failures: dict[str, str] = {}
     for request_id, group in groups.items():
         origin = await engine.db.get_request(request_id)
-        if origin is not None:
+        if origin is None:
+            continue
+        try:
             await terminate_machines(engine, origin, group)
-    await reconcile(engine, ret)
+        except ProviderError as exc:
+            failures.update({m.machine_id: exc.message for m in group})
+    ret = await (release_failed(engine, ret_id, failures) if failures else reconcile(engine, ret))
+    returning = len(chosen) - len(failures)
+    message = f"Returning {counted(returning, 'machine')}" + (f"; {len(skipped)} skipped" if skipped else "")
+    if failures:
+        why = next(iter(failures.values())).rstrip(".")
+        message += f"; the provider failed to take back {len(failures)} ({why}), they can be returned again"
     return ReturnRequestCreated(
         request_id=ret_id,
         created_request_ids=[ret_id],
-        processed_machines=[m.machine_id for m in chosen],
+        processed_machines=[m.machine_id for m in chosen if m.machine_id not in failures],
         skipped_machines=skipped,
-        message=f"Returning {counted(len(chosen), 'machine')}" + (f"; {len(skipped)} skipped." if skipped else "."),
+        message=message + ".",
     )
+
+
+async def _nothing_to_return(
+    engine: Engine, op: CreateReturnRequestCommand, principal: Principal, gone: list[SkippedMachine]
+) -> ReturnRequestCreated:
+    """Every machine asked for is already gone: a completed, empty return request the caller can poll
+    (IBM's plugin answers "No Active VM" with a request id), not an error."""
+    now = utcnow()
+    ret = Request(
+        request_id=op.request_id or f"ret-{uuid.uuid4()}",
+        request_type=RequestType.RETURN,
+        status=RequestStatus.COMPLETED,
+        count=0,
+        machine_ids=[k.machine_id for k in gone],
+        created_by=principal.user_id,
+        completed_at=now,
+        message=f"No active machine to return: {len(gone)} already gone.",
+    )
+    await engine.db.insert_request(ret)
+    return ReturnRequestCreated(
+        request_id=ret.request_id,
+        created_request_ids=[ret.request_id],
+        skipped_machines=gone,
+        message=ret.message,
+    )
+
+
+async def release_failed(engine: Engine, ret_id: str, failures: dict[str, str]) -> Request:
+    """The provider refused to take these machines back: they leave the return (returnable again, also
+    with `machines return --force`), the return remembers them as failed, and it ends at once when
+    nothing else is left to wait for (`failed`, or `partial` when some machines did go)."""
+    now = utcnow()
+    async with engine.db.transaction():
+        ret = await load_request(engine, ret_id)
+        stuck = await engine.db.get_machines(list(failures), for_update=True)
+        await engine.db.upsert_machines(
+            m.model_copy(
+                update={
+                    "return_request_id": None,
+                    "updated_at": now,
+                    # its launch was not stopped after all: no longer withdrawn
+                    "status_reason": None if m.status_reason == RETURNED_BEFORE_RUNNING else m.status_reason,
+                }
+            )
+            for m in stuck.values()
+            if m.return_request_id == ret_id
+        )
+        failed = dict(ret.provider_data.get("failed_machines") or {})
+        failed.update(
+            {
+                mid: {"name": stuck[mid].name if mid in stuck else None, "reason": reason}
+                for mid, reason in failures.items()
+            }
+        )
+        ret = ret.model_copy(
+            update={"provider_data": {**ret.provider_data, "failed_machines": failed}, "updated_at": now}
+        )
+        await engine.db.update_request(ret)
+    return await reconcile(engine, ret)
 
 
 def machine_attrs(m: Machine) -> dict[str, Any]:
@@ -441,6 +569,8 @@ async def get_request_status(engine: Engine, op: GetRequestStatusQuery, principa
             missing.append(rid)
             continue
         out.append(await fresh(engine, r))
+    if missing and len(op.request_ids) == 1 and not op.report_missing:
+        raise NotFoundError("request", missing[0], f"Request '{missing[0]}' not found; run `pluginsdk requests list`.")
     if op.long:
         out = await with_machines_all(engine, out)
     return RequestStatusList(
@@ -450,11 +580,55 @@ async def get_request_status(engine: Engine, op: GetRequestStatusQuery, principa
     )
 
 
-async def _listing(engine: Engine, principal: Principal, requests: list[Request], total: int) -> RequestList:
+LIST_REFRESH_MAX = 50
+"""Most unfinished requests one listing brings up to date from the provider (the rest: the background loop)."""
+LIST_REFRESH_SECONDS = 2.0
+
+
+async def refresh_listed(engine: Engine, requests: list[Request]) -> tuple[list[Request], int]:
+    """The listed requests with the unfinished ones reconciled, bounded in number and time, so a listing
+    never shows a long-finished request as running; returns (requests, how many could not be refreshed)."""
+    deadline = time.monotonic() + LIST_REFRESH_SECONDS
+    out: list[Request] = []
+    done = stale = 0
+    for listed in requests:
+        r = listed
+        if not r.status.terminal and not r.dry_run:
+            if done < LIST_REFRESH_MAX and time.monotonic() < deadline:
+                try:
+                    r = await reconcile(engine, r)
+                except ProviderError as exc:
+                    log.warning("refreshing %s failed: %s", r.request_id, exc.message)
+                    stale += 1
+                done += 1
+            else:
+                stale += 1
+        out.append(r)
+    return out, stale
+
+
+async def _listing(
+    engine: Engine,
+    principal: Principal,
+    requests: list[Request],
+    total: int,
+    *,
+    active_only: bool = False,
+    stale: int | None = None,
+) -> RequestList:
     shown = await engine.visible(principal, "request", requests, request_attrs)
     if len(shown) != len(requests):
         total -= len(requests) - len(shown)
-    return RequestList(requests=shown, total_count=total, message=f"{total} requests")
+    if stale is None:
+        shown, stale = await refresh_listed(engine, shown)
+    if active_only:  # finished while we looked: not active any more
+        kept = [r for r in shown if not r.status.terminal]
+        total -= len(shown) - len(kept)
+        shown = kept
+    message = counted(total, "request")
+    if stale:
+        message += f"; {stale} unfinished not refreshed from the provider (a status read refreshes them)"
+    return RequestList(requests=shown, total_count=total, message=message)
 
 
 @handles(ListRequestsQuery)
@@ -505,7 +679,7 @@ async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, prin
         items = [r for r in items if keep(r)]
         total = len(items)
         items = items[op.offset : op.offset + op.limit]
-    return await _listing(engine, principal, items, total)
+    return await _listing(engine, principal, items, total, active_only=not op.all_resources)
 
 
 @handles(ListReturnRequestsQuery)
@@ -521,7 +695,7 @@ async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, prin
         limit=None if op.machine_names else op.limit,
         offset=0 if op.machine_names else op.offset,
     )
-    items = [await fresh(engine, r) for r in items]
+    items, stale = await refresh_listed(engine, items)
     if op.machine_names:
         wanted = set(op.machine_names)
         items = await with_machines_all(engine, items)
@@ -532,7 +706,7 @@ async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, prin
         items = items[op.offset : op.offset + op.limit]
     else:
         items = await with_machines_all(engine, items)
-    return await _listing(engine, principal, items, total)
+    return await _listing(engine, principal, items, total, stale=stale)
 
 
 @handles(GetRequestSummaryQuery)
@@ -608,11 +782,17 @@ async def cleanup_all_resources(engine: Engine, op: CleanupAllResourcesCommand, 
         statuses=[MachineStatus.TERMINATED.value, MachineStatus.FAILED.value], updated_before=before
     )
     machines += await engine.db.delete_machines([m.machine_id for m in gone])
+    try:  # provider leftovers of finished requests (AWS launch templates) go too
+        orphans = await sweep_orphans(engine)
+    except ProviderError as exc:
+        log.warning("sweeping orphaned provider resources failed: %s", exc.message)
+        orphans = []
     return CleanupResult(
         requests_cleaned=len(ids),
         request_ids_found=ids,
         machines_cleaned=machines,
         total_cleaned=len(ids) + machines,
         message=f"Removed {counted(len(ids), 'request')} and {counted(machines, 'machine')} "
-        f"older than {op.older_than_days} days.",
+        f"older than {op.older_than_days} days"
+        + (f", and {counted(len(orphans), 'orphaned launch template')}." if orphans else "."),
     )

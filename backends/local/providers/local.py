@@ -2,14 +2,17 @@
 
 Embedded default, so the SDK works with no cloud account. Machines boot after
 `boot_delay` seconds, fail at `failure_rate`, and never exceed `capacity`
-active machines. Ids, host names, addresses and fates are derived from
-(seed, request id, index), so runs are deterministic under a seed. State is
+active machines. Ids and fates are derived from (seed, request id, index), so runs are
+deterministic under a seed; a machine's host name and address are derived from its id alone
+(unique among live machines, checked at launch), so every process reports the same ones, with or
+without a seed. State is
 kept in the engine's store (table `local_instances`, schema migration 2), so separate CLI
 processes — how HPC schedulers call us — see the same machines.
 
 Config (`provider.local`): boot_delay (s, default 2), terminate_delay
-(s, default 1), failure_rate (0..1, default 0), capacity (default 1000),
-seed (default none: random).
+(s, default 1), failure_rate (0..1, default 0), terminate_failure_rate (0..1, default 0: the share
+of terminate calls that fail with a ProviderError, to exercise failed returns), capacity (default
+1000), seed (default none: random).
 """
 
 from __future__ import annotations
@@ -42,13 +45,13 @@ class LocalProvider:
             self.boot_delay = float(cfg.get("boot_delay", 2.0))
             self.terminate_delay = float(cfg.get("terminate_delay", 1.0))
             self.failure_rate = float(cfg.get("failure_rate", 0.0))
+            self.terminate_failure_rate = float(cfg.get("terminate_failure_rate", 0.0))
             self.capacity = int(cfg.get("capacity", 1000))
         except (TypeError, ValueError) as exc:
             raise ConfigurationError(f"Invalid provider.local setting: {exc}.", key="provider.local") from exc
-        if not 0.0 <= self.failure_rate <= 1.0:
-            raise ConfigurationError(
-                "provider.local.failure_rate must be between 0 and 1.", key="provider.local.failure_rate"
-            )
+        for key in ("failure_rate", "terminate_failure_rate"):
+            if not 0.0 <= getattr(self, key) <= 1.0:
+                raise ConfigurationError(f"provider.local.{key} must be between 0 and 1.", key=f"provider.local.{key}")
         seed = cfg.get("seed")
         self.deterministic = seed is not None
         self.seed = str(seed) if seed is not None else f"{random.random()}"
@@ -75,8 +78,28 @@ class LocalProvider:
         digest = hashlib.sha256(":".join(map(str, (self.seed, *parts))).encode()).digest()
         return random.Random(digest)
 
-    def _machine_id(self, request_id: str, index: int) -> str:
-        return "i-" + hashlib.sha256(f"{self.seed}:{request_id}:{index}".encode()).hexdigest()[:17]
+    def _machine_id(self, request_id: str, index: int, salt: int = 0) -> str:
+        text = f"{self.seed}:{request_id}:{index}" + (f":{salt}" if salt else "")
+        return "i-" + hashlib.sha256(text.encode()).hexdigest()[:17]
+
+    @staticmethod
+    def address(machine_id: str) -> str:
+        """The private address of a machine: a function of its id only, so the same in every process."""
+        n = int(hashlib.sha256(machine_id.encode()).hexdigest()[:8], 16) % (254 * 256 * 256)
+        host, last = divmod(n, 254)
+        return f"10.{host >> 8}.{host & 255}.{last + 1}"
+
+    @staticmethod
+    def host_name(address: str) -> str:
+        return f"ip-{address.replace('.', '-')}.local"
+
+    async def _taken_addresses(self) -> set[str]:
+        """Addresses of machines that still exist (a host name must not name two live machines)."""
+        rows = await self._db.fetchall(
+            "SELECT instance_id FROM local_instances WHERE terminate_at IS NULL OR terminate_at > :t",
+            {"t": self.clock() - 86400},
+        )
+        return {self.address(r["instance_id"]) for r in rows}
 
     async def _active_count(self) -> int:
         now = self.clock()
@@ -99,9 +122,15 @@ class LocalProvider:
             "SELECT instance_id FROM local_instances WHERE request_id = :r", {"r": request.request_id}
         )
         start_index = len(existing)  # idempotent re-launch continues numbering
+        taken = await self._taken_addresses()
         rows = []
         for i in range(start_index, start_index + count):
+            salt = 0
             machine_id = self._machine_id(request.request_id, i)
+            while self.address(machine_id) in taken:  # a new id, never a changed name later
+                salt += 1
+                machine_id = self._machine_id(request.request_id, i, salt)
+            taken.add(self.address(machine_id))
             rng = self._rand(request.request_id, i)
             over_capacity = i - start_index >= free
             fails = over_capacity or rng.random() < self.failure_rate
@@ -135,13 +164,11 @@ class LocalProvider:
                 reason = "InsufficientInstanceCapacity" if row["fails"] == 2 else "Simulated boot failure"
         else:
             status = MachineStatus.RUNNING if now >= row["boots_at"] else MachineStatus.PENDING
-        h = hashlib.sha256(f"{self.seed}:{machine_id}".encode()).hexdigest()
-        n = int(h[:8], 16)
-        ip = f"10.{(n >> 16) & 255}.{(n >> 8) & 255}.{max(n & 255, 4)}"
+        ip = self.address(machine_id)
         return ProvisionedMachine(
             machine_id=machine_id,
             status=status,
-            name=f"ip-{ip.replace('.', '-')}.local",
+            name=self.host_name(ip),
             ip_address=ip,
             instance_type=row["instance_type"],
             launched_at=datetime.fromtimestamp(row["launched_at"], UTC),
@@ -159,12 +186,29 @@ class LocalProvider:
     async def terminate(self, request: Request, machines: Sequence[Machine]) -> dict[str, MachineStatus]:
         now = self.clock()
         ids = [m.machine_id for m in machines]
+        if self.terminate_failure_rate and (await self._terminate_fate()) < self.terminate_failure_rate:
+            raise ProviderError(
+                "Simulated provider failure while terminating machines.",
+                details={"provider_code": "SimulatedTerminateFailure", "operation": "terminate"},
+            )
         await self._db.executemany(
             "UPDATE local_instances SET terminate_at = :t WHERE instance_id = :id AND terminate_at IS NULL",
             [{"t": now + self.terminate_delay, "id": i} for i in ids],
         )
         states = {m.machine_id: m.status for m in await self.describe(request, None)}
         return {i: states.get(i, MachineStatus.TERMINATED) for i in ids}
+
+    async def _terminate_fate(self) -> float:
+        """A number in [0, 1) for this terminate call: drawn from (seed, how many calls the store has seen),
+        so under a seed the n-th call always has the same fate, whichever process makes it."""
+        key = "local.terminate_calls"
+        await self._db.execute(
+            "INSERT INTO meta (key, value) VALUES (:k, '1')"
+            " ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)",
+            {"k": key},
+        )
+        row = await self._db.fetchone("SELECT value FROM meta WHERE key = :k", {"k": key})
+        return self._rand("terminate", row["value"] if row else 0).random()
 
     async def reclaimed(self) -> list[ProvisionedMachine]:
         return []

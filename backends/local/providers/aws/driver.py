@@ -181,11 +181,11 @@ class AwsProvider:
         if errors and not instances:
             raise errors[0]
         message = f"{len(instances)} machines launching"
-        if errors:
+        data: dict[str, Any] = {"api": "RunInstances"}
+        if errors:  # every type and subnet was tried: the request ends partial, naming the cause
             message += f"; {count - len(instances)} could not start: {errors[0]}"
-        return LaunchResult(
-            machines=[_machine(i) for i in instances], provider_data={"api": "RunInstances"}, message=message
-        )
+            data |= {"unfilled": count - len(instances), "unfilled_reason": _cause(errors[0])}
+        return LaunchResult(machines=[_machine(i) for i in instances], provider_data=data, message=message)
 
     async def _launch_template(self, request: Request, template: Template) -> str:
         name = p.resource_name(request)
@@ -253,6 +253,12 @@ class AwsProvider:
         message = f"EC2 Fleet {out.get('FleetId')} ({kind}) for {count} machines"
         if errors:
             message += f"; {len(errors)} launch errors, first: {errors[0].get('ErrorCode')}"
+            if kind == "instant" and len(machines) < count:  # an instant fleet launches nothing more later
+                first = errors[0]
+                data |= {
+                    "unfilled": count - len(machines),
+                    "unfilled_reason": f"{first.get('ErrorCode')}: {first.get('ErrorMessage') or ''}".strip(),
+                }
         return LaunchResult(machines=machines, provider_data=data, message=message)
 
     async def _spot_fleet(self, request: Request, template: Template, count: int) -> LaunchResult:
@@ -410,6 +416,26 @@ class AwsProvider:
                 out[item["InstanceId"]] = _STATES.get(item["CurrentState"]["Name"], MachineStatus.SHUTTING_DOWN)
         return out
 
+    # -- leftovers ---------------------------------------------------------
+    async def cleanup(self, request: Request) -> None:
+        """The request is over and holds no machine: its launch template goes (it may be left from an
+        engine that died between creating it and creating the fleet)."""
+        if self._api(request.provider_data.get("api") or request.provider_api) != "RunInstances":
+            await self._delete_launch_template(request)
+
+    async def tagged_launch_templates(self) -> dict[str, str]:
+        """Launch template name -> request id, for every launch template this provider tagged."""
+        found = await self.aws.paginate(
+            "ec2", "DescribeLaunchTemplates", "LaunchTemplates", Filters=[{"Name": "tag-key", "Values": [REQUEST_TAG]}]
+        )
+        return {str(t["LaunchTemplateName"]): rid for t in found if (rid := _tag(t, REQUEST_TAG)) is not None}
+
+    async def delete_launch_template(self, name: str) -> None:
+        try:
+            await self.aws.call("ec2", "DeleteLaunchTemplate", LaunchTemplateName=name)
+        except ProviderError as exc:
+            log.info("launch template %s not deleted: %s", name, exc.message)
+
     # -- reclaimed, health ------------------------------------------------
     async def reclaimed(self) -> list[ProvisionedMachine]:
         """Our spot machines that AWS shut down (state reason not user-initiated).
@@ -449,6 +475,13 @@ class AwsProvider:
             "api_calls": sum(self.aws.calls.values()),
             "throttled": self.aws.throttled,
         }
+
+
+def _cause(exc: BaseException) -> str:
+    """`Code: message` of a provider error, for a request's message."""
+    code = exc.details.get("provider_code") if isinstance(exc, ProviderError) else None
+    text = exc.message if isinstance(exc, ProviderError) else str(exc)
+    return f"{code}: {text}" if code and code not in text else text
 
 
 def _tag(resource: Mapping[str, Any], key: str) -> str | None:
