@@ -10,7 +10,7 @@ import pytest
 from pluginsdk import PermissionDeniedError, PluginSDK
 from pluginsdk.errors import StateConflictError
 from pluginsdk.operations import CATALOG
-from tests.auth.conftest import acting_as
+from tests.auth.conftest import acting_as, managed_app
 from tests.support.backends import open_sdk
 
 
@@ -122,3 +122,19 @@ async def test_decisions_are_logged_when_sampled(backend_kind: str, tmp_path: Pa
     async with open_sdk(backend_kind, tmp_path / "off") as sdk:
         await sdk.check_access("asset", "GET", roles=["admin"])
         assert (await sdk.list_audit_records(action="decision")).records == []
+
+
+async def test_managed_user_changes_are_audited_without_secrets(backend_kind: str, tmp_path: Path) -> None:
+    async with open_sdk(backend_kind, tmp_path, app=managed_app()) as sdk:
+        created = await sdk.create_managed_user("carol", email="carol@example.com")
+        await sdk.update_managed_user("carol", phone="+15551234567")
+        await sdk.delete_managed_user("carol")
+        page = await sdk.list_audit_records(target_type="managedUser", target_id="carol")
+    actions = [r.action for r in page.records]
+    assert actions == ["create_managed_user", "update_managed_user", "delete_managed_user"]
+    assert page.records[0].after["email"] == "carol@example.com" and page.records[2].after is None
+    keys = {k.lower() for r in page.records for state in (r.before, r.after) if state for k in state}
+    assert keys and not {k for k in keys if any(w in k for w in ("password", "totp", "hash", "secret"))}
+    dumped = json.dumps([r.to_dict() for r in page.records]).lower()
+    temporary = getattr(created, "temporary_password", None)
+    assert not temporary or temporary.lower() not in dumped

@@ -42,7 +42,7 @@ AUDITED: dict[str, str] = {
 }
 """Operation category -> the audited target type."""
 
-_SECRET_WORDS = ("hash", "secret", "password", "token", "totp", "api_key\x00")
+_SECRET_WORDS = ("hash", "secret", "password", "token", "totp")
 _MAX_ID = 1024
 
 
