@@ -18,6 +18,12 @@ inside what all three engines can state exactly, so the same policy is translate
   policies pre-parsed with `PolicySet.from_str`, users/roles/resources pre-built with
   `Entities.from_json_str`, one `is_authorized` per decision.
 
+The decision point (issue 17, `--no-pdp` to skip) runs on the largest size: the same policy loaded into a
+store (roles, constraints, 1,000 users' assignments), then subject checks through the SDK method in-process
+(one, and a batch of 1,000) and over REST (a real uvicorn server on loopback, batch of 1,000), compared
+with the peers' p50 on the same questions; explain's extra cost; who-can for one object; what-if for a
+change of 100 constraints over every user x every API route.
+
 Every engine's answers are checked against ours before its timings are printed. Latency percentiles time
 each call alone with `perf_counter_ns` (includes ~0.1 µs of timer overhead); decisions/s times the loop.
 Ours is measured with its bucket cache warm (one pass first); the cold first pass is printed too.
@@ -423,6 +429,8 @@ def main() -> None:
     ap.add_argument("--decisions", type=int, help="decisions per size (default 20,000; quick 5,000)")
     ap.add_argument("--budget", type=float, default=None, help="seconds per peer engine per size (default 8; quick 2)")
     ap.add_argument("--no-peers", action="store_true", help="only our evaluator")
+    ap.add_argument("--no-pdp", action="store_true", help="skip the decision-point section (issue 17)")
+    ap.add_argument("--pdp-calls", type=int, default=2000, help="SDK subject checks timed one by one (default 2,000)")
     args = ap.parse_args()
     sizes = args.sizes or ([100, 1000] if args.quick else [100, 1000, 10_000])
     n_dec = args.decisions or (5_000 if args.quick else 20_000)
@@ -485,6 +493,14 @@ def main() -> None:
     print("|---:|---:|---:|---:|---:|---:|")
     for line in extra:
         print(line)
+    if not args.no_pdp:
+        import asyncio
+
+        from pdp_bench import run_pdp  # bench/pdp_bench.py
+
+        g = generate(sizes[-1], n_dec)
+        peers = {r.engine: r.p50_us for r in rows if r.constraints == sizes[-1]}
+        asyncio.run(run_pdp(g, peers, args.pdp_calls))
 
 
 if __name__ == "__main__":

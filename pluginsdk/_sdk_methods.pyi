@@ -2,7 +2,7 @@
 
 from typing import Any, Literal, overload
 
-from pluginsdk.models import ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuthorizationDecision, CleanupResult, ConfigurationView, Constraint, ConstraintImported, ConstraintList, ConstraintWritten, CriterionInput, FilteredObjects, GroupPermissionInput, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, PermissionObjects, ProviderHealth, ProviderList, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SecureConfig, SessionTokens, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserPermissionInput, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed
+from pluginsdk.models import AccessQuestion, ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuditPage, AuthorizationDecision, CleanupResult, ConfigurationView, Constraint, ConstraintImported, ConstraintList, ConstraintWritten, CriterionInput, Explanation, FilteredObjects, GroupPermissionInput, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, PermissionObjects, PolicyTest, PolicyTestReport, ProviderHealth, ProviderList, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SecureConfig, SessionTokens, SubjectDecision, SubjectDecisions, SubjectRoutes, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserPermissionInput, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed, WhatIfReport, WhoCan
 
 class SDKMethods:
     async def authorize_web_routes(self, routes: list[WebRoute]) -> WebRoutesAllowed:
@@ -11,6 +11,10 @@ class SDKMethods:
         """Cancel a provisioning request; machines not yet running are terminated."""
     async def change_password(self, previous_password: str, proposed_password: str) -> SessionTokens:
         """Change the caller's managed-pool password; other sessions are signed out."""
+    async def check_access(self, object_type: str, method: str, user_id: str | None = ..., roles: list[str] | None = ..., mfa: bool = ..., at_least_revision: int | None = ..., attributes: dict[str, Any] = ..., explain: bool = ...) -> SubjectDecision:
+        """Whether a subject (not the caller) may use `method` on an object of `object_type` with these attributes."""
+    async def check_access_batch(self, questions: list[AccessQuestion], explain: bool = ..., at_least_revision: int | None = ...) -> SubjectDecisions:
+        """Many (subject, object, method) questions in one call; answers in question order."""
     async def cleanup_all_resources(self, older_than_days: float = ..., include_pending: bool = ...) -> CleanupResult:
         """Delete old finished requests and terminated machines in one go."""
     async def cleanup_old_requests(self, older_than_days: float = ..., statuses_to_cleanup: list[RequestStatus] = ..., dry_run: bool = ...) -> CleanupResult:
@@ -58,6 +62,8 @@ class SDKMethods:
         """Delete a template."""
     async def delete_user_roles(self, user_id: str) -> UserRolesWritten:
         """Remove every role of a user."""
+    async def explain_access(self, object_type: str, method: str, user_id: str | None = ..., roles: list[str] | None = ..., mfa: bool = ..., at_least_revision: int | None = ..., attributes: dict[str, Any] = ...) -> Explanation:
+        """Why a subject may or may not use `method` on an object: the constraints that allowed or denied it."""
     async def filter_allowed(self, object_type: str, objects: list[dict[str, Any]] = ..., method: str = ...) -> FilteredObjects:
         """The objects (attribute dicts) the caller may use `method` on, in input order."""
     async def get_active_machine_count(self, template_id: str | None = ..., provider_name: str | None = ..., *, provider: str | None = ...) -> ActiveMachineCount:
@@ -110,7 +116,7 @@ class SDKMethods:
         """Show one template."""
     async def get_version(self) -> VersionInfo:
         """The service version (no sign-in needed)."""
-    async def import_constraints_template(self, constraints: list[dict[str, Any]], variables: dict[str, str] = ..., name: str | None = ..., description: str | None = ..., metadata: dict[str, Any] | None = ..., overwrite: bool = ...) -> ConstraintImported:
+    async def import_constraints_template(self, constraints: list[dict[str, Any]], variables: dict[str, str] = ..., name: str | None = ..., description: str | None = ..., metadata: dict[str, Any] | None = ..., overwrite: bool = ..., dry_run: bool = ...) -> ConstraintImported:
         """Create many constraints from a template, all or nothing."""
     async def is_allowed(self, object_type: str, attributes: dict[str, Any] = ..., method: str = ...) -> AuthorizationDecision:
         """Whether the caller may use `method` on an object of `object_type` with these attributes."""
@@ -122,6 +128,8 @@ class SDKMethods:
         """List every user's API keys (administrators)."""
     async def list_api_routes(self) -> ApiRouteList:
         """List every API route of the service (path, methods, category, unauthenticated)."""
+    async def list_audit_records(self, actor: str | None = ..., action: str | None = ..., target_type: str | None = ..., target_id: str | None = ..., since: str | None = ..., until: str | None = ..., min_revision: int | None = ..., page_size: int = ..., starting_token: str | None = ..., jsonl: bool = ...) -> AuditPage:
+        """List audit records (oldest first) with filters and paging; `jsonl` also returns the page as JSON lines."""
     async def list_constraints(self, max_items: int = ..., page_size: int = ..., starting_token: str | None = ...) -> ConstraintList:
         """List permission constraints, in id order, a page at a time."""
     async def list_machines(self, status: MachineStatus | None = ..., template_id: str | None = ..., request_id: str | None = ..., active_only: bool = ..., limit: int = ..., offset: int = ..., provider_name: str | None = ..., *, provider: str | None = ...) -> MachineList:
@@ -138,6 +146,8 @@ class SDKMethods:
         """List return requests and machines the cloud reclaimed (spot interruptions)."""
     async def list_roles(self) -> RoleList:
         """List roles."""
+    async def list_subject_routes(self, user_id: str | None = ..., roles: list[str] | None = ..., mfa: bool = ..., at_least_revision: int | None = ..., web_routes: list[WebRoute] = ...) -> SubjectRoutes:
+        """The API routes a subject (user or roles) may call, and which of the given web routes it may open."""
     async def list_templates(self, provider_api: str | None = ..., active_only: bool = ..., limit: int = ..., offset: int = ..., provider_name: str | None = ..., force_refresh: bool = ..., *, provider: str | None = ...) -> TemplateList:
         """List templates (stored and loaded from the templates directory)."""
     async def list_user_roles(self) -> UserRoleList:
@@ -154,6 +164,8 @@ class SDKMethods:
         """Exchange a refresh token for new id and access tokens (same session, same MFA state)."""
     async def reset_managed_user_password(self, user_id: str, confirm_reset: bool | None = ...) -> ManagedUserWritten:
         """Reset a managed user's password: a new temporary one is mailed to them (without SMTP: in the answer, once)."""
+    async def run_policy_tests(self, tests: list[PolicyTest], fail_on_mismatch: bool = ..., add_constraints: list[dict[str, Any]] = ..., delete_constraint_ids: list[str] = ..., role_mfa: dict[str, bool] = ..., user_roles: dict[str, list[str]] = ...) -> PolicyTestReport:
+        """Run a policy test suite (expected allow/deny decisions) against the current policy or a candidate."""
     async def setup_mfa(self) -> MfaSetup:
         """Start TOTP set-up for the caller: returns a secret for an authenticator app."""
     async def sync_request(self, request_id: str) -> Request:
@@ -180,3 +192,7 @@ class SDKMethods:
         """Validate a template configuration (errors and warnings); stores nothing."""
     async def verify_mfa(self, code: str) -> SessionTokens:
         """Confirm TOTP set-up with a code: MFA is enabled and the current session becomes multi-factor."""
+    async def what_if(self, add_constraints: list[dict[str, Any]] = ..., delete_constraint_ids: list[str] = ..., role_mfa: dict[str, bool] = ..., user_roles: dict[str, list[str]] = ..., objects: list[dict[str, Any]] = ..., user_ids: list[str] | None = ..., limit: int = ...) -> WhatIfReport:
+        """The decisions a candidate policy change would flip, per subject, route and object — nothing is applied."""
+    async def who_can(self, object_type: str, method: str, attributes: dict[str, Any] = ..., mfa: bool = ..., at_least_revision: int | None = ...) -> WhoCan:
+        """Which roles and users may use `method` on an object, and which an explicit deny stops."""

@@ -146,6 +146,8 @@ class Engine:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = asyncio.Event()
         self.on_close: list[Callable[[], Awaitable[None]]] = []
+        self.around_command: Callable[..., Awaitable[Any]] | None = None
+        """Wraps every command's handler (the auth service's audit log: backends/local/auth/audit.py)."""
 
     # -- lifecycle --------------------------------------------------------
     async def start(self) -> None:
@@ -288,7 +290,8 @@ class Engine:
         started = time.perf_counter()
         try:
             principal = await self.authz.authorize(principal, spec, op, route_path=route_path)
-            return await handler(self, op, principal)
+            wrap = self.around_command if spec.kind == "command" else None
+            return await (handler(self, op, principal) if wrap is None else wrap(self, spec, op, principal, handler))
         except SDKError:
             stats["errors"] += 1
             raise

@@ -65,6 +65,20 @@ if TYPE_CHECKING:
     from .machine_results import MachineHealth as MachineHealth
     from .machine_results import MachineList as MachineList
     from .machine_results import MachineResult as MachineResult
+    from .policy_results import AccessQuestion as AccessQuestion
+    from .policy_results import AuditPage as AuditPage
+    from .policy_results import AuditRecord as AuditRecord
+    from .policy_results import DecisionChange as DecisionChange
+    from .policy_results import Explanation as Explanation
+    from .policy_results import PolicyTest as PolicyTest
+    from .policy_results import PolicyTestOutcome as PolicyTestOutcome
+    from .policy_results import PolicyTestReport as PolicyTestReport
+    from .policy_results import Reason as Reason
+    from .policy_results import SubjectDecision as SubjectDecision
+    from .policy_results import SubjectDecisions as SubjectDecisions
+    from .policy_results import SubjectRoutes as SubjectRoutes
+    from .policy_results import WhatIfReport as WhatIfReport
+    from .policy_results import WhoCan as WhoCan
     from .provisioning import Machine as Machine
     from .provisioning import Request as Request
     from .provisioning import SkippedMachine as SkippedMachine
@@ -138,6 +152,22 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ProviderInfo",
         "ProviderList",
         "SystemStatus",
+    ),
+    "policy_results": (
+        "AccessQuestion",
+        "AuditPage",
+        "AuditRecord",
+        "DecisionChange",
+        "Explanation",
+        "PolicyTest",
+        "PolicyTestOutcome",
+        "PolicyTestReport",
+        "Reason",
+        "SubjectDecision",
+        "SubjectDecisions",
+        "SubjectRoutes",
+        "WhatIfReport",
+        "WhoCan",
     ),
     "auth_vocabulary": ("OBJECT_TYPES", "OPERATORS", "PERMISSIONS", "PERMISSION_TYPES"),
     "auth": (

@@ -156,6 +156,8 @@ class ConstraintImported(Result):
 
     constraint_ids: list[str] = []
     """The constraints written, in template order."""
+    what_if: Any = Field(None, exclude_if=_absent_if_none)
+    """Dry run only: the decisions the import would change (a WhatIfReport); nothing was written."""
 
 
 class LabelValue(BaseModel):

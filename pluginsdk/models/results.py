@@ -22,3 +22,5 @@ class Result(BaseModel):
     success: bool = True
     message: str = ""
     timestamp: datetime = Field(default_factory=utcnow)
+    revision: int | None = Field(None, exclude_if=lambda v: v is None)
+    """Policy writes: the policy revision the write produced (ask a check for `at_least_revision`)."""

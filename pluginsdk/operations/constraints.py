@@ -165,6 +165,8 @@ class ImportConstraintsTemplateCommand(Command):
     """Free-form information about the template; not stored."""
     overwrite: bool = False
     """Replace constraints whose id exists already (otherwise such an import is rejected with 409)."""
+    dry_run: bool = False
+    """Write nothing: validate and report in `what_if` the decisions the import would change."""
 
     @field_validator("variables")
     @classmethod

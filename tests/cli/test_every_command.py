@@ -177,5 +177,19 @@ def test_every_command(cli: Cli, tmp_path: Path) -> None:
     cli("auth", "mfa-setup", ok=False)
     cli("auth", "mfa-verify", "123456", ok=False)
 
+    # the decision point (issue 17)
+    assert cli("auth", "check", "template", "GET", "--roles", "admin", "--attributes", "templateId=web")["allowed"]
+    batch = {"questions": [{"roles": [], "objectType": "template", "method": "GET"}]}
+    assert cli("auth", "check-batch", "--data", json.dumps(batch))["decisions"][0]["allowed"] is False
+    assert cli("auth", "explain", "template", "PUT", "--roles", "basicReadOnly")["no_allow_matched"] is True
+    assert "admin" in cli("auth", "who-can", "template", "PUT", "--attributes", "templateId=web")["allowed_roles"]
+    assert cli("auth", "routes-of", "--roles", "admin")["routes"]
+    change = {"deleteConstraintIds": ["psdk-default-readonly-template"],
+              "objects": [{"objectType": "template", "attributes": {"templateId": "web"}}]}  # fmt: skip
+    assert cli("auth", "what-if", "--data", json.dumps(change))["allowed_to_denied"] >= 1
+    suite = Path(__file__).resolve().parents[2] / "examples" / "policy_tests.yaml"
+    assert cli("auth", "test", "--file", str(suite))["passed"] is True
+    assert cli("auth", "audit", "--action", "delete_constraint")["records"][0]["target_id"] == "c1"
+
     every = {(g, a) for g, actions in GROUPS.items() for a in actions}
     assert every - cli.ran == set()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..store.sealing import load_seal_key
+from .audit import around_command
 from .config import AuthConfig, load_auth_config
 from .crypto import PageTokens, SecretBox, b64d, derive_key
 from .defaults import seed
@@ -31,5 +32,6 @@ async def start_auth(engine: Engine) -> AuthService:
     pages = PageTokens(derive_key(seal.key, "page-tokens", b64d(await store.secret("auth.page_secret"))))
     await seed(store, config.admin_user_id)
     service = AuthService(engine, config, store, box, pages)
+    engine.around_command = around_command  # the audit log (one central hook)
     await service.start()
     return service

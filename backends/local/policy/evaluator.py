@@ -572,6 +572,22 @@ class CompiledPolicy:
         """The HTTP methods (of GET, PUT, POST, DELETE) `principal` may use on this object."""
         return [m for m in PERMISSIONS if self._bucket(principal, object_type, m).decide(attributes)]
 
+    def matched(
+        self, principal: Principal, object_type: str, attributes: Mapping[str, Any], method: str
+    ) -> tuple[bool, bool]:
+        """(some allow rule of this principal matches, some deny rule matches): the parts of a decision."""
+        bucket = self._bucket(principal, object_type, method)
+        allow = not bucket.allow.empty and bucket.allow.matcher()(attributes)
+        deny = not bucket.deny.empty and bucket.deny.matcher()(attributes)
+        return allow, deny
+
+    def denied_explicitly(
+        self, principal: Principal, object_type: str, attributes: Mapping[str, Any], method: str
+    ) -> bool:
+        """Whether a deny rule of this principal matches the object (who-can: "denied by an explicit deny")."""
+        bucket = self._bucket(principal, object_type, method)
+        return not bucket.deny.empty and bucket.deny.matcher()(attributes)
+
     def candidates(self, principal: Principal, object_type: str, attributes: Mapping[str, Any], method: str) -> int:
         """How many rules one decision would test at most (for tests and the benchmark: the index at work)."""
         bucket = self._bucket(principal, object_type, method)

@@ -147,6 +147,20 @@ MIGRATIONS: dict[int, Sequence[str]] = {
             owner TEXT NOT NULL,
             expires_at DOUBLE PRECISION NOT NULL)""",
     ),
+    7: (  # the audit log of policy, role, user and key changes (backends/local/auth/audit.py); append-only
+        """CREATE TABLE auth_audit (
+            record_id TEXT PRIMARY KEY,
+            at TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            action TEXT NOT NULL,
+            target_type TEXT NOT NULL,
+            target_id TEXT NOT NULL,
+            before_data TEXT,
+            after_data TEXT,
+            revision INTEGER NOT NULL)""",
+        "CREATE INDEX ix_auth_audit_target ON auth_audit (target_type, target_id)",
+        "CREATE INDEX ix_auth_audit_actor ON auth_audit (actor)",
+    ),
 }
 
 

@@ -41,6 +41,7 @@ from pluginsdk.principal import Principal
 from ...engine import Engine, handles
 from ..crypto import now, ts
 from ._common import service
+from .policy_checks import import_dry_run
 
 PAGE_MAX = 3000
 _VARIABLE = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_]*)\s*}}")
@@ -196,6 +197,8 @@ async def import_constraints_template(
                 details={"field": "constraints.constraintId", "value": cid, "expected": "unique ids"},
             )
         seen.add(cid)
+    if op.dry_run:  # issue 17: report the decisions it would change, write nothing
+        return await import_dry_run(engine, ids, [_wire(c) for c in parsed])
     at = ts(now())
     async with store.transaction():
         existing = await store.existing_constraint_ids(ids)

@@ -1,0 +1,359 @@
+"""Handlers: the policy decision point (checks for any subject, explain, who-can, subject routes, what-if, tests).
+
+Each answer is computed on one policy version read in one transaction (constraints, roles,
+assignments) and reports it as `revision`. The model of a version is cached on the service like the
+compiled policy, and shares the service's compiled policy when the versions agree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+import weakref
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pluginsdk.errors import StateConflictError, ValidationError
+from pluginsdk.models.auth import validate_constraint
+from pluginsdk.models.auth_results import AllowedApiRoute, AllowedWebRoute, ConstraintImported
+from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
+from pluginsdk.models.policy_results import (
+    AccessQuestion,
+    DecisionChange,
+    Explanation,
+    PolicyTestOutcome,
+    PolicyTestReport,
+    Reason,
+    SubjectDecision,
+    SubjectDecisions,
+    SubjectRoutes,
+    WhatIfReport,
+    WhoCan,
+)
+from pluginsdk.operations.policy_checks import (
+    CheckAccessBatchQuery,
+    CheckAccessQuery,
+    ExplainAccessQuery,
+    ListSubjectRoutesQuery,
+    RunPolicyTestsQuery,
+    WhatIfQuery,
+    WhoCanQuery,
+)
+from pluginsdk.principal import Principal
+
+from ...engine import Engine, handles
+from ...policy.decision_point import Explained, PolicyModel, Question, diff_models, object_questions
+from ..audit import decision_sample_rate, log_decision
+from ..service import AuthService
+from ._common import service
+from .routes import api_routes
+
+__all__ = ["current_model", "dry_run_report", "import_dry_run", "route_questions"]
+
+_MODELS: weakref.WeakKeyDictionary[AuthService, tuple[int, PolicyModel]] = weakref.WeakKeyDictionary()
+_WAIT_STEP = 0.05
+_WAIT_MAX = 2.0
+
+
+async def current_model(svc: AuthService, at_least_revision: int | None = None) -> tuple[int, PolicyModel]:
+    """The policy model of the current version (at least `at_least_revision`: waits up to 2 s, else 409)."""
+    version = await svc.store.policy_version()
+    if at_least_revision is not None and version < at_least_revision:
+        waited = 0.0
+        while version < at_least_revision and waited < _WAIT_MAX:
+            await asyncio.sleep(_WAIT_STEP)
+            waited += _WAIT_STEP
+            version = await svc.store.policy_version()
+        if version < at_least_revision:
+            raise StateConflictError(
+                f"The policy is at revision {version}, behind the requested {at_least_revision}.",
+                details={"field": "at_least_revision", "value": at_least_revision, "expected": f"<= {version}"},
+            )
+    cached = _MODELS.get(svc)
+    if cached is not None and cached[0] == version:
+        return cached
+    snap = await svc.snapshot()
+    async with svc.store.transaction():
+        version = await svc.store.policy_version()
+        role_rows = await svc.store.list_roles()
+        constraint_rows = await svc.store.all_constraints()
+        assignment_rows = await svc.store.user_role_rows(None)
+    roles = {r["role_name"]: bool(r["mfa_required"]) for r in role_rows}
+    assignments: dict[str, list[str]] = {}
+    for r in assignment_rows:
+        assignments.setdefault(r["user_id"], []).append(r["role_name"])
+    model = PolicyModel(
+        [json.loads(r["data"]) for r in constraint_rows],
+        roles,
+        assignments,
+        default_role=svc.config.default_user_role_name,
+        policy=snap.policy if snap.version == version else None,
+    )
+    _MODELS[svc] = (version, model)
+    return version, model
+
+
+def _known_type(object_type: str, where: str = "object_type") -> None:
+    if object_type not in OBJECT_TYPES:
+        known = list(OBJECT_TYPES)
+        raise ValidationError(
+            f"Unknown object type {object_type!r}; known: {', '.join(known)}.",
+            details={"field": where, "value": object_type, "expected": known},
+        )
+
+
+def _explanation(e: Explained, revision: int) -> Explanation:
+    allowed_by = [Reason(kind="allowed-by", constraint_id=c, via=v) for c, v in e.allowed_by]
+    denied_by = [
+        Reason(kind="denied-by", constraint_id=c, via=v, detail="an explicit deny wins") for c, v in e.denied_by
+    ]
+    skipped = [Reason(kind="skipped-role", via=f"role:{r}", detail=why) for r, why in e.skipped]
+    no_allow = not e.allowed_by
+    head = Reason(
+        kind="decision",
+        detail=("ALLOW" if e.allowed else "DENY") + f" (roles: {', '.join(e.roles) or 'none'})",
+    )
+    reasons = [head, *allowed_by, *denied_by]
+    if no_allow:
+        reasons.append(Reason(kind="no-allow", detail="no allow constraint matched"))
+    reasons += skipped
+    return Explanation(
+        reasons=reasons,
+        allowed=e.allowed,
+        allowed_by=allowed_by,
+        denied_by=denied_by,
+        no_allow_matched=no_allow,
+        skipped_roles=skipped,
+        roles=list(e.roles),
+        revision=revision,
+    )
+
+
+def _explain(model: PolicyModel, q: AccessQuestion | CheckAccessQuery | ExplainAccessQuery) -> Explained:
+    p = model.principal(q.user_id, q.roles, q.mfa, keep_unknown=True)
+    return model.explain(p, q.object_type, q.attributes, q.method)
+
+
+def _decide(
+    model: PolicyModel,
+    revision: int,
+    q: AccessQuestion | CheckAccessQuery,
+    explain: bool,
+    subjects: dict[tuple[Any, ...], Principal] | None = None,
+) -> dict[str, Any]:
+    """One answer as the dict of a SubjectDecision (validated in bulk by the caller: much cheaper per item)."""
+    key = (q.user_id, None if q.roles is None else tuple(q.roles), q.mfa)
+    p = subjects.get(key) if subjects is not None else None
+    if p is None:
+        p = model.principal(q.user_id, q.roles, q.mfa)
+        if subjects is not None:
+            subjects[key] = p
+    return {
+        "allowed": model.policy.is_allowed(p, q.object_type, q.attributes, q.method),
+        "object_type": q.object_type,
+        "method": q.method,
+        "user_id": q.user_id,
+        "roles": list(p.roles),
+        "mfa": q.mfa,
+        "revision": revision,
+        "explanation": _explanation(_explain(model, q), revision) if explain else None,
+    }
+
+
+async def _log(engine: Engine, principal: Principal, decisions: Sequence[SubjectDecision]) -> None:
+    """Sampled decision logging (app.audit.decisionSampleRate; off by default)."""
+    if decision_sample_rate(engine) <= 0:
+        return
+    store = service(engine).store
+    for d in decisions:
+        about = {
+            "subject": d.user_id or "roles:" + ",".join(d.roles),
+            "roles": d.roles,
+            "mfa": d.mfa,
+            "object_type": d.object_type,
+            "method": d.method,
+        }
+        await log_decision(engine, store, principal.user_id, about, allowed=d.allowed, revision=d.revision)
+
+
+@handles(CheckAccessQuery)
+async def check_access(engine: Engine, op: CheckAccessQuery, principal: Principal) -> SubjectDecision:
+    _known_type(op.object_type)
+    revision, model = await current_model(service(engine), op.at_least_revision)
+    decision = SubjectDecision.model_validate(_decide(model, revision, op, op.explain))
+    await _log(engine, principal, [decision])
+    return decision
+
+
+@handles(CheckAccessBatchQuery)
+async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principal: Principal) -> SubjectDecisions:
+    for i, q in enumerate(op.questions):
+        _known_type(q.object_type, f"questions[{i}].object_type")
+    revision, model = await current_model(service(engine), op.at_least_revision)
+    subjects: dict[tuple[Any, ...], Principal] = {}
+    answers = [_decide(model, revision, q, op.explain, subjects) for q in op.questions]
+    result = SubjectDecisions.model_validate({"decisions": answers, "revision": revision})
+    await _log(engine, principal, result.decisions)
+    return result
+
+
+@handles(ExplainAccessQuery)
+async def explain_access(engine: Engine, op: ExplainAccessQuery, principal: Principal) -> Explanation:
+    _known_type(op.object_type)
+    revision, model = await current_model(service(engine), op.at_least_revision)
+    return _explanation(_explain(model, op), revision)
+
+
+@handles(WhoCanQuery)
+async def who_can(engine: Engine, op: WhoCanQuery, principal: Principal) -> WhoCan:
+    _known_type(op.object_type)
+    revision, model = await current_model(service(engine), op.at_least_revision)
+    found = model.who_can(op.object_type, op.attributes, op.method, mfa=op.mfa)
+    return WhoCan(object_type=op.object_type, method=op.method, revision=revision, **found)
+
+
+@handles(ListSubjectRoutesQuery)
+async def list_subject_routes(engine: Engine, op: ListSubjectRoutesQuery, principal: Principal) -> SubjectRoutes:
+    revision, model = await current_model(service(engine), op.at_least_revision)
+    p = model.principal(op.user_id, op.roles, op.mfa)
+    policy = model.policy
+    routes = []
+    for route in api_routes():
+        methods = [m for m in route.methods if route.unauthenticated or policy.route_allowed(p, route.path, m)]
+        if methods:
+            routes.append(AllowedApiRoute(path=route.path, methods=methods, category=route.category))
+    web = [
+        AllowedWebRoute(method=r.method, route__path=r.route__path)
+        for r in op.web_routes
+        if policy.route_allowed(p, r.route__path, r.method, object_type="web")
+    ]
+    return SubjectRoutes(
+        user_id=op.user_id,
+        roles=list(p.roles),
+        mfa=op.mfa,
+        routes=routes,
+        web_routes=web,
+        web_route_patterns=model.web_patterns(p),
+        revision=revision,
+    )
+
+
+# -- what if ---------------------------------------------------------------------------
+def route_questions() -> list[Question]:
+    """Every API route template x each of its methods (the tier-1 questions of a what-if)."""
+    return [
+        Question("route", "api", {"route__path": r.path}, m, r.path)
+        for r in api_routes()
+        if not r.unauthenticated
+        for m in r.methods
+    ]
+
+
+def _validated_constraints(raw: Sequence[Mapping[str, Any]], where: str) -> list[dict[str, Any]]:
+    out = []
+    for i, given in enumerate(raw):
+        body = dict(given)
+        cid = body.get("constraintId") or body.get("constraint_id") or str(uuid.uuid4())
+        body.pop("constraint_id", None)
+        body.pop("identifier", None)
+        try:
+            c = validate_constraint({**body, "constraintId": cid})
+        except ValidationError as exc:
+            raise ValidationError(f"{where}[{i}]: {exc.message}", details=exc.details) from None
+        out.append(c.model_dump(mode="json", by_alias=True))
+    return out
+
+
+def _candidate(model: PolicyModel, op: WhatIfQuery | RunPolicyTestsQuery) -> PolicyModel:
+    return model.candidate(
+        add=_validated_constraints(op.add_constraints, "add_constraints"),
+        delete=op.delete_constraint_ids,
+        role_mfa=op.role_mfa,
+        user_roles=op.user_roles,
+    )
+
+
+def _report(
+    before: PolicyModel,
+    after: PolicyModel,
+    revision: int,
+    *,
+    objects: Sequence[Mapping[str, Any]] = (),
+    user_ids: Sequence[str] | None = None,
+    limit: int = 1000,
+) -> WhatIfReport:
+    questions = route_questions() + object_questions(objects)
+    changes, subjects, compared = diff_models(before, after, questions, user_ids=user_ids)
+    return WhatIfReport(
+        changes=[
+            DecisionChange(
+                subject=s, kind=q.kind, object_type=q.object_type, target=q.target, method=q.method, before=b, after=a
+            )
+            for s, q, b, a in changes[:limit]
+        ],
+        allowed_to_denied=sum(1 for *_, b, a in changes if b and not a),
+        denied_to_allowed=sum(1 for *_, b, a in changes if a and not b),
+        subjects=subjects,
+        questions=compared,
+        truncated=len(changes) > limit,
+        revision=revision,
+    )
+
+
+@handles(WhatIfQuery)
+async def what_if(engine: Engine, op: WhatIfQuery, principal: Principal) -> WhatIfReport:
+    for i, o in enumerate(op.objects):
+        _known_type(str(o.get("objectType") or o.get("object_type") or ""), f"objects[{i}].objectType")
+    revision, model = await current_model(service(engine))
+    return _report(model, _candidate(model, op), revision, objects=op.objects, user_ids=op.user_ids, limit=op.limit)
+
+
+async def dry_run_report(engine: Engine, constraints: Sequence[Mapping[str, Any]]) -> WhatIfReport:
+    """What importing these (validated, wire-shaped) constraints would change (constraintsTemplateImport dry run)."""
+    revision, model = await current_model(service(engine))
+    return _report(model, model.candidate(add=constraints), revision)
+
+
+async def import_dry_run(engine: Engine, ids: list[str], constraints: list[dict[str, Any]]) -> ConstraintImported:
+    """constraintsTemplateImport with dry_run: the validated template's what-if; nothing is written."""
+    report = await dry_run_report(engine, constraints)
+    return ConstraintImported(
+        message=f"Dry run: importing {len(ids)} constraint(s) would change {len(report.changes)} decision(s).",
+        constraint_ids=ids,
+        what_if=report.to_dict(),
+    )
+
+
+# -- policy tests ---------------------------------------------------------------------------
+@handles(RunPolicyTestsQuery)
+async def run_policy_tests(engine: Engine, op: RunPolicyTestsQuery, principal: Principal) -> PolicyTestReport:
+    for i, t in enumerate(op.tests):
+        _known_type(t.object_type, f"tests[{i}].object_type")
+    revision, model = await current_model(service(engine))
+    candidate = (
+        _candidate(model, op)
+        if op.add_constraints or op.delete_constraint_ids or op.role_mfa or op.user_roles
+        else model
+    )
+    outcomes = []
+    for i, t in enumerate(op.tests):
+        p = candidate.principal(t.user_id, t.roles, t.mfa)
+        actual = "allow" if candidate.policy.is_allowed(p, t.object_type, t.attributes, t.method) else "deny"
+        name = t.name or f"tests[{i}]"
+        outcomes.append(PolicyTestOutcome(name=name, expected=t.expect, actual=actual, passed=actual == t.expect))
+    failed = [o for o in outcomes if not o.passed]
+    if failed and op.fail_on_mismatch:
+        shown = "; ".join(f"{o.name}: expected {o.expected}, got {o.actual}" for o in failed[:20])
+        more = f" (and {len(failed) - 20} more)" if len(failed) > 20 else ""
+        raise ValidationError(
+            f"Policy test failed: {len(failed)} of {len(outcomes)} decision(s) differ — {shown}{more}.",
+            details={
+                "field": "tests",
+                "value": [o.name for o in failed[:100]],
+                "expected": "every decision as expected",
+            },
+        )
+    return PolicyTestReport(
+        passed=not failed, total=len(outcomes), failures=len(failed), outcomes=outcomes, revision=revision
+    )

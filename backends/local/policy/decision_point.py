@@ -1,0 +1,388 @@
+"""The policy decision point's questions beyond allow/deny: explain, who-can, subject routes, what-if.
+
+`PolicyModel` is one policy version as data (constraints with their ids, roles' MFA flags, user-role
+assignments) plus its `CompiledPolicy`. Plain decisions go through the compiled index (the hot path);
+an explanation walks the constraints of one object type and tests each rule on its own, so it names
+every constraint that matched and the grant (role or user permission) through which it applied.
+What-if builds a second model from the candidate and compares decisions subject by subject.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pluginsdk.principal import Principal
+
+from .evaluator import CompiledPolicy, Rule, _compile_rule, read_constraint
+
+__all__ = ["Decision", "Explained", "PolicyModel", "Question", "diff_models"]
+
+
+def constraint_id(c: Mapping[str, Any]) -> str:
+    return str(c.get("constraintId") or c.get("constraint_id") or c.get("identifier") or "")
+
+
+@dataclass(frozen=True, slots=True)
+class Question:
+    """One decision to compare in a what-if: a route (object type api, `route__path`) or an object."""
+
+    kind: str
+    object_type: str
+    attributes: Mapping[str, Any]
+    method: str
+    target: str
+
+
+@dataclass(slots=True)
+class Explained:
+    allowed: bool
+    allowed_by: list[tuple[str, str]] = field(default_factory=list)
+    """(constraint id, via) of the allow constraints that matched."""
+    denied_by: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    """(role, why) of roles that did not count."""
+    roles: tuple[str, ...] = ()
+
+
+Decision = tuple[str, str, str, str, bool, bool]
+"""(subject, kind, object type, target, method, before, after) minus nothing: see `diff_models`."""
+
+
+class PolicyModel:
+    """One policy version: constraints (with ids), roles -> mfaRequired, user -> assigned roles."""
+
+    def __init__(
+        self,
+        constraints: Sequence[Mapping[str, Any]],
+        roles: Mapping[str, bool],
+        assignments: Mapping[str, Sequence[str]] | None = None,
+        *,
+        default_role: str | None = None,
+        policy: CompiledPolicy | None = None,
+    ) -> None:
+        self.constraints = list(constraints)
+        self.roles = dict(roles)
+        self.assignments = {u: tuple(r) for u, r in (assignments or {}).items()}
+        self.default_role = default_role if default_role in self.roles else None
+        self.policy = policy if policy is not None else CompiledPolicy(self.constraints, self.roles)
+        self._by_type: dict[str, list[tuple[str, Any]]] | None = None
+        self._by_grant: dict[tuple[str, str, str], list[tuple[int, str, Any, str]]] | None = None
+        self._rules: dict[int, Rule | None] = {}
+        self._users: list[str] | None = None
+        self._grantees: set[str] | None = None
+        self._crit_cache: dict[Any, Any] = {}
+
+    # -- subjects ---------------------------------------------------------------------
+    def roles_of(self, user_id: str) -> tuple[str, ...]:
+        """A user's effective roles, as the auth service resolves them (unknown roles dropped, default role)."""
+        roles = tuple(r for r in self.assignments.get(user_id, ()) if r in self.roles)
+        if not roles and self.default_role:
+            roles = (self.default_role,)
+        return roles
+
+    def principal(
+        self, user_id: str | None, roles: Sequence[str] | None, mfa: bool, *, keep_unknown: bool = False
+    ) -> Principal:
+        """The subject as a principal: explicit roles (only existing ones count) or the user's assignments.
+
+        `keep_unknown` keeps roles that do not exist (an explanation names them as skipped).
+        """
+        if roles is None:
+            roles = self.assignments.get(user_id or "", ())
+            if not any(r in self.roles for r in roles):
+                roles = (*roles, *((self.default_role,) if self.default_role else ()))
+        resolved = tuple(dict.fromkeys(r for r in roles if keep_unknown or r in self.roles))
+        return Principal(user_id=user_id or "", roles=resolved, mfa=mfa)
+
+    def users(self) -> list[str]:
+        """Every user the policy knows: those with assignments and those named in user permissions."""
+        if self._users is None:
+            self._users = sorted({*self.assignments, *self._user_grantees()})
+        return self._users
+
+    # -- explain ----------------------------------------------------------------------
+    def _index(self) -> dict[str, list[tuple[str, Any]]]:
+        if self._by_type is None:
+            by_type: dict[str, list[tuple[str, Any]]] = {}
+            for c in self.constraints:
+                parsed = read_constraint(c)
+                by_type.setdefault(parsed[0], []).append((constraint_id(c), parsed))
+            self._by_type = by_type
+        return self._by_type
+
+    def _grants(self) -> dict[tuple[str, str, str], list[tuple[int, str, Any, str]]]:
+        """(object type, METHOD, `role:NAME` | `user:ID`) -> [(position, constraint id, parsed, allow|deny)]."""
+        if self._by_grant is None:
+            by_grant: dict[tuple[str, str, str], list[tuple[int, str, Any, str]]] = {}
+            position = 0
+            for object_type, entries in self._index().items():
+                for cid, parsed in entries:
+                    position += 1
+                    seen: set[tuple[str, str, str, str]] = set()
+                    for prefix, perms in (("role:", parsed[3]), ("user:", parsed[4])):
+                        for who, method, kind in perms:
+                            key = (object_type, method, prefix + who)
+                            mark = (*key, kind)
+                            if kind in ("allow", "deny") and mark not in seen:
+                                seen.add(mark)
+                                by_grant.setdefault(key, []).append((position, cid, parsed, kind))
+            self._by_grant = by_grant
+        return self._by_grant
+
+    def _rule(self, parsed: Any) -> Rule | None:
+        key = id(parsed)
+        if key not in self._rules:
+            object_type, c_and, c_or, _, _ = parsed
+            self._rules[key] = _compile_rule(len(self._rules), object_type, c_and, c_or, self._crit_cache)
+        return self._rules[key]
+
+    def explain(self, p: Principal, object_type: str, attributes: Mapping[str, Any], method: str) -> Explained:
+        """Every constraint that decided (allow and deny), and the roles that did not count."""
+        method = method.upper()
+        active: list[str] = []
+        skipped: list[tuple[str, str]] = []
+        for role in dict.fromkeys(p.roles):
+            if role not in self.roles:
+                skipped.append((role, "the role does not exist"))
+            elif self.roles[role] and not p.mfa:
+                skipped.append((role, "the role requires MFA and the session is not multi-factor"))
+            else:
+                active.append(role)
+        grants = self._grants()
+        hits: list[tuple[int, str, str, str]] = []
+        vias = [f"role:{r}" for r in active] + ([f"user:{p.user_id}"] if p.user_id else [])
+        for via in vias:
+            for position, cid, parsed, kind in grants.get((object_type, method, via), ()):
+                rule = self._rule(parsed)
+                if rule is not None and rule.matches(attributes):
+                    hits.append((position, cid, via, kind))
+        hits.sort()  # constraint order, then the grant order within it
+        allowed_by = [(cid, via) for _, cid, via, kind in hits if kind == "allow"]
+        denied_by = [(cid, via) for _, cid, via, kind in hits if kind == "deny"]
+        return Explained(
+            allowed=bool(allowed_by) and not denied_by,
+            allowed_by=allowed_by,
+            denied_by=denied_by,
+            skipped=skipped,
+            roles=tuple(active),
+        )
+
+    # -- who can ----------------------------------------------------------------------
+    def who_can(
+        self, object_type: str, attributes: Mapping[str, Any], method: str, *, mfa: bool
+    ) -> dict[str, list[str]]:
+        """Roles and users allowed, and those an explicit deny stops.
+
+        A decision is "some applicable allow matches and no applicable deny matches", and a user's
+        applicable rules are the union of its roles' and its own: so each role is matched once and each
+        user combines its roles' answers (no per-user evaluation of the policy).
+        """
+        policy = self.policy
+        hits = {
+            role: policy.matched(Principal(user_id="", roles=(role,), mfa=True), object_type, attributes, method)
+            for role in self.roles
+        }
+        out: dict[str, list[str]] = {
+            "allowed_roles": [],
+            "denied_roles": [],
+            "mfa_only_roles": [],
+            "allowed_users": [],
+            "denied_users": [],
+        }
+        for role in sorted(self.roles):
+            allow, deny = hits[role]
+            if deny:
+                out["denied_roles"].append(role)
+            elif allow and (mfa or not self.roles[role]):
+                out["allowed_roles"].append(role)
+            elif allow:
+                out["mfa_only_roles"].append(role)
+        own = self._user_grantees()
+        for user in self.users():
+            allow = deny = False
+            for role in self.roles_of(user):
+                if mfa or not self.roles[role]:
+                    a, d = hits[role]
+                    allow, deny = allow or a, deny or d
+            if user in own:
+                a, d = policy.matched(Principal(user_id=user, roles=(), mfa=mfa), object_type, attributes, method)
+                allow, deny = allow or a, deny or d
+            if deny:
+                out["denied_users"].append(user)
+            elif allow:
+                out["allowed_users"].append(user)
+        return out
+
+    def _user_grantees(self) -> set[str]:
+        if self._grantees is None:
+            self._grantees = {via[5:] for _, _, via in self._grants() if via.startswith("user:")}
+        return self._grantees
+
+    def web_patterns(self, p: Principal) -> list[str]:
+        """route__path patterns of the web constraints that allow this subject some method."""
+        out: list[str] = []
+        for method in ("GET", "PUT", "POST", "DELETE"):
+            for _cid, parsed in self._index().get("web", ()):
+                explained_for = [
+                    who
+                    for who, m, kind in parsed[3]
+                    if m == method and kind == "allow" and who in p.roles and (p.mfa or not self.roles.get(who))
+                ] + [who for who, m, kind in parsed[4] if m == method and kind == "allow" and who == p.user_id]
+                if explained_for:
+                    out += [v for f, v, _ in (*parsed[1], *parsed[2]) if f == "route__path"]
+        return sorted(set(out))
+
+    # -- what if --------------------------------------------------------------------------
+    def candidate(
+        self,
+        *,
+        add: Iterable[Mapping[str, Any]] = (),
+        delete: Iterable[str] = (),
+        role_mfa: Mapping[str, bool] | None = None,
+        user_roles: Mapping[str, Sequence[str]] | None = None,
+    ) -> PolicyModel:
+        """This model with a change applied (this one is left as it is)."""
+        added = {constraint_id(c): c for c in add}
+        gone = set(delete) | set(added)
+        constraints = [c for c in self.constraints if constraint_id(c) not in gone] + list(added.values())
+        roles = dict(self.roles)
+        for name, flag in (role_mfa or {}).items():
+            if name in roles:
+                roles[name] = bool(flag)
+        assignments = dict(self.assignments)
+        for user, rs in (user_roles or {}).items():
+            assignments[user] = tuple(rs)
+        return PolicyModel(constraints, roles, assignments, default_role=self.default_role)
+
+
+def _touched(before: PolicyModel, after: PolicyModel) -> tuple[set[tuple[str, str, str]], set[str]]:
+    """What a change can affect: the (object type, METHOD, grantee) of every constraint that differs, and
+    the grantees (`role:NAME`) whose MFA flag changed (everything they reach)."""
+    old = {constraint_id(c): c for c in before.constraints}
+    new = {constraint_id(c): c for c in after.constraints}
+    grants: set[tuple[str, str, str]] = set()
+    for cid in old.keys() | new.keys():
+        a, b = old.get(cid), new.get(cid)
+        if a == b:
+            continue
+        for c in (a, b):
+            if c is None:
+                continue
+            object_type, _, _, group_perms, user_perms = read_constraint(c)
+            grants.update((object_type, m, f"role:{who}") for who, m, _ in group_perms)
+            grants.update((object_type, m, f"user:{who}") for who, m, _ in user_perms)
+    flags = {f"role:{r}" for r in before.roles.keys() | after.roles.keys() if before.roles.get(r) != after.roles.get(r)}
+    return grants, flags
+
+
+def _masks(model: PolicyModel, who: Principal, questions: Sequence[Question]) -> tuple[int, int]:
+    """Bit i set when some allow (first) or deny (second) rule of `who`'s own grants matches question i."""
+    allow = deny = 0
+    matched = model.policy.matched
+    for i, q in enumerate(questions):
+        a, d = matched(who, q.object_type, q.attributes, q.method)
+        if a:
+            allow |= 1 << i
+        if d:
+            deny |= 1 << i
+    return allow, deny
+
+
+class _Bits:
+    """One model's allow/deny bitmasks over the questions: per role alone, and per user's own grants.
+
+    A decision is "some applicable allow matches and no applicable deny does", and a subject's applicable
+    rules are the union of its active roles' and its own — so a subject's answers are ORs of these masks.
+    """
+
+    def __init__(
+        self,
+        model: PolicyModel,
+        questions: Sequence[Question],
+        roles: Iterable[str],
+        users: Iterable[str],
+        *,
+        same: _Bits | None = None,
+        touched: set[str] | frozenset[str] = frozenset(),
+    ) -> None:
+        """`same`: another model's masks, reused for every grantee (`role:X`, `user:Y`) not in `touched`."""
+        self.model = model
+        self.roles: dict[str, tuple[int, int]] = {}
+        for r in roles:
+            if r not in model.roles:
+                continue
+            if same is not None and r in same.roles and f"role:{r}" not in touched:
+                self.roles[r] = same.roles[r]
+            else:
+                self.roles[r] = _masks(model, Principal("", (r,), mfa=True), questions)
+        self.users: dict[str, tuple[int, int]] = {}
+        for u in users:
+            if same is not None and u in same.users and f"user:{u}" not in touched:
+                self.users[u] = same.users[u]
+            else:
+                self.users[u] = _masks(model, Principal(u, ()), questions)
+
+    def user(self, user_id: str) -> int:
+        allow = deny = 0
+        for r in self.model.roles_of(user_id):
+            if not self.model.roles[r]:  # users are compared as non-MFA sessions: MFA-only roles do not count
+                a, d = self.roles[r]
+                allow, deny = allow | a, deny | d
+        a, d = self.users.get(user_id, (0, 0))
+        allow, deny = allow | a, deny | d
+        return allow & ~deny
+
+    def role(self, role: str) -> int:
+        a, d = self.roles.get(role, (0, 0))
+        return a & ~d
+
+
+def diff_models(
+    before: PolicyModel,
+    after: PolicyModel,
+    questions: Sequence[Question],
+    *,
+    user_ids: Sequence[str] | None = None,
+) -> tuple[list[tuple[str, Question, bool, bool]], int, int]:
+    """Decisions that differ between two models: ([(subject, question, before, after)], subjects, compared).
+
+    Subjects: every user either model knows (or `user_ids`), as a non-MFA session, and every role alone
+    (MFA session). Each role's and each user's own grants are matched once per question and model; a
+    user's decisions are then bit operations on its roles' masks (see `_Bits`).
+    """
+    users = list(user_ids) if user_ids is not None else sorted({*before.users(), *after.users()})
+    roles = sorted({*before.roles, *after.roles})
+    own = (before._user_grantees() | after._user_grantees()) & set(users)
+    grants, _ = _touched(before, after)
+    b_bits = _Bits(before, questions, roles, own)
+    a_bits = _Bits(after, questions, roles, own, same=b_bits, touched={via for _, _, via in grants})
+    changes: list[tuple[str, Question, bool, bool]] = []
+
+    def flips(name: str, was: int, now: int) -> None:
+        diff = was ^ now
+        while diff:
+            low = diff & -diff
+            i = low.bit_length() - 1
+            changes.append((name, questions[i], bool(was & low), bool(now & low)))
+            diff ^= low
+
+    for u in users:
+        flips(f"user:{u}", b_bits.user(u), a_bits.user(u))
+    for r in roles:
+        flips(f"role:{r}", b_bits.role(r), a_bits.role(r))
+    subjects = len(users) + len(roles)
+    return changes, subjects, subjects * len(questions)
+
+
+def object_questions(objects: Iterable[Mapping[str, Any]]) -> list[Question]:
+    """Every method on each given {objectType, attributes}."""
+    out: list[Question] = []
+    for o in objects:
+        ot = str(o.get("objectType") or o.get("object_type") or "")
+        attrs = o.get("attributes") or {}
+        for m in ("GET", "PUT", "POST", "DELETE"):
+            out.append(Question("object", ot, attrs, m, json.dumps(attrs, sort_keys=True, default=str)))
+    return out

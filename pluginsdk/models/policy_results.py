@@ -1,0 +1,222 @@
+"""Results of the policy decision point: subject checks, explanations, who-can, what-if, policy tests, audit.
+
+Every answer carries the policy `revision` it was computed on (the store's policy version), so a
+caller that wrote at revision N and asks with `at_least_revision=N` can see it read its own write.
+"""
+
+from typing import Any
+
+from pydantic import ConfigDict, Field, model_validator
+
+from ._base import BaseModel
+from .auth_results import AllowedApiRoute, AllowedWebRoute
+
+__all__ = [
+    "AccessQuestion",
+    "AuditPage",
+    "AuditRecord",
+    "DecisionChange",
+    "Explanation",
+    "PolicyTest",
+    "PolicyTestOutcome",
+    "PolicyTestReport",
+    "Reason",
+    "SubjectDecision",
+    "SubjectDecisions",
+    "SubjectRoutes",
+    "WhatIfReport",
+    "WhoCan",
+]
+
+
+def _absent_if_none(value: Any) -> bool:
+    return value is None
+
+
+_ID = r"^[^\x00-\x1f]{1,256}$"
+_METHOD = r"^(GET|PUT|POST|DELETE)$"
+
+
+# -- inputs -----------------------------------------------------------------------------
+class _Subject(BaseModel):
+    """A subject: `user_id` (roles from its assignments), or explicit `roles` (+ `mfa`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user_id: str | None = Field(None, pattern=_ID)
+    """The subject's user id: roles are resolved from its assignments unless `roles` is given."""
+    roles: list[str] | None = Field(None, max_length=200)
+    """Explicit roles (instead of the user's assignments); roles that do not exist grant nothing."""
+    mfa: bool = False
+    """Whether the subject's session is multi-factor (MFA-only roles count only then)."""
+
+    @model_validator(mode="after")
+    def _named(self) -> "_Subject":
+        if self.user_id is None and self.roles is None:
+            raise ValueError("name the subject: user_id, or roles (with mfa)")
+        return self
+
+
+class AccessQuestion(_Subject):
+    """One question of a batch: subject, object type, attributes, method."""
+
+    object_type: str = Field(min_length=1, max_length=64)
+    attributes: dict[str, Any] = {}
+    method: str = Field("GET", pattern=_METHOD)
+
+
+class PolicyTest(AccessQuestion):
+    """One expected decision of a policy test suite."""
+
+    name: str = Field("", max_length=256)
+    expect: str = Field(pattern=r"^(allow|deny)$")
+
+
+class Reason(BaseModel):
+    """One line of an explanation.
+
+    kind: `decision` (the outcome), `allowed-by` / `denied-by` (a constraint that matched, and the
+    role or user permission through which it applied), `no-allow` (no allow rule matched),
+    `skipped-role` (a role that did not count, and why).
+    """
+
+    kind: str
+    constraint_id: str = ""
+    via: str = ""
+    """`role:NAME` or `user:ID`: the grant through which the constraint applied."""
+    detail: str = ""
+
+
+class Explanation(BaseModel):
+    """Why a decision came out as it did; `reasons` reads top to bottom (`pluginsdk auth explain` prints it)."""
+
+    reasons: list[Reason] = []
+    allowed: bool
+    allowed_by: list[Reason] = []
+    denied_by: list[Reason] = []
+    no_allow_matched: bool = False
+    skipped_roles: list[Reason] = []
+    roles: list[str] = []
+    """The roles the decision was made with (after resolution)."""
+    revision: int
+
+
+class SubjectDecision(BaseModel):
+    """The decision for one (subject, object, method) question."""
+
+    allowed: bool
+    object_type: str
+    method: str
+    user_id: str | None = Field(None, exclude_if=_absent_if_none)
+    roles: list[str] = []
+    """The roles the decision was made with (resolved from assignments for a user id)."""
+    mfa: bool = False
+    revision: int
+    explanation: Explanation | None = Field(None, exclude_if=_absent_if_none)
+
+
+class SubjectDecisions(BaseModel):
+    """Answers to a batch of questions, in question order."""
+
+    decisions: list[SubjectDecision] = []
+    revision: int
+
+
+class WhoCan(BaseModel):
+    """Who may use a method on one object: roles and users allowed, and those an explicit deny stops."""
+
+    object_type: str
+    method: str
+    allowed_roles: list[str] = []
+    denied_roles: list[str] = []
+    """Roles an explicit deny constraint stops for this object (whatever they allow)."""
+    mfa_only_roles: list[str] = []
+    """Roles that would allow it but count only in multi-factor sessions (not in allowed_roles unless mfa)."""
+    allowed_users: list[str] = []
+    denied_users: list[str] = []
+    revision: int
+
+
+class SubjectRoutes(BaseModel):
+    """The API routes (and checked web routes) a subject can reach."""
+
+    user_id: str | None = Field(None, exclude_if=_absent_if_none)
+    roles: list[str] = []
+    mfa: bool = False
+    routes: list[AllowedApiRoute] = []
+    web_routes: list[AllowedWebRoute] = []
+    """The given web routes the subject may open."""
+    web_route_patterns: list[str] = []
+    """route__path patterns of the web constraints that allow this subject something."""
+    revision: int
+
+
+class DecisionChange(BaseModel):
+    """One decision that a candidate change would flip."""
+
+    subject: str
+    """`user:ID` or `role:NAME`."""
+    kind: str
+    """`route` (an API route) or `object`."""
+    object_type: str
+    target: str
+    """The route path, or the object's attributes as JSON."""
+    method: str
+    before: bool
+    after: bool
+
+
+class WhatIfReport(BaseModel):
+    """The decisions a candidate change would flip (nothing was applied)."""
+
+    changes: list[DecisionChange] = []
+    allowed_to_denied: int = 0
+    denied_to_allowed: int = 0
+    subjects: int = 0
+    questions: int = 0
+    """Decisions compared (subjects x routes/objects x methods)."""
+    truncated: bool = False
+    """More changes than `limit` were found; counts are complete."""
+    revision: int
+
+
+class PolicyTestOutcome(BaseModel):
+    name: str
+    expected: str
+    actual: str
+    passed: bool
+
+
+class PolicyTestReport(BaseModel):
+    """The outcome of a policy test suite."""
+
+    passed: bool
+    total: int
+    failures: int
+    outcomes: list[PolicyTestOutcome] = []
+    revision: int
+
+
+class AuditRecord(BaseModel):
+    """One recorded change (or sampled decision). Immutable: nothing in the API writes or deletes records."""
+
+    record_id: str
+    """Sorts by time: the paging key."""
+    at: str
+    actor: str
+    action: str
+    """The operation (create_constraint, delete_api_key, ...) or `decision`."""
+    target_type: str
+    target_id: str = ""
+    before: Any = None
+    after: Any = None
+    revision: int
+
+
+class AuditPage(BaseModel):
+    """Audit records, oldest first, and the token for the next page."""
+
+    records: list[AuditRecord] = []
+    next_token: str | None = Field(None, exclude_if=_absent_if_none)
+    jsonl: str | None = Field(None, exclude_if=_absent_if_none)
+    """The page as JSON lines (one record per line), when asked for."""

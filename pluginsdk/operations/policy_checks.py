@@ -1,0 +1,192 @@
+"""The policy decision point: decisions for any subject, explanations, who-can, what-if, policy tests.
+
+These routes are for services that protect their own assets with this engine through one service
+identity: the caller names the subject (a user id, whose roles come from assignments, or explicit
+roles and an MFA flag). Each is its own API route, granted only to `admin` by default — give a
+service role the `/auth/check*` (or other) routes to let it ask (see docs/policy.md).
+"""
+
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from ..models.auth_results import WebRoute
+from ..models.policy_results import (
+    AccessQuestion,
+    Explanation,
+    PolicyTest,
+    PolicyTestReport,
+    SubjectDecision,
+    SubjectDecisions,
+    SubjectRoutes,
+    WhatIfReport,
+    WhoCan,
+)
+from ._base import Cli, Policy, Query, Rest
+
+__all__ = [
+    "CheckAccessBatchQuery",
+    "CheckAccessQuery",
+    "ExplainAccessQuery",
+    "ListSubjectRoutesQuery",
+    "RunPolicyTestsQuery",
+    "WhatIfQuery",
+    "WhoCanQuery",
+]
+
+_PDP = Policy(category="policy")
+_METHOD = r"^(GET|PUT|POST|DELETE)$"
+_ID = r"^[^\x00-\x1f]{1,256}$"
+
+
+class _AboutSubject(Query):
+    user_id: str | None = Field(None, pattern=_ID)
+    """The subject's user id: roles are resolved from its assignments unless `roles` is given."""
+    roles: list[str] | None = Field(None, max_length=200)
+    """Explicit roles (instead of the user's assignments); roles that do not exist grant nothing."""
+    mfa: bool = False
+    """Whether the subject's session is multi-factor (MFA-only roles count only then)."""
+    at_least_revision: int | None = Field(None, ge=0)
+    """Answer on at least this policy revision (read your own writes); 409 if the store is behind."""
+
+    @model_validator(mode="after")
+    def _named(self) -> "_AboutSubject":
+        if self.user_id is None and self.roles is None:
+            raise ValueError("name the subject: user_id, or roles (with mfa)")
+        return self
+
+
+class CheckAccessQuery(_AboutSubject):
+    """Whether a subject (not the caller) may use `method` on an object of `object_type` with these attributes."""
+
+    result_type = SubjectDecision
+    rest = Rest("POST", "/auth/check", camel=True)
+    cli = Cli("auth", "check", args=("object_type", "method"))
+    policy = _PDP
+
+    object_type: str = Field(min_length=1, max_length=64)
+    """Permission object type (see get_permission_objects)."""
+    attributes: dict[str, Any] = {}
+    """The object's attributes by criterion field name."""
+    method: str = Field(pattern=_METHOD)
+    """GET, PUT, POST or DELETE."""
+    explain: bool = False
+    """Include the explanation."""
+
+
+class CheckAccessBatchQuery(Query):
+    """Many (subject, object, method) questions in one call; answers in question order."""
+
+    result_type = SubjectDecisions
+    rest = Rest("POST", "/auth/check/batch", camel=True)
+    cli = Cli("auth", "check-batch")
+    policy = _PDP
+
+    questions: list[AccessQuestion] = Field(min_length=1, max_length=10000)
+    """1-10,000 questions, each {userId | roles (+mfa), objectType, attributes, method}."""
+    explain: bool = False
+    """Include an explanation with each answer."""
+    at_least_revision: int | None = Field(None, ge=0)
+    """Answer on at least this policy revision; 409 if the store is behind."""
+
+
+class ExplainAccessQuery(_AboutSubject):
+    """Why a subject may or may not use `method` on an object: the constraints that allowed or denied it."""
+
+    result_type = Explanation
+    rest = Rest("POST", "/auth/explain", camel=True)
+    cli = Cli("auth", "explain", args=("object_type", "method"))
+    policy = _PDP
+
+    object_type: str = Field(min_length=1, max_length=64)
+    """Permission object type."""
+    attributes: dict[str, Any] = {}
+    """The object's attributes by criterion field name."""
+    method: str = Field(pattern=_METHOD)
+    """GET, PUT, POST or DELETE."""
+
+
+class WhoCanQuery(Query):
+    """Which roles and users may use `method` on an object, and which an explicit deny stops."""
+
+    result_type = WhoCan
+    rest = Rest("POST", "/auth/whoCan", camel=True)
+    cli = Cli("auth", "who-can", args=("object_type", "method"))
+    policy = _PDP
+
+    object_type: str = Field(min_length=1, max_length=64)
+    """Permission object type."""
+    attributes: dict[str, Any] = {}
+    """The object's attributes by criterion field name."""
+    method: str = Field(pattern=_METHOD)
+    """GET, PUT, POST or DELETE."""
+    mfa: bool = False
+    """Evaluate as multi-factor sessions (MFA-only roles count)."""
+    at_least_revision: int | None = Field(None, ge=0)
+    """Answer on at least this policy revision."""
+
+
+class ListSubjectRoutesQuery(_AboutSubject):
+    """The API routes a subject (user or roles) may call, and which of the given web routes it may open."""
+
+    result_type = SubjectRoutes
+    rest = Rest("POST", "/auth/subjectRoutes", camel=True)
+    cli = Cli("auth", "routes-of")
+    policy = _PDP
+
+    web_routes: list[WebRoute] = Field([], max_length=500)
+    """Web routes to check ({method, route__path})."""
+
+
+class WhatIfQuery(Query):
+    """The decisions a candidate policy change would flip, per subject, route and object — nothing is applied.
+
+    Compared: every API route x method for every subject (each user with assignments or user
+    permissions, and each role alone), plus the given `objects` x every method.
+    """
+
+    result_type = WhatIfReport
+    rest = Rest("POST", "/auth/whatIf", camel=True)
+    cli = Cli("auth", "what-if")
+    policy = _PDP
+
+    add_constraints: list[dict[str, Any]] = Field([], max_length=10000)
+    """Constraints to add or replace (same id), each shaped like a create body plus `constraintId`."""
+    delete_constraint_ids: list[str] = Field([], max_length=10000)
+    """Constraint ids to delete."""
+    role_mfa: dict[str, bool] = {}
+    """Role name -> new mfaRequired."""
+    user_roles: dict[str, list[str]] = {}
+    """User id -> the roles it would hold (replaces its assignments)."""
+    objects: list[dict[str, Any]] = Field([], max_length=1000)
+    """Objects to compare as well, each {objectType, attributes}."""
+    user_ids: list[str] | None = Field(None, max_length=100000)
+    """Only these users (default: every known user)."""
+    limit: int = Field(1000, ge=1, le=100000)
+    """Return at most this many changes (counts stay complete)."""
+
+
+class RunPolicyTestsQuery(Query):
+    """Run a policy test suite (expected allow/deny decisions) against the current policy or a candidate.
+
+    Fails (400, naming each mismatch) when a decision differs, unless `fail_on_mismatch` is false —
+    so `pluginsdk auth test -f FILE` exits non-zero on a mismatch. A candidate is given like what-if.
+    """
+
+    result_type = PolicyTestReport
+    rest = Rest("POST", "/auth/policyTests", camel=True)
+    cli = Cli("auth", "test")
+    policy = _PDP
+
+    tests: list[PolicyTest] = Field(min_length=1, max_length=10000)
+    """The expected decisions: {name, userId | roles (+mfa), objectType, attributes, method, expect}."""
+    fail_on_mismatch: bool = True
+    """Raise an error naming the mismatches (otherwise only report them)."""
+    add_constraints: list[dict[str, Any]] = Field([], max_length=10000)
+    """Candidate: constraints to add or replace."""
+    delete_constraint_ids: list[str] = Field([], max_length=10000)
+    """Candidate: constraint ids to delete."""
+    role_mfa: dict[str, bool] = {}
+    """Candidate: role name -> mfaRequired."""
+    user_roles: dict[str, list[str]] = {}
+    """Candidate: user id -> roles."""
