@@ -26,6 +26,23 @@ def process_tag() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+def _dead_here(owner: str) -> bool:
+    """Whether a claim's owner (`host:pid:nonce`) was a process of this host that has exited."""
+    parts = owner.rsplit(":", 2)
+    if len(parts) != 3 or parts[0] != socket.gethostname() or not parts[1].isdigit():
+        return False
+    pid = int(parts[1])
+    if pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # alive, another user's
+        return False
+    return False
+
+
 class Claims:
     def __init__(self, db: Database, seconds: float) -> None:
         self.db = db
@@ -45,11 +62,27 @@ class Claims:
             " WHERE request_claims.expires_at < :now RETURNING owner",
             {"id": request_id, "owner": token, "exp": now + self.seconds, "now": now},
         )
-        if row is None or row["owner"] != token:
+        if (row is None or row["owner"] != token) and not await self._take_from_the_dead(request_id, token, now):
             self.skipped += 1
             return None
         self.taken += 1
         return token
+
+    async def _take_from_the_dead(self, request_id: str, token: str, now: float) -> bool:
+        """Take over a live claim whose holder was a process on this host that no longer exists.
+
+        A killed process's lease would otherwise block its request until it expires; on its own host that
+        death is visible at once. Other hosts' claims are left to expire.
+        """
+        row = await self.db.fetchone("SELECT owner FROM request_claims WHERE request_id = :id", {"id": request_id})
+        if row is None or not _dead_here(str(row["owner"])):
+            return False
+        taken = await self.db.fetchone(
+            "UPDATE request_claims SET owner = :owner, expires_at = :exp WHERE request_id = :id AND owner = :old"
+            " RETURNING owner",
+            {"id": request_id, "owner": token, "exp": now + self.seconds, "old": row["owner"]},
+        )
+        return taken is not None
 
     async def release(self, request_id: str, token: str) -> None:
         await self.db.execute(
