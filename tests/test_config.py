@@ -110,7 +110,7 @@ def test_unknown_keys_name_key_source_and_the_closest_valid_key(
     if closest:
         assert f"did you mean {closest!r}?" in exc.value.message and exc.value.details["expected"] == closest
     else:
-        assert "valid keys: logging.file, logging.level" in exc.value.message
+        assert "valid keys: logging.file, logging.format, logging.level" in exc.value.message
 
 
 def test_an_unknown_key_in_a_file_is_an_error_not_a_silent_default(tmp_path: Path) -> None:

@@ -298,7 +298,7 @@ async def test_rest_undecodable_path_and_query_are_400(rest: httpx.AsyncClient) 
 
 
 async def test_mcp_tools_refuse_hostile_values(local_sdk: PluginSDK) -> None:
-    from tests.mcp.helpers import connect, data
+    from tests.mcp.helpers import connect, data, failure
 
     async with connect(local_sdk) as client:
         for arguments in [
@@ -309,7 +309,7 @@ async def test_mcp_tools_refuse_hostile_values(local_sdk: PluginSDK) -> None:
         ]:
             res = await client.call_tool("create_template", arguments)
             assert res.is_error
-            assert data(res)["error"]["type"] == "ValidationError"
+            assert failure(res)["type"] == "ValidationError"
         listing = data(await client.call_tool("list_templates", {}))
         assert listing["total_count"] == 0
 

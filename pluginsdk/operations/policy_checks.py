@@ -11,6 +11,7 @@ from typing import Any
 from pydantic import Field, model_validator
 
 from ..models.auth_results import WebRoute
+from ..models.identifiers import RoleName, UserId
 from ..models.policy_results import (
     AccessQuestion,
     Explanation,
@@ -36,13 +37,12 @@ __all__ = [
 
 _PDP = Policy(category="policy")
 _METHOD = r"^(GET|PUT|POST|DELETE)$"
-_ID = r"^[^\x00-\x1f]{1,256}$"
 
 
 class _AboutSubject(Query):
-    user_id: str | None = Field(None, pattern=_ID)
+    user_id: UserId | None = None
     """The subject's user id: roles are resolved from its assignments unless `roles` is given."""
-    roles: list[str] | None = Field(None, max_length=200)
+    roles: list[RoleName] | None = Field(None, max_length=200)
     """Explicit roles (instead of the user's assignments); roles that do not exist grant nothing."""
     mfa: bool = False
     """Whether the subject's session is multi-factor (MFA-only roles count only then)."""
@@ -160,7 +160,7 @@ class WhatIfQuery(Query):
     """User id -> the roles it would hold (replaces its assignments)."""
     objects: list[dict[str, Any]] = Field([], max_length=1000)
     """Objects to compare as well, each {objectType, attributes}."""
-    user_ids: list[str] | None = Field(None, max_length=100000)
+    user_ids: list[UserId] | None = Field(None, max_length=100000)
     """Only these users (default: every known user)."""
     limit: int = Field(1000, ge=1, le=100000)
     """Return at most this many changes (counts stay complete)."""

@@ -27,8 +27,10 @@ def test_every_tool_is_in_exactly_one_named_profile() -> None:
     assert sorted(named) == sorted(set(named)), "a module is in two profiles"
     assert modules == set(named), "a module with tools is in no profile (add it to pluginsdk/mcp/profiles.py)"
     provisioning, auth, every = tool_specs(("provisioning",)), tool_specs(("auth",)), tool_specs(("all",))
-    assert not set(provisioning) & set(auth)
-    assert {**provisioning, **auth} == every == tool_specs(("provisioning", "auth"))
+    policy = tool_specs(("policy",))
+    assert not set(provisioning) & set(auth) and not set(policy) & (set(provisioning) | set(auth))
+    assert {**provisioning, **auth, **policy} == every == tool_specs(("provisioning", "auth", "policy"))
+    assert {"check_access", "explain_access", "who_can", "what_if", "list_audit_records"} <= set(policy)
     assert {"request_machines", "return_machines", "list_templates", "check_provider_health"} <= set(provisioning)
     assert {"login", "create_api_key", "create_role", "create_constraint"} <= set(auth)
 
@@ -44,7 +46,7 @@ def test_profile_names_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
     for bad in ("admin", "auth,admin", ","):
         with pytest.raises(ConfigurationError) as exc:
             resolve_profile(bad)
-        assert "provisioning, auth, all" in exc.value.message
+        assert "provisioning, auth, policy, all" in exc.value.message
     with pytest.raises(ConfigurationError):
         resolve_profile(None, ["auth"])
 
@@ -99,15 +101,21 @@ def listing_bytes(env: dict[str, str], *extra: str) -> tuple[int, int]:
 def test_listing_sizes(tmp_path: Path) -> None:
     """The default listing fits the budget; so does `auth`; sizes as docs/mcp.md records them."""
     env = stdio_env(tmp_path, boot_delay=0.05)
-    runs = {"default": (), "auth": ("--profile", "auth"), "all": ("--profile", "all")}
+    runs = {
+        "default": (),
+        "auth": ("--profile", "auth"),
+        "policy": ("--profile", "policy"),
+        "all": ("--profile", "all"),
+    }
     with ThreadPoolExecutor(len(runs)) as pool:
         sizes = dict(zip(runs, pool.map(lambda extra: listing_bytes(env, *extra), runs.values()), strict=True))
     print(sizes)  # shown with -s; docs/mcp.md and docs/benchmarks.md quote these
     assert sizes["default"][1] == len(tool_specs(("provisioning",)))
     assert sizes["default"][0] <= BUDGET
     assert sizes["auth"][0] <= BUDGET
-    assert sizes["all"][1] == len(tool_specs()) == sizes["default"][1] + sizes["auth"][1]
-    assert sizes["all"][0] < 120_000  # 180,997 bytes before compaction
+    assert sizes["policy"][0] <= BUDGET
+    assert sizes["all"][1] == len(tool_specs()) == sizes["default"][1] + sizes["auth"][1] + sizes["policy"][1]
+    assert sizes["all"][0] < 140_000  # 180,997 bytes for the 85 tools before compaction
 
 
 def test_bad_profile_is_a_sentence_on_stderr(tmp_path: Path) -> None:
