@@ -3,8 +3,8 @@
 A profile is a set of operation modules (`pluginsdk/operations/<module>.py`): `provisioning` (templates,
 requests, machines, providers; the default), `auth` (sessions, API keys, roles, constraints, users, routes,
 login profile), `policy` (the decision point: checks for any subject, explain, who-can, what-if, policy
-tests, the audit log) and `all`. Several can be joined with commas (`provisioning,auth,policy` = `all`). A tool outside the
-server's profile is neither listed nor callable. Chosen by `pluginsdk mcp serve --profile`, else
+tests, the audit log) and `all`. Several can be joined with commas (`provisioning,auth,policy` = `all`).
+A tool outside the server's profile is neither listed nor callable. Chosen by `pluginsdk mcp serve --profile`, else
 `PLUGIN_MCP_PROFILE`, else `mcp.profile` in the configuration, else `provisioning`.
 """
 
