@@ -56,13 +56,8 @@ class _AboutSubject(Query):
         return self
 
 
-class CheckAccessQuery(_AboutSubject):
-    """Whether a subject (not the caller) may use `method` on an object of `object_type` with these attributes."""
-
-    result_type = SubjectDecision
-    rest = Rest("POST", "/auth/check", camel=True)
-    cli = Cli("auth", "check", args=("object_type", "method"))
-    policy = _PDP
+class _AboutObject(Query):
+    """The object a question is about: its type, its attributes, and the method used on it."""
 
     object_type: str = Field(min_length=1, max_length=64)
     """Permission object type (see get_permission_objects)."""
@@ -70,6 +65,16 @@ class CheckAccessQuery(_AboutSubject):
     """The object's attributes by criterion field name."""
     method: str = Field(pattern=_METHOD)
     """GET, PUT, POST or DELETE."""
+
+
+class CheckAccessQuery(_AboutObject, _AboutSubject):
+    """Whether a subject (not the caller) may use `method` on an object of `object_type` with these attributes."""
+
+    result_type = SubjectDecision
+    rest = Rest("POST", "/auth/check", camel=True)
+    cli = Cli("auth", "check", args=("object_type", "method"))
+    policy = _PDP
+
     explain: bool = False
     """Include the explanation."""
 
@@ -90,7 +95,7 @@ class CheckAccessBatchQuery(Query):
     """Answer on at least this policy revision; 409 if the store is behind."""
 
 
-class ExplainAccessQuery(_AboutSubject):
+class ExplainAccessQuery(_AboutObject, _AboutSubject):
     """Why a subject may or may not use `method` on an object: the constraints that allowed or denied it."""
 
     result_type = Explanation
@@ -98,15 +103,8 @@ class ExplainAccessQuery(_AboutSubject):
     cli = Cli("auth", "explain", args=("object_type", "method"))
     policy = _PDP
 
-    object_type: str = Field(min_length=1, max_length=64)
-    """Permission object type."""
-    attributes: dict[str, Any] = {}
-    """The object's attributes by criterion field name."""
-    method: str = Field(pattern=_METHOD)
-    """GET, PUT, POST or DELETE."""
 
-
-class WhoCanQuery(Query):
+class WhoCanQuery(_AboutObject):
     """Which roles and users may use `method` on an object, and which an explicit deny stops."""
 
     result_type = WhoCan
@@ -114,12 +112,6 @@ class WhoCanQuery(Query):
     cli = Cli("auth", "who-can", args=("object_type", "method"))
     policy = _PDP
 
-    object_type: str = Field(min_length=1, max_length=64)
-    """Permission object type."""
-    attributes: dict[str, Any] = {}
-    """The object's attributes by criterion field name."""
-    method: str = Field(pattern=_METHOD)
-    """GET, PUT, POST or DELETE."""
     mfa: bool = False
     """Evaluate as multi-factor sessions (MFA-only roles count)."""
     at_least_revision: int | None = Field(None, ge=0)
