@@ -183,9 +183,7 @@ class PluginSDK(_Methods, metaclass=_Facade):
         which a type checker follows to the result (`await sdk.call(ListTemplatesQuery, limit=5)`)."""
         return await self.execute(_spec(operation).build(params))
 
-    async def iterate(
-        self, operation: str | type[Operation] | OperationSpec, /, **params: Any
-    ) -> AsyncIterator[Any]:
+    async def iterate(self, operation: str | type[Operation] | OperationSpec, /, **params: Any) -> AsyncIterator[Any]:
         """Every item of a list operation, fetching page after page (`async for t in sdk.iterate("list_templates")`)."""
         from ._pagination import iterate_pages
 
