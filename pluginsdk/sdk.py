@@ -27,10 +27,12 @@ from .principal import Principal
 __all__ = ["PluginSDK"]
 
 R = TypeVar("R")
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     import httpx
 
+    from ._pagination import Paged
     from ._sdk_methods import SDKMethods as _Methods
 else:
     _Methods = object
@@ -183,8 +185,17 @@ class PluginSDK(_Methods, metaclass=_Facade):
         which a type checker follows to the result (`await sdk.call(ListTemplatesQuery, limit=5)`)."""
         return await self.execute(_spec(operation).build(params))
 
+    @overload
+    def iterate(
+        self, operation: type[Operation[Paged[T]]] | OperationSpec[Paged[T]], /, **params: Any
+    ) -> AsyncIterator[T]: ...
+    @overload
+    def iterate(self, operation: str, /, **params: Any) -> AsyncIterator[Any]: ...
     async def iterate(self, operation: str | type[Operation] | OperationSpec, /, **params: Any) -> AsyncIterator[Any]:
-        """Every item of a list operation, fetching page after page (`async for t in sdk.iterate("list_templates")`)."""
+        """Every item of a list operation, fetching page after page (`async for t in sdk.iterate("list_templates")`).
+
+        Given the class or spec, a type checker knows the items (`sdk.iterate(ListTemplatesQuery)`: `Template`).
+        """
         from ._pagination import iterate_pages
 
         spec = _spec(operation)

@@ -26,8 +26,9 @@ from backends.local import LocalBackend
 from backends.remote import RemoteBackend
 from pluginsdk import PluginSDK
 from pluginsdk.config import Settings
-from pluginsdk.models import RequestCreated, TemplateList, TemplateResult
-from pluginsdk.operations import CreateRequestCommand, GetTemplateQuery, ListTemplatesQuery, OperationSpec, get_spec
+from pluginsdk.models import Constraint, RequestCreated, Template, TemplateList, TemplateResult
+from pluginsdk.operations import CreateRequestCommand, GetTemplateQuery, ListConstraintsQuery, ListTemplatesQuery
+from pluginsdk.operations import OperationSpec, get_spec
 from pluginsdk.server import create_app
 from pluginsdk.server.app import PluginApp
 
@@ -39,7 +40,9 @@ async def facade(sdk: PluginSDK) -> None:  # the same class whether local or rem
     assert_type(await sdk.call(get_spec(CreateRequestCommand), template_id="web", count=1), RequestCreated)
     assert_type(get_spec(ListTemplatesQuery), OperationSpec[TemplateList])
     assert_type(await sdk.list_templates(limit=5), TemplateList)
-    assert_type(sdk.iterate(ListTemplatesQuery), AsyncIterator[Any])
+    assert_type(sdk.iterate(ListTemplatesQuery), AsyncIterator[Template])
+    assert_type(sdk.iterate(get_spec(ListConstraintsQuery)), AsyncIterator[Constraint])
+    assert_type(sdk.iterate("list_templates"), AsyncIterator[Any])
     assert_type(await sdk.call("list_templates"), Any)  # by name: the name is data
 
 
@@ -53,13 +56,13 @@ async def backends(local: LocalBackend, remote: RemoteBackend, settings: Setting
 
 
 async def wrong(sdk: PluginSDK, remote: RemoteBackend) -> None:
-    created: RequestCreated = await sdk.execute(ListTemplatesQuery())  # line 35
-    (await sdk.call(ListTemplatesQuery)).requests  # line 36
-    await remote.execute(TemplateList())  # line 37
-    create_app("http://127.0.0.1:8000")  # line 38
+    created: RequestCreated = await sdk.execute(ListTemplatesQuery())  # line 41
+    (await sdk.call(ListTemplatesQuery)).requests  # line 39
+    await remote.execute(TemplateList())  # line 40
+    create_app("http://127.0.0.1:8000")  # line 41
 """
 
-WRONG = {35, 36, 37, 38}
+WRONG = {38, 39, 40, 41}
 
 
 def test_mypy_follows_a_call_to_its_result_and_flags_a_wrong_use(tmp_path: Path) -> None:

@@ -19,7 +19,6 @@ import pydantic
 from pydantic import ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
-from typing_extensions import TypeVar
 
 from ..errors import HandlerDiscoveryError, InvalidPaginationToken, ValidationError
 from ..models import BaseModel
@@ -48,9 +47,16 @@ _NO_ENTRIES: Mapping[str, Any] = types.MappingProxyType({})
 The bindings and OperationSpec are NamedTuples, not frozen dataclasses: a dataclass compiles its
 methods when its module is imported (~2 ms a class), and every CLI call imports this module."""
 
-R_co = TypeVar("R_co", covariant=True, default=Any)
-"""An operation's result type: `class ListTemplatesQuery(Query[TemplateList])` returns a `TemplateList`
-(`PluginSDK.execute`, `call`, the backends). Unparametrized, `Operation` means `Operation[Any]`."""
+# R_co: an operation's result type. `class ListTemplatesQuery(Query[TemplateList])` returns a `TemplateList`
+# (`PluginSDK.execute`, `call`, the backends); unparametrized, `Operation` means `Operation[Any]`. The default
+# matters to type checkers only: typing_extensions' TypeVar in `Generic[...]` costs ~0.7 M instructions of
+# every CLI call (callgrind), so run time has a plain TypeVar.
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    R_co = TypeVar("R_co", covariant=True, default=Any)
+else:
+    R_co = typing.TypeVar("R_co", covariant=True)
 
 if TYPE_CHECKING:
     from typing import Generic as _Typed
@@ -59,12 +65,11 @@ else:
     class _Typed:
         """`Generic` for type checkers only. At run time a real `Generic` would make pydantic create a
         parametrized model class for every `Query[X]` (~1 ms each, on every CLI call); instead
-        `Operation.__class_getitem__` records X as the class's `result_type`."""
-
-        __slots__ = ()
+        `Operation.__class_getitem__` records X as the class's `result_type`. `_Typed[R_co]` is `object`, so
+        no class is added to an operation's MRO (pydantic walks it for every class it creates)."""
 
         def __class_getitem__(cls, _: object) -> type:
-            return cls
+            return object
 
 
 class _Returning:
@@ -372,12 +377,12 @@ def _check_policy(policy: Policy, inputs: tuple[str, ...], where: str) -> None:
 class OperationSpec(NamedTuple, Generic[R_co]):
     """Everything an interface needs to know about one operation, derived once."""
 
-    cls: "type[Operation[R_co]]"
+    cls: type[Operation[R_co]]
     name: str
     kind: str
     summary: str
     description: str
-    result_type: "type[R_co]"
+    result_type: type[R_co]
     input_fields: tuple[str, ...]
     required_fields: tuple[str, ...]
     rest: Rest | None
@@ -614,7 +619,7 @@ CATALOG = Catalog()
 """SDK name -> spec, for every registered operation."""
 
 
-R = TypeVar("R")
+R = typing.TypeVar("R")
 
 
 @overload
