@@ -10,8 +10,9 @@ Concurrent `describe` calls are answered by one DescribeInstances per round
 Config (`provider.aws`, plus `provider.region` / `provider.profile`, i.e.
 PLUGIN_REGION / PLUGIN_PROFILE, over the usual AWS chain): endpoint_url,
 default_instance_type (t3.micro), fleet_role (SpotFleet IAM role ARN),
-availability_zones (ASG without subnets), max_attempts (5), retry_base_delay
-(0.25 s), retry_max_delay (20 s), timeout (30 s).
+availability_zones (ASG without subnets), retry_mode (botocore's: standard,
+adaptive or legacy; standard), max_attempts (5, throttled ones included),
+timeout (30 s).
 """
 
 from __future__ import annotations
@@ -59,15 +60,22 @@ class AwsProvider:
     def __init__(self, name: str = "aws", config: Mapping[str, Any] | None = None, **_: Any) -> None:
         cfg = dict(config or {})
         self.name = name
+        retired = sorted({"retry_base_delay", "retry_max_delay"} & set(cfg))
+        if retired:
+            raise ConfigurationError(
+                f"provider.aws.{retired[0]} is gone: botocore's retry mode sets the backoff now"
+                " (provider.aws.retry_mode: standard or adaptive; max_attempts).",
+                key=f"provider.aws.{retired[0]}",
+            )
         try:
             self.aws = AwsClients(
                 region=cfg.get("region") or None,
                 profile=cfg.get("profile") or None,
                 endpoint_url=cfg.get("endpoint_url") or None,
                 max_attempts=int(cfg.get("max_attempts", 5)),
-                base_delay=float(cfg.get("retry_base_delay", 0.25)),
-                max_delay=float(cfg.get("retry_max_delay", 20.0)),
+                retry_mode=str(cfg.get("retry_mode") or "standard"),
                 timeout=float(cfg.get("timeout", 30.0)),
+                provider=name,
             )
         except (TypeError, ValueError) as exc:
             raise ConfigurationError(f"Invalid provider.aws setting: {exc}.", key="provider.aws") from exc
@@ -166,7 +174,7 @@ class AwsProvider:
                     token = f"{request.request_id}-{index}-{itype}-{subnet or ''}"[:64]
                     try:
                         launch = p.run_instances_params(request, template, n, itype=itype, subnet=subnet, token=token)
-                        out = await self.aws.call("ec2", "RunInstances", idempotent=True, **launch)
+                        out = await self.aws.call("ec2", "RunInstances", **launch)
                         return list(out.get("Instances", []))
                     except ProviderError as exc:
                         if exc.details.get("provider_code") not in _CAPACITY_CODES:
@@ -204,7 +212,7 @@ class AwsProvider:
         except ProviderError as exc:
             if "AlreadyExists" not in str(exc.details.get("provider_code")):
                 raise
-        found = await self.aws.call("ec2", "DescribeLaunchTemplates", idempotent=True, LaunchTemplateNames=[name])
+        found = await self.aws.call("ec2", "DescribeLaunchTemplates", LaunchTemplateNames=[name])
         return str(found["LaunchTemplates"][0]["LaunchTemplateId"])
 
     async def _or_drop_template(self, request: Request, call: Awaitable[T]) -> T:
@@ -229,7 +237,7 @@ class AwsProvider:
         kind = p.fleet_type(template, "instant", ("instant", "request", "maintain"))
         lt_id = await self._launch_template(request, template)
         spec = p.ec2_fleet_params(request, template, count, lt_id=lt_id, default_type=self.default_type)
-        out = await self._or_drop_template(request, self.aws.call("ec2", "CreateFleet", idempotent=True, **spec))
+        out = await self._or_drop_template(request, self.aws.call("ec2", "CreateFleet", **spec))
         data = {
             "api": "EC2Fleet",
             "fleet_id": out.get("FleetId"),
@@ -273,7 +281,7 @@ class AwsProvider:
         lt_id = await self._launch_template(request, template)
         kw = {"lt_id": lt_id, "default_type": self.default_type, "role": str(role)}
         spec = p.spot_fleet_params(request, template, count, **kw)
-        out = await self._or_drop_template(request, self.aws.call("ec2", "RequestSpotFleet", idempotent=True, **spec))
+        out = await self._or_drop_template(request, self.aws.call("ec2", "RequestSpotFleet", **spec))
         data = {
             "api": "SpotFleet",
             "spot_fleet_id": out.get("SpotFleetRequestId"),
@@ -465,7 +473,7 @@ class AwsProvider:
 
     async def health(self) -> dict[str, Any]:
         try:
-            zones = await self.aws.call("ec2", "DescribeAvailabilityZones", idempotent=True)
+            zones = await self.aws.call("ec2", "DescribeAvailabilityZones")
         except ProviderError as exc:
             return {"healthy": False, "error": exc.message, "code": exc.details.get("provider_code")}
         return {
