@@ -303,6 +303,8 @@ class AwsProvider:
 
     # -- terminate --------------------------------------------------------
     async def terminate(self, request: Request, machines: Sequence[Machine]) -> dict[str, MachineStatus]:
+        """Return `machines`: by id (RunInstances), or through their fleet or group, which goes whole when
+        every live machine of the request is returned and otherwise shrinks so it does not replace them."""
         ids = [m.machine_id for m in machines]
         if not ids:
             return {}
@@ -315,41 +317,53 @@ class AwsProvider:
         if api == "ASG":
             return await self._terminate_asg(request, ids, everything)
         if api == "EC2Fleet":
-            fleet = request.provider_data.get("fleet_id"), request.provider_data.get("fleet_type")
-            if not fleet[0]:
-                fleet = await self._find_ec2_fleet(request)
-            if everything and fleet[0]:
-                await self._delete_fleet(request, str(fleet[0]))
-                return dict.fromkeys(ids, MachineStatus.SHUTTING_DOWN)
-            if fleet[0] and fleet[1] == "maintain":
-                await self.aws.call(
-                    "ec2",
-                    "ModifyFleet",
-                    FleetId=fleet[0],
-                    ExcessCapacityTerminationPolicy="no-termination",
-                    TargetCapacitySpecification={"TotalTargetCapacity": self._units(request, remaining)},
-                )
-            return await self._terminate_ids(ids)
+            return await self._terminate_ec2_fleet(request, ids, everything, remaining)
         if api == "SpotFleet":
-            spot = request.provider_data.get("spot_fleet_id"), request.provider_data.get("fleet_type")
-            if not spot[0]:
-                spot = await self._find_spot_fleet(request)
-            if everything and spot[0]:
-                await self.aws.call(
-                    "ec2", "CancelSpotFleetRequests", SpotFleetRequestIds=[spot[0]], TerminateInstances=True
-                )
-                await self._delete_launch_template(request)
-                return dict.fromkeys(ids, MachineStatus.SHUTTING_DOWN)
-            if spot[0] and spot[1] == "maintain":
-                await self.aws.call(
-                    "ec2",
-                    "ModifySpotFleetRequest",
-                    SpotFleetRequestId=spot[0],
-                    ExcessCapacityTerminationPolicy="noTermination",
-                    TargetCapacity=self._units(request, remaining),
-                )
-            return await self._terminate_ids(ids)
+            return await self._terminate_spot_fleet(request, ids, everything, remaining)
         raise ProviderError(f"The aws provider cannot return machines of provider_api '{api}'.")
+
+    async def _terminate_ec2_fleet(
+        self, request: Request, ids: list[str], everything: bool, remaining: list[ProvisionedMachine]
+    ) -> dict[str, MachineStatus]:
+        """All of it: the fleet is deleted with its instances. Some: a `maintain` fleet is shrunk first."""
+        fleet_id, fleet_type = request.provider_data.get("fleet_id"), request.provider_data.get("fleet_type")
+        if not fleet_id:
+            fleet_id, fleet_type = await self._find_ec2_fleet(request)
+        if everything and fleet_id:
+            await self._delete_fleet(request, str(fleet_id))
+            return dict.fromkeys(ids, MachineStatus.SHUTTING_DOWN)
+        if fleet_id and fleet_type == "maintain":
+            await self.aws.call(
+                "ec2",
+                "ModifyFleet",
+                FleetId=fleet_id,
+                ExcessCapacityTerminationPolicy="no-termination",
+                TargetCapacitySpecification={"TotalTargetCapacity": self._units(request, remaining)},
+            )
+        return await self._terminate_ids(ids)
+
+    async def _terminate_spot_fleet(
+        self, request: Request, ids: list[str], everything: bool, remaining: list[ProvisionedMachine]
+    ) -> dict[str, MachineStatus]:
+        """All of it: the spot fleet request is cancelled with its instances. Some: `maintain` is shrunk first."""
+        spot_id, fleet_type = request.provider_data.get("spot_fleet_id"), request.provider_data.get("fleet_type")
+        if not spot_id:
+            spot_id, fleet_type = await self._find_spot_fleet(request)
+        if everything and spot_id:
+            await self.aws.call(
+                "ec2", "CancelSpotFleetRequests", SpotFleetRequestIds=[spot_id], TerminateInstances=True
+            )
+            await self._delete_launch_template(request)
+            return dict.fromkeys(ids, MachineStatus.SHUTTING_DOWN)
+        if spot_id and fleet_type == "maintain":
+            await self.aws.call(
+                "ec2",
+                "ModifySpotFleetRequest",
+                SpotFleetRequestId=spot_id,
+                ExcessCapacityTerminationPolicy="noTermination",
+                TargetCapacity=self._units(request, remaining),
+            )
+        return await self._terminate_ids(ids)
 
     @staticmethod
     def _units(request: Request, remaining: list[ProvisionedMachine]) -> int:
