@@ -151,21 +151,24 @@ class OperatorApp:
         return 200, {"status": "ok", "store": "ok", "schema": state["schema"]}
 
     async def _metrics(self, scope: Scope) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
-        if self.metrics is None or self.access == "off":
-            refused: SDKError | None = RouteNotFound("No route has this path.", details={"value": "/metrics"})
-        elif self.access == "loopback":
-            client = scope.get("client") or ("", 0)
-            refused = None
-            if client[0] not in _LOOPBACK:
-                refused = PermissionDeniedError("Not authorized: /metrics is served to loopback clients only.")
-        else:
-            refused = await self._denied(scope) if self.access == "authenticated" else None
-        if refused is not None:
-            status, detail = _refusal(refused)
+        refused = await self._metrics_refusal(scope)
+        if refused is not None or self.metrics is None:
+            status, detail = _refusal(refused or RouteNotFound("No route has this path."))
             return status, json.dumps(detail).encode(), list(_JSON)
         from .metrics import CONTENT_TYPE
 
         return 200, await self.metrics.exposition(self.backend), [(b"content-type", CONTENT_TYPE)]
+
+    async def _metrics_refusal(self, scope: Scope) -> SDKError | None:
+        """Why this caller may not read /metrics under `api.metrics`, or None."""
+        if self.metrics is None or self.access == "off":
+            return RouteNotFound("No route has this path.", details={"value": "/metrics"})
+        if self.access == "loopback":
+            client = scope.get("client") or ("", 0)
+            if client[0] not in _LOOPBACK:
+                return PermissionDeniedError("Not authorized: /metrics is served to loopback clients only.")
+            return None
+        return await self._denied(scope) if self.access == "authenticated" else None
 
     async def _denied(self, scope: Scope) -> SDKError | None:
         """Through the served backend's contract: authenticate (401), then tier 1 on GET /metrics (403)."""
