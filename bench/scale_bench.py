@@ -206,7 +206,7 @@ async def main() -> None:
     print("| store | before (read the version row) | after (watch) | ratio |")
     print("|---|---:|---:|---:|")
     for name, before, after in cost:
-        print(f"| {name} | {before:,.1f} | {after:,.2f} | {before / after:,.0f}x |")
+        print(f"| {name} | {before:,.1f} | {after:,.2f} | {before / after:,.{0 if before > 10 * after else 2}f}x |")
     print_sizing(results)
 
 

@@ -331,10 +331,11 @@ async def test_metrics_behind_a_permission_refuse_in_the_error_envelope(tmp_path
         ok = await c.get(f"{url}/metrics", headers={"Authorization": key})
         assert ok.status_code == 200 and ok.headers["content-type"].startswith("text/plain")
         assert "pluginsdk_http_server_request_duration_seconds" in ok.text
-    config = base_config(tmp_path, api={"metrics": "loopback"})  # the default: no credential, on loopback
-    async with server(config, tmp_path) as (url, _log, _proc), httpx.AsyncClient() as c:
-        r = await c.get(f"{url}/metrics")
-        assert r.status_code == 200 and "pluginsdk_http_server_request_duration_seconds" in r.text
+    for access in ("loopback", "open"):  # no credential needed: loopback (the default) from here, open to all
+        config = base_config(tmp_path, api={"metrics": access})
+        async with server(config, tmp_path) as (url, _log, _proc), httpx.AsyncClient() as c:
+            r = await c.get(f"{url}/metrics")
+            assert r.status_code == 200 and "pluginsdk_http_server_request_duration_seconds" in r.text
     config = base_config(tmp_path, api={"metrics": "off"})
     async with server(config, tmp_path) as (url, _log, _proc), httpx.AsyncClient() as c:
         off = await c.get(f"{url}/metrics")
