@@ -316,54 +316,51 @@ class AwsProvider:
         remaining = [pm for mid, pm in live.items() if mid not in ids]
         if api == "ASG":
             return await self._terminate_asg(request, ids, everything)
-        if api == "EC2Fleet":
-            return await self._terminate_ec2_fleet(request, ids, everything, remaining)
-        if api == "SpotFleet":
-            return await self._terminate_spot_fleet(request, ids, everything, remaining)
+        if api in ("EC2Fleet", "SpotFleet"):
+            return await self._terminate_fleet(request, api, ids, everything, remaining)
         raise ProviderError(f"The aws provider cannot return machines of provider_api '{api}'.")
 
-    async def _terminate_ec2_fleet(
-        self, request: Request, ids: list[str], everything: bool, remaining: list[ProvisionedMachine]
+    async def _terminate_fleet(
+        self, request: Request, api: str, ids: list[str], everything: bool, remaining: list[ProvisionedMachine]
     ) -> dict[str, MachineStatus]:
-        """All of it: the fleet is deleted with its instances. Some: a `maintain` fleet is shrunk first."""
-        fleet_id, fleet_type = request.provider_data.get("fleet_id"), request.provider_data.get("fleet_type")
+        """All of it: the fleet goes with its instances. Some: a `maintain` fleet is shrunk first (so it does not
+        replace them), then the instances are terminated by id."""
+        spot = api == "SpotFleet"
+        data = request.provider_data
+        fleet_id, fleet_type = data.get("spot_fleet_id" if spot else "fleet_id"), data.get("fleet_type")
         if not fleet_id:
-            fleet_id, fleet_type = await self._find_ec2_fleet(request)
+            fleet_id, fleet_type = await (self._find_spot_fleet(request) if spot else self._find_ec2_fleet(request))
         if everything and fleet_id:
-            await self._delete_fleet(request, str(fleet_id))
+            if spot:
+                await self.aws.call(
+                    "ec2", "CancelSpotFleetRequests", SpotFleetRequestIds=[fleet_id], TerminateInstances=True
+                )
+                await self._delete_launch_template(request)
+            else:
+                await self._delete_fleet(request, str(fleet_id))
             return dict.fromkeys(ids, MachineStatus.SHUTTING_DOWN)
         if fleet_id and fleet_type == "maintain":
-            await self.aws.call(
-                "ec2",
-                "ModifyFleet",
-                FleetId=fleet_id,
-                ExcessCapacityTerminationPolicy="no-termination",
-                TargetCapacitySpecification={"TotalTargetCapacity": self._units(request, remaining)},
-            )
+            await self._shrink_fleet(spot, str(fleet_id), self._units(request, remaining))
         return await self._terminate_ids(ids)
 
-    async def _terminate_spot_fleet(
-        self, request: Request, ids: list[str], everything: bool, remaining: list[ProvisionedMachine]
-    ) -> dict[str, MachineStatus]:
-        """All of it: the spot fleet request is cancelled with its instances. Some: `maintain` is shrunk first."""
-        spot_id, fleet_type = request.provider_data.get("spot_fleet_id"), request.provider_data.get("fleet_type")
-        if not spot_id:
-            spot_id, fleet_type = await self._find_spot_fleet(request)
-        if everything and spot_id:
-            await self.aws.call(
-                "ec2", "CancelSpotFleetRequests", SpotFleetRequestIds=[spot_id], TerminateInstances=True
-            )
-            await self._delete_launch_template(request)
-            return dict.fromkeys(ids, MachineStatus.SHUTTING_DOWN)
-        if spot_id and fleet_type == "maintain":
+    async def _shrink_fleet(self, spot: bool, fleet_id: str, capacity: int) -> None:
+        """Lower a `maintain` fleet's target to what stays, without AWS terminating anything itself."""
+        if spot:
             await self.aws.call(
                 "ec2",
                 "ModifySpotFleetRequest",
-                SpotFleetRequestId=spot_id,
+                SpotFleetRequestId=fleet_id,
                 ExcessCapacityTerminationPolicy="noTermination",
-                TargetCapacity=self._units(request, remaining),
+                TargetCapacity=capacity,
             )
-        return await self._terminate_ids(ids)
+            return
+        await self.aws.call(
+            "ec2",
+            "ModifyFleet",
+            FleetId=fleet_id,
+            ExcessCapacityTerminationPolicy="no-termination",
+            TargetCapacitySpecification={"TotalTargetCapacity": capacity},
+        )
 
     @staticmethod
     def _units(request: Request, remaining: list[ProvisionedMachine]) -> int:
