@@ -80,3 +80,17 @@ async def test_retried_throttles_reach_the_servers_metrics(tmp_path: Path, proxy
     assert counter(text, "pluginsdk_provider_throttles_total", provider="aws", operation="RunInstances") == 2
     assert counter(text, "pluginsdk_provider_errors_total", provider="aws", operation="launch") == 0
     assert proxy.calls["RunInstances"] == 3
+
+
+async def test_a_group_made_by_an_attempt_whose_answer_was_lost_is_adopted(tmp_path: Path, proxy: AwsProxy) -> None:
+    """CreateAutoScalingGroup takes no ClientToken: AWS made the group, the answer was a 500, botocore asked
+    again and heard AlreadyExists. The group is named for the request, so it is this request's."""
+    proxy.fail("CreateAutoScalingGroup", "InternalFailure", "Internal failure.", status=500, after=True)
+    # what AWS answers the repeat (moto would make a second group of the same name instead)
+    proxy.fail("CreateAutoScalingGroup", "AlreadyExists", "AutoScalingGroup by this name already exists.")
+    async with PluginSDK(config=aws_config(tmp_path, proxy.url)) as sdk:
+        await sdk.create_template(template_id="t", image_id=AMI, provider_api="ASG", instance_type="t3.small")
+        req = await sdk.create_request("t", 2, wait=True, timeout=60)
+        assert req.status == "completed", req.message
+        assert len(req.machines) == 2
+    assert proxy.calls["CreateAutoScalingGroup"] == 2

@@ -215,6 +215,17 @@ class AwsProvider:
         found = await self.aws.call("ec2", "DescribeLaunchTemplates", LaunchTemplateNames=[name])
         return str(found["LaunchTemplates"][0]["LaunchTemplateId"])
 
+    async def _create_group(self, params: dict[str, Any]) -> None:
+        """CreateAutoScalingGroup, which takes no ClientToken: the group is named for the request, so
+        `AlreadyExists` means this request's group was made — by an attempt botocore retried after an answer
+        lost to a 5xx or the network, or by an engine that died before storing it."""
+        try:
+            await self.aws.call("autoscaling", "CreateAutoScalingGroup", **params)
+        except ProviderError as exc:
+            if "AlreadyExists" not in str(exc.details.get("provider_code")):
+                raise
+            log.info("Auto Scaling group %s already made: adopted", params["AutoScalingGroupName"])
+
     async def _or_drop_template(self, request: Request, call: Awaitable[T]) -> T:
         """The fleet/group call's answer; when it fails, the request's launch template is deleted (no leak)."""
         try:
@@ -297,7 +308,7 @@ class AwsProvider:
         await self.aws.client("ec2")  # resolves the region the zone default needs
         zones = self.zones or [f"{self.aws.region}a"]
         params = p.asg_params(request, template, count, lt_id=lt_id, default_type=self.default_type, zones=zones)
-        await self._or_drop_template(request, self.aws.call("autoscaling", "CreateAutoScalingGroup", **params))
+        await self._or_drop_template(request, self._create_group(params))
         data = {"api": "ASG", "asg_name": params["AutoScalingGroupName"]}
         return LaunchResult(provider_data=data, message=f"Auto Scaling group {params['AutoScalingGroupName']}")
 
