@@ -8,8 +8,8 @@ Each cell starts `pluginsdk server start --workers N` on a fresh store (an API k
 (Debian package) drives it for `--seconds` per mix with the key: `read` = GET one template; `mixed` = 80 % that
 GET, 20 % POST a new template (bench/scale_mixed.lua). Per cell: requests/s, p50/p99 latency (wrk's), answers
 that were not 2xx, and the CPU time the server's processes spent per request (/proc: user + system of the
-supervisor and its workers) — the figure that survives a shared box best. Runs in about
-`8 × (seconds + 4) s` plus the policy check; PostgreSQL cells are skipped when none is reachable. The output is
+supervisor and its workers) — the figure that survives a shared box best. Runs in 2–3 minutes with the
+defaults; PostgreSQL cells are skipped when none is reachable. The output is
 Markdown, ready for docs/benchmarks.md ("Scale-out"), with the load average and core count of the run.
 """
 
