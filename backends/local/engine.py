@@ -18,7 +18,7 @@ import contextlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from pluginsdk import _observe
@@ -310,28 +310,13 @@ class Engine:
 
 
 class _NotStarted:
-    """The authorizer of an engine that is not started: it refuses everything (fail closed)."""
+    """The authorizer of an engine that is not started: each of its methods refuses (fail closed)."""
 
-    async def authenticate(self, authorization: str | None) -> Principal:
-        raise HandlerDiscoveryError("The engine is not started.")
+    def __getattr__(self, name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
+        async def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise HandlerDiscoveryError("The engine is not started.")
 
-    async def authorize(
-        self, principal: Principal, spec: OperationSpec, op: Operation, *, route_path: str | None = None
-    ) -> Principal:
-        raise HandlerDiscoveryError("The engine is not started.")
-
-    async def check_route(self, principal: Principal, method: str, path: str) -> None:
-        raise HandlerDiscoveryError("The engine is not started.")
-
-    async def filter_allowed(
-        self,
-        principal: Principal,
-        object_type: str,
-        items: list[T],
-        attrs: Callable[[T], Mapping[str, Any]],
-        method: str,
-    ) -> list[T]:
-        raise HandlerDiscoveryError("The engine is not started.")
+        return refuse
 
 
 def authorization_disabled(settings: Settings) -> bool:

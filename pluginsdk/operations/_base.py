@@ -580,7 +580,7 @@ class Catalog(MutableMapping[str, OperationSpec]):
         if spec is None and not self._complete:
             import importlib
 
-            from ._index import OPERATIONS
+            from .._index import OPERATIONS
 
             module = OPERATIONS.get(name)
             if module is not None:
