@@ -132,23 +132,65 @@ class _Schemas:
         return {"$ref": _REF.format(model=name + suffix)}
 
 
-def _links(spec: OperationSpec, result_props: dict[str, Any]) -> dict[str, Any]:
-    """Links from a POST's result to every operation whose path parameters it names."""
+def _creates(spec: OperationSpec) -> bool:
+    """A POST that creates an object (`create_*`): where a create -> read -> update -> delete walk starts. Other
+    POSTs (sync, complete, decisions) act on objects that exist already, so they lead no walk."""
     assert spec.rest is not None
-    if spec.rest.method != "POST":
-        return {}
-    links: dict[str, Any] = {}
-    for other in CATALOG.values():
-        if other.rest is None or not other.path_fields or other is spec:
-            continue
-        params: dict[str, str] = {}
-        for name in other.path_fields:
-            prop = to_camel(name) if spec.rest.camel else name
-            if prop not in result_props:
-                break
-            params[f"path.{name}"] = f"$response.body#/{prop}"
+    return spec.rest.method == "POST" and spec.name.startswith("create_")
+
+
+def _identity(spec: OperationSpec) -> dict[str, str]:
+    """Input field -> the attribute of the object it names: the tier-2 binding (`role_id` names `roleName`),
+    else each path parameter under its camelCase name."""
+    if spec.policy.fields:
+        return {field: attribute for attribute, field in spec.policy.fields.items()}
+    return {name: to_camel(name) for name in spec.path_fields}
+
+
+def _group(spec: OperationSpec) -> str:
+    return spec.policy.object_type or spec.category
+
+
+def _link(spec: OperationSpec, target: OperationSpec, result_props: dict[str, Any]) -> dict[str, Any] | None:
+    """The link giving `target` every identifying input from the created object, or None if one is missing."""
+    assert target.rest is not None
+    params: dict[str, str] = {}
+    body: dict[str, str] = {}
+    for field, attribute in _identity(target).items():
+        prop = attribute if attribute in result_props else to_snake(attribute)
+        if prop not in result_props:
+            return None
+        value = f"$response.body#/{prop}"
+        if field in target.path_fields or field in target.query_fields:
+            params[f"{'path' if field in target.path_fields else 'query'}.{field}"] = value
+        elif field in target.body_fields and target.rest.body_field is None:
+            body[field] = value
         else:
-            links[other.name] = {"operationId": other.name, "parameters": params}
+            return None
+    if not (params or body):
+        return None
+    link: dict[str, Any] = {"operationId": target.name}
+    if params:
+        link["parameters"] = params
+    if body:  # the identifying fields of the body; the rest of it is the caller's (schemathesis merges)
+        link["requestBody"] = body
+    return link
+
+
+def _links(spec: OperationSpec, result_props: dict[str, Any]) -> dict[str, Any]:
+    """Links from a create's result to the operations on the object it created (its group: the tier-2 object
+    type, else the category) and to the creates that refer to it (`templateId` of a machine request)."""
+    if not _creates(spec):
+        return {}
+    group = _group(spec)
+    links: dict[str, Any] = {}
+    for target in CATALOG.values():
+        refers = _creates(target) and f"{group}Id" in _identity(target).values()
+        if target is spec or target.rest is None or not (_group(target) == group or refers):
+            continue
+        link = _link(spec, target, result_props)
+        if link is not None:
+            links[target.name] = link
     return links
 
 
@@ -204,7 +246,7 @@ def _operation(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, A
         schemas.components[listing_b] = _LISTING_B_SCHEMA
         ref, model_schema = {"$ref": _REF.format(model=listing_b)}, _LISTING_B_SCHEMA
     success: dict[str, Any] = {"description": spec.summary, "content": {"application/json": {"schema": ref}}}
-    links = _links(spec, model_schema.get("properties", {})) if path == spec.rest.path else {}
+    links = _links(spec, model_schema.get("properties", {}))
     if links:
         success["links"] = links
     error = {"$ref": _REF.format(model="ErrorEnvelope")}
