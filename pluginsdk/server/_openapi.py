@@ -194,12 +194,8 @@ def _links(spec: OperationSpec, result_props: dict[str, Any]) -> dict[str, Any]:
     return links
 
 
-def _operation(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, Any]:
-    assert spec.rest is not None
-    full = schemas.input(spec)
-    props: dict[str, Any] = full.get("properties", {})
-    required = set(full.get("required", []))
-    defaults = spec.rest.defaults
+def _parameters(spec: OperationSpec, props: dict[str, Any]) -> list[dict[str, Any]]:
+    """Path parameters (the field's own rules), then query parameters (with their REST defaults)."""
     params: list[dict[str, Any]] = [
         {
             "name": n,
@@ -210,36 +206,40 @@ def _operation(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, A
         }
         for n in spec.path_fields
     ]
+    assert spec.rest is not None
+    defaults = spec.rest.defaults
     for n in spec.query_fields:
         prop = dict(props.get(n, {}))
         description = prop.pop("description", "")
         if n in defaults:
             prop["default"] = defaults[n]
         params.append({"name": n, "in": "query", "required": False, "schema": prop, "description": description})
-    op: dict[str, Any] = {
-        "tags": [spec.category],
-        "summary": spec.summary,
-        "description": spec.description,
-        "operationId": operation_id(spec, path),
-        "parameters": params,
-    }
-    if spec.body_fields:
-        if spec.rest.body_field is not None:
-            body_schema = props.get(spec.rest.body_field, {"type": "object"})
-        else:
-            body_props = {n: _with_default(props[n], n, defaults) for n in spec.body_fields if n in props}
-            for n in spec.cls.ignored_fields:
-                body_props[n] = {"description": "Accepted and ignored (sent by the VAMS web client)."}
-            body_schema = {
-                "type": "object",
-                "properties": body_props,
-                "required": [n for n in spec.body_fields if n in required],
-                "additionalProperties": False,  # operations reject unknown fields (400)
-            }
-        op["requestBody"] = {
-            "required": bool(required & set(spec.body_fields)),
-            "content": {"application/json": {"schema": body_schema}},
+    return params
+
+
+def _request_body(spec: OperationSpec, props: dict[str, Any], required: set[str]) -> dict[str, Any]:
+    assert spec.rest is not None
+    if spec.rest.body_field is not None:
+        body_schema = props.get(spec.rest.body_field, {"type": "object"})
+    else:
+        body_props = {n: _with_default(props[n], n, spec.rest.defaults) for n in spec.body_fields if n in props}
+        for n in spec.cls.ignored_fields:
+            body_props[n] = {"description": "Accepted and ignored (sent by the VAMS web client)."}
+        body_schema = {
+            "type": "object",
+            "properties": body_props,
+            "required": [n for n in spec.body_fields if n in required],
+            "additionalProperties": False,  # operations reject unknown fields (400)
         }
+    return {
+        "required": bool(required & set(spec.body_fields)),
+        "content": {"application/json": {"schema": body_schema}},
+    }
+
+
+def _responses(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, Any]:
+    """The success response (with its links) and every error status, in the envelope."""
+    assert spec.rest is not None
     ref, model_schema = schemas.output(spec.result_type, spec.rest.camel)
     listing_b = LISTING_B.get((spec.name, path))
     if listing_b is not None:
@@ -250,10 +250,25 @@ def _operation(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, A
     if links:
         success["links"] = links
     error = {"$ref": _REF.format(model="ErrorEnvelope")}
-    op["responses"] = {
+    return {
         str(spec.rest.status): success,
         **{code: {"description": why, "content": {"application/json": {"schema": error}}} for code, why in _ERRORS},
     }
+
+
+def _operation(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, Any]:
+    full = schemas.input(spec)
+    props: dict[str, Any] = full.get("properties", {})
+    op: dict[str, Any] = {
+        "tags": [spec.category],
+        "summary": spec.summary,
+        "description": spec.description,
+        "operationId": operation_id(spec, path),
+        "parameters": _parameters(spec, props),
+    }
+    if spec.body_fields:
+        op["requestBody"] = _request_body(spec, props, set(full.get("required", [])))
+    op["responses"] = _responses(spec, path, schemas)
     op["security"] = [] if spec.policy.unauthenticated else SECURITY
     return op
 
