@@ -1,9 +1,9 @@
 """The OpenAPI document, built by FastAPI from the same catalog the server routes, and the /docs page.
 
 Request parameters and bodies come from each operation's model (with field docs), responses from its
-result model and the error envelope; every status the server can answer is listed. Links from each
-POST's result to the operations whose path parameters it returns (`template_id` -> get, update and delete
-of that template) let schemathesis walk create -> read -> update -> delete.
+result model and the error envelope; every status the server can answer is listed. Links from each create's
+result to the operations on the object it created (`template_id` -> get, update and delete of that template,
+`roleName` -> the body of `PUT /roles`) let schemathesis walk create -> read -> update -> delete.
 """
 
 from __future__ import annotations

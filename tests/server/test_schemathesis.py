@@ -14,7 +14,8 @@ The stateful phase is read back from schemathesis' NDJSON report: the administra
 the CRUD chains of `WALKED` (a link followed from a 2xx create to a 2xx answer), the reader's must have had
 every create it tried refused with 403. `tests/server/schemathesis.toml` sizes the phase and turns off link
 inference (the document's links are what is tested); `schemathesis_hooks.py` says why stateful creates get
-fresh keys. `MAX_EXAMPLES` bounds the other phases. The server runs with the HTTP protocol `serve()` uses.
+fresh keys and why the run never revokes its own key. `MAX_EXAMPLES` bounds the other phases. The server
+runs with the HTTP protocol `serve()` uses.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from pluginsdk import PluginSDK
 from pluginsdk.config import load_settings
 from tests.server.door import reader_key, threaded_server
 from tests.support.backends import base_config
@@ -51,6 +53,7 @@ def _schemathesis(tmp_path: Path, who: str) -> tuple[str, Path]:
 
     config = base_config(tmp_path / who)
     key = asyncio.run(admin_key(config) if who == "admin" else reader_key(config))
+    own = asyncio.run(_key_ids(config))
     cli = Path(sys.executable).parent / "schemathesis"
     report = tmp_path / f"{who}.ndjson"
     with threaded_server(create_app(load_settings(config=config, environ={})), http_protocol()) as port:
@@ -64,7 +67,8 @@ def _schemathesis(tmp_path: Path, who: str) -> tuple[str, Path]:
             "--report", "ndjson", "--report-ndjson-path", str(report), "--no-color",
         ]  # fmt: skip
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, "SCHEMATHESIS_HOOKS": HOOKS, "PYTHONPATH": path, "NO_COLOR": "1"}
+        env = {**os.environ, "SCHEMATHESIS_HOOKS": HOOKS, "PLUGINSDK_SCHEMATHESIS_KEYS": own, "PYTHONPATH": path}
+        env["NO_COLOR"] = "1"
         run = subprocess.run(  # in tmp_path: its cache (.schemathesis/) stays out of the repository
             command, capture_output=True, text=True, timeout=900, env=env, check=False, cwd=tmp_path
         )
@@ -77,6 +81,12 @@ def _schemathesis(tmp_path: Path, who: str) -> tuple[str, Path]:
     links = re.search(r"API Links: +(\d+) covered / (\d+) selected / (\d+) total", output)
     assert links and links.group(2) == links.group(3), output[-3000:]  # every link of the document is valid
     return output, report
+
+
+async def _key_ids(config: dict[str, Any]) -> str:
+    """The ids of the keys in the store before the run (the hooks keep the run from revoking its own)."""
+    async with PluginSDK(config=config) as local:
+        return ",".join(item.api_key_id for item in (await local.list_api_keys()).items)
 
 
 def _stateful_steps(report: Path) -> Iterator[tuple[dict[str, Any], dict[str, Any], int | None]]:
