@@ -54,7 +54,7 @@ class CreateTemplateCommand(_TemplateFields):
     """Create a template."""
 
     result_type = TemplateWritten
-    rest = Rest("POST", "/api/v1/templates", status=201)
+    rest = Rest("POST", "/api/v1/templates", status=201, dry_run="validate_only")
     cli = Cli("templates", "create")
     policy = TEMPLATE_POLICY
 

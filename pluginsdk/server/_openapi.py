@@ -250,7 +250,13 @@ def _responses(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, A
     if links:
         success["links"] = links
     error = {"$ref": _REF.format(model="ErrorEnvelope")}
+    checked = {}  # a dry run: the same answer, nothing stored, so no links
+    if spec.rest.dry_run is not None:
+        checked = {
+            "200": {"description": f"`{spec.rest.dry_run}`: checked, nothing stored", "content": success["content"]}
+        }
     return {
+        **checked,
         str(spec.rest.status): success,
         **{code: {"description": why, "content": {"application/json": {"schema": error}}} for code, why in _ERRORS},
     }
