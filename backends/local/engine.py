@@ -423,10 +423,8 @@ def provider_names() -> list[str]:
 
 
 def _measure_provider(driver: ProviderDriver) -> None:
-    """Wrap the driver's API calls so /metrics counts them, their errors and throttles (server only)."""
+    """Wrap the driver's calls so /metrics times them and counts their errors (server only)."""
     from functools import wraps
-
-    from pluginsdk.errors import ProviderError
 
     for op in ("launch", "describe", "terminate", "reclaimed"):
         call = getattr(driver, op, None)
@@ -440,12 +438,8 @@ def _measure_provider(driver: ProviderDriver) -> None:
                 outcome: str | None = None
                 try:
                     return await call(*args, **kwargs)
-                except ProviderError as exc:
-                    code = str(exc.details.get("provider_code", ""))
-                    outcome = "throttled" if code in _observe.THROTTLE_CODES else "error"
-                    raise
                 except Exception:
-                    outcome = "error"
+                    outcome = "error"  # throttled attempts are the driver's to report (_observe.provider_throttle)
                     raise
                 finally:
                     hook = _observe.provider_call

@@ -209,7 +209,7 @@ def test_unhealthy_provider_gives_the_reason_and_exits_3(env: dict[str, str]) ->
         s.bind(("127.0.0.1", 0))
         closed = s.getsockname()[1]
     cfg = {"provider": {"type": "aws", "region": "us-east-1",
-                        "aws": {"endpoint_url": f"http://127.0.0.1:{closed}", "retry_base_delay": 0.01}}}  # fmt: skip
+                        "aws": {"endpoint_url": f"http://127.0.0.1:{closed}", "max_attempts": 1}}}  # fmt: skip
     Path(env["PLUGIN_CONFIG"]).write_text(yaml.safe_dump(cfg))
     env = {**env, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
     res = cli(env, "system", "health")
