@@ -120,6 +120,9 @@ class Rest(NamedTuple):
     camel: bool = False
     defaults: Mapping[str, Any] = _NO_ENTRIES
     """Field defaults that differ on REST (GetRequest: long=True)."""
+    dry_run: str | None = None
+    """The input flag that makes a create store nothing: when true the answer is 200, not `status` (201/202
+    would claim an object that does not exist, and the document's links from it would lead nowhere)."""
 
     @property
     def paths(self) -> tuple[str, ...]:

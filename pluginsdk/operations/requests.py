@@ -46,7 +46,7 @@ class CreateRequestCommand(Command[RequestCreated]):
     With `wait` it returns once the request is finished or `timeout` passes.
     """
 
-    rest = Rest("POST", "/api/v1/machines", status=202, alt_paths=("/api/v1/machines/request",))
+    rest = Rest("POST", "/api/v1/machines", status=202, alt_paths=("/api/v1/machines/request",), dry_run="dry_run")
     cli = Cli("machines", "request", args=("template_id", "requested_count"))
     mcp = Mcp(extra=("request_machines",), extra_names={"requested_count": "count"})
     policy = Policy(object_type="request", fields={"templateId": "template_id"}, category="machines")

@@ -53,7 +53,7 @@ class _TemplateFields(Command[R_co]):
 class CreateTemplateCommand(_TemplateFields[TemplateWritten]):
     """Create a template."""
 
-    rest = Rest("POST", "/api/v1/templates", status=201)
+    rest = Rest("POST", "/api/v1/templates", status=201, dry_run="validate_only")
     cli = Cli("templates", "create")
     policy = TEMPLATE_POLICY
 
