@@ -18,6 +18,7 @@ from ..operations import CATALOG, OperationSpec
 __all__ = ["ERROR_SCHEMA", "LISTING_B", "build_document", "docs_html", "listing_b_created", "operation_id", "route_key"]
 
 _REF = "#/components/schemas/{model}"
+_PREFIX = "#/components/schemas/"
 
 ERROR_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -100,19 +101,26 @@ def operation_id(spec: OperationSpec, path: str) -> str:
     return f"{spec.name}_via_{slug}"
 
 
+COMPONENT_NAMES = {"ManagedUser": "User"}
+"""Models whose component is named for what the API calls them: a managed-user record is the `User` that every
+`user_id` names (clients and schemathesis find the object an input refers to by this name)."""
+
+
 class _Schemas:
-    """Collects JSON schemas of models into OpenAPI components (pydantic `$defs` moved to components)."""
+    """Collects JSON schemas of models into OpenAPI components (pydantic `$defs` moved to components).
+
+    Response components are named for their model (camelCase routes' and snake_case routes' models are
+    distinct, so no name has two shapes); request components get `Input`."""
 
     def __init__(self) -> None:
         self.components: dict[str, Any] = {"ErrorEnvelope": ERROR_SCHEMA}
 
     def output(self, model: type[Any], camel: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         """The response schema (a $ref) and the model's own schema."""
-        suffix = "Camel" if camel else ""
         schema: dict[str, Any] = model.model_json_schema(
-            by_alias=camel, mode="serialization", ref_template=_REF.replace("{model}", "{model}" + suffix)
+            by_alias=camel, mode="serialization", ref_template=_REF
         )
-        return self._hoist(schema, suffix, model.__name__), schema
+        return self._hoist(schema, "", COMPONENT_NAMES.get(model.__name__, model.__name__)), schema
 
     def input(self, spec: OperationSpec) -> dict[str, Any]:
         spec.field_docs()
@@ -125,11 +133,28 @@ class _Schemas:
     def _hoist(self, schema: dict[str, Any], suffix: str, name: str | None) -> dict[str, Any]:
         """Each component titled with its own (unique) key: generators name models by title."""
         for def_name, definition in schema.pop("$defs", {}).items():
-            self.components[def_name + suffix] = {**definition, "title": def_name + suffix}
+            self._add(COMPONENT_NAMES.get(def_name, def_name) + suffix, _renamed(definition))
         if name is None:
-            return schema
-        self.components[name + suffix] = {**schema, "title": name + suffix}
+            return _renamed(schema)
+        self._add(name + suffix, _renamed(schema))
         return {"$ref": _REF.format(model=name + suffix)}
+
+
+    def _add(self, name: str, schema: dict[str, Any]) -> None:
+        component = {**schema, "title": name}
+        assert self.components.setdefault(name, component) == component, f"two shapes named {name}"
+
+
+def _renamed(node: Any) -> Any:
+    """`node` with `COMPONENT_NAMES` applied to its `$ref`s."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_PREFIX) and ref[len(_PREFIX) :] in COMPONENT_NAMES:
+            return {**node, "$ref": _PREFIX + COMPONENT_NAMES[ref[len(_PREFIX) :]]}
+        return {key: _renamed(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_renamed(value) for value in node]
+    return node
 
 
 def _creates(spec: OperationSpec) -> bool:
