@@ -117,9 +117,7 @@ class _Schemas:
 
     def output(self, model: type[Any], camel: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         """The response schema (a $ref) and the model's own schema."""
-        schema: dict[str, Any] = model.model_json_schema(
-            by_alias=camel, mode="serialization", ref_template=_REF
-        )
+        schema: dict[str, Any] = model.model_json_schema(by_alias=camel, mode="serialization", ref_template=_REF)
         return self._hoist(schema, "", COMPONENT_NAMES.get(model.__name__, model.__name__)), schema
 
     def input(self, spec: OperationSpec) -> dict[str, Any]:
@@ -138,7 +136,6 @@ class _Schemas:
             return _renamed(schema)
         self._add(name + suffix, _renamed(schema))
         return {"$ref": _REF.format(model=name + suffix)}
-
 
     def _add(self, name: str, schema: dict[str, Any]) -> None:
         component = {**schema, "title": name}

@@ -14,15 +14,27 @@ prefix did, and Hypothesis ends the phase as "inconsistent data generation" afte
 whatever `max-examples` says. So just before a positive stateful create is sent, its key gets a suffix unique
 to the run (`-7`), inside the key's length and character rules; what Hypothesis drew is unchanged, and the
 chain that follows reads the key from the answer. Negative cases are sent exactly as generated.
+
+Rules the document cannot state (`FIT`), applied to positive stateful cases only, so a walk is not cut short
+by a refusal that says nothing about the link being walked (the other phases send what was generated):
+- a constraint's criteria name fields of its `objectType` (the schema lists every type's fields), and it has
+  at least one criterion;
+- a self-service key expires within a year of now;
+- an administrator's key acts as a user who holds a role (`administrator`), user-role writes give a role that
+  exists (`admin`), in this configuration;
+- a machine request asks for at most the provider's per-request limit (`max_machines_per_request`, 1000).
 """
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import os
 from typing import Any
 
 import schemathesis
+
+from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
 
 KEYS: dict[str, tuple[str, str, int]] = {
     "POST /api/v1/templates": ("body", "template_id", 255),
@@ -53,8 +65,12 @@ def before_call(context: Any, case: Any, **kwargs: Any) -> None:
             case.path_parameters["api_key_id"] = ABSENT_KEY_ID
         return
     meta = case.meta
+    if meta is None or meta.phase.name != "stateful" or meta.generation.mode != "positive":
+        return
+    if label in FIT and isinstance(case.body, dict):
+        FIT[label](case.body)
     where = KEYS.get(label)
-    if where is None or meta is None or meta.phase.name != "stateful" or meta.generation.mode != "positive":
+    if where is None:
         return
     container_name, name, max_length = where
     container = getattr(case, container_name)
@@ -63,3 +79,48 @@ def before_call(context: Any, case: Any, **kwargs: Any) -> None:
     _DONE.add(case.id)
     suffix = f"-{next(_SERIAL)}"
     container[name] = container[name][: max_length - len(suffix)] + suffix
+
+
+def _constraint(body: dict[str, Any]) -> None:
+    fields = OBJECT_TYPES.get(body.get("object_type", ""))
+    if not fields:
+        return
+    for key in ("criteria_and", "criteria_or"):
+        for i, criterion in enumerate(body.get(key) or []):
+            if isinstance(criterion, dict):
+                criterion["field"] = fields[i % len(fields)]
+    if not body.get("criteria_and") and not body.get("criteria_or"):
+        body["criteria_and"] = [{"field": fields[0], "operator": "equals", "value": "*"}]
+
+
+def _within_a_year(body: dict[str, Any]) -> None:
+    if "expires_at" in body:
+        body["expires_at"] = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=30)).isoformat()
+
+
+def _key_user(body: dict[str, Any]) -> None:
+    body["user_id"] = "administrator"
+
+
+def _known_role(body: dict[str, Any]) -> None:
+    body["role_name"] = ["admin"]
+
+
+def _request_count(body: dict[str, Any]) -> None:
+    count = body.get("requested_count")
+    if isinstance(count, int | float) and not isinstance(count, bool):
+        body["requested_count"] = max(1, min(int(count), 1000))
+
+
+FIT: dict[str, Any] = {
+    "POST /auth/constraints/{constraint_id}": _constraint,
+    "PUT /auth/constraints/{constraint_id}": _constraint,
+    "POST /auth/user/api-keys": _within_a_year,
+    "PUT /auth/user/api-keys/{api_key_id}": _within_a_year,
+    "POST /auth/api-keys": _key_user,
+    "POST /user-roles": _known_role,
+    "PUT /user-roles": _known_role,
+    "POST /api/v1/machines": _request_count,
+    "POST /api/v1/machines/request": _request_count,
+}
+"""Operation label -> what makes its positive stateful body fit the rules above."""

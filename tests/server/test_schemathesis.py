@@ -45,6 +45,12 @@ HOOKS = "tests.server.schemathesis_hooks"
 WALKED = {
     "POST /api/v1/templates": {"get_template", "update_template", "delete_template"},
     "POST /roles": {"update_role", "delete_role"},  # no single-role read: the listing is the read
+    "POST /auth/constraints/{constraint_id}": {"get_constraint", "update_constraint", "delete_constraint"},
+    "POST /auth/api-keys": {"get_api_key", "update_api_key", "delete_api_key"},
+    "POST /auth/user/api-keys": {"get_my_api_key", "update_my_api_key", "delete_my_api_key"},
+    "POST /user-roles": {"update_user_roles", "delete_user_roles"},  # the listing is the read
+    "POST /user/managed": {"update_managed_user", "delete_managed_user"},
+    "POST /api/v1/machines": {"get_request", "cancel_request"},
 }
 """Create -> links (named for their target operation) the administrator's stateful phase must walk."""
 
