@@ -130,12 +130,14 @@ class _Schemas:
 
     def _hoist(self, schema: dict[str, Any], suffix: str, name: str | None) -> dict[str, Any]:
         """Each component titled with its own (unique) key: generators name models by title."""
+        output = not suffix  # `COMPONENT_NAMES` names response components
         for def_name, definition in schema.pop("$defs", {}).items():
-            self._add(COMPONENT_NAMES.get(def_name, def_name) + suffix, _renamed(definition))
+            key = COMPONENT_NAMES.get(def_name, def_name) if output else def_name + suffix
+            self._add(key, _renamed(definition) if output else definition)
         if name is None:
-            return _renamed(schema)
-        self._add(name + suffix, _renamed(schema))
-        return {"$ref": _REF.format(model=name + suffix)}
+            return schema
+        self._add(name, _renamed(schema))
+        return {"$ref": _REF.format(model=name)}
 
     def _add(self, name: str, schema: dict[str, Any]) -> None:
         component = {**schema, "title": name}
@@ -174,7 +176,11 @@ def _group(spec: OperationSpec) -> str:
 
 
 def _link(spec: OperationSpec, target: OperationSpec, result_props: dict[str, Any]) -> dict[str, Any] | None:
-    """The link giving `target` every identifying input from the created object, or None if one is missing."""
+    """The link giving `target` every identifying input from the created object, or None if one is missing.
+
+    None too for a target naming the object in its query string (`POST /templates/validate?template_id=`): it
+    is a collection route, not the object's resource (clients, and schemathesis, tie an object to its path:
+    after the object's DELETE it would take that route's 404 for a created object gone missing)."""
     assert target.rest is not None
     params: dict[str, str] = {}
     body: dict[str, str] = {}
@@ -183,8 +189,8 @@ def _link(spec: OperationSpec, target: OperationSpec, result_props: dict[str, An
         if prop not in result_props:
             return None
         value = f"$response.body#/{prop}"
-        if field in target.path_fields or field in target.query_fields:
-            params[f"{'path' if field in target.path_fields else 'query'}.{field}"] = value
+        if field in target.path_fields:
+            params[f"path.{field}"] = value
         elif field in target.body_fields and target.rest.body_field is None:
             body[field] = value
         else:
