@@ -4,7 +4,9 @@ The run's own API keys. schemathesis feeds ids it saw in answers (the key listin
 the fuzzing phase deleted or deactivated the very key it was sending, and every request after that, the whole
 stateful phase included, was a 401 that tested nothing. A case that would delete or change one of the keys
 the test gave the run (`PLUGINSDK_SCHEMATHESIS_KEYS`, their ids) is sent to an id that does not exist instead
-(404); every other key, created by the run or not, is fair game.
+(404); every other key, created by the run or not, is fair game. Likewise a case that would delete the user
+those keys act as (`PLUGINSDK_SCHEMATHESIS_USERS`: deleting a managed user revokes its keys) goes to a user
+that does not exist.
 
 Fresh keys for stateful creates. The stateful phase runs its scenarios one after the other against one
 server, and Hypothesis builds a new scenario by replaying the choices of an earlier one. A replayed create
@@ -52,6 +54,12 @@ KEYS: dict[str, tuple[str, str, int]] = {
 _KEY_PATHS = ("/auth/api-keys/{api_key_id}", "/auth/user/api-keys/{api_key_id}")
 OWN_KEY_WRITES = {f"{method} {path}" for method in ("PUT", "DELETE") for path in _KEY_PATHS}
 ABSENT_KEY_ID = "00000000-0000-4000-8000-000000000000"
+OWN_USER_DELETES = {"DELETE /user/managed/{user_id}", "DELETE /user/cognito/{user_id}"}
+OWN = (
+    (OWN_KEY_WRITES, "PLUGINSDK_SCHEMATHESIS_KEYS", "api_key_id", ABSENT_KEY_ID),
+    (OWN_USER_DELETES, "PLUGINSDK_SCHEMATHESIS_USERS", "user_id", "absent-user"),
+)
+"""(operations, variable listing the run's own, path parameter, an id that does not exist)."""
 
 _SERIAL = itertools.count(1)
 _DONE: set[str] = set()  # case ids already given their key (a check may send a case again)
@@ -60,11 +68,12 @@ _DONE: set[str] = set()  # case ids already given their key (a check may send a 
 @schemathesis.hook
 def before_call(context: Any, case: Any, **kwargs: Any) -> None:
     label = case.operation.label
-    if label in OWN_KEY_WRITES:
-        own = set(filter(None, os.environ.get("PLUGINSDK_SCHEMATHESIS_KEYS", "").split(",")))
-        if (case.path_parameters or {}).get("api_key_id") in own:
-            case.path_parameters["api_key_id"] = ABSENT_KEY_ID
-        return
+    for writes, variable, name, absent in OWN:
+        if label in writes:
+            own = set(filter(None, os.environ.get(variable, "").split(",")))
+            if (case.path_parameters or {}).get(name) in own:
+                case.path_parameters[name] = absent
+            return
     meta = case.meta
     if meta is None or meta.phase.name != "stateful" or meta.generation.mode != "positive":
         return

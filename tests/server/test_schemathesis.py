@@ -34,7 +34,6 @@ from typing import Any
 from pluginsdk import PluginSDK
 from pluginsdk.config import load_settings
 from tests.server.door import reader_key, threaded_server
-from tests.auth.conftest import CHEAP_HASHING
 from tests.support.backends import base_config
 from tests.support.remote import admin_key
 
@@ -42,7 +41,7 @@ MAX_EXAMPLES = 5
 SEED = 20261123
 ROOT = Path(__file__).parents[2]
 HOOKS = "tests.server.schemathesis_hooks"
-MANAGED_POOL = {"authProvider": {"useManaged": {"enabled": True, "passwordHashing": CHEAP_HASHING}}}
+MANAGED_POOL = {"authProvider": {"useManaged": {"enabled": True, "passwordHashing": {"timeCost": 1, "memoryKib": 8}}}}
 """The embedded user pool on (its routes are walked too), with cheap password hashing."""
 
 WALKED = {
@@ -65,7 +64,7 @@ def _schemathesis(tmp_path: Path, who: str) -> tuple[str, Path]:
 
     config = base_config(tmp_path / who, app=MANAGED_POOL)
     key = asyncio.run(admin_key(config) if who == "admin" else reader_key(config))
-    own = asyncio.run(_key_ids(config))
+    own, users = asyncio.run(_own(config))
     cli = Path(sys.executable).parent / "schemathesis"
     report = tmp_path / f"{who}.ndjson"
     with threaded_server(create_app(load_settings(config=config, environ={})), http_protocol()) as port:
@@ -79,7 +78,8 @@ def _schemathesis(tmp_path: Path, who: str) -> tuple[str, Path]:
             "--report", "ndjson", "--report-ndjson-path", str(report), "--no-color",
         ]  # fmt: skip
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, "SCHEMATHESIS_HOOKS": HOOKS, "PLUGINSDK_SCHEMATHESIS_KEYS": own, "PYTHONPATH": path}
+        env = {**os.environ, "SCHEMATHESIS_HOOKS": HOOKS, "PYTHONPATH": path}
+        env |= {"PLUGINSDK_SCHEMATHESIS_KEYS": own, "PLUGINSDK_SCHEMATHESIS_USERS": users}
         env["NO_COLOR"] = "1"
         run = subprocess.run(  # in tmp_path: its cache (.schemathesis/) stays out of the repository
             command, capture_output=True, text=True, timeout=900, env=env, check=False, cwd=tmp_path
@@ -95,10 +95,12 @@ def _schemathesis(tmp_path: Path, who: str) -> tuple[str, Path]:
     return output, report
 
 
-async def _key_ids(config: dict[str, Any]) -> str:
-    """The ids of the keys in the store before the run (the hooks keep the run from revoking its own)."""
+async def _own(config: dict[str, Any]) -> tuple[str, str]:
+    """The ids of the keys in the store before the run and of the users they act as (the hooks keep the run
+    from revoking its own key)."""
     async with PluginSDK(config=config) as local:
-        return ",".join(item.api_key_id for item in (await local.list_api_keys()).items)
+        keys = (await local.list_api_keys()).items
+        return ",".join(item.api_key_id for item in keys), ",".join({item.user_id for item in keys})
 
 
 def _stateful_steps(report: Path) -> Iterator[tuple[dict[str, Any], dict[str, Any], int | None]]:
