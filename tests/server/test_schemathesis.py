@@ -41,7 +41,11 @@ MAX_EXAMPLES = 5
 SEED = 20261123
 ROOT = Path(__file__).parents[2]
 HOOKS = "tests.server.schemathesis_hooks"
-MANAGED_POOL = {"authProvider": {"useManaged": {"enabled": True, "passwordHashing": {"timeCost": 1, "memoryKib": 8}}}}
+MANAGED_POOL = {
+    "authProvider": {
+        "useManaged": {"enabled": True, "passwordHashing": {"timeCost": 1, "memoryKib": 8, "parallelism": 1}}
+    }
+}
 """The embedded user pool on (its routes are walked too), with cheap password hashing."""
 
 WALKED = {
