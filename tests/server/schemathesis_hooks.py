@@ -3,10 +3,12 @@
 The run's own API keys. schemathesis feeds ids it saw in answers (the key listings) back into later cases, so
 the fuzzing phase deleted or deactivated the very key it was sending, and every request after that, the whole
 stateful phase included, was a 401 that tested nothing. A case that would delete or change one of the keys
-the test gave the run (`PLUGINSDK_SCHEMATHESIS_KEYS`, their ids) is sent to an id that does not exist instead
-(404); every other key, created by the run or not, is fair game. Likewise a case that would delete the user
-those keys act as (`PLUGINSDK_SCHEMATHESIS_USERS`: deleting a managed user revokes its keys) goes to a user
-that does not exist.
+the test gave the run (`PLUGINSDK_SCHEMATHESIS_KEYS`, their ids) is sent
+instead to the last key the run created (a fair target), or to one that does not exist (404); every other key,
+created by the run or not, is fair game. Likewise a case that would delete the user those keys act as
+(`PLUGINSDK_SCHEMATHESIS_USERS`: deleting a managed user revokes its keys) goes to the last user the run created.
+(Not always a missing id: schemathesis reuses ids it has sent, and a missing one after a create of its own
+reads to it as "created resource not found".)
 
 Fresh keys for stateful creates. The stateful phase runs its scenarios one after the other against one
 server, and Hypothesis builds a new scenario by replaying the choices of an earlier one. A replayed create
@@ -56,28 +58,41 @@ OWN_KEY_WRITES = {f"{method} {path}" for method in ("PUT", "DELETE") for path in
 ABSENT_KEY_ID = "00000000-0000-4000-8000-000000000000"
 OWN_USER_DELETES = {"DELETE /user/managed/{user_id}", "DELETE /user/cognito/{user_id}"}
 OWN = (
-    (OWN_KEY_WRITES, "PLUGINSDK_SCHEMATHESIS_KEYS", "api_key_id", ABSENT_KEY_ID),
-    (OWN_USER_DELETES, "PLUGINSDK_SCHEMATHESIS_USERS", "user_id", "absent-user"),
+    (OWN_KEY_WRITES, "PLUGINSDK_SCHEMATHESIS_KEYS", "api_key_id", "keys"),
+    (OWN_USER_DELETES, "PLUGINSDK_SCHEMATHESIS_USERS", "user_id", "users"),
 )
-"""(operations, variable listing the run's own, path parameter, an id that does not exist)."""
+"""(operations, variable listing the run's own ids, path parameter, kind of what the run made instead)."""
+MADE = {"POST /auth/api-keys": "keys", "POST /auth/user/api-keys": "keys", "POST /user/managed": "users"}
+"""Creates whose 2xx answers give the ids the run made itself (`apiKeyId`, `userId`)."""
 
 _SERIAL = itertools.count(1)
 _DONE: set[str] = set()  # case ids already given their key (a check may send a case again)
+_MADE: dict[str, list[str]] = {"keys": [], "users": []}
+
+
+@schemathesis.hook
+def after_call(context: Any, case: Any, response: Any) -> None:
+    kind = MADE.get(case.operation.label)
+    if kind is not None and 200 <= response.status_code < 300:
+        made = response.json()
+        value = made.get("apiKeyId" if kind == "keys" else "userId") if isinstance(made, dict) else None
+        if isinstance(value, str):
+            _MADE[kind].append(value)
 
 
 @schemathesis.hook
 def before_call(context: Any, case: Any, **kwargs: Any) -> None:
     label = case.operation.label
-    for writes, variable, name, absent in OWN:
-        if label in writes:
-            own = set(filter(None, os.environ.get(variable, "").split(",")))
-            if (case.path_parameters or {}).get(name) in own:
-                case.path_parameters[name] = absent
-            return
+    for writes, variable, name, kind in OWN:
+        own = set(filter(None, os.environ.get(variable, "").split(",")))
+        if label in writes and (case.path_parameters or {}).get(name) in own:
+            case.path_parameters[name] = _MADE[kind][-1] if _MADE[kind] else ABSENT_KEY_ID
     meta = case.meta
     if meta is None or meta.phase.name != "stateful" or meta.generation.mode != "positive":
         return
-    if label in FIT and isinstance(case.body, dict):
+    if label in FIT:
+        if not isinstance(case.body, dict):  # an update's optional body left out
+            case.body = {}
         FIT[label](case.body)
     where = KEYS.get(label)
     if where is None:
