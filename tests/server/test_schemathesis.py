@@ -7,15 +7,18 @@ update -> delete). Checks: all of them (no 5xx, responses conform to the documen
 content type and body, schema-violating input rejected, unsupported methods 405 with `Allow`, OPTIONS'
 `Allow` matches the document, auth not ignored, no use after delete, ...) except `positive_data_acceptance`:
 schema-valid input the server rightly refuses is not a defect — cross-field rules JSON schema cannot state
-(machine ids unless `return_all`), features off in this configuration (password sign-in without the
-managed pool), a request target over the 8 KiB limit from an unbounded query list, a read-only caller's 403.
+(machine ids unless `return_all`, criterion fields per `objectType`, "at least one of" in updates, a
+self-service expiry within a year), state (a wrong password, a role that does not exist, a key for a user
+without roles), a request target over the 8 KiB limit from an unbounded query list, a read-only caller's 403.
 
 The stateful phase is read back from schemathesis' NDJSON report: the administrator's run must have walked
-the CRUD chains of `WALKED` (a link followed from a 2xx create to a 2xx answer), the reader's must have had
-every create it tried refused with 403. `tests/server/schemathesis.toml` sizes the phase and turns off link
-inference (the document's links are what is tested); `schemathesis_hooks.py` says why stateful creates get
-fresh keys and why the run never revokes its own key. `MAX_EXAMPLES` bounds the other phases. Cost on a
-loaded 2-core box: about 85 s for the administrator's run (stateful phase ~11 s), 35 s for the reader's.
+the CRUD chains of `WALKED` (a link followed from a 2xx create to a 2xx answer), the reader's must have walked
+its self-service keys and had every other create it tried refused with 403. `tests/server/schemathesis.toml`
+sizes the phase and turns off link inference (the document's links are what is tested);
+`schemathesis_hooks.py` says why stateful creates get fresh keys, which cross-field rules it fills in for
+positive stateful bodies, and why the run never revokes its own key or user. The managed user pool is on
+(`MANAGED_POOL`), so its routes are walked too. `MAX_EXAMPLES` bounds the other phases. Cost on a loaded
+2-core box: about 150 s for the administrator's run (stateful phase ~45 s), 110 s for the reader's.
 The server runs with the HTTP protocol `serve()` uses.
 """
 
