@@ -5,7 +5,9 @@
   through SQLAlchemy's async engine (threads hand-offs; see docs/design.md),
   and the CLI's cold start does not pay SQLAlchemy's 250 ms import.
   WAL, busy_timeout and foreign keys are on.
-- PostgreSQL: SQLAlchemy 2 Core async engine on asyncpg, imported only then.
+- PostgreSQL: an asyncpg pool, imported only then. Autocommit statements
+  go out as one round trip each; SQLAlchemy's async engine cost ~0.6 ms of CPU
+  and three round trips (BEGIN, statement, COMMIT) per read (issue 16 bench).
 
 Both take the same portable SQL text with `:name` parameters.
 Rule for callers: inside `transaction()` await nothing but this database (no
@@ -22,12 +24,12 @@ served meanwhile). Only statements that cannot have done anything are retried
 from __future__ import annotations
 
 import asyncio
-import logging
 import re
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -212,70 +214,88 @@ class SqliteDatabase:
 
 
 _PG_KEY_COLUMNS = re.compile(r"^Key \(([^)]*)\)=")
+_PG_PARAM = re.compile(r"'[^']*'|(?<![:\w]):([A-Za-z_]\w*)")
+"""A `:name` parameter outside a string literal (`::type` casts and literals stay as they are)."""
+
+
+@lru_cache(maxsize=1024)
+def _positional(sql: str) -> tuple[str, tuple[str, ...]]:
+    """`:name` SQL as asyncpg's `$n` SQL and the names in `$n` order (cached: the hot path parses nothing)."""
+    names: list[str] = []
+
+    def number(m: re.Match[str]) -> str:
+        if m.group(1) is None:
+            return m.group(0)
+        if m.group(1) not in names:
+            names.append(m.group(1))
+        return f"${names.index(m.group(1)) + 1}"
+
+    return _PG_PARAM.sub(number, sql), tuple(names)
 
 
 def _postgres_error(exc: Exception, sql: str, rows: Sequence[Mapping[str, Any]]) -> Exception:
-    """A unique-key violation (SQLSTATE 23505) as 409; any other database error as a `StoreFailure`
-    naming the statement and SQLSTATE only (asyncpg's text may quote values)."""
-    from sqlalchemy.exc import DBAPIError
+    """A unique-key violation (SQLSTATE 23505) as 409; any other driver or connection error as a
+    `StoreFailure` naming the statement and SQLSTATE only (asyncpg's text may quote values)."""
+    import asyncpg  # type: ignore[import-untyped]
 
-    if not isinstance(exc, DBAPIError):
+    if not isinstance(exc, asyncpg.PostgresError | asyncpg.InterfaceError | OSError | TimeoutError):
         return exc
-    orig = exc.orig
-    cause = getattr(orig, "__cause__", None) or orig  # the asyncpg exception behind SQLAlchemy's adapter
-    sqlstate = getattr(orig, "sqlstate", None) or getattr(cause, "sqlstate", None)
+    sqlstate = getattr(exc, "sqlstate", None)
     if sqlstate == "23505":
-        m = _PG_KEY_COLUMNS.match(str(getattr(cause, "detail", "") or ""))
+        m = _PG_KEY_COLUMNS.match(str(getattr(exc, "detail", "") or ""))
         columns = [c.strip().strip('"') for c in m.group(1).split(",")] if m else []
-        return already_exists(getattr(cause, "table_name", None), columns, sql, rows)
-    kind = type(cause).__name__
-    return StoreFailure(f"PostgreSQL {kind} (SQLSTATE {sqlstate or '?'}) in: {' '.join(sql.split())[:300]}")
+        return already_exists(getattr(exc, "table_name", None), columns, sql, rows)
+    return StoreFailure(f"PostgreSQL {type(exc).__name__} (SQLSTATE {sqlstate or '?'}) in: {' '.join(sql.split())[:300]}")
 
 
-class _StatementsOnly(logging.LoggerAdapter):  # type: ignore[type-arg]
-    """SQLAlchemy's engine logger without its DEBUG level: at DEBUG it logs every result row (password and
-    API-key hashes, sealed secrets). Statements (INFO) stay, their parameters hidden (`hide_parameters`)."""
-
-    def isEnabledFor(self, level: int) -> bool:
-        return level >= logging.INFO and self.logger.isEnabledFor(level)
+async def _keep_session(conn: Any) -> None:
+    """Pool reset on release: asyncpg has rolled back any open transaction already. Its default reset also
+    runs `RESET ALL; UNLISTEN *; CLOSE ALL; pg_advisory_unlock_all()` — a round trip per statement for state
+    this module never sets (session settings, listeners, cursors, session-level advisory locks)."""
 
 
 class PostgresDatabase:
-    """SQLAlchemy async engine on asyncpg; a transaction pins one pooled connection to the task."""
+    """An asyncpg pool used directly: an autocommit statement is one round trip (no BEGIN/COMMIT around it,
+    no per-statement SQLAlchemy layer); a transaction pins one pooled connection to the task."""
 
     dialect = "postgresql"
 
     def __init__(self, url: str) -> None:
         try:
-            from sqlalchemy import text
-            from sqlalchemy.ext.asyncio import create_async_engine
+            import asyncpg
         except ImportError as exc:  # pragma: no cover - depends on extras
             raise ConfigurationError(
                 "PostgreSQL storage needs the 'postgres' extra: pip install 'pluginsdk[postgres]'.", key="storage.url"
             ) from exc
         self.url = url
-        if url.startswith("postgresql://") or url.startswith("postgres://"):
-            url = "postgresql+asyncpg://" + url.split("://", 1)[1]
-        self._text = text
-        # hide_parameters: SQLAlchemy's error text and echo otherwise print every bound value (hashes, secrets)
-        self._engine = create_async_engine(
-            url, pool_size=10, max_overflow=10, pool_pre_ping=False, hide_parameters=True, echo=False
-        )
-        self._engine.sync_engine.logger = _StatementsOnly(self._engine.sync_engine.logger)  # type: ignore[assignment]
+        self._asyncpg = asyncpg
+        self._dsn = "postgresql://" + url.split("://", 1)[1]  # also postgres:// and postgresql+asyncpg://
+        self._pool: Any = None
+        self._opening = asyncio.Lock()
         self._tx: dict[asyncio.Task[Any] | None, Any] = {}
 
-    def _current(self) -> Any:
-        return self._tx.get(asyncio.current_task())
+    async def _connections(self) -> Any:
+        """The pool, opened on first use (it belongs to the running event loop)."""
+        if self._pool is None:
+            async with self._opening:
+                if self._pool is None:
+                    self._pool = await self._asyncpg.create_pool(
+                        self._dsn, min_size=0, max_size=20, reset=_keep_session, timeout=30
+                    )
+        return self._pool
 
-    async def _run(self, sql: str, params: Params) -> Any:
+    async def _run(self, method: str, sql: str, params: Params) -> Any:
+        """`method` (fetch, fetchrow, execute) of the task's transaction connection, or of a pooled one."""
         hook = _observe.statement
         started = time.perf_counter() if hook is not None else 0.0
+        query, names = _positional(sql)
+        args = [params[n] for n in names] if names and params is not None else []
         try:
-            conn = self._current()
+            conn = self._tx.get(asyncio.current_task())
             if conn is not None:
-                return await conn.execute(self._text(sql), dict(params or {}))
-            async with self._engine.begin() as c:
-                return await c.execute(self._text(sql), dict(params or {}))
+                return await getattr(conn, method)(query, *args)
+            async with (await self._connections()).acquire(timeout=30) as conn:
+                return await getattr(conn, method)(query, *args)
         except Exception as exc:
             raise _postgres_error(exc, sql, [params or {}]) from None
         finally:
@@ -283,30 +303,26 @@ class PostgresDatabase:
                 hook("postgresql", _verb(sql), time.perf_counter() - started)
 
     async def fetchone(self, sql: str, params: Params = None) -> Row | None:
-        res = await self._run(sql, params)
-        row = res.mappings().first()
+        row = await self._run("fetchrow", sql, params)
         return dict(row) if row is not None else None
 
     async def fetchall(self, sql: str, params: Params = None) -> list[Row]:
-        res = await self._run(sql, params)
-        return [dict(r) for r in res.mappings().all()]
+        return [dict(r) for r in await self._run("fetch", sql, params)]
 
     async def execute(self, sql: str, params: Params = None) -> int:
-        res = await self._run(sql, params)
-        return int(res.rowcount or 0)
+        status: str = await self._run("execute", sql, params)  # "UPDATE 3", "INSERT 0 1", "SELECT 1"
+        count = status.rsplit(" ", 1)[-1]
+        return int(count) if count.isdigit() else 0
 
     async def executemany(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
         if not rows:
             return
-        try:
-            conn = self._current()
-            if conn is not None:
-                await conn.execute(self._text(sql), [dict(r) for r in rows])
-                return
-            async with self._engine.begin() as c:
-                await c.execute(self._text(sql), [dict(r) for r in rows])
-        except Exception as exc:
-            raise _postgres_error(exc, sql, rows) from None
+        query, names = _positional(sql)
+        async with self.transaction():  # all rows or none
+            try:
+                await self._tx[asyncio.current_task()].executemany(query, [[r[n] for n in names] for r in rows])
+            except Exception as exc:
+                raise _postgres_error(exc, sql, rows) from None
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[PostgresDatabase]:
@@ -314,20 +330,23 @@ class PostgresDatabase:
         if task in self._tx:
             yield self
             return
-        from sqlalchemy.exc import DBAPIError
-
         try:
-            async with self._engine.begin() as conn:
+            async with (await self._connections()).acquire(timeout=30) as conn, conn.transaction():
                 self._tx[task] = conn
                 try:
                     yield self
                 finally:
                     self._tx.pop(task, None)
-        except DBAPIError as exc:  # raised by COMMIT (deferred checks); statements map their own
+        except self._asyncpg.PostgresError as exc:  # raised by COMMIT (deferred checks); statements map their own
             raise _postgres_error(exc, "COMMIT", []) from None
 
     async def aclose(self) -> None:
-        await self._engine.dispose()
+        if self._pool is not None:
+            try:
+                await asyncio.wait_for(self._pool.close(), 10)
+            except TimeoutError:
+                self._pool.terminate()
+            self._pool = None
 
 
 def open_database(target: str) -> Database:
