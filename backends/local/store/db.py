@@ -294,7 +294,7 @@ class PostgresDatabase:
             conn = self._tx.get(asyncio.current_task())
             if conn is not None:
                 return await getattr(conn, method)(query, *args)
-            async with (await self._connections()).acquire(timeout=30) as conn:
+            async with (await self._connections()).acquire() as conn:
                 return await getattr(conn, method)(query, *args)
         except Exception as exc:
             raise _postgres_error(exc, sql, [params or {}]) from None
@@ -331,7 +331,7 @@ class PostgresDatabase:
             yield self
             return
         try:
-            async with (await self._connections()).acquire(timeout=30) as conn, conn.transaction():
+            async with (await self._connections()).acquire() as conn, conn.transaction():
                 self._tx[task] = conn
                 try:
                     yield self
