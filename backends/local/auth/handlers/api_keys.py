@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pluginsdk.errors import InvalidPaginationToken, NotFoundError, PermissionDeniedError, ValidationError
 from pluginsdk.models.auth_results import ApiKeyCreated, ApiKeyList, ApiKeyResult
@@ -29,10 +29,15 @@ from pluginsdk.operations.api_keys import (
 )
 from pluginsdk.principal import Principal
 
-from ...engine import Engine, handles
+from ...registry import HandlerTable
 from ...store.db import Row
 from ..crypto import new_api_key, now, parse_expiry, parse_ts, sha256_hex, ts
 from ._common import api_key_from_row, service
+
+if TYPE_CHECKING:
+    from ...engine import Engine
+
+handlers = HandlerTable()
 
 SELF_SERVICE_DAYS = 365
 MAX_ITEMS = 3000
@@ -76,12 +81,12 @@ async def _list(
     return ApiKeyList(items=items, next_token=token, truncated=True)
 
 
-@handles(ListAPIKeysQuery)
+@handlers.on(ListAPIKeysQuery)
 async def list_api_keys(engine: Engine, op: ListAPIKeysQuery, principal: Principal) -> ApiKeyList:
     return await _list(engine, f"api-keys:all:{op.user_id or ''}", op.user_id, op)
 
 
-@handles(ListMyAPIKeysQuery)
+@handlers.on(ListMyAPIKeysQuery)
 async def list_my_api_keys(engine: Engine, op: ListMyAPIKeysQuery, principal: Principal) -> ApiKeyList:
     return await _list(engine, f"api-keys:self:{principal.user_id}", principal.user_id, op)
 
@@ -93,13 +98,13 @@ async def _owned(engine: Engine, api_key_id: str, owner: str | None) -> Row:
     return row
 
 
-@handles(GetAPIKeyQuery)
+@handlers.on(GetAPIKeyQuery)
 async def get_api_key(engine: Engine, op: GetAPIKeyQuery, principal: Principal) -> ApiKeyResult:
     row = await _owned(engine, op.api_key_id, None)
     return ApiKeyResult(**api_key_from_row(row).model_dump())
 
 
-@handles(GetMyAPIKeyQuery)
+@handlers.on(GetMyAPIKeyQuery)
 async def get_my_api_key(engine: Engine, op: GetMyAPIKeyQuery, principal: Principal) -> ApiKeyResult:
     row = await _owned(engine, op.api_key_id, principal.user_id)
     return ApiKeyResult(**api_key_from_row(row).model_dump())
@@ -150,7 +155,7 @@ async def _create(
     )
 
 
-@handles(CreateAPIKeyCommand)
+@handlers.on(CreateAPIKeyCommand)
 async def create_api_key(engine: Engine, op: CreateAPIKeyCommand, principal: Principal) -> ApiKeyCreated:
     return await _create(
         engine,
@@ -163,7 +168,7 @@ async def create_api_key(engine: Engine, op: CreateAPIKeyCommand, principal: Pri
     )
 
 
-@handles(CreateMyAPIKeyCommand)
+@handlers.on(CreateMyAPIKeyCommand)
 async def create_my_api_key(engine: Engine, op: CreateMyAPIKeyCommand, principal: Principal) -> ApiKeyCreated:
     return await _create(
         engine,
@@ -234,12 +239,12 @@ async def _update(engine: Engine, op: UpdateAPIKeyCommand | UpdateMyAPIKeyComman
     return ApiKeyResult(**api_key_from_row(updated).model_dump(), message="API key updated.")
 
 
-@handles(UpdateAPIKeyCommand)
+@handlers.on(UpdateAPIKeyCommand)
 async def update_api_key(engine: Engine, op: UpdateAPIKeyCommand, principal: Principal) -> ApiKeyResult:
     return await _update(engine, op, None)
 
 
-@handles(UpdateMyAPIKeyCommand)
+@handlers.on(UpdateMyAPIKeyCommand)
 async def update_my_api_key(engine: Engine, op: UpdateMyAPIKeyCommand, principal: Principal) -> ApiKeyResult:
     return await _update(engine, op, principal.user_id)
 
@@ -252,11 +257,11 @@ async def _delete(engine: Engine, api_key_id: str, owner: str | None) -> ApiKeyR
     return ApiKeyResult(**api_key_from_row(row).model_dump(), message=f"API key '{api_key_id}' deleted.")
 
 
-@handles(DeleteAPIKeyCommand)
+@handlers.on(DeleteAPIKeyCommand)
 async def delete_api_key(engine: Engine, op: DeleteAPIKeyCommand, principal: Principal) -> ApiKeyResult:
     return await _delete(engine, op.api_key_id, None)
 
 
-@handles(DeleteMyAPIKeyCommand)
+@handlers.on(DeleteMyAPIKeyCommand)
 async def delete_my_api_key(engine: Engine, op: DeleteMyAPIKeyCommand, principal: Principal) -> ApiKeyResult:
     return await _delete(engine, op.api_key_id, principal.user_id)

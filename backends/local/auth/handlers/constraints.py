@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pluginsdk.errors import AlreadyExistsError, NotFoundError, ValidationError
 from pluginsdk.models.auth import Constraint, validate_constraint
@@ -38,10 +38,15 @@ from pluginsdk.operations.constraints import (
 )
 from pluginsdk.principal import Principal
 
-from ...engine import Engine, handles
+from ...registry import HandlerTable
 from ..crypto import now, ts
 from ._common import service
 from .policy_checks import import_dry_run
+
+if TYPE_CHECKING:
+    from ...engine import Engine
+
+handlers = HandlerTable()
 
 PAGE_MAX = 3000
 _VARIABLE = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_]*)\s*}}")
@@ -76,7 +81,7 @@ def _written(c: Constraint, operation: str, verb: str) -> ConstraintWritten:
     )
 
 
-@handles(ListConstraintsQuery)
+@handlers.on(ListConstraintsQuery)
 async def list_constraints(engine: Engine, op: ListConstraintsQuery, principal: Principal) -> ConstraintList:
     svc = service(engine)
     size = min(op.page_size, op.max_items, PAGE_MAX)
@@ -90,7 +95,7 @@ async def list_constraints(engine: Engine, op: ListConstraintsQuery, principal: 
     return ConstraintList(message=ConstraintItems(items=items, next_token=token))
 
 
-@handles(GetConstraintQuery)
+@handlers.on(GetConstraintQuery)
 async def get_constraint(engine: Engine, op: GetConstraintQuery, principal: Principal) -> Constraint:
     row = await service(engine).store.get_constraint(op.constraint_id)
     if row is None:
@@ -98,7 +103,7 @@ async def get_constraint(engine: Engine, op: GetConstraintQuery, principal: Prin
     return Constraint.model_validate(json.loads(row["data"]))
 
 
-@handles(CreateConstraintCommand)
+@handlers.on(CreateConstraintCommand)
 async def create_constraint(engine: Engine, op: CreateConstraintCommand, principal: Principal) -> ConstraintWritten:
     store = service(engine).store
     c = _validated(op)
@@ -118,7 +123,7 @@ async def create_constraint(engine: Engine, op: CreateConstraintCommand, princip
     return _written(c, "create", "created")
 
 
-@handles(UpdateConstraintCommand)
+@handlers.on(UpdateConstraintCommand)
 async def update_constraint(engine: Engine, op: UpdateConstraintCommand, principal: Principal) -> ConstraintWritten:
     store = service(engine).store
     c = _validated(op)
@@ -129,7 +134,7 @@ async def update_constraint(engine: Engine, op: UpdateConstraintCommand, princip
     return _written(c, "update", "updated")
 
 
-@handles(DeleteConstraintCommand)
+@handlers.on(DeleteConstraintCommand)
 async def delete_constraint(engine: Engine, op: DeleteConstraintCommand, principal: Principal) -> ConstraintWritten:
     store = service(engine).store
     async with store.transaction():
@@ -168,7 +173,7 @@ def _prefixed(exc: ValidationError, where: str) -> ValidationError:
     return ValidationError(f"{where}: {exc.message}", details=details)
 
 
-@handles(ImportConstraintsTemplateCommand)
+@handlers.on(ImportConstraintsTemplateCommand)
 async def import_constraints_template(
     engine: Engine, op: ImportConstraintsTemplateCommand, principal: Principal
 ) -> ConstraintImported:
@@ -231,7 +236,7 @@ def _label(name: str) -> str:
     return " ".join(w[:1].upper() + w[1:] for w in words)
 
 
-@handles(GetPermissionObjectsQuery)
+@handlers.on(GetPermissionObjectsQuery)
 async def get_permission_objects(
     engine: Engine, op: GetPermissionObjectsQuery, principal: Principal
 ) -> PermissionObjects:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pluginsdk.errors import AuthenticationError, ValidationError
 from pluginsdk.models.auth_results import Jwks, MfaSetup, SessionTokens
@@ -24,12 +24,17 @@ from pluginsdk.operations.auth_sessions import (
 )
 from pluginsdk.principal import Principal
 
-from ...engine import Engine, handles
+from ...registry import HandlerTable
 from ...store.db import Row
 from ..crypto import new_refresh_token, now, parse_ts, sha256_hex, ts
 from ..service import AuthService
 from ._common import service
 from .users import CONFIRMED, FORCE_CHANGE
+
+if TYPE_CHECKING:
+    from ...engine import Engine
+
+handlers = HandlerTable()
 
 _SCHEME = "Bearer"
 _BAD_LOGIN = "Incorrect user name or password."
@@ -131,7 +136,7 @@ async def _open_session(svc: AuthService, user: Row, mfa: bool) -> SessionTokens
     )
 
 
-@handles(LoginCommand)
+@handlers.on(LoginCommand)
 async def login(engine: Engine, op: LoginCommand, principal: Principal) -> SessionTokens:
     svc = _managed(engine)
     user = await svc.store.get_user(op.username)
@@ -178,7 +183,7 @@ async def login(engine: Engine, op: LoginCommand, principal: Principal) -> Sessi
         return await _open_session(svc, user, mfa)
 
 
-@handles(RefreshTokensCommand)
+@handlers.on(RefreshTokensCommand)
 async def refresh_tokens(engine: Engine, op: RefreshTokensCommand, principal: Principal) -> SessionTokens:
     svc = _managed(engine)
     assert svc.tokens is not None
@@ -203,7 +208,7 @@ def _session_id(principal: Principal) -> str | None:
     return str(sid) if sid else None
 
 
-@handles(LogoutCommand)
+@handlers.on(LogoutCommand)
 async def logout(engine: Engine, op: LogoutCommand, principal: Principal) -> SessionTokens:
     svc = service(engine)
     sid = _session_id(principal)
@@ -215,7 +220,7 @@ async def logout(engine: Engine, op: LogoutCommand, principal: Principal) -> Ses
     return SessionTokens(message="Signed out: the session's tokens no longer work.")
 
 
-@handles(ChangePasswordCommand)
+@handlers.on(ChangePasswordCommand)
 async def change_password(engine: Engine, op: ChangePasswordCommand, principal: Principal) -> SessionTokens:
     svc = _managed(engine)
     user = await _user(svc, principal)
@@ -232,7 +237,7 @@ async def change_password(engine: Engine, op: ChangePasswordCommand, principal: 
     return SessionTokens(message="Password changed; other sessions were signed out.")
 
 
-@handles(SetupMfaCommand)
+@handlers.on(SetupMfaCommand)
 async def setup_mfa(engine: Engine, op: SetupMfaCommand, principal: Principal) -> MfaSetup:
     import pyotp
 
@@ -248,7 +253,7 @@ async def setup_mfa(engine: Engine, op: SetupMfaCommand, principal: Principal) -
     )
 
 
-@handles(VerifyMfaCommand)
+@handlers.on(VerifyMfaCommand)
 async def verify_mfa(engine: Engine, op: VerifyMfaCommand, principal: Principal) -> SessionTokens:
     svc = _managed(engine)
     assert svc.tokens is not None
@@ -289,7 +294,7 @@ async def verify_mfa(engine: Engine, op: VerifyMfaCommand, principal: Principal)
     )
 
 
-@handles(GetJwksQuery)
+@handlers.on(GetJwksQuery)
 async def get_jwks(engine: Engine, op: GetJwksQuery, principal: Principal) -> Jwks:
     svc = service(engine)
     return Jwks(keys=svc.tokens.jwks() if svc.tokens is not None else [])
