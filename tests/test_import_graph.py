@@ -24,6 +24,7 @@ itself a cycle; a child that needs something the `__init__` itself defines, whil
 from __future__ import annotations
 
 import ast
+import itertools
 from collections.abc import Iterator
 
 from tests.support.sources import Module, our_modules
@@ -151,7 +152,7 @@ def _one_cycle(graph: dict[str, dict[str, int]], component: set[str]) -> list[st
 
 
 def _describe(graph: dict[str, dict[str, int]], cycle: list[str]) -> str:
-    return " -> ".join(f"{a} (line {graph[a][b]})" for a, b in zip(cycle, cycle[1:], strict=False)) + f" -> {cycle[0]}"
+    return " -> ".join(f"{a} (line {graph[a][b]})" for a, b in itertools.pairwise(cycle)) + f" -> {cycle[0]}"
 
 
 def test_no_import_cycle() -> None:
