@@ -48,6 +48,10 @@ def _is_private(dotted: str) -> bool:
 _DOTTED = re.compile(r"[a-z_][a-z0-9_]*(\.[a-z_][a-z0-9_]*)+")
 
 
+def _names_installed_module(text: str) -> bool:
+    return _DOTTED.fullmatch(text) is not None and importlib.util.find_spec(text.partition(".")[0]) is not None
+
+
 def _named_modules(module: Module) -> Iterator[str]:
     """Every module `module` imports or names: imports (also under TYPE_CHECKING and in functions), literal
     `import_module` targets, `from pkg import _sub`, and dotted string literals (a module planted in
@@ -60,9 +64,8 @@ def _named_modules(module: Module) -> Iterator[str]:
             yield from (f"{node.module}.{alias.name}" for alias in node.names if alias.name.startswith("_"))
         elif isinstance(node, ast.Call) and (target := module.import_module_target(node)):
             yield target
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _DOTTED.fullmatch(node.value):
-            if importlib.util.find_spec(node.value.split(".")[0]) is not None:
-                yield node.value
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and _names_installed_module(node.value):
+            yield node.value
 
 
 def _private_uses() -> set[tuple[str, str]]:
@@ -150,7 +153,9 @@ def test_pydantic_plugin_loader_is_what_the_stand_in_answers_for() -> None:
         """
     )
     env = {k: v for k, v in os.environ.items() if k != "PYDANTIC_DISABLE_PLUGINS"}
-    res = subprocess.run([sys.executable, "-c", planted], env=env, capture_output=True, text=True, timeout=60, check=False)
+    res = subprocess.run(
+        [sys.executable, "-c", planted], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
     assert res.returncode == 0, res.stderr
 
 
