@@ -45,6 +45,7 @@ from .policy_checks import import_dry_run
 
 if TYPE_CHECKING:
     from ...engine import Engine
+    from ..store import AuthStore
 
 handlers = HandlerTable()
 
@@ -177,23 +178,33 @@ def _prefixed(exc: ValidationError, where: str) -> ValidationError:
 async def import_constraints_template(
     engine: Engine, op: ImportConstraintsTemplateCommand, principal: Principal
 ) -> ConstraintImported:
-    store = service(engine).store
-    parsed: list[Constraint] = []
-    for i, raw in enumerate(op.constraints):
-        where = f"constraints[{i}]"
-        body = _substitute(raw, op.variables, where)
-        cid = body.pop("constraintId", None) or body.pop("constraint_id", None) or str(uuid.uuid4())
-        if not isinstance(cid, str) or not re.fullmatch(CONSTRAINT_ID_PATTERN, cid) or cid == RESERVED_ID:
-            raise ValidationError(
-                f"{where}: constraintId {cid!r} is not valid.",
-                details={"field": f"{where}.constraintId", "value": str(cid), "expected": CONSTRAINT_ID_PATTERN},
-            )
-        body.pop("identifier", None)
-        try:
-            parsed.append(validate_constraint({**body, "constraintId": cid}))
-        except ValidationError as exc:
-            raise _prefixed(exc, where) from None
+    """Parse every constraint of the template (variables substituted), then write them all or none."""
+    parsed = [_template_constraint(raw, op.variables, f"constraints[{i}]") for i, raw in enumerate(op.constraints)]
     ids = [c.constraint_id for c in parsed]
+    _check_unique(ids)
+    if op.dry_run:  # issue 17: report the decisions it would change, write nothing
+        return await import_dry_run(engine, ids, [_wire(c) for c in parsed])
+    replaced = await _write_imported(service(engine).store, parsed, overwrite=op.overwrite)
+    return ConstraintImported(message=f"Imported {len(ids)} constraint(s) ({replaced} replaced).", constraint_ids=ids)
+
+
+def _template_constraint(raw: dict[str, Any], variables: dict[str, str], where: str) -> Constraint:
+    """One constraint of a template: variables substituted, its id checked (or a new one), validated."""
+    body = _substitute(raw, variables, where)
+    cid = body.pop("constraintId", None) or body.pop("constraint_id", None) or str(uuid.uuid4())
+    if not isinstance(cid, str) or not re.fullmatch(CONSTRAINT_ID_PATTERN, cid) or cid == RESERVED_ID:
+        raise ValidationError(
+            f"{where}: constraintId {cid!r} is not valid.",
+            details={"field": f"{where}.constraintId", "value": str(cid), "expected": CONSTRAINT_ID_PATTERN},
+        )
+    body.pop("identifier", None)
+    try:
+        return validate_constraint({**body, "constraintId": cid})
+    except ValidationError as exc:
+        raise _prefixed(exc, where) from None
+
+
+def _check_unique(ids: list[str]) -> None:
     seen: set[str] = set()
     for cid in ids:
         if cid in seen:
@@ -202,12 +213,15 @@ async def import_constraints_template(
                 details={"field": "constraints.constraintId", "value": cid, "expected": "unique ids"},
             )
         seen.add(cid)
-    if op.dry_run:  # issue 17: report the decisions it would change, write nothing
-        return await import_dry_run(engine, ids, [_wire(c) for c in parsed])
+
+
+async def _write_imported(store: AuthStore, parsed: list[Constraint], *, overwrite: bool) -> int:
+    """Insert the new constraints and replace the existing ones (only with `overwrite`), in one transaction;
+    the number replaced."""
     at = ts(now())
     async with store.transaction():
-        existing = await store.existing_constraint_ids(ids)
-        if existing and not op.overwrite:
+        existing = await store.existing_constraint_ids([c.constraint_id for c in parsed])
+        if existing and not overwrite:
             first = sorted(existing)[0]
             raise AlreadyExistsError(
                 "constraint",
@@ -225,9 +239,7 @@ async def import_constraints_template(
         if fresh:
             await store.insert_constraints(fresh)
         await store.bump_policy_version()
-    return ConstraintImported(
-        message=f"Imported {len(ids)} constraint(s) ({len(existing)} replaced).", constraint_ids=ids
-    )
+    return len(existing)
 
 
 def _label(name: str) -> str:
