@@ -1,6 +1,7 @@
 """The `pluginsdk` console script: the command line, minus two costs a scheduler pays on every call.
 
-- The cyclic garbage collector is off while the CLI imports and runs (`pluginsdk._gc`).
+- The cyclic garbage collector is off while the CLI imports and runs; long-lived commands turn it back
+  on (`pluginsdk._gc`).
 - pydantic's plugin discovery imports `importlib.metadata` and scans every installed distribution's
   entry points at the first schema build (~4% of a `templates list`). Unless the caller sets
   `PYDANTIC_DISABLE_PLUGINS` (even to an empty string, which keeps pydantic's plugins), this process
@@ -12,16 +13,15 @@ Library users (`import pluginsdk`) get neither: this runs only as the program.
 
 from __future__ import annotations
 
+import gc
 import os
-
-from ._gc import pause_collector
 
 __all__ = ["main"]
 
 
 def main() -> None:
     """Console entry point."""
-    pause_collector()
+    gc.disable()  # see pluginsdk._gc
     if "PYDANTIC_DISABLE_PLUGINS" not in os.environ:
         answer_no_pydantic_plugins()
     from .cli import main as cli_main

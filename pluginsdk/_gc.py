@@ -2,20 +2,16 @@
 
 A short run allocates mostly objects that live to its end (modules, classes, schemas), so collections
 during start-up only walk them (~4% of a `templates list`). The console script (`pluginsdk._entry`) turns
-the collector off; long-lived commands (`server start`, `mcp serve`, `machines request --wait`) turn it
-back on with `collect_garbage()`. Library users (`import pluginsdk`) keep Python's default.
+the collector off first thing; long-lived commands (`server start`, `mcp serve`, `machines request
+--wait`) turn it back on with `collect_garbage()`. Library users (`import pluginsdk`) keep Python's
+default.
 """
 
 from __future__ import annotations
 
 import gc
 
-__all__ = ["collect_garbage", "pause_collector"]
-
-
-def pause_collector() -> None:
-    """Turn the collector off for the rest of a short run."""
-    gc.disable()
+__all__ = ["collect_garbage"]
 
 
 def collect_garbage() -> None:
