@@ -11,7 +11,7 @@ engine -> registry <- handlers.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pluginsdk.errors import HandlerDiscoveryError
@@ -32,32 +32,20 @@ _RENAMED = {"auth_sessions": "sessions"}
 """Operation module -> handler module, where the names differ."""
 
 
-class HandlerTable(Mapping[type[Operation], Handler]):
+class HandlerTable(dict[type[Operation], Handler]):
     """One handler module's handlers: operation class -> handler (one handler per class)."""
-
-    def __init__(self) -> None:
-        self._table: dict[type[Operation], Handler] = {}
 
     def on(self, *ops: type[Operation]) -> Callable[[Handler], Handler]:
         """Declare the decorated function the handler of `ops`."""
 
         def deco(fn: Handler) -> Handler:
             for op in ops:
-                if op in self._table:
+                if op in self:
                     raise HandlerDiscoveryError(f"Two handlers for {op.__name__}.")
-                self._table[op] = fn
+                self[op] = fn
             return fn
 
         return deco
-
-    def __getitem__(self, op: type[Operation]) -> Handler:
-        return self._table[op]
-
-    def __iter__(self) -> Iterator[type[Operation]]:
-        return iter(self._table)
-
-    def __len__(self) -> int:
-        return len(self._table)
 
 
 class HandlerRegistry:
