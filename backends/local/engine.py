@@ -1,10 +1,11 @@
 """The in-process engine: one `execute(operation, principal)` for every catalog operation.
 
 It authorizes (tier 1 on the route called, tier 2 on the stored object an
-operation names — see `auth/objects.py`), dispatches to the handler
-registered for the operation class, turns unexpected failures into
-MethodExecutionError, and counts calls for metrics. Handlers live in
-`handlers/`, one module per operation group.
+operation names — see `auth/objects.py`), dispatches to the handler its
+registry (`registry.py`) finds for the operation class, turns unexpected
+failures into MethodExecutionError, and counts calls for metrics. Handlers
+live in `handlers/` and `auth/handlers/`, one module per operation group;
+they do not import the engine.
 
 Authorization fails closed: the auth service always runs, and a broken or
 missing auth package stops the engine from starting. Only the explicit
