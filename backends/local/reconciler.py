@@ -20,6 +20,7 @@ import logging
 import uuid
 from collections import defaultdict
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from pluginsdk.models import (
     Machine,
@@ -32,8 +33,10 @@ from pluginsdk.models import (
 )
 from pluginsdk.schedulers._base import RECLAIMED, RETURNED_BEFORE_RUNNING
 
-from .engine import Engine
 from .providers.base import ProvisionedMachine
+
+if TYPE_CHECKING:
+    from .engine import Engine
 
 __all__ = ["RETURNED_BEFORE_RUNNING", "apply_states", "reconcile", "reconcile_active", "settle_status", "sweep_orphans"]
 

@@ -8,7 +8,7 @@ import time
 import uuid
 from collections import defaultdict
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pluginsdk._words import counted
 from pluginsdk.errors import AlreadyExistsError, NotFoundError, ProviderError, StateConflictError, ValidationError
@@ -47,7 +47,6 @@ from pluginsdk.operations import (
 )
 from pluginsdk.principal import Principal
 
-from ..engine import Engine, handles
 from ..reconciler import (
     RETURNED_BEFORE_RUNNING,
     apply_states,
@@ -57,6 +56,12 @@ from ..reconciler import (
     sweep_orphans,
     terminate_machines,
 )
+from ..registry import HandlerTable
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+handlers = HandlerTable()
 
 log = logging.getLogger("pluginsdk.requests")
 
@@ -96,7 +101,7 @@ async def fresh(engine: Engine, r: Request, *, lightweight: bool = False) -> Req
     return await reconcile(engine, r)
 
 
-@handles(CreateRequestCommand)
+@handlers.on(CreateRequestCommand)
 async def create_request(engine: Engine, op: CreateRequestCommand, principal: Principal) -> RequestCreated:
     request_id = op.request_id or f"req-{uuid.uuid4()}"
     if op.request_id:
@@ -224,7 +229,7 @@ async def machines_by_name(engine: Engine, names: list[str]) -> dict[str, Machin
     return out
 
 
-@handles(CreateReturnRequestCommand)
+@handlers.on(CreateReturnRequestCommand)
 async def create_return_request(
     engine: Engine, op: CreateReturnRequestCommand, principal: Principal
 ) -> ReturnRequestCreated:
@@ -446,7 +451,7 @@ def machine_attrs(m: Machine) -> dict[str, Any]:
     return {"machineId": m.machine_id, "templateId": m.template_id, "requestId": m.request_id}
 
 
-@handles(CancelRequestCommand)
+@handlers.on(CancelRequestCommand)
 async def cancel_request(engine: Engine, op: CancelRequestCommand, principal: Principal) -> Request:
     r = await load_request(engine, op.request_id)
     if r.request_type is RequestType.RETURN:
@@ -488,7 +493,7 @@ async def cancel_request(engine: Engine, op: CancelRequestCommand, principal: Pr
     return await with_machines(engine, current)
 
 
-@handles(UpdateRequestStatusCommand)
+@handlers.on(UpdateRequestStatusCommand)
 async def update_request_status(engine: Engine, op: UpdateRequestStatusCommand, principal: Principal) -> Request:
     async with engine.db.transaction():
         r = await load_request(engine, op.request_id)
@@ -516,7 +521,7 @@ def _next(status: RequestStatus) -> list[str]:
     return [s.value for s in REQUEST_TRANSITIONS[status]]
 
 
-@handles(SyncRequestCommand, PopulateMachineIdsCommand)
+@handlers.on(SyncRequestCommand, PopulateMachineIdsCommand)
 async def sync_request(
     engine: Engine, op: SyncRequestCommand | PopulateMachineIdsCommand, principal: Principal
 ) -> Request:
@@ -537,7 +542,7 @@ async def sync_request(
     return await with_machines(engine, r)
 
 
-@handles(CompleteRequestCommand)
+@handlers.on(CompleteRequestCommand)
 async def complete_request(engine: Engine, op: CompleteRequestCommand, principal: Principal) -> Request:
     r = await fresh(engine, await load_request(engine, op.request_id))
     if r.status.terminal:
@@ -561,13 +566,13 @@ async def complete_request(engine: Engine, op: CompleteRequestCommand, principal
     return await with_machines(engine, r)
 
 
-@handles(GetRequestQuery)
+@handlers.on(GetRequestQuery)
 async def get_request(engine: Engine, op: GetRequestQuery, principal: Principal) -> Request:
     r = await fresh(engine, await load_request(engine, op.request_id), lightweight=op.lightweight)
     return await with_machines(engine, r) if op.long else r
 
 
-@handles(GetRequestStatusQuery)
+@handlers.on(GetRequestStatusQuery)
 async def get_request_status(engine: Engine, op: GetRequestStatusQuery, principal: Principal) -> RequestStatusList:
     found = await engine.db.get_requests(op.request_ids)
     visible = {r.request_id for r in await engine.visible(principal, "request", list(found.values()), request_attrs)}
@@ -641,7 +646,7 @@ async def _listing(
     return RequestList(requests=shown, total_count=total, message=message)
 
 
-@handles(ListRequestsQuery)
+@handlers.on(ListRequestsQuery)
 async def list_requests(engine: Engine, op: ListRequestsQuery, principal: Principal) -> RequestList:
     items, total = await engine.db.list_requests(
         statuses=[op.status.value] if op.status else None,
@@ -672,7 +677,7 @@ def _filters(expressions: list[str]) -> list[tuple[str, bool, str]]:
     return out
 
 
-@handles(ListActiveRequestsQuery)
+@handlers.on(ListActiveRequestsQuery)
 async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, principal: Principal) -> RequestList:
     filters = _filters(op.filter_expressions)
     items, total = await engine.db.list_requests(
@@ -692,7 +697,7 @@ async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, prin
     return await _listing(engine, principal, items, total, active_only=not op.all_resources)
 
 
-@handles(ListReturnRequestsQuery)
+@handlers.on(ListReturnRequestsQuery)
 async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, principal: Principal) -> RequestList:
     try:  # machines the cloud took back (spot interruptions) are listed as return requests too
         await record_reclaimed(engine)
@@ -719,7 +724,7 @@ async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, prin
     return await _listing(engine, principal, items, total, stale=stale)
 
 
-@handles(GetRequestSummaryQuery)
+@handlers.on(GetRequestSummaryQuery)
 async def get_request_summary(engine: Engine, op: GetRequestSummaryQuery, principal: Principal) -> RequestSummary:
     by_status = await engine.db.count_requests_by("status", op.template_id)
     by_type = await engine.db.count_requests_by("request_type", op.template_id)
@@ -754,7 +759,7 @@ async def _cleanup_requests(
     return ids, machines_deleted
 
 
-@handles(CleanupOldRequestsCommand)
+@handlers.on(CleanupOldRequestsCommand)
 async def cleanup_old_requests(engine: Engine, op: CleanupOldRequestsCommand, principal: Principal) -> CleanupResult:
     ids, machines = await _cleanup_requests(
         engine, [s.value for s in op.statuses_to_cleanup], op.older_than_days, op.dry_run
@@ -770,7 +775,7 @@ async def cleanup_old_requests(engine: Engine, op: CleanupOldRequestsCommand, pr
     )
 
 
-@handles(CleanupAllResourcesCommand)
+@handlers.on(CleanupAllResourcesCommand)
 async def cleanup_all_resources(engine: Engine, op: CleanupAllResourcesCommand, principal: Principal) -> CleanupResult:
     if op.include_pending:
         before = utcnow() - timedelta(days=op.older_than_days)

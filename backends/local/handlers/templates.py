@@ -5,7 +5,7 @@ The write handlers are in `template_writes`, beside their operations.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic
 
@@ -15,8 +15,13 @@ from pluginsdk.models import Template, TemplateList, TemplateResult, TemplateVal
 from pluginsdk.operations import GetTemplateQuery, ListTemplatesQuery, ValidateTemplateQuery
 from pluginsdk.principal import Principal
 
-from ..engine import Engine, handles
+from ..registry import HandlerTable
 from ..templates_files import template_from_mapping
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+handlers = HandlerTable()
 
 PRICE_TYPES = ("ondemand", "spot", "heterogeneous")
 FLEET_APIS = ("EC2Fleet", "SpotFleet", "ASG")
@@ -83,7 +88,7 @@ def _apis(engine: Engine) -> tuple[str, ...]:
     driver = engine.providers.get(engine.settings.provider.type)
     if driver is not None:
         return driver.apis
-    from ..engine import load_provider_class
+    from ..providers import load_provider_class
 
     try:
         return tuple(load_provider_class(engine.settings.provider.type).apis)
@@ -99,7 +104,7 @@ def invalid_template(template_id: str | None, errors: list[str]) -> InvalidTempl
     )
 
 
-@handles(ListTemplatesQuery)
+@handlers.on(ListTemplatesQuery)
 async def list_templates(engine: Engine, op: ListTemplatesQuery, principal: Principal) -> TemplateList:
     templates = await engine.all_templates(op.provider_api, force_refresh=op.force_refresh)
     if op.active_only:
@@ -112,7 +117,7 @@ async def list_templates(engine: Engine, op: ListTemplatesQuery, principal: Prin
     return TemplateList(templates=page, total_count=len(templates), message=counted(len(templates), "template"))
 
 
-@handles(GetTemplateQuery)
+@handlers.on(GetTemplateQuery)
 async def get_template(engine: Engine, op: GetTemplateQuery, principal: Principal) -> TemplateResult:
     t = await engine.template(op.template_id)
     if t is None:
@@ -122,7 +127,7 @@ async def get_template(engine: Engine, op: GetTemplateQuery, principal: Principa
     return TemplateResult(template=t, message="Template found")
 
 
-@handles(ValidateTemplateQuery)
+@handlers.on(ValidateTemplateQuery)
 async def validate_template(engine: Engine, op: ValidateTemplateQuery, principal: Principal) -> TemplateValidation:
     if op.template_config is None:
         if op.template_id is None:
