@@ -1,6 +1,6 @@
 """Logs carry no SQL parameters, hashes or secrets, at any level (issue 12 item 17).
 
-Every logger (SQLAlchemy's engine logger, asyncpg, uvicorn, ours) is captured at DEBUG while a session
+Every logger (asyncpg, uvicorn, ours) is captured at DEBUG while a session
 creates users with passwords, API keys, TOTP and sessions, and runs into unique-key races and database
 errors; none of the secrets, their hashes, or values that only ever travel as SQL parameters may appear.
 """

@@ -5,9 +5,10 @@
   through SQLAlchemy's async engine (threads hand-offs; see docs/design.md),
   and the CLI's cold start does not pay SQLAlchemy's 250 ms import.
   WAL, busy_timeout and foreign keys are on.
-- PostgreSQL: an asyncpg pool, imported only then. Autocommit statements
-  go out as one round trip each; SQLAlchemy's async engine cost ~0.6 ms of CPU
-  and three round trips (BEGIN, statement, COMMIT) per read (issue 16 bench).
+- PostgreSQL: asyncpg, imported only then, on reused connections
+  (`_Connections`). An autocommit statement is one round trip; through
+  SQLAlchemy's async engine it was three (BEGIN, statement, COMMIT) and
+  ~0.5 ms of CPU (issue 16 bench, docs/benchmarks.md).
 
 Both take the same portable SQL text with `:name` parameters.
 Rule for callers: inside `transaction()` await nothing but this database (no
