@@ -21,7 +21,7 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any, NamedTuple
+from typing import Any
 
 from pluginsdk.models import (
     Machine,
@@ -102,34 +102,32 @@ def apply_states(request: Request, stored: dict[str, Machine], seen: list[Provis
     return changed
 
 
-class _Tally(NamedTuple):
-    """A provisioning request's machines counted by what they mean for its status."""
+class _Tally:
+    """A provisioning request's machines counted by what they mean for its status. A machine the caller
+    returned after it ran was delivered (it counts as up); one returned before it ran was withdrawn
+    (neither up nor failed); one the provider could not start at all (capacity everywhere) is unfilled:
+    known short, not awaited."""
 
-    up: int
-    pending: int
-    withdrawn: int
-    unfilled: int
-    failed: int
-    note: str
+    __slots__ = ("failed", "note", "pending", "unfilled", "up", "withdrawn")
 
-
-def _tally(request: Request, machines: list[Machine]) -> _Tally:
-    """A machine the caller returned after it ran was delivered (it counts as up); one returned before it
-    ran was withdrawn (neither up nor failed); one the provider could not start at all (capacity
-    everywhere) is unfilled: known short, not awaited."""
-    withdrawn = sum(1 for m in machines if m.status_reason == RETURNED_BEFORE_RUNNING)
-    up = sum(
-        1
-        for m in machines
-        if m.status is MachineStatus.RUNNING
-        or (m.return_request_id and m.status_reason != RETURNED_BEFORE_RUNNING and m.status is not MachineStatus.FAILED)
-    )
-    pending = sum(
-        1 for m in machines if m.status is MachineStatus.PENDING and m.status_reason != RETURNED_BEFORE_RUNNING
-    )
-    unfilled = int(request.provider_data.get("unfilled") or 0)
-    failed = len(machines) - up - pending - withdrawn + unfilled
-    return _Tally(up, pending, withdrawn, unfilled, failed, _note(request, withdrawn, unfilled))
+    def __init__(self, request: Request, machines: list[Machine]) -> None:
+        self.withdrawn = sum(1 for m in machines if m.status_reason == RETURNED_BEFORE_RUNNING)
+        self.up = sum(
+            1
+            for m in machines
+            if m.status is MachineStatus.RUNNING
+            or (
+                m.return_request_id
+                and m.status_reason != RETURNED_BEFORE_RUNNING
+                and m.status is not MachineStatus.FAILED
+            )
+        )
+        self.pending = sum(
+            1 for m in machines if m.status is MachineStatus.PENDING and m.status_reason != RETURNED_BEFORE_RUNNING
+        )
+        self.unfilled = int(request.provider_data.get("unfilled") or 0)
+        self.failed = len(machines) - self.up - self.pending - self.withdrawn + self.unfilled
+        self.note = _note(request, self.withdrawn, self.unfilled)
 
 
 def _note(request: Request, withdrawn: int, unfilled: int) -> str:
@@ -144,7 +142,7 @@ def settle_status(request: Request, machines: list[Machine], *, timed_out: bool)
     """The status a provisioning request should have given its machines: `completed` once enough run;
     ended (`_ended`) once nothing is pending and every machine is accounted for, or on timeout; else
     `running` (still `pending` while the provider reports no machine)."""
-    t = _tally(request, machines)
+    t = _Tally(request, machines)
     if t.up >= request.count:
         return RequestStatus.COMPLETED, f"{t.up} of {request.count} machines running{t.note}."
     if (t.pending == 0 and len(machines) + t.unfilled >= request.count) or timed_out:
