@@ -21,7 +21,6 @@ import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any
 
 from pluginsdk.models import (
     Machine,
@@ -102,32 +101,23 @@ def apply_states(request: Request, stored: dict[str, Machine], seen: list[Provis
     return changed
 
 
-class _Tally:
-    """A provisioning request's machines counted by what they mean for its status. A machine the caller
-    returned after it ran was delivered (it counts as up); one returned before it ran was withdrawn
-    (neither up nor failed); one the provider could not start at all (capacity everywhere) is unfilled:
-    known short, not awaited."""
-
-    __slots__ = ("failed", "note", "pending", "unfilled", "up", "withdrawn")
-
-    def __init__(self, request: Request, machines: list[Machine]) -> None:
-        self.withdrawn = sum(1 for m in machines if m.status_reason == RETURNED_BEFORE_RUNNING)
-        self.up = sum(
-            1
-            for m in machines
-            if m.status is MachineStatus.RUNNING
-            or (
-                m.return_request_id
-                and m.status_reason != RETURNED_BEFORE_RUNNING
-                and m.status is not MachineStatus.FAILED
-            )
-        )
-        self.pending = sum(
-            1 for m in machines if m.status is MachineStatus.PENDING and m.status_reason != RETURNED_BEFORE_RUNNING
-        )
-        self.unfilled = int(request.provider_data.get("unfilled") or 0)
-        self.failed = len(machines) - self.up - self.pending - self.withdrawn + self.unfilled
-        self.note = _note(request, self.withdrawn, self.unfilled)
+def _tally(request: Request, machines: list[Machine]) -> tuple[int, int, int, int, str]:
+    """(up, pending, withdrawn, unfilled, note) of a provisioning request's machines. A machine the caller
+    returned after it ran was delivered (it counts as up); one returned before it ran was withdrawn (neither
+    up nor failed); one the provider could not start at all (capacity everywhere) is unfilled: known short,
+    not awaited. The note is what the status message adds about the last two."""
+    withdrawn = sum(1 for m in machines if m.status_reason == RETURNED_BEFORE_RUNNING)
+    up = sum(
+        1
+        for m in machines
+        if m.status is MachineStatus.RUNNING
+        or (m.return_request_id and m.status_reason != RETURNED_BEFORE_RUNNING and m.status is not MachineStatus.FAILED)
+    )
+    pending = sum(
+        1 for m in machines if m.status is MachineStatus.PENDING and m.status_reason != RETURNED_BEFORE_RUNNING
+    )
+    unfilled = int(request.provider_data.get("unfilled") or 0)
+    return up, pending, withdrawn, unfilled, _note(request, withdrawn, unfilled)
 
 
 def _note(request: Request, withdrawn: int, unfilled: int) -> str:
@@ -142,29 +132,31 @@ def settle_status(request: Request, machines: list[Machine], *, timed_out: bool)
     """The status a provisioning request should have given its machines: `completed` once enough run;
     ended (`_ended`) once nothing is pending and every machine is accounted for, or on timeout; else
     `running` (still `pending` while the provider reports no machine)."""
-    t = _Tally(request, machines)
-    if t.up >= request.count:
-        return RequestStatus.COMPLETED, f"{t.up} of {request.count} machines running{t.note}."
-    if (t.pending == 0 and len(machines) + t.unfilled >= request.count) or timed_out:
-        return _ended(request, machines, t, timed_out=timed_out)
+    counts = _tally(request, machines)
+    up, pending, _, unfilled, note = counts
+    if up >= request.count:
+        return RequestStatus.COMPLETED, f"{up} of {request.count} machines running{note}."
+    if (pending == 0 and len(machines) + unfilled >= request.count) or timed_out:
+        return _ended(request, machines, counts, timed_out=timed_out)
     status = RequestStatus.RUNNING if machines else request.status
-    return status, f"{t.up} of {request.count} machines running, {t.pending} pending{t.note}."
+    return status, f"{up} of {request.count} machines running, {pending} pending{note}."
 
 
-def _ended(request: Request, machines: list[Machine], t: _Tally, *, timed_out: bool) -> tuple[RequestStatus, str]:
+def _ended(
+    request: Request, machines: list[Machine], counts: tuple[int, int, int, int, str], *, timed_out: bool
+) -> tuple[RequestStatus, str]:
     """No machine left to wait for (or no time): `completed` when none failed, `cancelled` when all were
     withdrawn, `partial` when some run, else `failed`."""
-    why = "timed out" if timed_out and t.pending else "finished"
-    never_made = max(0, request.count - len(machines) - t.unfilled)  # timed out before the provider made them
-    if not t.failed and not never_made and not (timed_out and t.pending):
-        if t.up:
-            return RequestStatus.COMPLETED, f"{t.up} of {request.count} machines running{t.note}."
-        return RequestStatus.CANCELLED, f"Cancelled: all {t.withdrawn} machines were returned before running."
-    if t.up:
-        return (
-            RequestStatus.PARTIAL,
-            f"Request {why}: {t.up} of {request.count} machines running, the rest failed{t.note}.",
-        )
+    up, pending, withdrawn, unfilled, note = counts
+    failed = len(machines) - up - pending - withdrawn + unfilled
+    why = "timed out" if timed_out and pending else "finished"
+    never_made = max(0, request.count - len(machines) - unfilled)  # timed out before the provider made them
+    if not failed and not never_made and not (timed_out and pending):
+        if up:
+            return RequestStatus.COMPLETED, f"{up} of {request.count} machines running{note}."
+        return RequestStatus.CANCELLED, f"Cancelled: all {withdrawn} machines were returned before running."
+    if up:
+        return RequestStatus.PARTIAL, f"Request {why}: {up} of {request.count} machines running, the rest failed{note}."
     reasons = [m.status_reason for m in machines if m.status_reason and m.status_reason != RETURNED_BEFORE_RUNNING]
     return RequestStatus.FAILED, f"Request {why}: no machine came up" + (f" ({reasons[0]})." if reasons else ".")
 
@@ -217,16 +209,24 @@ async def _stop_pending(engine: Engine, request: Request, machines: Iterable[Mac
         await terminate_machines(engine, request, pending)
 
 
-async def _record(engine: Engine, current: Request, now: datetime, *, status: RequestStatus, **update: Any) -> Request:
-    """The request with its settled status (and message, machine ids) written, when anything changed; a
-    status the transition table forbids is logged and not taken."""
-    if status == current.status and all(getattr(current, k) == v for k, v in update.items()):
+async def _record(
+    engine: Engine, current: Request, now: datetime, *, status: RequestStatus, message: str, machine_ids: list[str]
+) -> Request:
+    """The request with its settled status, message and machine ids written, when anything changed; a status
+    the transition table forbids is logged and not taken."""
+    if status == current.status and message == current.message and machine_ids == current.machine_ids:
         return current
     if not can_transition(current.status, status):
         log.warning("ignored illegal request transition %s -> %s", current.status, status)
         status = current.status
     current = current.model_copy(
-        update={**update, "status": status, "updated_at": now, "completed_at": now if status.terminal else None}
+        update={
+            "status": status,
+            "message": message,
+            "machine_ids": machine_ids,
+            "updated_at": now,
+            "completed_at": now if status.terminal else None,
+        }
     )
     await engine.db.update_request(current)
     return current
@@ -302,7 +302,7 @@ async def _reconcile_return(engine: Engine, ret: Request) -> Request:
             await engine.db.upsert_machines(changed)
         timed_out = now > current.created_at + timedelta(seconds=current.timeout)
         status, message = _settle_return(current, list(stored.values()), timed_out=timed_out)
-        current = await _record(engine, current, now, status=status, message=message)
+        current = await _record(engine, current, now, status=status, message=message, machine_ids=current.machine_ids)
     return current
 
 
