@@ -80,6 +80,12 @@ async def load_request(engine: Engine, request_id: str) -> Request:
     return r
 
 
+def ended(r: Request, status: RequestStatus, message: str) -> Request:
+    """The request finished now with this status and message."""
+    now = utcnow()
+    return r.model_copy(update={"status": status, "message": message, "updated_at": now, "completed_at": now})
+
+
 async def with_machines(engine: Engine, r: Request) -> Request:
     return (await with_machines_all(engine, [r]))[0]
 
@@ -177,16 +183,7 @@ async def _launch(engine: Engine, driver: ProviderDriver, request: Request, temp
     try:
         return await driver.launch(request, template, request.count)
     except ProviderError as exc:
-        now = utcnow()
-        failed = request.model_copy(
-            update={
-                "status": RequestStatus.FAILED,
-                "message": f"Provider error: {exc.message}",
-                "completed_at": now,
-                "updated_at": now,
-            }
-        )
-        await engine.db.update_request(failed)
+        await engine.db.update_request(ended(request, RequestStatus.FAILED, f"Provider error: {exc.message}"))
         exc.details.setdefault("request_id", request.request_id)
         raise
 
@@ -554,20 +551,12 @@ async def cancel_request(engine: Engine, op: CancelRequestCommand, principal: Pr
         if m.status is MachineStatus.PENDING
         or (op.force and m.status in (MachineStatus.RUNNING, MachineStatus.STOPPED))
     ]
-    now = utcnow()
     reason = op.reason or "cancelled by " + principal.user_id
     async with engine.db.transaction():
         current = await load_request(engine, op.request_id)
         if not can_transition(current.status, RequestStatus.CANCELLED):
             raise StateConflictError(f"Request '{op.request_id}' is already {current.status.value}.")
-        current = current.model_copy(
-            update={
-                "status": RequestStatus.CANCELLED,
-                "message": f"Cancelled: {reason}",
-                "updated_at": now,
-                "completed_at": now,
-            }
-        )
+        current = ended(current, RequestStatus.CANCELLED, f"Cancelled: {reason}")
         await engine.db.update_request(current)
     if doomed:
         await terminate_machines(engine, current, doomed)
@@ -634,15 +623,7 @@ async def complete_request(engine: Engine, op: CompleteRequestCommand, principal
     machines = await engine.db.machines_of_request(r.request_id)
     up = sum(1 for m in machines if m.status is MachineStatus.RUNNING)
     status = RequestStatus.COMPLETED if up >= r.count else RequestStatus.PARTIAL if up else RequestStatus.FAILED
-    now = utcnow()
-    r = r.model_copy(
-        update={
-            "status": status,
-            "message": op.message or f"Completed by {principal.user_id} with {up} of {r.count} machines running.",
-            "updated_at": now,
-            "completed_at": now,
-        }
-    )
+    r = ended(r, status, op.message or f"Completed by {principal.user_id} with {up} of {r.count} machines running.")
     await engine.db.update_request(r)
     return await with_machines(engine, r)
 
