@@ -66,6 +66,21 @@ async def test_statements_reuse_pooled_connections_up_to_the_pool_size(db: Datab
     assert 1 < len({r["pid"] for r in rows if r}) <= 20  # concurrent: several, never more than the pool
 
 
+async def test_a_statement_waits_for_a_free_connection_but_not_forever(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from backends.local.store import db as db_module
+    from backends.local.store.conflicts import StoreFailure
+
+    monkeypatch.setattr(db_module, "_SLOT_WAIT", 0.5)
+    held = asyncio.gather(*(db.fetchone("SELECT pg_sleep(2) AS s") for _ in range(20)))  # every connection busy
+    await asyncio.sleep(0.3)
+    with pytest.raises(StoreFailure, match="no connection free"):
+        await db.fetchone("SELECT 1 AS one")
+    await held
+    assert await db.fetchone("SELECT 1 AS one") == {"one": 1}  # freed slots serve again
+
+
 async def test_a_unique_violation_is_409_and_leaves_the_connection_usable(db: Database) -> None:
     await db.execute("CREATE TABLE templates (template_id TEXT PRIMARY KEY)")
     assert await db.execute("INSERT INTO templates (template_id) VALUES (:id)", {"id": "web"}) == 1

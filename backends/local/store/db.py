@@ -251,6 +251,9 @@ def _postgres_error(exc: Exception, sql: str, rows: Sequence[Mapping[str, Any]])
     )
 
 
+_SLOT_WAIT = 30.0
+
+
 class _Connections:
     """Idle asyncpg connections for reuse, at most `size` open at once.
 
@@ -273,7 +276,7 @@ class _Connections:
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[Any]:
-        await self._slots.acquire()  # no wait while a slot is free
+        await self._slot()
         try:
             conn = self._idle.pop() if self._idle else None
             while conn is not None and conn.is_closed():
@@ -288,6 +291,17 @@ class _Connections:
             self._put(conn, clean=True)
         finally:
             self._slots.release()
+
+    async def _slot(self) -> None:
+        """A free slot at once; else wait, but not forever (all `size` connections held for 30 s is a fault)."""
+        if not self._slots.locked():
+            await self._slots.acquire()
+            return
+        try:
+            async with asyncio.timeout(_SLOT_WAIT):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise StoreFailure(f"PostgreSQL: no connection free within {_SLOT_WAIT:g} s") from None
 
     async def _connect(self) -> Any:
         try:
