@@ -18,7 +18,8 @@ sizes the phase and turns off link inference (the document's links are what is t
 `schemathesis_hooks.py` says why stateful creates get fresh keys, which cross-field rules it fills in for
 positive stateful bodies, and why the run never revokes its own key or user. The managed user pool is on
 (`MANAGED_POOL`), so its routes are walked too. `MAX_EXAMPLES` bounds the other phases. Cost on a loaded
-2-core box: about 150 s for the administrator's run (stateful phase ~45 s), 110 s for the reader's.
+2-core box (both runs at once): 135-170 s for the administrator's run (stateful phase 70-95 s), 110-150 s for
+the reader's (stateful 45-80 s); before the eight chains, 85 s and 35 s.
 The server runs with the HTTP protocol `serve()` uses.
 """
 
