@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
@@ -23,6 +24,7 @@ __all__ = ["CONTENT_TYPE", "Metrics"]
 
 CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 _FAST = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+_CHILDREN_MAX = 4096
 _HTTP = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
@@ -72,11 +74,16 @@ class Metrics:
             buckets=_FAST,
             registry=r,
         )
+        self._http_children: dict[tuple[str, str, int], Callable[[float], None]] = {}
 
     def install(self) -> None:
-        """Point the engine's hooks (`pluginsdk._observe`) at these instruments."""
-        _observe.statement = lambda system, op, s: self.statements.labels(system, op).observe(s)
-        _observe.authz = lambda tier, outcome: self.authz.labels(tier, outcome).inc()
+        """Point the engine's hooks (`pluginsdk._observe`) at these instruments.
+
+        The hot hooks (a store statement, an authorization decision: several per request) keep each label
+        set's child, so an event costs one dict lookup and the child's own update, not `labels()`.
+        """
+        _observe.statement = _by_labels(self.statements, "observe")
+        _observe.authz = _by_labels(self.authz, "inc")
         _observe.policy_compile = self.policy_compile.observe
 
         def provider_call(provider: str, op: str, seconds: float, outcome: str | None) -> None:
@@ -93,7 +100,13 @@ class Metrics:
         _observe.statement = _observe.authz = _observe.policy_compile = _observe.provider_call = None
 
     def observe_http(self, route: str, method: str, status: int, seconds: float) -> None:
-        self.http.labels(route, method, str(status)).observe(seconds)
+        key = (route, method, status)
+        observe = self._http_children.get(key)
+        if observe is None:
+            if len(self._http_children) >= _CHILDREN_MAX:  # bounded: methods and statuses come from clients
+                self._http_children.clear()
+            observe = self._http_children[key] = self.http.labels(route, method, str(status)).observe
+        observe(seconds)
 
     async def exposition(self, backend: Any) -> bytes:
         """The text format: this process's (or, with workers, all processes') samples + store gauges."""
@@ -106,6 +119,20 @@ class Metrics:
             registry = self.registry
         text = generate_latest(registry)
         return text + await _store_gauges(backend)
+
+
+def _by_labels(metric: Any, action: str) -> Callable[..., None]:
+    """`metric.labels(*labels).<action>(*value)`, with each label set's bound method kept (label values here
+    are fixed vocabularies: tiers and outcomes, dialects and SQL verbs)."""
+    bound: dict[tuple[str, str], Callable[..., None]] = {}
+
+    def hook(a: str, b: str, *value: float) -> None:
+        call = bound.get((a, b))
+        if call is None:
+            call = bound[(a, b)] = getattr(metric.labels(a, b), action)
+        call(*value)
+
+    return hook
 
 
 async def _store_gauges(backend: Any) -> bytes:
