@@ -29,6 +29,7 @@ from pluginsdk.principal import Principal
 
 from ..engine import Engine, handles
 from ..reconciler import reconcile
+from ..stored import take
 from .requests import machine_attrs
 
 ACTIVE = [s.value for s in MachineStatus if s.active]
@@ -56,7 +57,7 @@ async def _load(engine: Engine, machine_id: str) -> Machine:
 
 @handles(GetMachineQuery)
 async def get_machine(engine: Engine, op: GetMachineQuery, principal: Principal) -> Machine:
-    return (await _refresh(engine, [await _load(engine, op.machine_id)]))[0]
+    return (await _refresh(engine, [take(op) or await _load(engine, op.machine_id)]))[0]
 
 
 @handles(ListMachinesQuery)

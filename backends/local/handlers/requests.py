@@ -57,6 +57,7 @@ from ..reconciler import (
     sweep_orphans,
     terminate_machines,
 )
+from ..stored import take
 
 log = logging.getLogger("pluginsdk.requests")
 
@@ -563,7 +564,7 @@ async def complete_request(engine: Engine, op: CompleteRequestCommand, principal
 
 @handles(GetRequestQuery)
 async def get_request(engine: Engine, op: GetRequestQuery, principal: Principal) -> Request:
-    r = await fresh(engine, await load_request(engine, op.request_id), lightweight=op.lightweight)
+    r = await fresh(engine, take(op) or await load_request(engine, op.request_id), lightweight=op.lightweight)
     return await with_machines(engine, r) if op.long else r
 
 
