@@ -10,13 +10,16 @@ the one database, so any worker's answer is the whole site's.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import os
 import time
 from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.utils import floatToGoString
 
 from .. import _observe
 
@@ -35,7 +38,10 @@ class Metrics:
         self.multiprocess = bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
-        self.http = Histogram(
+        # the instruments observed several times per request: the loop's own where one process reports alone
+        hot_histogram: Any = Histogram if self.multiprocess else LoopHistogram
+        hot_counter: Any = Counter if self.multiprocess else LoopCounter
+        self.http = hot_histogram(
             "pluginsdk_http_server_request_duration_seconds",
             "Duration of HTTP requests served (OpenTelemetry http.server.request.duration).",
             ["http_route", "http_request_method", "http_response_status_code"],
@@ -58,7 +64,7 @@ class Metrics:
             ["provider", "operation"],
             registry=r,
         )
-        self.authz = Counter(
+        self.authz = hot_counter(
             "pluginsdk_authz_decisions_total",
             "Authorization decisions by tier (route, object) and outcome (allow, deny).",
             ["tier", "outcome"],
@@ -67,7 +73,7 @@ class Metrics:
         self.policy_compile = Histogram(
             "pluginsdk_policy_compile_duration_seconds", "Time to compile the policy.", buckets=_FAST, registry=r
         )
-        self.statements = Histogram(
+        self.statements = hot_histogram(
             "pluginsdk_store_statement_duration_seconds",
             "Latency of store statements.",
             ["db_system", "db_operation"],
@@ -119,6 +125,90 @@ class Metrics:
             registry = self.registry
         text = generate_latest(registry)
         return text + await _store_gauges(backend)
+
+
+class LoopHistogram:
+    """A labelled histogram updated without locks: for instruments observed only on the event loop's thread
+    (the server's requests, store statements, decisions), several times per request. Collected into the
+    registry as the same text a `prometheus_client.Histogram` writes (`_bucket`, `_count`, `_sum`,
+    `_created`). A process among several workers uses `Histogram` instead: only its files add up."""
+
+    def __init__(
+        self, name: str, documentation: str, labelnames: list[str], *, buckets: tuple[float, ...], registry: Any
+    ) -> None:
+        self.name, self.documentation, self.labelnames = name, documentation, labelnames
+        self.bounds = list(buckets)
+        self.edges = [*map(floatToGoString, buckets), "+Inf"]
+        self.children: dict[tuple[str, ...], _Bins] = {}
+        registry.register(self)
+
+    def labels(self, *values: str) -> _Bins:
+        child = self.children.get(values)
+        if child is None:
+            child = self.children[values] = _Bins(self.bounds)
+        return child
+
+    def describe(self) -> list[Metric]:
+        return [HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)]
+
+    def collect(self) -> list[Metric]:
+        family = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        for values, child in list(self.children.items()):
+            cumulative = zip(self.edges, itertools.accumulate(child.counts), strict=True)
+            family.add_metric(list(values), list(cumulative), child.total)
+            family.add_sample(self.name + "_created", dict(zip(self.labelnames, values, strict=True)), child.created)
+        return [family]
+
+
+class _Bins:
+    """One label set's bucket counts (not cumulative: the +Inf bin last) and sum."""
+
+    __slots__ = ("bounds", "counts", "created", "total")
+
+    def __init__(self, bounds: list[float]) -> None:
+        self.bounds = bounds
+        self.counts = [0] * (len(bounds) + 1)
+        self.total = 0.0
+        self.created = time.time()
+
+    def observe(self, amount: float) -> None:
+        self.counts[bisect.bisect_left(self.bounds, amount)] += 1  # the first bound >= amount: `le` semantics
+        self.total += amount
+
+
+class LoopCounter:
+    """A labelled counter updated without locks (see `LoopHistogram`), written as `Counter` writes it."""
+
+    def __init__(self, name: str, documentation: str, labelnames: list[str], *, registry: Any) -> None:
+        self.name, self.documentation, self.labelnames = name.removesuffix("_total"), documentation, labelnames
+        self.children: dict[tuple[str, ...], _Count] = {}
+        registry.register(self)
+
+    def labels(self, *values: str) -> _Count:
+        child = self.children.get(values)
+        if child is None:
+            child = self.children[values] = _Count()
+        return child
+
+    def describe(self) -> list[Metric]:
+        return [CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)]
+
+    def collect(self) -> list[Metric]:
+        family = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
+        for values, child in list(self.children.items()):
+            family.add_metric(list(values), child.value, created=child.created)
+        return [family]
+
+
+class _Count:
+    __slots__ = ("created", "value")
+
+    def __init__(self) -> None:
+        self.value = 0.0
+        self.created = time.time()
+
+    def inc(self, amount: float = 1.0) -> None:
+        self.value += amount
 
 
 def _by_labels(metric: Any, action: str) -> Callable[..., None]:
