@@ -194,44 +194,44 @@ class _Plan(_Endpoint):
 
     def gather(self, path_params: dict[str, str], query_string: bytes, body: Any) -> dict[str, Any]:
         """Path > query > body, each under its snake_case or camelCase name."""
-        data: dict[str, Any] = {}
-        if body is not _ABSENT:
-            if self.body_field is not None:
-                data[self.body_field] = body
-            elif isinstance(body, dict):
-                data.update(body)
-            else:
-                raise ValidationError(
-                    "The request body must be a JSON object.",
-                    details={"field": "body", "value": None, "expected": "a JSON object"},
-                )
+        data = self._from_body(body)
         if query_string and self.query:
-            params: dict[str, list[str]] = {}
-            for key, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
-                params.setdefault(key, []).append(value)
-            for name, keys, is_list in self.query:
-                for key in keys:
-                    values = params.get(key)
-                    if values is not None:
-                        if is_list:
-                            data[name] = [v for item in values for v in item.split(",") if v != ""]
-                        else:
-                            data[name] = values[-1]
-                        break
-        for name, value in path_params.items():  # a body may repeat its path id (VAMS: constraintId), not change it
-            for key in {name, _camel(name)}:
-                if key in data and data.pop(key) != value:
-                    raise ValidationError(
-                        f"{key} in the body differs from the path.",
-                        details={"field": key, "value": None, "expected": "the path's value"},
-                    )
-        data.update(path_params)
+            self._add_query(data, query_string)
+        if path_params:
+            _add_path(data, path_params)
         if self.defaults:
-            given = {k for k in data} | {_camel(k) for k in data}
-            for key, value in self.defaults:
-                if key not in given and _camel(key) not in given:
-                    data[key] = value
+            self._add_defaults(data)
         return data
+
+    def _from_body(self, body: Any) -> dict[str, Any]:
+        if body is _ABSENT:
+            return {}
+        if self.body_field is not None:
+            return {self.body_field: body}
+        if isinstance(body, dict):
+            return dict(body)
+        raise ValidationError(
+            "The request body must be a JSON object.",
+            details={"field": "body", "value": None, "expected": "a JSON object"},
+        )
+
+    def _add_query(self, data: dict[str, Any], query_string: bytes) -> None:
+        params: dict[str, list[str]] = {}
+        for key, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+            params.setdefault(key, []).append(value)
+        for name, keys, is_list in self.query:
+            values = params.get(keys[0])
+            if values is None:
+                values = params.get(keys[1])
+            if values is None:
+                continue
+            data[name] = [v for item in values for v in item.split(",") if v != ""] if is_list else values[-1]
+
+    def _add_defaults(self, data: dict[str, Any]) -> None:
+        given = {k for k in data} | {_camel(k) for k in data}
+        for key, value in self.defaults:
+            if key not in given and _camel(key) not in given:
+                data[key] = value
 
     async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
         backend = app.backend
@@ -262,6 +262,18 @@ class _Plan(_Endpoint):
         if self.reshape is not None:
             return self.status, _dumps(self.reshape(result)), user
         return self.status, _render(result, self.camel), user
+
+
+def _add_path(data: dict[str, Any], path_params: dict[str, str]) -> None:
+    """The path's parameters; a body may repeat its path id (VAMS: constraintId), not change it."""
+    for name, value in path_params.items():
+        for key in {name, _camel(name)}:
+            if key in data and data.pop(key) != value:
+                raise ValidationError(
+                    f"{key} in the body differs from the path.",
+                    details={"field": key, "value": None, "expected": "the path's value"},
+                )
+    data.update(path_params)
 
 
 class _Static(_Endpoint):

@@ -225,51 +225,48 @@ class AuthService:
     async def authorize(
         self, principal: Principal, spec: OperationSpec, op: Operation, *, route_path: str | None = None
     ) -> Principal:
+        """Tier 1 on the route called, tier 2 on the object (as stored, or as the input gives a new one), then
+        the lock-out guard's note for policy writes; the principal with its roles."""
         if spec.policy.unauthenticated:
             return principal
-        principal = self._local_admin(principal)
         snap = await self.snapshot()
-        p = await self.with_roles(principal, snap)
-        method = spec.method
-        for route in routes_to_check(spec, op, route_path):
-            if not snap.policy.route_allowed(p, route, method):
-                shown = route_path or spec.route
-                message = f"Not authorized: '{p.user_id}' may not {method} {shown}."
-                if not p.roles:  # the usual first-day cause: say it rather than leave a bare denial
-                    message = (
-                        f"Not authorized: '{p.user_id}' holds no role; an administrator must give them one "
-                        f"before they may {method} {shown}."
-                    )
-                _decided("route", "deny")
-                raise PermissionDeniedError(message, details={"field": "route", "value": shown, "expected": method})
-        _decided("route", "allow")
+        p = await self.with_roles(self._local_admin(principal), snap)
+        self._check_routes(snap.policy, p, spec, op, route_path)
         object_type = spec.policy.object_type
         if object_type:
-            if not handles_stored(spec, op):
-                attrs = spec.object_attributes(op)
-                extra = CREATE_ATTRIBUTES.get(spec.name)
-                if extra is not None:
-                    attrs = {k: v for k, v in extra(op, attrs).items() if v is not None}
-                if attrs:
-                    if method == "POST" and "userId" in OBJECT_TYPES.get(object_type, ()) and "userId" not in attrs:
-                        attrs["userId"] = p.user_id  # a new object of this type belongs to its creator
-                    for combo in _expand(attrs):
-                        if not snap.policy.is_allowed(p, object_type, combo, method):
-                            _decided("object", "deny")
-                            raise denied(p, method, object_type)
-            if spec.name in OBJECT_OPERATIONS or spec.name in SPECIAL_OPERATIONS:
-                try:
-                    await check_stored(self.engine, snap.policy, p, spec, op, roles_of=self.store.roles_of)
-                except PermissionDeniedError:
-                    _decided("object", "deny")
-                    raise
-            _decided("object", "allow")
+            await self._check_object(snap.policy, p, spec, op, object_type)
         if spec.kind == "command" and spec.category in POLICY_CATEGORIES:
             had = await self.guard.administrator(snap.policy, snap.roles) is not None
             LockoutGuard.had_administrator.set(had)
         else:
             LockoutGuard.had_administrator.set(None)
         return p
+
+    @staticmethod
+    def _check_routes(
+        policy: CompiledPolicy, p: Principal, spec: OperationSpec, op: Operation, route_path: str | None
+    ) -> None:
+        """Tier 1: every path `routes_to_check` names must be allowed for the operation's method."""
+        method = spec.method
+        for route in routes_to_check(spec, op, route_path):
+            if not policy.route_allowed(p, route, method):
+                _decided("route", "deny")
+                raise _route_denied(p, method, route_path or spec.route)
+        _decided("route", "allow")
+
+    async def _check_object(
+        self, policy: CompiledPolicy, p: Principal, spec: OperationSpec, op: Operation, object_type: str
+    ) -> None:
+        """Tier 2: on the stored object(s) the operation names (`objects.py`), else on the input's attributes."""
+        if not handles_stored(spec, op):
+            _check_input(policy, p, spec, op, object_type)
+        if spec.name in OBJECT_OPERATIONS or spec.name in SPECIAL_OPERATIONS:
+            try:
+                await check_stored(self.engine, policy, p, spec, op, roles_of=self.store.roles_of)
+            except PermissionDeniedError:
+                _decided("object", "deny")
+                raise
+        _decided("object", "allow")
 
     async def check_route(self, principal: Principal, method: str, path: str) -> None:
         snap = await self.snapshot()
@@ -319,6 +316,33 @@ class AuthService:
                 "(app.authProvider.useManaged.enabled).",
                 details={"field": "app.authProvider.useManaged.enabled", "value": False, "expected": True},
             )
+
+
+def _route_denied(p: Principal, method: str, shown: str | None) -> PermissionDeniedError:
+    message = f"Not authorized: '{p.user_id}' may not {method} {shown}."
+    if not p.roles:  # the usual first-day cause: say it rather than leave a bare denial
+        message = (
+            f"Not authorized: '{p.user_id}' holds no role; an administrator must give them one "
+            f"before they may {method} {shown}."
+        )
+    return PermissionDeniedError(message, details={"field": "route", "value": shown, "expected": method})
+
+
+def _check_input(policy: CompiledPolicy, p: Principal, spec: OperationSpec, op: Operation, object_type: str) -> None:
+    """Tier 2 on the attributes the input gives (a new object; a list value names several, each decided)."""
+    method = spec.method
+    attrs = spec.object_attributes(op)
+    extra = CREATE_ATTRIBUTES.get(spec.name)
+    if extra is not None:
+        attrs = {k: v for k, v in extra(op, attrs).items() if v is not None}
+    if not attrs:
+        return
+    if method == "POST" and "userId" in OBJECT_TYPES.get(object_type, ()) and "userId" not in attrs:
+        attrs["userId"] = p.user_id  # a new object of this type belongs to its creator
+    for combo in _expand(attrs):
+        if not policy.is_allowed(p, object_type, combo, method):
+            _decided("object", "deny")
+            raise denied(p, method, object_type)
 
 
 def _decided(tier: str, outcome: str) -> None:
