@@ -20,6 +20,8 @@ a request the caller may not read answer 409 without revealing anything about th
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -79,22 +81,25 @@ async def _role(engine: Engine, role_name: str) -> Any:
     return None if row is None else {"roleName": row["role_name"]}
 
 
-def _request_attrs(r: Any) -> Attrs:
-    from ..handlers.requests import request_attrs
+@functools.cache
+def _handlers(module: str) -> Any:
+    """A handler module, imported on first use (handlers load lazily: a CLI call imports only its own)."""
+    return importlib.import_module(f"..handlers.{module}", __package__)
 
-    return request_attrs(r)
+
+def _request_attrs(r: Any) -> Attrs:
+    attrs: Attrs = _handlers("requests").request_attrs(r)
+    return attrs
 
 
 def _machine_attrs(m: Any) -> Attrs:
-    from ..handlers.requests import machine_attrs
-
-    return machine_attrs(m)
+    attrs: Attrs = _handlers("requests").machine_attrs(m)
+    return attrs
 
 
 def _template_attrs(t: Any) -> Attrs:
-    from ..handlers.templates import template_attrs
-
-    return template_attrs(t)
+    attrs: Attrs = _handlers("templates").template_attrs(t)
+    return attrs
 
 
 def _as_is(attrs: Attrs) -> Attrs:

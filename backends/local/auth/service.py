@@ -187,15 +187,15 @@ class AuthService:
         )
 
     async def _api_key(self, key: str) -> Principal:
-        rejected = AuthenticationError("The API key is unknown, expired or deactivated.")
         digest = sha256_hex(key)
         row = await self.store.api_key_by_hash(digest)
-        if row is None or not hmac.compare_digest(str(row["key_hash"]), digest):
-            raise rejected
-        if not row["is_active"]:
-            raise rejected
-        if row["expires_at"] is not None and parse_ts(row["expires_at"]) <= now():
-            raise rejected
+        if (
+            row is None
+            or not hmac.compare_digest(str(row["key_hash"]), digest)
+            or not row["is_active"]
+            or (row["expires_at"] is not None and parse_ts(row["expires_at"]) <= now())
+        ):
+            raise AuthenticationError("The API key is unknown, expired or deactivated.")
         return Principal(user_id=row["user_id"], auth_method="api_key", api_key_id=row["api_key_id"], mfa=False)
 
     async def _bearer(self, token: str) -> Principal:
