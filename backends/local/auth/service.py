@@ -12,7 +12,9 @@ Authorization (both tiers, before any handler looks anything up)
 - The policy (constraints + roles) is compiled once per policy version. Every
   decision reads the version row (one cheap read) — on PostgreSQL only after
   a change was notified (LISTEN/NOTIFY, policy_watch.py); a change made by
-  any process is seen on the next decision.
+  any process is seen on the next decision. An API-key request reads the
+  version in its key's statement and is decided on it (no read of its own):
+  a request is decided on the policy as of its authentication.
 - Roles come from user-role assignments (cached per version); roles that no
   longer exist grant nothing; a user without roles is evaluated as holding
   `defaultUserRoleName` when that is set.
@@ -32,6 +34,7 @@ import itertools
 import json
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -64,6 +67,20 @@ T = TypeVar("T")
 _MAX_HEADER = 4096
 POLICY_CATEGORIES = frozenset({"roles", "userRoles", "constraints"})
 """Operation categories whose commands write the policy (the lock-out guard watches them)."""
+
+
+_version_read: ContextVar[tuple[Principal, int] | None] = ContextVar("pluginsdk_policy_version_read", default=None)
+"""The policy version read with the credential of the principal this request authenticated (one statement)."""
+
+
+def _read_with(principal: Principal | None) -> int | None:
+    """The version read with `principal`'s credential in this request, taken once (the next decision reads
+    again); None for any other principal, or when none was read."""
+    read = _version_read.get()
+    if read is None or principal is None or read[0] is not principal:
+        return None
+    _version_read.set(None)
+    return read[1]
 
 
 class _Snapshot(NamedTuple):
@@ -121,9 +138,15 @@ class AuthService:
         return self._passwords
 
     # -- policy ------------------------------------------------------------------
-    async def snapshot(self) -> _Snapshot:
-        """The compiled policy of the current version (recompiled only when the version moved)."""
-        version = await self.watch.version(self.store.policy_version)
+    async def snapshot(self, principal: Principal | None = None) -> _Snapshot:
+        """The compiled policy of the current version (recompiled only when the version moved).
+
+        The version is the one read with `principal`'s credential when it was authenticated in this request
+        (`_read_with`), else read now (`PolicyWatch`: no statement while PostgreSQL notifications are live).
+        """
+        version = _read_with(principal)
+        if version is None:
+            version = await self.watch.version(self.store.policy_version)
         snap = self._snapshot
         if snap is not None and snap.version == version:
             return snap
@@ -196,7 +219,10 @@ class AuthService:
             or (row["expires_at"] is not None and parse_ts(row["expires_at"]) <= now())
         ):
             raise AuthenticationError("The API key is unknown, expired or deactivated.")
-        return Principal(user_id=row["user_id"], auth_method="api_key", api_key_id=row["api_key_id"], mfa=False)
+        principal = Principal(user_id=row["user_id"], auth_method="api_key", api_key_id=row["api_key_id"], mfa=False)
+        if row["policy_version"] is not None:
+            _version_read.set((principal, int(row["policy_version"])))
+        return principal
 
     async def _bearer(self, token: str) -> Principal:
         if self.tokens is not None:
@@ -229,7 +255,7 @@ class AuthService:
         the lock-out guard's note for policy writes; the principal with its roles."""
         if spec.policy.unauthenticated:
             return principal
-        snap = await self.snapshot()
+        snap = await self.snapshot(principal)
         p = await self.with_roles(self._local_admin(principal), snap)
         self._check_routes(snap.policy, p, spec, op, route_path)
         object_type = spec.policy.object_type
@@ -269,7 +295,7 @@ class AuthService:
         _decided("object", "allow")
 
     async def check_route(self, principal: Principal, method: str, path: str) -> None:
-        snap = await self.snapshot()
+        snap = await self.snapshot(principal)
         p = await self.with_roles(principal, snap)
         if not snap.policy.route_allowed(p, path, method):
             shown = path if len(path) <= 200 else path[:200] + "..."
