@@ -15,7 +15,7 @@ import itertools
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
@@ -27,6 +27,7 @@ __all__ = ["CONTENT_TYPE", "Metrics"]
 
 CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 _FAST = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+C = TypeVar("C")
 _CHILDREN_MAX = 4096
 _HTTP = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
@@ -127,37 +128,59 @@ class Metrics:
         return text + await _store_gauges(backend)
 
 
-class LoopHistogram:
-    """A labelled histogram updated without locks: for instruments observed only on the event loop's thread
-    (the server's requests, store statements, decisions), several times per request. Collected into the
-    registry as the same text a `prometheus_client.Histogram` writes (`_bucket`, `_count`, `_sum`,
-    `_created`). A process among several workers uses `Histogram` instead: only its files add up."""
+class _LoopFamily(Generic[C]):
+    """A labelled instrument updated without locks: for instruments observed only on the event loop's thread
+    (the server's requests, store statements, decisions), several times per request, and collected into the
+    registry as the same text prometheus-client's own writes. A process among several workers uses
+    prometheus-client's instead: only its files add up across processes."""
+
+    def __init__(
+        self, name: str, documentation: str, labelnames: list[str], make: Callable[[], C], registry: Any
+    ) -> None:
+        self.name, self.documentation, self.labelnames = name, documentation, labelnames
+        self.children: dict[tuple[str, ...], C] = {}
+        self._make = make
+        registry.register(self)
+
+    def labels(self, *values: str) -> C:
+        child = self.children.get(values)
+        if child is None:
+            child = self.children[values] = self._make()
+        return child
+
+    def family(self) -> Any:
+        raise NotImplementedError
+
+    def add(self, family: Any, values: tuple[str, ...], child: C) -> None:
+        raise NotImplementedError
+
+    def describe(self) -> list[Metric]:
+        return [self.family()]
+
+    def collect(self) -> list[Metric]:
+        family = self.family()
+        for values, child in list(self.children.items()):
+            self.add(family, values, child)
+        return [family]
+
+
+class LoopHistogram(_LoopFamily["_Bins"]):
+    """`prometheus_client.Histogram`'s text (`_bucket`, `_count`, `_sum`, `_created`), without locks."""
 
     def __init__(
         self, name: str, documentation: str, labelnames: list[str], *, buckets: tuple[float, ...], registry: Any
     ) -> None:
-        self.name, self.documentation, self.labelnames = name, documentation, labelnames
-        self.bounds = list(buckets)
+        bounds = list(buckets)
         self.edges = [*map(floatToGoString, buckets), "+Inf"]
-        self.children: dict[tuple[str, ...], _Bins] = {}
-        registry.register(self)
+        super().__init__(name, documentation, labelnames, lambda: _Bins(bounds), registry)
 
-    def labels(self, *values: str) -> _Bins:
-        child = self.children.get(values)
-        if child is None:
-            child = self.children[values] = _Bins(self.bounds)
-        return child
+    def family(self) -> HistogramMetricFamily:
+        return HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
 
-    def describe(self) -> list[Metric]:
-        return [HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)]
-
-    def collect(self) -> list[Metric]:
-        family = HistogramMetricFamily(self.name, self.documentation, labels=self.labelnames)
-        for values, child in list(self.children.items()):
-            cumulative = zip(self.edges, itertools.accumulate(child.counts), strict=True)
-            family.add_metric(list(values), list(cumulative), child.total)
-            family.add_sample(self.name + "_created", dict(zip(self.labelnames, values, strict=True)), child.created)
-        return [family]
+    def add(self, family: HistogramMetricFamily, values: tuple[str, ...], child: _Bins) -> None:
+        cumulative = zip(self.edges, itertools.accumulate(child.counts), strict=True)
+        family.add_metric(list(values), list(cumulative), child.total)
+        family.add_sample(self.name + "_created", dict(zip(self.labelnames, values, strict=True)), child.created)
 
 
 class _Bins:
@@ -176,28 +199,17 @@ class _Bins:
         self.total += amount
 
 
-class LoopCounter:
-    """A labelled counter updated without locks (see `LoopHistogram`), written as `Counter` writes it."""
+class LoopCounter(_LoopFamily["_Count"]):
+    """`prometheus_client.Counter`'s text (`_total`, `_created`), without locks."""
 
     def __init__(self, name: str, documentation: str, labelnames: list[str], *, registry: Any) -> None:
-        self.name, self.documentation, self.labelnames = name.removesuffix("_total"), documentation, labelnames
-        self.children: dict[tuple[str, ...], _Count] = {}
-        registry.register(self)
+        super().__init__(name.removesuffix("_total"), documentation, labelnames, _Count, registry)
 
-    def labels(self, *values: str) -> _Count:
-        child = self.children.get(values)
-        if child is None:
-            child = self.children[values] = _Count()
-        return child
+    def family(self) -> CounterMetricFamily:
+        return CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
 
-    def describe(self) -> list[Metric]:
-        return [CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)]
-
-    def collect(self) -> list[Metric]:
-        family = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)
-        for values, child in list(self.children.items()):
-            family.add_metric(list(values), child.value, created=child.created)
-        return [family]
+    def add(self, family: CounterMetricFamily, values: tuple[str, ...], child: _Count) -> None:
+        family.add_metric(list(values), child.value, created=child.created)
 
 
 class _Count:
