@@ -367,11 +367,10 @@ class PluginApp:
         status, user, route = 500, None, "other"
         try:
             routed = self._route(scope["method"], head, scope)
-            endpoint, err = routed[0], routed[2]
-            if endpoint is not None:
-                route = endpoint.route
-            elif err is None or err.http_status == 405:  # OPTIONS or a wrong method on a served path
-                route = self.router.template(head.path) or route
+            endpoint = routed[0]
+            # the route template the metrics label: the endpoint's, else the path's (refused before routing,
+            # OPTIONS, 405), else "other" (no route: no label per scanned path)
+            route = endpoint.route if endpoint is not None else self.router.template(head.path) or route
             status, user = await self._reply(head, routed, receive, send)
         except ClientGone:
             status = 499  # the client went away before its body arrived: no one to answer

@@ -1,15 +1,19 @@
 """The lock-free instruments of the request path (`LoopHistogram`, `LoopCounter`) write exactly the text
 prometheus_client's `Histogram` and `Counter` write for the same observations, and the server's hooks keep
-counting through the label children they keep."""
+counting through the label children they keep; the app's one door times every answer under its route
+template."""
 
 from __future__ import annotations
 
 import re
+from pathlib import Path
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
 from pluginsdk import _observe
 from pluginsdk.server.metrics import LoopCounter, LoopHistogram, Metrics
+from tests.support.backends import base_config
 
 
 def _text(registry: CollectorRegistry) -> str:
@@ -54,3 +58,42 @@ def test_the_hooks_count_every_event_through_their_kept_children() -> None:
         'pluginsdk_http_server_request_duration_seconds_count{http_request_method="GET",'
         'http_response_status_code="200",http_route="/api/v1/requests/{request_id}"} 2.0'
     ) in text
+
+
+async def test_every_answer_of_the_door_is_timed_under_its_route_template(tmp_path: Path) -> None:
+    """Served, refused before routing (413), wrong method (405), unknown path (404: one shared label)."""
+    from pluginsdk.backend import load_backend
+    from pluginsdk.config import load_settings
+    from pluginsdk.server import create_app
+
+    backend: Any = load_backend("local", load_settings(config=base_config(tmp_path)))
+    await backend.start()
+    try:
+        app = create_app(backend)
+        seen: list[tuple[str, str, int]] = []
+        app.observe = lambda route, method, status, seconds: seen.append((route, method, status))
+
+        async def call(method: str, path: str, headers: list[tuple[bytes, bytes]]) -> None:
+            scope = {"type": "http", "method": method, "path": path, "raw_path": path.encode(),
+                     "query_string": b"", "headers": headers, "root_path": ""}  # fmt: skip
+
+            async def receive() -> dict[str, Any]:
+                return {"type": "http.request", "body": b"", "more_body": False}
+
+            async def send(message: dict[str, Any]) -> None:
+                return None
+
+            await app(scope, receive, send)
+
+        await call("GET", "/api/v1/requests/req-1", [])
+        await call("POST", "/api/v1/templates", [(b"content-length", b"2097152")])
+        await call("DELETE", "/health", [])
+        await call("GET", "/no/such/path/x1", [])
+    finally:
+        await backend.aclose()
+    assert seen == [
+        ("/api/v1/requests/{request_id}", "GET", 401),
+        ("/api/v1/templates", "POST", 413),
+        ("/health", "DELETE", 405),
+        ("other", "GET", 404),
+    ]
