@@ -18,7 +18,7 @@ import contextlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from pluginsdk import _observe
@@ -310,28 +310,13 @@ class Engine:
 
 
 class _NotStarted:
-    """The authorizer of an engine that is not started: it refuses everything (fail closed)."""
+    """The authorizer of an engine that is not started: each of its methods refuses (fail closed)."""
 
-    async def authenticate(self, authorization: str | None) -> Principal:
-        raise HandlerDiscoveryError("The engine is not started.")
+    def __getattr__(self, name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
+        async def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise HandlerDiscoveryError("The engine is not started.")
 
-    async def authorize(
-        self, principal: Principal, spec: OperationSpec, op: Operation, *, route_path: str | None = None
-    ) -> Principal:
-        raise HandlerDiscoveryError("The engine is not started.")
-
-    async def check_route(self, principal: Principal, method: str, path: str) -> None:
-        raise HandlerDiscoveryError("The engine is not started.")
-
-    async def filter_allowed(
-        self,
-        principal: Principal,
-        object_type: str,
-        items: list[T],
-        attrs: Callable[[T], Mapping[str, Any]],
-        method: str,
-    ) -> list[T]:
-        raise HandlerDiscoveryError("The engine is not started.")
+        return refuse
 
 
 def authorization_disabled(settings: Settings) -> bool:
@@ -423,10 +408,8 @@ def provider_names() -> list[str]:
 
 
 def _measure_provider(driver: ProviderDriver) -> None:
-    """Wrap the driver's API calls so /metrics counts them, their errors and throttles (server only)."""
+    """Wrap the driver's calls so /metrics times them and counts their errors (server only)."""
     from functools import wraps
-
-    from pluginsdk.errors import ProviderError
 
     for op in ("launch", "describe", "terminate", "reclaimed"):
         call = getattr(driver, op, None)
@@ -440,12 +423,8 @@ def _measure_provider(driver: ProviderDriver) -> None:
                 outcome: str | None = None
                 try:
                     return await call(*args, **kwargs)
-                except ProviderError as exc:
-                    code = str(exc.details.get("provider_code", ""))
-                    outcome = "throttled" if code in _observe.THROTTLE_CODES else "error"
-                    raise
                 except Exception:
-                    outcome = "error"
+                    outcome = "error"  # throttled attempts are the driver's to report (_observe.provider_throttle)
                     raise
                 finally:
                     hook = _observe.provider_call

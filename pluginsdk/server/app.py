@@ -169,6 +169,8 @@ class _Plan(_Endpoint):
     reads_body: bool
     public: bool
     route: str
+    dry_run: str | None
+    """The flag that makes a create store nothing (answered 200, not `status`)."""
     reshape: Callable[[Any], dict[str, Any]] | None = None
     """The answer's shape where a route listing writes it differently (listing B's `requestId`, `message`)."""
 
@@ -189,6 +191,7 @@ class _Plan(_Endpoint):
             reads_body=bool(spec.body_fields),
             public=spec.policy.unauthenticated,
             route=path,
+            dry_run=spec.rest.dry_run,
             reshape=listing_b_created if (spec.name, path) in LISTING_B else None,
         )
 
@@ -259,9 +262,10 @@ class _Plan(_Endpoint):
             result = await backend.execute(op, principal, route_path=head.path)
         except SDKError as err:
             return err.http_status, error_body(err, self.camel), user
+        status = 200 if self.dry_run is not None and getattr(op, self.dry_run) else self.status
         if self.reshape is not None:
-            return self.status, _dumps(self.reshape(result)), user
-        return self.status, _render(result, self.camel), user
+            return status, _dumps(self.reshape(result)), user
+        return status, _render(result, self.camel), user
 
 
 def _add_path(data: dict[str, Any], path_params: dict[str, str]) -> None:
