@@ -147,7 +147,7 @@ class _Endpoint:
     """A served route: answers one request with a Reply."""
 
     content_type: bytes = _JSON
-    route: str = "other"
+    route: str
     """Its path template: the `http_route` label of the request metrics."""
 
     async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
