@@ -22,7 +22,7 @@ import click
 
 from .._constants import VERSION
 from .._index import GROUPS
-from ._output import FORMATS
+from ._output import FORMATS, structured
 
 __all__ = ["cli", "main"]
 
@@ -213,39 +213,46 @@ def _usage_error(exc: click.ClickException, argv: list[str]) -> int:
     from ._exit import USAGE
 
     scheduler = _scheduler_mode(argv)
-    fmt = _last_option(argv, "--format")
-    if fmt not in FORMATS:
-        fmt = "json" if scheduler or not sys.stdout.isatty() else "table"
-    if scheduler:
-        fmt = "json"
+    fmt = _usage_error_format(argv, scheduler=scheduler)
     message = exc.format_message()
     if isinstance(exc, click.exceptions.NoArgsIsHelpError):  # a bare group: its help (stderr), not the envelope's
         message = f"Missing command: `{exc.ctx.command_path} --help` lists them." if exc.ctx else "Missing command."
     if fmt in ("json", "yaml"):
-        details: dict[str, Any] = {}
-        param = getattr(exc, "param", None)
-        if param is not None and param.name:
-            details["field"] = param.name
-        elif isinstance(exc, click.NoSuchOption):
-            details["field"] = exc.option_name
-        elif getattr(exc, "param_hint", None):
-            details["field"] = str(getattr(exc, "param_hint", "")).strip("'\"")
-        envelope: dict[str, Any] = {"success": False, "error": message, "error_code": "VALIDATION_ERROR"}
-        envelope["details"] = details
+        envelope: dict[str, Any] = {
+            "success": False,
+            "error": message,
+            "error_code": "VALIDATION_ERROR",
+            "details": _usage_error_details(exc),
+        }
         if scheduler:
             envelope = {"message": message, **envelope}
-        if fmt == "json":
-            import json
-
-            click.echo(json.dumps(envelope, indent=2))
-        else:
-            import yaml
-
-            click.echo(str(yaml.safe_dump(envelope, sort_keys=False)).rstrip())
+        click.echo(structured(envelope, fmt))
     exc.show()
     if not isinstance(exc, click.UsageError):
         return exc.exit_code
     return 1 if scheduler else USAGE
+
+
+def _usage_error_format(argv: list[str], *, scheduler: bool) -> str:
+    """JSON under a scheduler strategy; else the `--format` given, or the default for where stdout goes."""
+    if scheduler:
+        return "json"
+    fmt = _last_option(argv, "--format")
+    if fmt is not None and fmt in FORMATS:
+        return fmt
+    return "json" if not sys.stdout.isatty() else "table"
+
+
+def _usage_error_details(exc: click.ClickException) -> dict[str, Any]:
+    """`field`: the parameter, unknown option or hint the error names (none when it names none)."""
+    param = getattr(exc, "param", None)
+    if param is not None and param.name:
+        return {"field": param.name}
+    if isinstance(exc, click.NoSuchOption):
+        return {"field": exc.option_name}
+    if getattr(exc, "param_hint", None):
+        return {"field": str(getattr(exc, "param_hint", "")).strip("'\"")}
+    return {}
 
 
 def main() -> None:
