@@ -49,19 +49,19 @@ async def test_statuses_of_the_spec(rest: httpx.AsyncClient) -> None:
     assert r.json()["not_found"] == ["req-x"]
 
 
-async def test_a_create_that_stores_nothing_answers_200(client: httpx.AsyncClient) -> None:
+async def test_a_create_that_stores_nothing_answers_200(rest: httpx.AsyncClient) -> None:
     """`validate_only` / `dry_run`: 200, not 201/202, since nothing was created (the links of 201/202 would
     lead to a 404); the document lists that 200 without links."""
-    r = await client.post("/api/v1/templates", json={"templateId": "dry", "imageId": "ami-1", "validateOnly": True})
+    r = await rest.post("/api/v1/templates", json={"templateId": "dry", "imageId": "ami-1", "validateOnly": True})
     assert r.status_code == 200 and r.json()["template_id"] == "dry"
-    assert (await client.get("/api/v1/templates/dry")).status_code == 404
-    assert (await client.post("/api/v1/templates", json={"templateId": "web", "imageId": "ami-1"})).status_code == 201
+    assert (await rest.get("/api/v1/templates/dry")).status_code == 404
+    assert (await rest.post("/api/v1/templates", json={"templateId": "web", "imageId": "ami-1"})).status_code == 201
     for path in ("/api/v1/machines", "/api/v1/machines/request"):
-        r = await client.post(path, json={"templateId": "web", "machineCount": 1, "dryRun": True})
+        r = await rest.post(path, json={"templateId": "web", "machineCount": 1, "dryRun": True})
         assert r.status_code == 200, r.text
         rid = r.json().get("request_id") or r.json()["requestId"]
-        assert (await client.get(f"/api/v1/requests/{rid}")).status_code == 404
-    document = (await client.get("/openapi.json")).json()
+        assert (await rest.get(f"/api/v1/requests/{rid}")).status_code == 404
+    document = (await rest.get("/openapi.json")).json()
     for path, created in (("/api/v1/templates", "201"), ("/api/v1/machines", "202")):
         responses = document["paths"][path]["post"]["responses"]
         assert "links" in responses[created] and "links" not in responses["200"]
