@@ -22,23 +22,33 @@ from collections import defaultdict
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
+from pluginsdk.errors import ProviderError
 from pluginsdk.models import (
     Machine,
     MachineStatus,
     Request,
     RequestStatus,
     RequestType,
+    Template,
     can_transition,
     utcnow,
 )
 from pluginsdk.schedulers._base import RECLAIMED, RETURNED_BEFORE_RUNNING
 
-from .providers.base import ProvisionedMachine
+from .providers.base import ProviderDriver, ProvisionedMachine
 
 if TYPE_CHECKING:
     from .engine import Engine
 
-__all__ = ["RETURNED_BEFORE_RUNNING", "apply_states", "reconcile", "reconcile_active", "settle_status", "sweep_orphans"]
+__all__ = [
+    "RETURNED_BEFORE_RUNNING",
+    "apply_states",
+    "launch",
+    "reconcile",
+    "reconcile_active",
+    "settle_status",
+    "sweep_orphans",
+]
 
 log = logging.getLogger("pluginsdk.reconciler")
 
@@ -148,10 +158,88 @@ async def reconcile(engine: Engine, request: Request) -> Request:
         return await _reconcile_provision(engine, request)
 
 
+async def launch(engine: Engine, driver: ProviderDriver, request: Request, template: Template) -> Request:
+    """Launch a recorded, pending request's machines and record them; returns the stored request.
+
+    Its creator calls this, and so does whoever takes its claim over from a creator that died before the
+    launch was recorded (`_launch_unrecorded`). Provider launches are idempotent per request (AWS client
+    tokens and group names, the local provider's numbered machines): a launch the dead creator made is
+    found again, not repeated. A ProviderError settles the request failed, then is raised.
+    """
+    try:
+        launched = await driver.launch(request, template, request.count)
+    except ProviderError as exc:
+        now = utcnow()
+        failed = request.model_copy(
+            update={
+                "status": RequestStatus.FAILED,
+                "message": f"Provider error: {exc.message}",
+                "completed_at": now,
+                "updated_at": now,
+            }
+        )
+        await engine.db.update_request(failed)
+        exc.details.setdefault("request_id", request.request_id)
+        raise
+    async with engine.db.transaction():
+        current = await engine.db.get_request(request.request_id, for_update=True) or request
+        stored = {m.machine_id: m for m in await engine.db.machines_of_request(request.request_id)}
+        changed = apply_states(current, stored, launched.machines)
+        if changed:
+            await engine.db.upsert_machines(changed)
+        status, message = settle_status(current, list(stored.values()), timed_out=False)
+        if not stored:
+            status = RequestStatus.RUNNING
+        current = current.model_copy(
+            update={
+                "status": status,
+                "message": launched.message or message,
+                "machine_ids": list(stored),
+                "provider_data": {**current.provider_data, **launched.provider_data},
+                "updated_at": utcnow(),
+                "completed_at": utcnow() if status.terminal else None,
+            }
+        )
+        await engine.db.update_request(current)
+    return current
+
+
+async def _launched(
+    engine: Engine, driver: ProviderDriver, request: Request, template: Template | None
+) -> tuple[Request, list[ProvisionedMachine]]:
+    """The request and what the provider reports for it, launching it first if its creator never did.
+
+    A request leaves `pending` when its creator records the launch, under the claim it holds from insert to
+    record; pending under our claim, with nothing at the provider, means the creator died (or outlived its
+    lease) before it called the provider. Left alone, the request would wait out its timeout with no machine
+    and fail. Machines the provider does report are adopted by the caller (`apply_states`), never relaunched.
+    """
+    seen = await driver.describe(request, template)
+    if seen or request.status is not RequestStatus.PENDING:  # read before our claim: re-read below
+        return request, seen
+    request = await _launch_unrecorded(engine, driver, request, template)
+    return request, await driver.describe(request, template)
+
+
+async def _launch_unrecorded(
+    engine: Engine, driver: ProviderDriver, request: Request, template: Template | None
+) -> Request:
+    """The request launched, if it is still pending, in time and its template known."""
+    current = await engine.db.get_request(request.request_id) or request
+    late = utcnow() > current.created_at + timedelta(seconds=current.timeout)  # it is settled as timed out
+    if current.status is not RequestStatus.PENDING or template is None or late:
+        return current
+    log.warning("request %s: its launch was never recorded (the creator died); launching it", current.request_id)
+    try:
+        return await launch(engine, driver, current, template)
+    except ProviderError:  # recorded as the request's failure
+        return await engine.db.get_request(current.request_id) or current
+
+
 async def _reconcile_provision(engine: Engine, request: Request) -> Request:
     driver = await engine.provider(request.provider_name)
     template = await engine.template(request.template_id or "")
-    seen = await driver.describe(request, template)
+    request, seen = await _launched(engine, driver, request, template)
     now = utcnow()
     to_terminate: list[Machine] = []
     async with engine.db.transaction():

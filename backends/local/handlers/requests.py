@@ -50,9 +50,9 @@ from pluginsdk.principal import Principal
 from ..reconciler import (
     RETURNED_BEFORE_RUNNING,
     apply_states,
+    launch,
     reconcile,
     record_reclaimed,
-    settle_status,
     sweep_orphans,
     terminate_machines,
 )
@@ -157,40 +157,7 @@ async def create_request(engine: Engine, op: CreateRequestCommand, principal: Pr
                 "request", request_id, f"Request '{request_id}' is being created by another call; retry to read it."
             )
         await engine.db.insert_request(request)  # recorded before the provider is called: a crash loses nothing
-        try:
-            launched = await driver.launch(request, template, op.requested_count)
-        except ProviderError as exc:
-            failed = request.model_copy(
-                update={
-                    "status": RequestStatus.FAILED,
-                    "message": f"Provider error: {exc.message}",
-                    "completed_at": utcnow(),
-                    "updated_at": utcnow(),
-                }
-            )
-            await engine.db.update_request(failed)
-            exc.details.setdefault("request_id", request_id)
-            raise
-        async with engine.db.transaction():
-            current = await engine.db.get_request(request_id) or request
-            stored = {m.machine_id: m for m in await engine.db.machines_of_request(request_id)}
-            changed = apply_states(current, stored, launched.machines)
-            if changed:
-                await engine.db.upsert_machines(changed)
-            status, message = settle_status(current, list(stored.values()), timed_out=False)
-            if not stored:
-                status = RequestStatus.RUNNING
-            current = current.model_copy(
-                update={
-                    "status": status,
-                    "message": launched.message or message,
-                    "machine_ids": list(stored),
-                    "provider_data": {**current.provider_data, **launched.provider_data},
-                    "updated_at": utcnow(),
-                    "completed_at": utcnow() if status.terminal else None,
-                }
-            )
-            await engine.db.update_request(current)
+        current = await launch(engine, driver, request, template)
     if op.wait:
         current = await wait_for(engine, current, op.timeout)
     return _created(await with_machines(engine, current), "Request submitted." if not op.wait else current.message)
