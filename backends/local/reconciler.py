@@ -169,16 +169,9 @@ async def launch(engine: Engine, driver: ProviderDriver, request: Request, templ
     try:
         launched = await driver.launch(request, template, request.count)
     except ProviderError as exc:
-        now = utcnow()
-        failed = request.model_copy(
-            update={
-                "status": RequestStatus.FAILED,
-                "message": f"Provider error: {exc.message}",
-                "completed_at": now,
-                "updated_at": now,
-            }
-        )
-        await engine.db.update_request(failed)
+        now, why = utcnow(), f"Provider error: {exc.message}"
+        update = {"status": RequestStatus.FAILED, "message": why, "completed_at": now, "updated_at": now}
+        await engine.db.update_request(request.model_copy(update=update))
         exc.details.setdefault("request_id", request.request_id)
         raise
     async with engine.db.transaction():

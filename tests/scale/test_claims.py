@@ -8,14 +8,13 @@ import json
 import signal
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pluginsdk import PluginSDK
-from tests.support.backends import base_config
+from tests.support.backends import base_config, open_sdk_on
 from tests.support.postgres import fresh_database
 
 
@@ -34,19 +33,6 @@ async def config(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
 
 def engine_of(sdk: PluginSDK) -> Any:
     return sdk.backend.engine  # type: ignore[attr-defined]
-
-
-@asynccontextmanager
-async def open_sdk_on(kind: str, config: dict[str, Any], tmp_path: Path) -> AsyncIterator[PluginSDK]:
-    """A second process's view of the store: an engine here (local), or a server on it (remote)."""
-    if kind == "local":
-        async with PluginSDK(config=config) as sdk:
-            yield sdk
-        return
-    from tests.support.remote import remote_sdk
-
-    async with remote_sdk(config, tmp_path) as sdk:
-        yield sdk
 
 
 async def test_a_claimed_request_is_left_to_its_holder_until_the_claim_ends(config: dict[str, Any]) -> None:
