@@ -33,27 +33,34 @@ def template_attrs(t: Template) -> dict[str, Any]:
 
 
 def check_template(engine: Engine, data: dict[str, Any]) -> tuple[Template | None, list[str], list[str]]:
-    """Validate a raw configuration: (template or None, errors, warnings)."""
-    errors: list[str] = []
-    warnings: list[str] = []
+    """Validate a raw configuration: (template or None, errors, warnings). Required fields, then the model,
+    then the rules the model cannot say."""
     known = set(Template.model_fields) | {Template.model_fields[f].alias or f for f in Template.model_fields}
     known |= {"vmType", "vmTypes", "keyName", "subnetId", "attributes", "instanceTags"}
-    for key in sorted(set(data) - known):
-        warnings.append(f"Unknown field '{key}' is ignored.")
+    warnings = [f"Unknown field '{key}' is ignored." for key in sorted(set(data) - known)]
+    errors = _missing(data)
+    if errors:
+        return None, errors, warnings
+    try:
+        template = template_from_mapping(data)
+    except pydantic.ValidationError as exc:
+        return None, [f"'{'.'.join(map(str, e['loc']))}': {e['msg']}." for e in exc.errors(include_url=False)], warnings
+    errors = _rule_errors(engine, template)
+    warnings += _rule_warnings(engine, template)
+    return (template if not errors else None), errors, warnings
+
+
+def _missing(data: dict[str, Any]) -> list[str]:
+    errors: list[str] = []
     for required in ("template_id", "image_id"):
-        camel = Template.model_fields[required].alias or required
-        value = data.get(required, data.get(camel))
+        value = data.get(required, data.get(Template.model_fields[required].alias or required))
         if value is None or (isinstance(value, str) and not value.strip()):
             errors.append(f"'{required}' is required.")
-    template: Template | None = None
-    if not errors:
-        try:
-            template = template_from_mapping(data)
-        except pydantic.ValidationError as exc:
-            for e in exc.errors(include_url=False):
-                errors.append(f"'{'.'.join(map(str, e['loc']))}': {e['msg']}.")
-    if template is None:
-        return None, errors, warnings
+    return errors
+
+
+def _rule_errors(engine: Engine, template: Template) -> list[str]:
+    errors: list[str] = []
     driver_apis = _apis(engine)
     if driver_apis and template.provider_api not in driver_apis:
         errors.append(
@@ -62,26 +69,29 @@ def check_template(engine: Engine, data: dict[str, Any]) -> tuple[Template | Non
         )
     if template.max_number is not None and template.max_number < 1:
         errors.append("'max_number' must be at least 1.")
-    if template.max_number and template.max_number > engine.settings.provider.max_machines_per_request:
-        warnings.append(
-            f"max_number {template.max_number} exceeds the global limit "
-            f"{engine.settings.provider.max_machines_per_request}; the lower one applies."
-        )
     if template.price_type not in PRICE_TYPES:
         errors.append(f"'price_type' must be one of {', '.join(PRICE_TYPES)}.")
     kinds = FLEET_TYPES.get(template.provider_api)
     if template.fleet_type is not None and kinds is not None and template.fleet_type.lower() not in kinds:
         errors.append(f"'fleet_type' of {template.provider_api} must be one of {', '.join(kinds)}.")
-    for itype, weight in template.instance_types.items():
-        if weight <= 0:
-            errors.append(f"Weight of instance type '{itype}' must be positive.")
+    errors += [f"Weight of instance type '{t}' must be positive." for t, w in template.instance_types.items() if w <= 0]
+    return errors
+
+
+def _rule_warnings(engine: Engine, template: Template) -> list[str]:
+    warnings: list[str] = []
+    if template.max_number and template.max_number > engine.settings.provider.max_machines_per_request:
+        warnings.append(
+            f"max_number {template.max_number} exceeds the global limit "
+            f"{engine.settings.provider.max_machines_per_request}; the lower one applies."
+        )
     if not template.instance_type and not template.instance_types:
         warnings.append("No instance_type given; the provider's default applies.")
     if template.provider_api in FLEET_APIS and not template.subnet_ids:
         warnings.append(f"{template.provider_api} without subnet_ids launches in the default VPC only.")
     if template.provider_api != "local" and not template.image_id.startswith("ami-"):
         warnings.append(f"image_id '{template.image_id}' does not look like an AMI id (ami-...).")
-    return (template if not errors else None), errors, warnings
+    return warnings
 
 
 def _apis(engine: Engine) -> tuple[str, ...]:
