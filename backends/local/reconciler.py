@@ -6,7 +6,8 @@ then re-read and updated in one transaction, so two processes reconciling the
 same request cannot move it backwards. Machine states only follow the
 transition table; an illegal report is logged and ignored, never written.
 Machines found at the provider that the store does not know (the engine died
-between launch and write) are adopted here.
+between launch and write) are adopted here; a request whose creator died before it called the provider
+(still `pending`, nothing at the provider) is launched here (`launch`, which its creator calls too).
 
 One actor per request: a reconciliation first claims the request (a lease,
 backends/local/store/claims.py); when another process or task holds it, this
