@@ -19,7 +19,7 @@ import pydantic
 from ..errors import ValidationError
 from ._base import BaseModel
 from .auth_vocabulary import OBJECT_TYPES, OPERATORS, PERMISSION_TYPES, PERMISSIONS
-from .identifiers import identifier_problem
+from .identifiers import ROLE_NAME_PATTERN, USER_ID_PATTERN, identifier_problem
 
 __all__ = [
     "Constraint",
@@ -73,12 +73,28 @@ def _drop_form_id(data: Any) -> Any:
 _WRITTEN = pydantic.ConfigDict(extra="forbid")
 
 
+def _closed(values: Any) -> Any:
+    """A field whose JSON schema lists the accepted words (`validate_constraint` checks them, with its messages)."""
+    return pydantic.Field(json_schema_extra={"enum": list(values)})
+
+
+def _identifier(pattern: str) -> Any:
+    """A field whose JSON schema states its character set (checked by `validate_constraint`)."""
+    return pydantic.Field(json_schema_extra={"pattern": pattern})
+
+
 class CriterionInput(Criterion):
     """A criterion as written: unknown fields are errors, except the form's row `id` (ignored by name).
-    Stored constraints load with `Criterion`, which ignores what it does not know."""
+    Stored constraints load with `Criterion`, which ignores what it does not know. The JSON schema lists the
+    fields of every object type (which of them fits the constraint's `objectType` is a cross-field rule)."""
 
     model_config = _WRITTEN
     _form_id = pydantic.model_validator(mode="before")(_drop_form_id)
+
+    field: str = _closed(dict.fromkeys(f for fields in OBJECT_TYPES.values() for f in fields))
+    value: str = _identifier(r"\S")
+    """Text to match; not blank (for the `*_one_of` operators: a comma-separated list, not all blank)."""
+    operator: str = _closed(OPERATORS)
 
 
 class GroupPermissionInput(GroupPermission):
@@ -87,12 +103,20 @@ class GroupPermissionInput(GroupPermission):
     model_config = _WRITTEN
     _form_id = pydantic.model_validator(mode="before")(_drop_form_id)
 
+    group_id: str = _identifier(ROLE_NAME_PATTERN)
+    permission: str = _closed(PERMISSIONS)
+    permission_type: str = _closed(PERMISSION_TYPES)
+
 
 class UserPermissionInput(UserPermission):
     """A user permission as written (row `id` ignored by name, other unknown fields are errors)."""
 
     model_config = _WRITTEN
     _form_id = pydantic.model_validator(mode="before")(_drop_form_id)
+
+    user_id: str = _identifier(USER_ID_PATTERN)
+    permission: str = _closed(PERMISSIONS)
+    permission_type: str = _closed(PERMISSION_TYPES)
 
 
 class Constraint(BaseModel):

@@ -12,8 +12,16 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, Field, field_validator
 
 from .._pagination import PageToken
-from ..models.auth import Constraint, CriterionInput, GroupPermissionInput, UserPermissionInput
+from ..models.auth import (
+    DESCRIPTION_MAX,
+    DESCRIPTION_MIN,
+    Constraint,
+    CriterionInput,
+    GroupPermissionInput,
+    UserPermissionInput,
+)
 from ..models.auth_results import ConstraintImported, ConstraintList, ConstraintWritten, PermissionObjects
+from ..models.auth_vocabulary import OBJECT_TYPES
 from ..models.identifiers import CONSTRAINT_ID_PATTERN
 from ..models.identifiers import ConstraintId as _ConstraintIdText
 from ._base import Cli, Command, Policy, Query, R_co, Rest
@@ -44,6 +52,9 @@ ConstraintId = Annotated[_ConstraintIdText, AfterValidator(_not_reserved)]
 """1-128 of letters, digits, `_ - . :`, not the reserved route name."""
 
 _CONSTRAINTS = Policy(category="constraints")
+
+_DESCRIPTION = rf"^\s*\S[\s\S]{{{DESCRIPTION_MIN - 2},{DESCRIPTION_MAX - 2}}}\S\s*$"
+"""The description rule `validate_constraint` applies, for the JSON schema: 4-256 characters after trimming."""
 
 
 class ListConstraintsQuery(Query[ConstraintList]):
@@ -84,9 +95,9 @@ class _ConstraintBody(Command[R_co]):
     """The constraint's id (1-128 of letters, digits, _ - . :)."""
     name: str = Field(min_length=1, max_length=256)
     """Human-readable name."""
-    description: str = Field(max_length=1024)
+    description: str = Field(max_length=1024, json_schema_extra={"pattern": _DESCRIPTION})
     """Purpose of the constraint (4-256 characters after trimming)."""
-    object_type: str
+    object_type: str = Field(json_schema_extra={"enum": list(OBJECT_TYPES)})
     """What it protects: one of the objectTypes of permission_objects (asset, database, api, web, template, ...)."""
     criteria_and: list[CriterionInput] | None = Field(None, max_length=100)
     """Criteria that must all match ({field, operator, value}; `*` in a value matches any run of characters)."""

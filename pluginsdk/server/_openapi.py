@@ -18,6 +18,7 @@ from ..operations import CATALOG, OperationSpec
 __all__ = ["ERROR_SCHEMA", "LISTING_B", "build_document", "docs_html", "listing_b_created", "operation_id", "route_key"]
 
 _REF = "#/components/schemas/{model}"
+_PREFIX = "#/components/schemas/"
 
 ERROR_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -100,19 +101,24 @@ def operation_id(spec: OperationSpec, path: str) -> str:
     return f"{spec.name}_via_{slug}"
 
 
+COMPONENT_NAMES = {"ManagedUser": "User"}
+"""Models whose component is named for what the API calls them: a managed-user record is the `User` that every
+`user_id` names (clients and schemathesis find the object an input refers to by this name)."""
+
+
 class _Schemas:
-    """Collects JSON schemas of models into OpenAPI components (pydantic `$defs` moved to components)."""
+    """Collects JSON schemas of models into OpenAPI components (pydantic `$defs` moved to components).
+
+    Response components are named for their model (camelCase routes' and snake_case routes' models are
+    distinct, so no name has two shapes); request components get `Input`."""
 
     def __init__(self) -> None:
         self.components: dict[str, Any] = {"ErrorEnvelope": ERROR_SCHEMA}
 
     def output(self, model: type[Any], camel: bool) -> tuple[dict[str, Any], dict[str, Any]]:
         """The response schema (a $ref) and the model's own schema."""
-        suffix = "Camel" if camel else ""
-        schema: dict[str, Any] = model.model_json_schema(
-            by_alias=camel, mode="serialization", ref_template=_REF.replace("{model}", "{model}" + suffix)
-        )
-        return self._hoist(schema, suffix, model.__name__), schema
+        schema: dict[str, Any] = model.model_json_schema(by_alias=camel, mode="serialization", ref_template=_REF)
+        return self._hoist(schema, "", COMPONENT_NAMES.get(model.__name__, model.__name__)), schema
 
     def input(self, spec: OperationSpec) -> dict[str, Any]:
         spec.field_docs()
@@ -124,12 +130,30 @@ class _Schemas:
 
     def _hoist(self, schema: dict[str, Any], suffix: str, name: str | None) -> dict[str, Any]:
         """Each component titled with its own (unique) key: generators name models by title."""
+        output = not suffix  # `COMPONENT_NAMES` names response components
         for def_name, definition in schema.pop("$defs", {}).items():
-            self.components[def_name + suffix] = {**definition, "title": def_name + suffix}
+            key = COMPONENT_NAMES.get(def_name, def_name) if output else def_name + suffix
+            self._add(key, _renamed(definition) if output else definition)
         if name is None:
             return schema
-        self.components[name + suffix] = {**schema, "title": name + suffix}
-        return {"$ref": _REF.format(model=name + suffix)}
+        self._add(name, _renamed(schema))
+        return {"$ref": _REF.format(model=name)}
+
+    def _add(self, name: str, schema: dict[str, Any]) -> None:
+        component = {**schema, "title": name}
+        assert self.components.setdefault(name, component) == component, f"two shapes named {name}"
+
+
+def _renamed(node: Any) -> Any:
+    """`node` with `COMPONENT_NAMES` applied to its `$ref`s."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith(_PREFIX) and ref[len(_PREFIX) :] in COMPONENT_NAMES:
+            return {**node, "$ref": _PREFIX + COMPONENT_NAMES[ref[len(_PREFIX) :]]}
+        return {key: _renamed(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_renamed(value) for value in node]
+    return node
 
 
 def _creates(spec: OperationSpec) -> bool:
@@ -152,7 +176,11 @@ def _group(spec: OperationSpec) -> str:
 
 
 def _link(spec: OperationSpec, target: OperationSpec, result_props: dict[str, Any]) -> dict[str, Any] | None:
-    """The link giving `target` every identifying input from the created object, or None if one is missing."""
+    """The link giving `target` every identifying input from the created object, or None if one is missing.
+
+    None too for a target naming the object in its query string (`POST /templates/validate?template_id=`): it
+    is a collection route, not the object's resource (clients, and schemathesis, tie an object to its path:
+    after the object's DELETE it would take that route's 404 for a created object gone missing)."""
     assert target.rest is not None
     params: dict[str, str] = {}
     body: dict[str, str] = {}
@@ -161,8 +189,8 @@ def _link(spec: OperationSpec, target: OperationSpec, result_props: dict[str, An
         if prop not in result_props:
             return None
         value = f"$response.body#/{prop}"
-        if field in target.path_fields or field in target.query_fields:
-            params[f"{'path' if field in target.path_fields else 'query'}.{field}"] = value
+        if field in target.path_fields:
+            params[f"path.{field}"] = value
         elif field in target.body_fields and target.rest.body_field is None:
             body[field] = value
         else:

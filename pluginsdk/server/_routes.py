@@ -30,23 +30,29 @@ class Router(Generic[E]):
         templates: dict[str, dict[str, E]] = {}
         for method, path, endpoint in entries:
             templates.setdefault(path, {})[method] = endpoint
-        self._by_len: dict[int, list[tuple[_Pattern, dict[str, E]]]] = {}
+        self._by_len: dict[int, list[tuple[_Pattern, dict[str, E], str]]] = {}
         for path, methods in templates.items():
             segments = path.split("/")
             pattern = tuple((True, s[1:-1]) if s.startswith("{") and s.endswith("}") else (False, s) for s in segments)
-            self._by_len.setdefault(len(segments), []).append((pattern, methods))
+            self._by_len.setdefault(len(segments), []).append((pattern, methods, path))
         for candidates in self._by_len.values():
             candidates.sort(key=lambda c: _specificity(c[0]))
         self._cache: dict[tuple[str, str], tuple[E, dict[str, str]]] = {}
 
-    def _template(self, path: str) -> tuple[dict[str, E], dict[str, str]] | None:
-        """The most specific template matching `path`: its endpoints by method and the path parameters."""
+    def _template(self, path: str) -> tuple[dict[str, E], dict[str, str], str] | None:
+        """The most specific template matching `path`: its endpoints by method, the path parameters and the
+        template itself."""
         segments = path.split("/")
-        for pattern, methods in self._by_len.get(len(segments), ()):
+        for pattern, methods, template in self._by_len.get(len(segments), ()):
             params = _bind(pattern, segments)
             if params is not None:
-                return methods, params
+                return methods, params, template
         return None
+
+    def template(self, path: str) -> str | None:
+        """The path template `path` belongs to, or None (a low-cardinality label for any concrete path)."""
+        found = self._template(path)
+        return found[2] if found is not None else None
 
     def match(self, method: str, path: str) -> tuple[E, dict[str, str]] | None:
         """The endpoint serving `method path` and its path parameters, or None."""

@@ -19,7 +19,6 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,6 +29,8 @@ from pydantic.alias_generators import to_camel
 from starlette.types import Receive, Scope, Send
 
 from .._constants import VERSION
+from .._logs import new_request_id
+from .._logs import request_id as log_request_id
 from ..config import Settings
 from ..errors import MethodExecutionError, SDKError, ValidationError
 from ..operations import CATALOG, OperationSpec
@@ -65,6 +66,7 @@ _ABSENT: Any = object()
 """No body was sent (JSON `null` is a body, and not an object)."""
 _camel = functools.lru_cache(maxsize=4096)(to_camel)
 _JSON = b"application/json"
+_NO_PARAMS: dict[str, str] = {}
 
 
 def _dumps(value: Any) -> bytes:
@@ -88,30 +90,65 @@ def _render(result: Any, camel: bool) -> bytes:
     return _dumps(result)
 
 
-def new_request_id() -> str:
-    return os.urandom(16).hex()
-
-
 class _Head:
-    """What the door read from the request head, for the endpoints."""
+    """What the door read from the request head (one pass over the headers), for itself and the endpoints."""
 
-    __slots__ = ("authorization", "path", "query_string", "request_id")
+    __slots__ = ("authorization", "declared", "oversized", "path", "query_string", "request_id", "sent", "streamed")
 
-    def __init__(self, path: str, query_string: bytes, authorization: str | None, request_id: str) -> None:
-        self.path = path
-        self.query_string = query_string
+    def __init__(self, scope: Scope) -> None:
+        authorization: str | None = None
+        request_id = ""
+        declared: bytes | None = None
+        head_bytes = 0
+        too_big = streamed = False
+        headers = scope["headers"]
+        for name, value in headers:
+            size = len(name) + len(value)
+            head_bytes += size
+            if size > MAX_HEADER_LINE_BYTES:
+                too_big = True
+            if name == b"authorization":
+                if authorization is None:
+                    authorization = value.decode("latin-1")
+            elif name == b"x-request-id":
+                if not request_id:
+                    request_id = value.decode("latin-1")[:128]
+            elif name == b"content-length":
+                declared = value
+            elif name == b"transfer-encoding":
+                streamed = True
         self.authorization = authorization
-        self.request_id = request_id
+        self.request_id = request_id or new_request_id()
+        self.declared = declared
+        self.streamed = streamed
+        self.oversized = too_big or len(headers) > MAX_HEADERS or head_bytes > MAX_HEADER_BYTES
+        path: str = scope["path"]
+        root = scope.get("root_path")
+        if root and path.startswith(root):
+            path = path[len(root) :]
+        self.path = path
+        self.query_string: bytes = scope.get("query_string", b"")
+        self.sent = False
+        """The response has started (a failure after that cannot send the 500 envelope)."""
+
+    def drops_body(self, endpoint: _Endpoint | None) -> bool:
+        """A body came (or may come) that this answer does not read: the connection must close after it."""
+        sent = self.streamed or (self.declared is not None and self.declared != b"0")
+        return sent and not (isinstance(endpoint, _Plan) and endpoint.reads_body)
 
 
 Reply = tuple[int, bytes, str | None]
 """(status, JSON body, user id or None)."""
+_Routed = tuple["_Endpoint | None", dict[str, str], SDKError | None, list[tuple[bytes, bytes]]]
+"""(endpoint, path parameters, refusal, extra response headers): what the door decided before any work."""
 
 
 class _Endpoint:
     """A served route: answers one request with a Reply."""
 
     content_type: bytes = _JSON
+    route: str
+    """Its path template: the `http_route` label of the request metrics."""
 
     async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
         raise NotImplementedError
@@ -131,6 +168,7 @@ class _Plan(_Endpoint):
     body_field: str | None
     reads_body: bool
     public: bool
+    route: str
     dry_run: str | None
     """The flag that makes a create store nothing (answered 200, not `status`)."""
     reshape: Callable[[Any], dict[str, Any]] | None = None
@@ -152,50 +190,51 @@ class _Plan(_Endpoint):
             body_field=spec.rest.body_field,
             reads_body=bool(spec.body_fields),
             public=spec.policy.unauthenticated,
+            route=path,
             dry_run=spec.rest.dry_run,
             reshape=listing_b_created if (spec.name, path) in LISTING_B else None,
         )
 
     def gather(self, path_params: dict[str, str], query_string: bytes, body: Any) -> dict[str, Any]:
         """Path > query > body, each under its snake_case or camelCase name."""
-        data: dict[str, Any] = {}
-        if body is not _ABSENT:
-            if self.body_field is not None:
-                data[self.body_field] = body
-            elif isinstance(body, dict):
-                data.update(body)
-            else:
-                raise ValidationError(
-                    "The request body must be a JSON object.",
-                    details={"field": "body", "value": None, "expected": "a JSON object"},
-                )
+        data = self._from_body(body)
         if query_string and self.query:
-            params: dict[str, list[str]] = {}
-            for key, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
-                params.setdefault(key, []).append(value)
-            for name, keys, is_list in self.query:
-                for key in keys:
-                    values = params.get(key)
-                    if values is not None:
-                        if is_list:
-                            data[name] = [v for item in values for v in item.split(",") if v != ""]
-                        else:
-                            data[name] = values[-1]
-                        break
-        for name, value in path_params.items():  # a body may repeat its path id (VAMS: constraintId), not change it
-            for key in {name, _camel(name)}:
-                if key in data and data.pop(key) != value:
-                    raise ValidationError(
-                        f"{key} in the body differs from the path.",
-                        details={"field": key, "value": None, "expected": "the path's value"},
-                    )
-        data.update(path_params)
+            self._add_query(data, query_string)
+        if path_params:
+            _add_path(data, path_params)
         if self.defaults:
-            given = {k for k in data} | {_camel(k) for k in data}
-            for key, value in self.defaults:
-                if key not in given and _camel(key) not in given:
-                    data[key] = value
+            self._add_defaults(data)
         return data
+
+    def _from_body(self, body: Any) -> dict[str, Any]:
+        if body is _ABSENT:
+            return {}
+        if self.body_field is not None:
+            return {self.body_field: body}
+        if isinstance(body, dict):
+            return dict(body)
+        raise ValidationError(
+            "The request body must be a JSON object.",
+            details={"field": "body", "value": None, "expected": "a JSON object"},
+        )
+
+    def _add_query(self, data: dict[str, Any], query_string: bytes) -> None:
+        params: dict[str, list[str]] = {}
+        for key, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+            params.setdefault(key, []).append(value)
+        for name, keys, is_list in self.query:
+            values = params.get(keys[0])
+            if values is None:
+                values = params.get(keys[1])
+            if values is None:
+                continue
+            data[name] = [v for item in values for v in item.split(",") if v != ""] if is_list else values[-1]
+
+    def _add_defaults(self, data: dict[str, Any]) -> None:
+        given = {k for k in data} | {_camel(k) for k in data}
+        for key, value in self.defaults:
+            if key not in given and _camel(key) not in given:
+                data[key] = value
 
     async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
         backend = app.backend
@@ -229,10 +268,23 @@ class _Plan(_Endpoint):
         return status, _render(result, self.camel), user
 
 
+def _add_path(data: dict[str, Any], path_params: dict[str, str]) -> None:
+    """The path's parameters; a body may repeat its path id (VAMS: constraintId), not change it."""
+    for name, value in path_params.items():
+        for key in {name, _camel(name)}:
+            if key in data and data.pop(key) != value:
+                raise ValidationError(
+                    f"{key} in the body differs from the path.",
+                    details={"field": key, "value": None, "expected": "the path's value"},
+                )
+    data.update(path_params)
+
+
 class _Static(_Endpoint):
     """A fixed JSON or HTML document, built on first use (the OpenAPI document, /docs)."""
 
-    def __init__(self, build: Callable[[], bytes], content_type: bytes = _JSON) -> None:
+    def __init__(self, route: str, build: Callable[[], bytes], content_type: bytes = _JSON) -> None:
+        self.route = route
         self._build = build
         self.content_type = content_type
         self._body: bytes | None = None
@@ -244,6 +296,8 @@ class _Static(_Endpoint):
 
 
 class _Health(_Endpoint):
+    route = "/health"
+
     async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
         try:
             await app.backend.ping()
@@ -267,10 +321,12 @@ class PluginApp:
             assert spec.rest is not None
             entries.append((spec.rest.method, path, _Plan.of(spec, path)))
         entries.append(("GET", "/health", _Health()))
-        entries.append(("GET", "/openapi.json", _Static(lambda: _dumps(self.openapi()))))
+        entries.append(("GET", "/openapi.json", _Static("/openapi.json", lambda: _dumps(self.openapi()))))
         html = b"text/html; charset=utf-8"
-        entries.append(("GET", "/docs", _Static(lambda: docs_html("/openapi.json", self.title), html)))
+        entries.append(("GET", "/docs", _Static("/docs", lambda: docs_html("/openapi.json", self.title), html)))
         self.router: Router[_Endpoint] = Router(entries)
+        self.observe: Callable[[str, str, int, float], None] | None = None
+        """Called with (route template, method, status, seconds) after each request (the server's metrics)."""
 
     def openapi(self) -> dict[str, Any]:
         """The OpenAPI document (built once)."""
@@ -307,95 +363,82 @@ class PluginApp:
                 return
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Every HTTP request: its id set as the log context, limits and router, the endpoint's answer (or
+        the one envelope), then the access log line and the request metrics."""
         started = time.perf_counter()
-        request_id = ""
-        authorization: str | None = None
-        declared: bytes | None = None
-        head_bytes = 0
-        too_big = streamed = False
-        headers = scope["headers"]
-        for name, value in headers:
-            size = len(name) + len(value)
-            head_bytes += size
-            if size > MAX_HEADER_LINE_BYTES:
-                too_big = True
-            if name == b"authorization":
-                if authorization is None:
-                    authorization = value.decode("latin-1")
-            elif name == b"x-request-id":
-                if not request_id:
-                    request_id = value.decode("latin-1")[:128]
-            elif name == b"content-length":
-                declared = value
-            elif name == b"transfer-encoding":
-                streamed = True
-        request_id = request_id or new_request_id()
-        path: str = scope["path"]
-        root = scope.get("root_path")
-        if root and path.startswith(root):
-            path = path[len(root) :]
-        query_string: bytes = scope.get("query_string", b"")
-        status, user, sent = 500, None, False
-        extra: list[tuple[bytes, bytes]] = []
+        head = _Head(scope)
+        token = log_request_id.set(head.request_id)
+        status, user, route = 500, None, "other"
         try:
-            err: SDKError | None = None
-            endpoint: _Endpoint | None = None
-            params: dict[str, str] = {}
-            method: str = scope["method"]
-            if len(scope.get("raw_path") or path.encode()) + len(query_string) > MAX_URL_BYTES:
-                err = uri_too_long()
-            elif too_big or len(headers) > MAX_HEADERS or head_bytes > MAX_HEADER_BYTES:
-                err = headers_too_large()
-            elif declared is not None and _declared_size(declared) > self.max_body_bytes:
-                err = too_large(self.max_body_bytes)  # before authentication, before reading a byte
-            else:
-                hit = self.router.match(method, path)
-                if hit is not None:
-                    endpoint, params = hit
-                else:
-                    allowed = self.router.allowed(path)
-                    if not allowed:
-                        err = RouteNotFound(
-                            "No route has this path.", details={"field": "path", "value": path[:200], "expected": None}
-                        )
-                    else:
-                        allow = ", ".join([*allowed, "OPTIONS"]).encode()
-                        extra.append((b"allow", allow))
-                        if method != "OPTIONS":
-                            err = MethodNotAllowed(
-                                f"{method[:16]} is not served on this path; it is served with {allow.decode()}.",
-                                details={"field": "method", "value": method[:16], "expected": [*allowed, "OPTIONS"]},
-                            )
-            if err is not None:
-                status, body = err.http_status, error_body(err)
-            elif endpoint is None:  # OPTIONS on a served path
-                status, body = 204, b""
-            else:
-                head = _Head(path, query_string, authorization, request_id)
-                status, body, user = await endpoint.respond(self, head, params, receive)
-            if status == 413 or (
-                (streamed or (declared is not None and declared != b"0"))
-                and not (isinstance(endpoint, _Plan) and endpoint.reads_body)
-            ):
-                extra.append((b"connection", b"close"))  # a body not read (oversized, or not wanted): drop it
-            sent = True
-            ctype = endpoint.content_type if endpoint is not None and err is None else _JSON
-            await send(
-                {"type": "http.response.start", "status": status, "headers": _headers(body, request_id, extra, ctype)}
-            )
-            await send({"type": "http.response.body", "body": body})
+            routed = self._route(scope["method"], head, scope)
+            endpoint = routed[0]
+            # the route template the metrics label: the endpoint's, else the path's (refused before routing,
+            # OPTIONS, 405), else "other" (no route: no label per scanned path)
+            route = endpoint.route if endpoint is not None else self.router.template(head.path) or route
+            status, user = await self._reply(head, routed, receive, send)
         except ClientGone:
             status = 499  # the client went away before its body arrived: no one to answer
         except Exception:  # never leak internals: one envelope, logged with its request id
-            log.exception("unhandled error (request %s)", request_id)
+            log.exception("unhandled error (request %s)", head.request_id)
             status = 500
-            if not sent:
+            if not head.sent:
                 body = error_body(MethodExecutionError("Internal server error."))
-                await send({"type": "http.response.start", "status": 500, "headers": _headers(body, request_id, [])})
+                await send({"type": "http.response.start", "status": 500, "headers": _headers(body, head, [])})
                 await send({"type": "http.response.body", "body": body})
         finally:
             if access_log.isEnabledFor(logging.INFO):
-                _access(request_id, scope, status, started, user)
+                _access(head.request_id, scope, status, started, user)
+            log_request_id.reset(token)
+            if self.observe is not None:
+                self.observe(route, scope["method"], status, time.perf_counter() - started)
+
+    def _route(self, method: str, head: _Head, scope: Scope) -> _Routed:
+        """The limits on the head, then the router: (endpoint, path parameters, refusal, extra headers)."""
+        if len(scope.get("raw_path") or head.path.encode()) + len(head.query_string) > MAX_URL_BYTES:
+            return None, _NO_PARAMS, uri_too_long(), []
+        if head.oversized:
+            return None, _NO_PARAMS, headers_too_large(), []
+        if head.declared is not None and _declared_size(head.declared) > self.max_body_bytes:
+            return None, _NO_PARAMS, too_large(self.max_body_bytes), []  # before authentication, before any read
+        hit = self.router.match(method, head.path)
+        if hit is not None:
+            return hit[0], hit[1], None, []
+        allowed = self.router.allowed(head.path)
+        if not allowed:
+            details = {"field": "path", "value": head.path[:200], "expected": None}
+            return None, _NO_PARAMS, RouteNotFound("No route has this path.", details=details), []
+        allow = ", ".join([*allowed, "OPTIONS"])
+        extra = [(b"allow", allow.encode())]
+        if method == "OPTIONS":
+            return None, _NO_PARAMS, None, extra
+        return (
+            None,
+            _NO_PARAMS,
+            MethodNotAllowed(
+                f"{method[:16]} is not served on this path; it is served with {allow}.",
+                details={"field": "method", "value": method[:16], "expected": [*allowed, "OPTIONS"]},
+            ),
+            extra,
+        )
+
+    async def _reply(self, head: _Head, routed: _Routed, receive: Receive, send: Send) -> tuple[int, str | None]:
+        """Answer (the endpoint's reply, the refusal, or 204 to OPTIONS) and send it; (status, user id)."""
+        endpoint, params, err, extra = routed
+        user: str | None = None
+        ctype = _JSON
+        if err is not None:
+            status, body = err.http_status, error_body(err)
+        elif endpoint is None:  # OPTIONS on a served path
+            status, body = 204, b""
+        else:
+            status, body, user = await endpoint.respond(self, head, params, receive)
+            ctype = endpoint.content_type
+        if status == 413 or head.drops_body(endpoint):
+            extra.append((b"connection", b"close"))  # a body not read (oversized, or not wanted): drop it
+        head.sent = True
+        await send({"type": "http.response.start", "status": status, "headers": _headers(body, head, extra, ctype)})
+        await send({"type": "http.response.body", "body": body})
+        return status, user
 
 
 def _declared_size(value: bytes) -> int:
@@ -406,9 +449,9 @@ def _declared_size(value: bytes) -> int:
 
 
 def _headers(
-    body: bytes, request_id: str, extra: list[tuple[bytes, bytes]], content_type: bytes = _JSON
+    body: bytes, head: _Head, extra: list[tuple[bytes, bytes]], content_type: bytes = _JSON
 ) -> list[tuple[bytes, bytes]]:
-    headers = [(b"x-request-id", request_id.encode("latin-1")), *extra]
+    headers = [(b"x-request-id", head.request_id.encode("latin-1")), *extra]
     if body:
         headers.append((b"content-length", str(len(body)).encode()))
         headers.append((b"content-type", content_type))

@@ -1,9 +1,9 @@
 """What operators watch a server by, in front of the app: /metrics, /livez, /readyz, request-id log context.
 
-`OperatorApp` wraps the REST app (ASGI): it answers its three paths itself, and for every other request it
-fixes the request id first (the incoming X-Request-ID, clipped, or a new one, passed on to the app in the
-header so both agree), sets it as the log context (`pluginsdk._logs.request_id`) so every line the request
-causes carries it, and times the request into the HTTP duration histogram by route template.
+`OperatorApp` wraps the REST app (ASGI): it answers its three paths itself and hands every other request to
+the app, whose one door sets the request id as the log context (`pluginsdk._logs.request_id`: the incoming
+X-Request-ID, clipped, or a new one) so every line the request causes carries it, and times the request
+into the HTTP duration histogram by route template (`PluginApp.observe`, pointed at the metrics here).
 
 - /livez: 200 while the process serves (no store access: a slow database must not get it restarted).
 - /readyz: 200 only when the store answers and its schema is at this build's migration; else 503 in the
@@ -17,20 +17,19 @@ causes carries it, and times the request into the HTTP duration histogram by rou
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, ClassVar
 
-from .._logs import new_request_id, request_id
 from ..errors import AuthenticationError, PermissionDeniedError, SDKError
 from .limits import RouteNotFound
 
-__all__ = ["NotReady", "OperatorApp", "RouteTemplates"]
+__all__ = ["NotReady", "OperatorApp"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 ASGI = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
+_OPERATOR_PATHS = frozenset({"/livez", "/readyz", "/metrics"})
 _JSON = [(b"content-type", b"application/json")]
 
 
@@ -41,46 +40,14 @@ class NotReady(SDKError):
     http_status: ClassVar[int] = 503
 
 
-class RouteTemplates:
-    """Concrete path -> the catalog's route template (`/api/v1/requests/{request_id}`), for metric labels."""
-
-    def __init__(self) -> None:
-        from pluginsdk.operations import CATALOG
-
-        self._exact: set[str] = set()
-        self._patterns: dict[int, list[tuple[list[str], str]]] = {}
-        for spec in CATALOG.values():
-            rest = getattr(spec, "rest", None)
-            paths = list(getattr(rest, "paths", ()) or ()) if rest is not None else []
-            if not paths and getattr(spec, "route", None):
-                paths = [spec.route]
-            for path in paths:
-                if "{" not in path:
-                    self._exact.add(path)
-                else:
-                    parts = path.strip("/").split("/")
-                    self._patterns.setdefault(len(parts), []).append((parts, path))
-        for patterns in self._patterns.values():  # literal segments first: /auth/roles/me before /auth/roles/{x}
-            patterns.sort(key=lambda p: [s.startswith("{") for s in p[0]])
-        self._exact.update({"/health", "/openapi.json", "/docs"})
-
-    def of(self, path: str) -> str:
-        if path in self._exact:
-            return path
-        parts = path.strip("/").split("/")
-        for pattern, template in self._patterns.get(len(parts), ()):
-            if all(p.startswith("{") or p == s for p, s in zip(pattern, parts, strict=True)):
-                return template
-        return "other"  # unknown paths share one label: no cardinality from scanners
-
-
 class OperatorApp:
     def __init__(self, app: Any, settings: Any, metrics: Any | None) -> None:
         self.app = app
         self.settings = settings
         self.metrics = metrics
         self.access = getattr(getattr(settings, "api", None), "metrics", "loopback")
-        self.routes = RouteTemplates()
+        if metrics is not None:  # by route template, in the app's one door (`PluginApp.observe`)
+            app.observe = metrics.observe_http
 
     def __getattr__(self, name: str) -> Any:  # the wrapped app's attributes (backend, router, openapi ...)
         return getattr(self.app, name)
@@ -90,37 +57,10 @@ class OperatorApp:
         return self.app.backend
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
+        if scope["type"] == "http" and scope["path"] in _OPERATOR_PATHS and scope["method"] in ("GET", "HEAD"):
+            await self._operator(scope["path"], scope, send)
             return
-        path: str = scope["path"]
-        if path in ("/livez", "/readyz", "/metrics") and scope["method"] in ("GET", "HEAD"):
-            await self._operator(path, scope, send)
-            return
-        rid = ""
-        for name, value in scope["headers"]:
-            if name == b"x-request-id":
-                rid = value.decode("latin-1")[:128]
-                break
-        if not rid:
-            rid = new_request_id()
-            scope["headers"] = [*scope["headers"], (b"x-request-id", rid.encode("latin-1"))]
-        token = request_id.set(rid)
-        status = 500
-        started = time.perf_counter()
-
-        async def sent(message: Message) -> None:
-            nonlocal status
-            if message["type"] == "http.response.start":
-                status = int(message["status"])
-            await send(message)
-
-        try:
-            await self.app(scope, receive, sent)
-        finally:
-            request_id.reset(token)
-            if self.metrics is not None:
-                self.metrics.observe_http(self.routes.of(path), scope["method"], status, time.perf_counter() - started)
+        await self.app(scope, receive, send)  # the app sets the request id context and times the request
 
     async def _operator(self, path: str, scope: Scope, send: Any) -> None:
         status, body, headers = 200, b"", list(_JSON)

@@ -172,8 +172,10 @@ async def test_amplify_config_names_the_idp(ext_sdk: PluginSDK) -> None:
         {"useExternalOAuthIdp": {"enabled": True, "issuer": ISSUER, "clientId": "c"}},
         {"useManaged": {"enabled": True, "signingAlgorithm": "HS256"}},
         {"secretsKey": "too-short"},
+        {"useManaged": {"enabled": True, "passwordHashing": {"memoryKib": 8, "parallelism": 4}}},
     ],
-    ids=["both-modes", "oidc-and-saml", "federation-without-pool", "http-jwks", "no-jwks", "hs256", "bad-secrets-key"],
+    ids=["both-modes", "oidc-and-saml", "federation-without-pool", "http-jwks", "no-jwks", "hs256", "bad-secrets-key",
+         "argon2-memory-below-8-per-lane"],
 )  # fmt: skip
 async def test_provider_mode_configuration_errors(tmp_path: Path, app: dict[str, Any]) -> None:
     with pytest.raises(ConfigurationError):

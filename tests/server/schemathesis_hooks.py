@@ -3,8 +3,12 @@
 The run's own API keys. schemathesis feeds ids it saw in answers (the key listings) back into later cases, so
 the fuzzing phase deleted or deactivated the very key it was sending, and every request after that, the whole
 stateful phase included, was a 401 that tested nothing. A case that would delete or change one of the keys
-the test gave the run (`PLUGINSDK_SCHEMATHESIS_KEYS`, their ids) is sent to an id that does not exist instead
-(404); every other key, created by the run or not, is fair game.
+the test gave the run (`PLUGINSDK_SCHEMATHESIS_KEYS`, their ids) is sent
+instead to the last key the run created (a fair target), or to one that does not exist (404); every other key,
+created by the run or not, is fair game. Likewise a case that would delete the user those keys act as
+(`PLUGINSDK_SCHEMATHESIS_USERS`: deleting a managed user revokes its keys) goes to the last user the run created.
+(Not always a missing id: schemathesis reuses ids it has sent, and a missing one after a create of its own
+reads to it as "created resource not found".)
 
 Fresh keys for stateful creates. The stateful phase runs its scenarios one after the other against one
 server, and Hypothesis builds a new scenario by replaying the choices of an earlier one. A replayed create
@@ -14,15 +18,28 @@ prefix did, and Hypothesis ends the phase as "inconsistent data generation" afte
 whatever `max-examples` says. So just before a positive stateful create is sent, its key gets a suffix unique
 to the run (`-7`), inside the key's length and character rules; what Hypothesis drew is unchanged, and the
 chain that follows reads the key from the answer. Negative cases are sent exactly as generated.
+
+Rules the document cannot state (`FIT`), applied to positive stateful cases only, so a walk is not cut short
+by a refusal that says nothing about the link being walked (the other phases send what was generated):
+- a constraint's criteria name fields of its `objectType` (the schema lists every type's fields), and it has
+  at least one criterion;
+- a self-service key expires within a year of now; a key update changes something and not the key's name;
+- an administrator's key acts as a user who holds a role (`administrator`), user-role writes give a role that
+  exists (`admin`), in this configuration;
+- a machine request asks for 1-3 machines: within the per-request limit (`max_machines_per_request`, 1000),
+  and a hundred scenarios do not fill the local provider (1000 machines; beyond, it answers 502 capacity).
 """
 
 from __future__ import annotations
 
+import datetime
 import itertools
 import os
 from typing import Any
 
 import schemathesis
+
+from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
 
 KEYS: dict[str, tuple[str, str, int]] = {
     "POST /api/v1/templates": ("body", "template_id", 255),
@@ -39,22 +56,46 @@ KEYS: dict[str, tuple[str, str, int]] = {
 _KEY_PATHS = ("/auth/api-keys/{api_key_id}", "/auth/user/api-keys/{api_key_id}")
 OWN_KEY_WRITES = {f"{method} {path}" for method in ("PUT", "DELETE") for path in _KEY_PATHS}
 ABSENT_KEY_ID = "00000000-0000-4000-8000-000000000000"
+OWN_USER_DELETES = {"DELETE /user/managed/{user_id}", "DELETE /user/cognito/{user_id}"}
+OWN = (
+    (OWN_KEY_WRITES, "PLUGINSDK_SCHEMATHESIS_KEYS", "api_key_id", "keys"),
+    (OWN_USER_DELETES, "PLUGINSDK_SCHEMATHESIS_USERS", "user_id", "users"),
+)
+"""(operations, variable listing the run's own ids, path parameter, kind of what the run made instead)."""
+MADE = {"POST /auth/api-keys": "keys", "POST /auth/user/api-keys": "keys", "POST /user/managed": "users"}
+"""Creates whose 2xx answers give the ids the run made itself (`apiKeyId`, `userId`)."""
 
 _SERIAL = itertools.count(1)
 _DONE: set[str] = set()  # case ids already given their key (a check may send a case again)
+_MADE: dict[str, list[str]] = {"keys": [], "users": []}
+
+
+@schemathesis.hook
+def after_call(context: Any, case: Any, response: Any) -> None:
+    kind = MADE.get(case.operation.label)
+    if kind is not None and 200 <= response.status_code < 300:
+        made = response.json()
+        value = made.get("apiKeyId" if kind == "keys" else "userId") if isinstance(made, dict) else None
+        if isinstance(value, str):
+            _MADE[kind].append(value)
 
 
 @schemathesis.hook
 def before_call(context: Any, case: Any, **kwargs: Any) -> None:
     label = case.operation.label
-    if label in OWN_KEY_WRITES:
-        own = set(filter(None, os.environ.get("PLUGINSDK_SCHEMATHESIS_KEYS", "").split(",")))
-        if (case.path_parameters or {}).get("api_key_id") in own:
-            case.path_parameters["api_key_id"] = ABSENT_KEY_ID
-        return
+    for writes, variable, name, kind in OWN:
+        own = set(filter(None, os.environ.get(variable, "").split(",")))
+        if label in writes and (case.path_parameters or {}).get(name) in own:
+            case.path_parameters[name] = _MADE[kind][-1] if _MADE[kind] else ABSENT_KEY_ID
     meta = case.meta
+    if meta is None or meta.phase.name != "stateful" or meta.generation.mode != "positive":
+        return
+    if label in FIT:
+        if not isinstance(case.body, dict):  # an update's optional body left out
+            case.body = {}
+        FIT[label](case.body)
     where = KEYS.get(label)
-    if where is None or meta is None or meta.phase.name != "stateful" or meta.generation.mode != "positive":
+    if where is None:
         return
     container_name, name, max_length = where
     container = getattr(case, container_name)
@@ -63,3 +104,64 @@ def before_call(context: Any, case: Any, **kwargs: Any) -> None:
     _DONE.add(case.id)
     suffix = f"-{next(_SERIAL)}"
     container[name] = container[name][: max_length - len(suffix)] + suffix
+
+
+def _constraint(body: dict[str, Any]) -> None:
+    fields = OBJECT_TYPES.get(body.get("object_type", ""))
+    if not fields:
+        return
+    for key in ("criteria_and", "criteria_or"):
+        for i, criterion in enumerate(body.get(key) or []):
+            if isinstance(criterion, dict):
+                criterion["field"] = fields[i % len(fields)]
+    if not body.get("criteria_and") and not body.get("criteria_or"):
+        body["criteria_and"] = [{"field": fields[0], "operator": "equals", "value": "*"}]
+
+
+def _within_a_year(body: dict[str, Any]) -> None:
+    if "expires_at" in body:
+        body["expires_at"] = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=30)).isoformat()
+
+
+def _key_update(body: dict[str, Any]) -> None:
+    body.pop("api_key_name", None)
+    if not body.keys() & {"description", "expires_at", "is_active"}:
+        body["description"] = "changed by schemathesis"
+    if body.get("is_active") not in (None, "true", "false"):
+        body["is_active"] = "true"
+    if body.get("description") is None:
+        body["description"] = "changed by schemathesis"
+
+
+def _my_key_update(body: dict[str, Any]) -> None:
+    _key_update(body)
+    _within_a_year(body)
+
+
+def _key_user(body: dict[str, Any]) -> None:
+    body["user_id"] = "administrator"
+
+
+def _known_role(body: dict[str, Any]) -> None:
+    body["role_name"] = ["admin"]
+
+
+def _request_count(body: dict[str, Any]) -> None:
+    count = body.get("requested_count")
+    if isinstance(count, int | float) and not isinstance(count, bool):
+        body["requested_count"] = 1 + int(count) % 3
+
+
+FIT: dict[str, Any] = {
+    "POST /auth/constraints/{constraint_id}": _constraint,
+    "PUT /auth/constraints/{constraint_id}": _constraint,
+    "POST /auth/user/api-keys": _within_a_year,
+    "PUT /auth/user/api-keys/{api_key_id}": _my_key_update,
+    "PUT /auth/api-keys/{api_key_id}": _key_update,
+    "POST /auth/api-keys": _key_user,
+    "POST /user-roles": _known_role,
+    "PUT /user-roles": _known_role,
+    "POST /api/v1/machines": _request_count,
+    "POST /api/v1/machines/request": _request_count,
+}
+"""Operation label -> what makes its positive stateful body fit the rules above."""

@@ -232,6 +232,7 @@ def load_auth_config(settings: Settings) -> AuthConfig:
 def _managed_config(ap: _Reader) -> ManagedPoolConfig:
     m = ap.sub("useManaged")
     hashing = m.sub("passwordHashing")
+    parallelism = hashing.integer("parallelism", 4, minimum=1)
     managed = ManagedPoolConfig(
         enabled=m.boolean("enabled", False),
         use_oidc=m.boolean("useOidc", False),
@@ -247,8 +248,8 @@ def _managed_config(ap: _Reader) -> ManagedPoolConfig:
         temporary_password_days=m.integer("temporaryPasswordDays", 7, minimum=1),
         password_min_length=m.integer("passwordMinLength", 12, minimum=8),
         argon2_time_cost=hashing.integer("timeCost", 3, minimum=1),
-        argon2_memory_kib=hashing.integer("memoryKib", 65536, minimum=8),
-        argon2_parallelism=hashing.integer("parallelism", 4, minimum=1),
+        argon2_memory_kib=hashing.integer("memoryKib", 65536, minimum=8 * parallelism),  # argon2's own floor
+        argon2_parallelism=parallelism,
     )
     if managed.signing_algorithm not in ("EdDSA", "RS256"):
         raise m._bad("signingAlgorithm", managed.signing_algorithm, "EdDSA or RS256")

@@ -20,12 +20,16 @@ a request the caller may not read answer 409 without revealing anything about th
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pluginsdk.errors import NotFoundError, PermissionDeniedError, StateConflictError
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import Principal
+
+from ..stored import hand_over
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -50,57 +54,78 @@ class ObjectKind(NamedTuple):
     """How to find one object type as stored."""
 
     object_type: str
-    load: Callable[[Engine, str], Awaitable[Attrs | None]]
-    """id -> the stored object's attributes, or None when there is none."""
+    load: Callable[[Engine, str], Awaitable[Any]]
+    """id -> the stored object, or None when there is none."""
+    attrs: Callable[[Any], Attrs]
+    """The stored object's attributes (the same function its listings filter with)."""
     not_found: Callable[[str], NotFoundError]
     """The error a missing object answers with (the handler's own wording)."""
 
 
-async def _request(engine: Engine, request_id: str) -> Attrs | None:
-    from ..handlers.requests import request_attrs
-
-    r = await engine.db.get_request(request_id)
-    return None if r is None else request_attrs(r)
+async def _request(engine: Engine, request_id: str) -> Any:
+    return await engine.db.get_request(request_id)
 
 
-async def _machine(engine: Engine, machine_id: str) -> Attrs | None:
-    from ..handlers.requests import machine_attrs
-
-    m = await engine.db.get_machine(machine_id)
-    return None if m is None else machine_attrs(m)
+async def _machine(engine: Engine, machine_id: str) -> Any:
+    return await engine.db.get_machine(machine_id)
 
 
-async def _template(engine: Engine, template_id: str) -> Attrs | None:
-    from ..handlers.templates import template_attrs
-
-    t = await engine.template(template_id)
-    return None if t is None else template_attrs(t)
+async def _template(engine: Engine, template_id: str) -> Any:
+    return await engine.template(template_id)
 
 
-async def _role(engine: Engine, role_name: str) -> Attrs | None:
+async def _role(engine: Engine, role_name: str) -> Any:
     from .store import AuthStore  # the tables, not the service: the service imports this module
 
     row = await AuthStore(engine.db.db).get_role(role_name)
     return None if row is None else {"roleName": row["role_name"]}
 
 
+@functools.cache
+def _handlers(module: str) -> Any:
+    """A handler module, imported on first use (handlers load lazily: a CLI call imports only its own)."""
+    return importlib.import_module(f"..handlers.{module}", __package__)
+
+
+def _request_attrs(r: Any) -> Attrs:
+    attrs: Attrs = _handlers("requests").request_attrs(r)
+    return attrs
+
+
+def _machine_attrs(m: Any) -> Attrs:
+    attrs: Attrs = _handlers("requests").machine_attrs(m)
+    return attrs
+
+
+def _template_attrs(t: Any) -> Attrs:
+    attrs: Attrs = _handlers("templates").template_attrs(t)
+    return attrs
+
+
+def _as_is(attrs: Attrs) -> Attrs:
+    return attrs
+
+
 KINDS: dict[str, ObjectKind] = {
     "request": ObjectKind(
         "request",
         _request,
+        _request_attrs,
         lambda i: NotFoundError("request", i, f"Request '{i}' not found."),
     ),
     "machine": ObjectKind(
         "machine",
         _machine,
+        _machine_attrs,
         lambda i: NotFoundError("machine", i, f"Machine '{i}' not found."),
     ),
     "template": ObjectKind(
         "template",
         _template,
+        _template_attrs,
         lambda i: NotFoundError("template", i, f"Template '{i}' not found."),
     ),
-    "role": ObjectKind("role", _role, lambda i: NotFoundError("role", i, f"Role '{i}' not found.")),
+    "role": ObjectKind("role", _role, _as_is, lambda i: NotFoundError("role", i, f"Role '{i}' not found.")),
 }
 """Object type -> its loader (userRole assignments are sets per user: see `_user_roles`)."""
 
@@ -196,23 +221,33 @@ async def check_stored(
     method = spec.method
     plan = OBJECT_OPERATIONS.get(spec.name)
     if plan is not None:
-        if not plan.applies(op):
-            return
-        kind = KINDS[plan.kind]
-        ident = str(getattr(op, plan.field))
-        stored = await kind.load(engine, ident)
-        if stored is None:
-            raise kind.not_found(ident)
-        decide(policy, principal, kind, ident, stored, method=method)
-        if plan.after is not None and method != "GET":
-            changed = plan.after(op, stored)
-            if changed != stored and not policy.is_allowed(principal, kind.object_type, changed, method):
-                raise denied(principal, method, kind.object_type)
+        if plan.applies(op):
+            await _check_one(engine, policy, principal, plan, op, method=method)
         return
     if spec.name in ("update_user_roles", "delete_user_roles"):
         await _user_roles(policy, principal, spec, op, roles_of)
     elif spec.name in ("create_request", "create_return_request"):
         await _replay(engine, policy, principal, op)
+
+
+async def _check_one(
+    engine: Engine, policy: CompiledPolicy, principal: Principal, plan: ObjectPlan, op: Operation, *, method: str
+) -> None:
+    """`decide` on the one stored object `plan` names; a read hands the object to its handler."""
+    kind = KINDS[plan.kind]
+    ident = str(getattr(op, plan.field))
+    obj = await kind.load(engine, ident)
+    if obj is None:
+        raise kind.not_found(ident)
+    stored = kind.attrs(obj)
+    decide(policy, principal, kind, ident, stored, method=method)
+    if method == "GET":
+        hand_over(op, obj)  # the read's handler answers with this very object (`stored.py`)
+        return
+    if plan.after is not None:
+        changed = plan.after(op, stored)
+        if changed != stored and not policy.is_allowed(principal, kind.object_type, changed, method):
+            raise denied(principal, method, kind.object_type)
 
 
 def decide(
@@ -279,9 +314,10 @@ async def _replay(engine: Engine, policy: CompiledPolicy, principal: Principal, 
     request_id = getattr(op, "request_id", None)
     if not request_id:
         return
-    stored = await _request(engine, str(request_id))
-    if stored is None:
+    found = await _request(engine, str(request_id))
+    if found is None:
         return
+    stored = _request_attrs(found)
     if policy.is_allowed(principal, "request", stored, "GET"):
         if not policy.is_allowed(principal, "request", stored, "POST"):
             raise denied(principal, "POST", "request")

@@ -10,6 +10,7 @@ operation's values is checked too, so no spelling of a path slips past a rule on
 
 from __future__ import annotations
 
+import functools
 import re
 
 from pluginsdk.errors import PermissionDeniedError
@@ -20,14 +21,32 @@ __all__ = ["fill", "matches", "routes_to_check"]
 _PARAM = re.compile(r"{(\w+)}")
 
 
+@functools.lru_cache(maxsize=1024)
+def _segments(template: str) -> tuple[str | None, ...]:
+    """The template's segments, None where a `{name}` stands (parsed once per template)."""
+    return tuple(None if _PARAM.fullmatch(w) else w for w in template.split("/"))
+
+
+@functools.lru_cache(maxsize=1024)
+def _pieces(template: str) -> tuple[tuple[str, str | None], ...]:
+    """(literal text, parameter name or None) pieces of the template (parsed once per template)."""
+    pieces: list[tuple[str, str | None]] = []
+    at = 0
+    for m in _PARAM.finditer(template):
+        pieces.append((template[at : m.start()], m.group(1)))
+        at = m.end()
+    pieces.append((template[at:], None))
+    return tuple(pieces)
+
+
 def matches(template: str, path: str) -> bool:
     """Whether `path` is `template` with each `{name}` replaced by one non-empty segment."""
-    want = template.split("/")
+    want = _segments(template)
     got = path.split("/")
     if len(want) != len(got):
         return False
     for w, g in zip(want, got, strict=True):
-        if _PARAM.fullmatch(w):
+        if w is None:
             if not g:
                 return False
         elif w != g:
@@ -37,7 +56,9 @@ def matches(template: str, path: str) -> bool:
 
 def fill(template: str, op: Operation) -> str:
     """The template with its parameters taken from the operation."""
-    return _PARAM.sub(lambda m: str(getattr(op, m.group(1), m.group(0))), template)
+    return "".join(
+        text if name is None else text + str(getattr(op, name, "{" + name + "}")) for text, name in _pieces(template)
+    )
 
 
 def routes_to_check(spec: OperationSpec, op: Operation, route_path: str | None) -> list[str]:

@@ -12,7 +12,9 @@ Authorization (both tiers, before any handler looks anything up)
 - The policy (constraints + roles) is compiled once per policy version. Every
   decision reads the version row (one cheap read) — on PostgreSQL only after
   a change was notified (LISTEN/NOTIFY, policy_watch.py); a change made by
-  any process is seen on the next decision.
+  any process is seen on the next decision. An API-key request reads the
+  version in its key's statement and is decided on it (no read of its own):
+  a request is decided on the policy as of its authentication.
 - Roles come from user-role assignments (cached per version); roles that no
   longer exist grant nothing; a user without roles is evaluated as holding
   `defaultUserRoleName` when that is set.
@@ -32,6 +34,7 @@ import itertools
 import json
 import time
 from collections.abc import Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -64,6 +67,20 @@ T = TypeVar("T")
 _MAX_HEADER = 4096
 POLICY_CATEGORIES = frozenset({"roles", "userRoles", "constraints"})
 """Operation categories whose commands write the policy (the lock-out guard watches them)."""
+
+
+_version_read: ContextVar[tuple[Principal, int] | None] = ContextVar("pluginsdk_policy_version_read", default=None)
+"""The policy version read with the credential of the principal this request authenticated (one statement)."""
+
+
+def _read_with(principal: Principal | None) -> int | None:
+    """The version read with `principal`'s credential in this request, taken once (the next decision reads
+    again); None for any other principal, or when none was read."""
+    read = _version_read.get()
+    if read is None or principal is None or read[0] is not principal:
+        return None
+    _version_read.set(None)
+    return read[1]
 
 
 class _Snapshot(NamedTuple):
@@ -121,9 +138,15 @@ class AuthService:
         return self._passwords
 
     # -- policy ------------------------------------------------------------------
-    async def snapshot(self) -> _Snapshot:
-        """The compiled policy of the current version (recompiled only when the version moved)."""
-        version = await self.watch.version(self.store.policy_version)
+    async def snapshot(self, principal: Principal | None = None) -> _Snapshot:
+        """The compiled policy of the current version (recompiled only when the version moved).
+
+        The version is the one read with `principal`'s credential when it was authenticated in this request
+        (`_read_with`), else read now (`PolicyWatch`: no statement while PostgreSQL notifications are live).
+        """
+        version = _read_with(principal)
+        if version is None:
+            version = await self.watch.version(self.store.policy_version)
         snap = self._snapshot
         if snap is not None and snap.version == version:
             return snap
@@ -187,16 +210,19 @@ class AuthService:
         )
 
     async def _api_key(self, key: str) -> Principal:
-        rejected = AuthenticationError("The API key is unknown, expired or deactivated.")
         digest = sha256_hex(key)
         row = await self.store.api_key_by_hash(digest)
-        if row is None or not hmac.compare_digest(str(row["key_hash"]), digest):
-            raise rejected
-        if not row["is_active"]:
-            raise rejected
-        if row["expires_at"] is not None and parse_ts(row["expires_at"]) <= now():
-            raise rejected
-        return Principal(user_id=row["user_id"], auth_method="api_key", api_key_id=row["api_key_id"], mfa=False)
+        if (
+            row is None
+            or not hmac.compare_digest(str(row["key_hash"]), digest)
+            or not row["is_active"]
+            or (row["expires_at"] is not None and parse_ts(row["expires_at"]) <= now())
+        ):
+            raise AuthenticationError("The API key is unknown, expired or deactivated.")
+        principal = Principal(user_id=row["user_id"], auth_method="api_key", api_key_id=row["api_key_id"], mfa=False)
+        if row["policy_version"] is not None:
+            _version_read.set((principal, int(row["policy_version"])))
+        return principal
 
     async def _bearer(self, token: str) -> Principal:
         if self.tokens is not None:
@@ -225,45 +251,16 @@ class AuthService:
     async def authorize(
         self, principal: Principal, spec: OperationSpec, op: Operation, *, route_path: str | None = None
     ) -> Principal:
+        """Tier 1 on the route called, tier 2 on the object (as stored, or as the input gives a new one), then
+        the lock-out guard's note for policy writes; the principal with its roles."""
         if spec.policy.unauthenticated:
             return principal
-        principal = self._local_admin(principal)
-        snap = await self.snapshot()
-        p = await self.with_roles(principal, snap)
-        method = spec.method
-        for route in routes_to_check(spec, op, route_path):
-            if not snap.policy.route_allowed(p, route, method):
-                shown = route_path or spec.route
-                message = f"Not authorized: '{p.user_id}' may not {method} {shown}."
-                if not p.roles:  # the usual first-day cause: say it rather than leave a bare denial
-                    message = (
-                        f"Not authorized: '{p.user_id}' holds no role; an administrator must give them one "
-                        f"before they may {method} {shown}."
-                    )
-                _decided("route", "deny")
-                raise PermissionDeniedError(message, details={"field": "route", "value": shown, "expected": method})
-        _decided("route", "allow")
+        snap = await self.snapshot(principal)
+        p = await self.with_roles(self._local_admin(principal), snap)
+        self._check_routes(snap.policy, p, spec, op, route_path)
         object_type = spec.policy.object_type
         if object_type:
-            if not handles_stored(spec, op):
-                attrs = spec.object_attributes(op)
-                extra = CREATE_ATTRIBUTES.get(spec.name)
-                if extra is not None:
-                    attrs = {k: v for k, v in extra(op, attrs).items() if v is not None}
-                if attrs:
-                    if method == "POST" and "userId" in OBJECT_TYPES.get(object_type, ()) and "userId" not in attrs:
-                        attrs["userId"] = p.user_id  # a new object of this type belongs to its creator
-                    for combo in _expand(attrs):
-                        if not snap.policy.is_allowed(p, object_type, combo, method):
-                            _decided("object", "deny")
-                            raise denied(p, method, object_type)
-            if spec.name in OBJECT_OPERATIONS or spec.name in SPECIAL_OPERATIONS:
-                try:
-                    await check_stored(self.engine, snap.policy, p, spec, op, roles_of=self.store.roles_of)
-                except PermissionDeniedError:
-                    _decided("object", "deny")
-                    raise
-            _decided("object", "allow")
+            await self._check_object(snap.policy, p, spec, op, object_type)
         if spec.kind == "command" and spec.category in POLICY_CATEGORIES:
             had = await self.guard.administrator(snap.policy, snap.roles) is not None
             LockoutGuard.had_administrator.set(had)
@@ -271,8 +268,34 @@ class AuthService:
             LockoutGuard.had_administrator.set(None)
         return p
 
+    @staticmethod
+    def _check_routes(
+        policy: CompiledPolicy, p: Principal, spec: OperationSpec, op: Operation, route_path: str | None
+    ) -> None:
+        """Tier 1: every path `routes_to_check` names must be allowed for the operation's method."""
+        method = spec.method
+        for route in routes_to_check(spec, op, route_path):
+            if not policy.route_allowed(p, route, method):
+                _decided("route", "deny")
+                raise _route_denied(p, method, route_path or spec.route)
+        _decided("route", "allow")
+
+    async def _check_object(
+        self, policy: CompiledPolicy, p: Principal, spec: OperationSpec, op: Operation, object_type: str
+    ) -> None:
+        """Tier 2: on the stored object(s) the operation names (`objects.py`), else on the input's attributes."""
+        if not handles_stored(spec, op):
+            _check_input(policy, p, spec, op, object_type)
+        if spec.name in OBJECT_OPERATIONS or spec.name in SPECIAL_OPERATIONS:
+            try:
+                await check_stored(self.engine, policy, p, spec, op, roles_of=self.store.roles_of)
+            except PermissionDeniedError:
+                _decided("object", "deny")
+                raise
+        _decided("object", "allow")
+
     async def check_route(self, principal: Principal, method: str, path: str) -> None:
-        snap = await self.snapshot()
+        snap = await self.snapshot(principal)
         p = await self.with_roles(principal, snap)
         if not snap.policy.route_allowed(p, path, method):
             shown = path if len(path) <= 200 else path[:200] + "..."
@@ -319,6 +342,33 @@ class AuthService:
                 "(app.authProvider.useManaged.enabled).",
                 details={"field": "app.authProvider.useManaged.enabled", "value": False, "expected": True},
             )
+
+
+def _route_denied(p: Principal, method: str, shown: str | None) -> PermissionDeniedError:
+    message = f"Not authorized: '{p.user_id}' may not {method} {shown}."
+    if not p.roles:  # the usual first-day cause: say it rather than leave a bare denial
+        message = (
+            f"Not authorized: '{p.user_id}' holds no role; an administrator must give them one "
+            f"before they may {method} {shown}."
+        )
+    return PermissionDeniedError(message, details={"field": "route", "value": shown, "expected": method})
+
+
+def _check_input(policy: CompiledPolicy, p: Principal, spec: OperationSpec, op: Operation, object_type: str) -> None:
+    """Tier 2 on the attributes the input gives (a new object; a list value names several, each decided)."""
+    method = spec.method
+    attrs = spec.object_attributes(op)
+    extra = CREATE_ATTRIBUTES.get(spec.name)
+    if extra is not None:
+        attrs = {k: v for k, v in extra(op, attrs).items() if v is not None}
+    if not attrs:
+        return
+    if method == "POST" and "userId" in OBJECT_TYPES.get(object_type, ()) and "userId" not in attrs:
+        attrs["userId"] = p.user_id  # a new object of this type belongs to its creator
+    for combo in _expand(attrs):
+        if not policy.is_allowed(p, object_type, combo, method):
+            _decided("object", "deny")
+            raise denied(p, method, object_type)
 
 
 def _decided(tier: str, outcome: str) -> None:

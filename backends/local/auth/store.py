@@ -245,7 +245,13 @@ class AuthStore:
         return await self.db.fetchone("SELECT * FROM auth_api_keys WHERE api_key_id = :id", {"id": api_key_id})
 
     async def api_key_by_hash(self, key_hash: str) -> Row | None:
-        return await self.db.fetchone("SELECT * FROM auth_api_keys WHERE key_hash = :h", {"h": key_hash})
+        """The key's row, and the policy version (`policy_version`) read in the same statement: the request
+        the key authenticates is decided on that version without a statement of its own."""
+        return await self.db.fetchone(
+            "SELECT k.*, (SELECT value FROM meta WHERE key = :v) AS policy_version"
+            " FROM auth_api_keys k WHERE k.key_hash = :h",
+            {"h": key_hash, "v": VERSION_KEY},
+        )
 
     async def page_api_keys(self, user_id: str | None, after: tuple[str, str] | None, limit: int) -> list[Row]:
         conds, params = [], {"n": limit}

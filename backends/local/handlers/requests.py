@@ -58,6 +58,7 @@ from ..reconciler import (
     terminate_machines,
 )
 from ..registry import HandlerTable
+from ..stored import take
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -593,7 +594,7 @@ async def complete_request(engine: Engine, op: CompleteRequestCommand, principal
 
 @handlers.on(GetRequestQuery)
 async def get_request(engine: Engine, op: GetRequestQuery, principal: Principal) -> Request:
-    r = await fresh(engine, await load_request(engine, op.request_id), lightweight=op.lightweight)
+    r = await fresh(engine, take(op) or await load_request(engine, op.request_id), lightweight=op.lightweight)
     return await with_machines(engine, r) if op.long else r
 
 

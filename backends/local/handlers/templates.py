@@ -16,6 +16,7 @@ from pluginsdk.operations import GetTemplateQuery, ListTemplatesQuery, ValidateT
 from pluginsdk.principal import Principal
 
 from ..registry import HandlerTable
+from ..stored import take
 from ..templates_files import template_from_mapping
 
 if TYPE_CHECKING:
@@ -129,7 +130,7 @@ async def list_templates(engine: Engine, op: ListTemplatesQuery, principal: Prin
 
 @handlers.on(GetTemplateQuery)
 async def get_template(engine: Engine, op: GetTemplateQuery, principal: Principal) -> TemplateResult:
-    t = await engine.template(op.template_id)
+    t = take(op) or await engine.template(op.template_id)
     if t is None:
         raise NotFoundError("template", op.template_id, f"Template '{op.template_id}' not found.")
     if not op.include_config:

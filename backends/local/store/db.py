@@ -84,6 +84,7 @@ def _is_busy(exc: sqlite3.Error) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(("database is locked", "database is busy"))
 
 
+@lru_cache(maxsize=1024)
 def _verb(sql: str) -> str:
     """The statement's first keyword (SELECT, INSERT, ...): a low-cardinality metric label."""
     return sql.lstrip()[:6].upper()
@@ -133,28 +134,36 @@ class SqliteDatabase:
             async with self._lock:
                 pass
 
-    async def _retry_busy(self, run: Any) -> Any:
-        """`run()` — retried without blocking the loop while another process holds the write lock."""
+    async def _retry_busy(self, run: Any, *, failed: bool = False) -> Any:
+        """`run()` — retried without blocking the loop while another process holds the write lock
+        (`failed`: the caller's first attempt found it busy already)."""
         deadline = time.monotonic() + _SQLITE_BUSY_SECONDS
         delay = 0.001
         while True:
+            if failed:
+                self.busy_waits += 1
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 0.05)
             try:
                 return run()
             except sqlite3.OperationalError as exc:
                 if not _is_busy(exc) or time.monotonic() >= deadline:
                     raise
-            self.busy_waits += 1
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 0.05)
+            failed = True
 
     async def _statement(self, run: Any, sql: str) -> Any:
-        await self._mine()
+        """`run()` once (the hot path: no retry machinery unless the file is busy), timed for /metrics."""
+        if self._owner is not None and self._owner is not asyncio.current_task():
+            await self._mine()
         hook = _observe.statement
         started = time.perf_counter() if hook is not None else 0.0
         try:
-            if self._owner is None:  # autocommit: a busy statement did nothing and may be re-run
-                return await self._retry_busy(run)
-            return run()
+            try:
+                return run()
+            except sqlite3.OperationalError as exc:
+                if self._owner is not None or not _is_busy(exc):
+                    raise
+            return await self._retry_busy(run, failed=True)  # autocommit: a busy statement did nothing
         finally:
             if hook is not None:
                 hook("sqlite", _verb(sql), time.perf_counter() - started)
