@@ -6,7 +6,8 @@ then re-read and updated in one transaction, so two processes reconciling the
 same request cannot move it backwards. Machine states only follow the
 transition table; an illegal report is logged and ignored, never written.
 Machines found at the provider that the store does not know (the engine died
-between launch and write) are adopted here.
+between launch and write) are adopted here; a request whose creator died before it called the provider
+(still `pending`, nothing at the provider) is launched here (`launch`, which its creator calls too).
 
 One actor per request: a reconciliation first claims the request (a lease,
 backends/local/store/claims.py); when another process or task holds it, this
@@ -23,18 +24,20 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from pluginsdk.errors import ProviderError
 from pluginsdk.models import (
     Machine,
     MachineStatus,
     Request,
     RequestStatus,
     RequestType,
+    Template,
     can_transition,
     utcnow,
 )
 from pluginsdk.schedulers._base import RECLAIMED, RETURNED_BEFORE_RUNNING
 
-from .providers.base import ProvisionedMachine
+from .providers.base import LaunchResult, ProviderDriver, ProvisionedMachine
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -42,7 +45,9 @@ if TYPE_CHECKING:
 __all__ = [
     "RETURNED_BEFORE_RUNNING",
     "apply_states",
+    "ended",
     "fold_states",
+    "launch",
     "reconcile",
     "reconcile_active",
     "settle_status",
@@ -180,7 +185,7 @@ async def _reconcile_provision(engine: Engine, request: Request) -> Request:
     """observe (the provider, outside the transaction) -> fold machine states -> settle the status -> record
     -> stop machines still pending at a timeout -> let the provider clean up after a finished request."""
     driver = await engine.provider(request.provider_name)
-    seen = await driver.describe(request, await engine.template(request.template_id or ""))
+    request, seen = await _launched(engine, driver, request, await engine.template(request.template_id or ""))
     now = utcnow()
     async with engine.db.transaction():
         current = await engine.db.get_request(request.request_id, for_update=True)
@@ -195,6 +200,89 @@ async def _reconcile_provision(engine: Engine, request: Request) -> Request:
     if current.status.terminal and not any(m.status.active for m in stored.values()):
         await _cleanup(driver, current)
     return current
+
+
+def ended(r: Request, status: RequestStatus, message: str) -> Request:
+    """The request finished now with this status and message."""
+    now = utcnow()
+    return r.model_copy(update={"status": status, "message": message, "updated_at": now, "completed_at": now})
+
+
+async def launch(engine: Engine, driver: ProviderDriver, request: Request, template: Template) -> Request:
+    """Launch a recorded, pending request's machines and record them; returns the stored request.
+
+    Its creator calls this, and so does whoever takes its claim over from a creator that died before it
+    called the provider (`_launched`). Provider launches are idempotent per request (AWS client tokens and
+    group names, the local provider's numbered machines): a launch the dead creator made is found again,
+    not repeated.
+    """
+    return await _settle_launch(engine, request, await _launch(engine, driver, request, template))
+
+
+async def _launch(engine: Engine, driver: ProviderDriver, request: Request, template: Template) -> LaunchResult:
+    """The provider's launch; a refusal fails the recorded request (`failed`, the provider's message) and is raised."""
+    try:
+        return await driver.launch(request, template, request.count)
+    except ProviderError as exc:
+        await engine.db.update_request(ended(request, RequestStatus.FAILED, f"Provider error: {exc.message}"))
+        exc.details.setdefault("request_id", request.request_id)
+        raise
+
+
+async def _settle_launch(engine: Engine, request: Request, launched: LaunchResult) -> Request:
+    """The launched machines recorded and the request's first status settled (`running` while the provider
+    reports no machine yet)."""
+    async with engine.db.transaction():
+        current = await engine.db.get_request(request.request_id, for_update=True) or request
+        stored = await fold_states(engine, current, launched.machines)
+        status, message = settle_status(current, list(stored.values()), timed_out=False)
+        if not stored:
+            status = RequestStatus.RUNNING
+        now = utcnow()
+        current = current.model_copy(
+            update={
+                "status": status,
+                "message": launched.message or message,
+                "machine_ids": list(stored),
+                "provider_data": {**current.provider_data, **launched.provider_data},
+                "updated_at": now,
+                "completed_at": now if status.terminal else None,
+            }
+        )
+        await engine.db.update_request(current)
+    return current
+
+
+async def _launched(
+    engine: Engine, driver: ProviderDriver, request: Request, template: Template | None
+) -> tuple[Request, list[ProvisionedMachine]]:
+    """The request and what the provider reports for it, launching it first if its creator never did.
+
+    A request leaves `pending` when its creator records the launch, under the claim it holds from insert to
+    record; pending under our claim, with nothing at the provider, means the creator died (or outlived its
+    lease) before it called the provider. Left alone, the request would wait out its timeout with no machine
+    and fail. Machines the provider does report are adopted by the caller (`fold_states`), never relaunched.
+    """
+    seen = await driver.describe(request, template)
+    if seen or request.status is not RequestStatus.PENDING:  # read before our claim: re-read below
+        return request, seen
+    request = await _launch_unrecorded(engine, driver, request, template)
+    return request, await driver.describe(request, template)
+
+
+async def _launch_unrecorded(
+    engine: Engine, driver: ProviderDriver, request: Request, template: Template | None
+) -> Request:
+    """The request launched, if it is still pending, in time and its template known."""
+    current = await engine.db.get_request(request.request_id) or request
+    late = utcnow() > current.created_at + timedelta(seconds=current.timeout)  # it is settled as timed out
+    if current.status is not RequestStatus.PENDING or template is None or late:
+        return current
+    log.warning("request %s: its launch was never recorded (the creator died); launching it", current.request_id)
+    try:
+        return await launch(engine, driver, current, template)
+    except ProviderError:  # recorded as the request's failure
+        return await engine.db.get_request(current.request_id) or current
 
 
 async def fold_states(engine: Engine, request: Request, seen: list[ProvisionedMachine]) -> dict[str, Machine]:

@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import signal
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +14,7 @@ from typing import Any
 import pytest
 
 from pluginsdk import PluginSDK
-from tests.support.backends import base_config
+from tests.support.backends import base_config, open_sdk_on
 from tests.support.postgres import fresh_database
 
 
@@ -98,3 +101,60 @@ async def test_racing_status_reads_call_the_provider_once_at_a_time(config: dict
         assert peak == 1
         assert all(r.request_id == rid for r in results)
         assert await engine_of(a).db.claims.live() == []
+
+
+_CREATOR = """
+import asyncio, json, os, signal, sys
+from backends.local.providers.local import LocalProvider
+from pluginsdk import PluginSDK
+
+launch = LocalProvider.launch
+
+async def dies(self, *args):
+    if sys.argv[3] == "after":  # the provider launched; its answer is never recorded
+        await launch(self, *args)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+LocalProvider.launch = dies
+
+async def main():
+    async with PluginSDK(config=json.loads(sys.argv[1])) as sdk:
+        await sdk.create_request("web", 2, request_id=sys.argv[2])
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("killed", ["before", "after"])
+async def test_a_request_whose_creator_died_at_the_launch_is_launched_once_by_the_next_reader(
+    config: dict[str, Any], backend_kind: str, tmp_path: Path, killed: str
+) -> None:
+    """The creator is SIGKILLed as it calls the provider (before, or after the provider acted): the request
+    stays pending with no machine recorded. The next status read takes the dead creator's claim over and
+    launches it — or adopts what the provider made — so it completes with exactly the machines asked for,
+    rather than waiting out its timeout and failing with "no machine came up" (issue 16, chaos test)."""
+    rid = "req-creator-died"
+    async with PluginSDK(config=config) as local:
+        await local.create_template(template_id="web", image_id="ami-1")
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _CREATOR, json.dumps(config), rid, killed, stderr=asyncio.subprocess.DEVNULL
+        )
+        assert await child.wait() == -signal.SIGKILL
+        before = await local.get_request(rid, lightweight=True)
+        assert before.status.value == "pending" and before.machine_ids == []
+        db = engine_of(local).db.db
+        made = await db.fetchall("SELECT instance_id FROM local_instances WHERE request_id = :r", {"r": rid})
+        assert len(made) == (2 if killed == "after" else 0)
+        async with open_sdk_on(backend_kind, config, tmp_path) as sdk:
+            for _ in range(100):
+                after = await sdk.get_request(rid)
+                if after.status.terminal:
+                    break
+                await asyncio.sleep(0.05)
+        assert after.status.value == "completed", after.message
+        rows = await db.fetchall("SELECT instance_id FROM local_instances WHERE request_id = :r", {"r": rid})
+        assert sorted(r["instance_id"] for r in rows) == sorted(after.machine_ids)  # launched once, none lost
+        assert len(rows) == 2
+        if killed == "after":
+            assert {r["instance_id"] for r in made} == set(after.machine_ids)  # adopted, not launched again
+        assert await engine_of(local).db.claims.live() == []

@@ -31,7 +31,13 @@ def base_config(tmp_path: Path, **extra: Any) -> dict[str, Any]:
 
 @asynccontextmanager
 async def open_sdk(kind: str, tmp_path: Path, **extra: Any) -> AsyncIterator[PluginSDK]:
-    config = base_config(tmp_path, **extra)
+    async with open_sdk_on(kind, base_config(tmp_path, **extra), tmp_path) as sdk:
+        yield sdk
+
+
+@asynccontextmanager
+async def open_sdk_on(kind: str, config: dict[str, Any], tmp_path: Path) -> AsyncIterator[PluginSDK]:
+    """`open_sdk` for a given configuration (a store other processes share, a PostgreSQL database)."""
     if kind == "local":
         async with PluginSDK(config=config) as sdk:
             yield sdk

@@ -50,10 +50,10 @@ from pluginsdk.principal import Principal
 from ..reconciler import (
     RETURNED_BEFORE_RUNNING,
     apply_states,
-    fold_states,
+    ended,
+    launch,
     reconcile,
     record_reclaimed,
-    settle_status,
     sweep_orphans,
     terminate_machines,
 )
@@ -68,7 +68,6 @@ handlers = HandlerTable()
 if TYPE_CHECKING:
     from pluginsdk.models import Template
 
-    from ..providers.base import LaunchResult, ProviderDriver
 
 log = logging.getLogger("pluginsdk.requests")
 
@@ -84,12 +83,6 @@ async def load_request(engine: Engine, request_id: str) -> Request:
     if r is None:
         raise NotFoundError("request", request_id, f"Request '{request_id}' not found.")
     return r
-
-
-def ended(r: Request, status: RequestStatus, message: str) -> Request:
-    """The request finished now with this status and message."""
-    now = utcnow()
-    return r.model_copy(update={"status": status, "message": message, "updated_at": now, "completed_at": now})
 
 
 async def with_machines(engine: Engine, r: Request) -> Request:
@@ -151,8 +144,7 @@ async def create_request(engine: Engine, op: CreateRequestCommand, principal: Pr
                 "request", request_id, f"Request '{request_id}' is being created by another call; retry to read it."
             )
         await engine.db.insert_request(request)  # recorded before the provider is called: a crash loses nothing
-        launched = await _launch(engine, driver, request, template)
-        current = await _settle_launch(engine, request, launched)
+        current = await launch(engine, driver, request, template)
     if op.wait:
         current = await wait_for(engine, current, op.timeout)
     return _created(await with_machines(engine, current), "Request submitted." if not op.wait else current.message)
@@ -182,40 +174,6 @@ async def _launchable(engine: Engine, op: CreateRequestCommand) -> Template:
             details={"field": "requested_count", "value": op.requested_count, "expected": f"1..{limit}"},
         )
     return template
-
-
-async def _launch(engine: Engine, driver: ProviderDriver, request: Request, template: Template) -> LaunchResult:
-    """The provider's launch; a refusal fails the recorded request (`failed`, the provider's message) and is raised."""
-    try:
-        return await driver.launch(request, template, request.count)
-    except ProviderError as exc:
-        await engine.db.update_request(ended(request, RequestStatus.FAILED, f"Provider error: {exc.message}"))
-        exc.details.setdefault("request_id", request.request_id)
-        raise
-
-
-async def _settle_launch(engine: Engine, request: Request, launched: LaunchResult) -> Request:
-    """The launched machines recorded and the request's first status settled (`running` while the provider
-    reports no machine yet)."""
-    async with engine.db.transaction():
-        current = await engine.db.get_request(request.request_id) or request
-        stored = await fold_states(engine, current, launched.machines)
-        status, message = settle_status(current, list(stored.values()), timed_out=False)
-        if not stored:
-            status = RequestStatus.RUNNING
-        now = utcnow()
-        current = current.model_copy(
-            update={
-                "status": status,
-                "message": launched.message or message,
-                "machine_ids": list(stored),
-                "provider_data": {**current.provider_data, **launched.provider_data},
-                "updated_at": now,
-                "completed_at": now if status.terminal else None,
-            }
-        )
-        await engine.db.update_request(current)
-    return current
 
 
 def _created(r: Request, message: str) -> RequestCreated:

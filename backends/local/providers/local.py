@@ -121,10 +121,12 @@ class LocalProvider:
         existing = await self._db.fetchall(
             "SELECT instance_id FROM local_instances WHERE request_id = :r", {"r": request.request_id}
         )
-        start_index = len(existing)  # idempotent re-launch continues numbering
+        # idempotent per request, like AWS client tokens: a repeated launch (its first caller died before
+        # recording it) makes only the machines the first one did not
+        start_index = len(existing)
         taken = await self._taken_addresses()
         rows = []
-        for i in range(start_index, start_index + count):
+        for i in range(start_index, count):
             salt = 0
             machine_id = self._machine_id(request.request_id, i)
             while self.address(machine_id) in taken:  # a new id, never a changed name later
@@ -144,11 +146,12 @@ class LocalProvider:
                     "f": 2 if over_capacity else int(fails),
                 }
             )
-        await self._db.executemany(
-            "INSERT INTO local_instances (instance_id, request_id, instance_type, launched_at, boots_at, fails)"
-            " VALUES (:id, :r, :t, :l, :b, :f) ON CONFLICT (instance_id) DO NOTHING",
-            rows,
-        )
+        if rows:
+            await self._db.executemany(
+                "INSERT INTO local_instances (instance_id, request_id, instance_type, launched_at, boots_at, fails)"
+                " VALUES (:id, :r, :t, :l, :b, :f) ON CONFLICT (instance_id) DO NOTHING",
+                rows,
+            )
         machines = await self.describe(request, template)
         return LaunchResult(machines=machines, provider_data={"launched": count}, message=f"{count} machines launching")
 
