@@ -20,6 +20,9 @@ from .evaluator import CompiledPolicy, Rule, _compile_rule, read_constraint
 
 __all__ = ["Decision", "Explained", "PolicyModel", "Question", "diff_models"]
 
+_SUBJECT_CACHE = 100_000
+"""Resolved subjects kept per model (cleared when full)."""
+
 
 def constraint_id(c: Mapping[str, Any]) -> str:
     return str(c.get("constraintId") or c.get("constraint_id") or c.get("identifier") or "")
@@ -74,6 +77,7 @@ class PolicyModel:
         self._users: list[str] | None = None
         self._grantees: set[str] | None = None
         self._crit_cache: dict[Any, Any] = {}
+        self._subjects: dict[tuple[Any, ...], Principal] = {}
 
     # -- subjects ---------------------------------------------------------------------
     def roles_of(self, user_id: str) -> tuple[str, ...]:
@@ -96,6 +100,16 @@ class PolicyModel:
                 roles = (*roles, *((self.default_role,) if self.default_role else ()))
         resolved = tuple(dict.fromkeys(r for r in roles if keep_unknown or r in self.roles))
         return Principal(user_id=user_id or "", roles=resolved, mfa=mfa)
+
+    def subject(self, user_id: str | None, roles: Sequence[str] | None, mfa: bool) -> Principal:
+        """`principal(...)`, cached on this model (a version's subjects resolve the same way every time)."""
+        key = (user_id, None if roles is None else tuple(roles), mfa)
+        p = self._subjects.get(key)
+        if p is None:
+            if len(self._subjects) >= _SUBJECT_CACHE:
+                self._subjects.clear()
+            p = self._subjects[key] = self.principal(user_id, roles, mfa)
+        return p
 
     def users(self) -> list[str]:
         """Every user the policy knows: those with assignments and those named in user permissions."""
