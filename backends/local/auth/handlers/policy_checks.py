@@ -22,6 +22,7 @@ from pluginsdk.models.policy_results import (
     AccessQuestion,
     DecisionChange,
     Explanation,
+    PolicyTest,
     PolicyTestOutcome,
     PolicyTestReport,
     Reason,
@@ -315,34 +316,36 @@ async def import_dry_run(engine: Engine, ids: list[str], constraints: list[dict[
 
 
 # -- policy tests ---------------------------------------------------------------------------
+def _outcomes(model: PolicyModel, tests: Sequence[PolicyTest]) -> list[PolicyTestOutcome]:
+    out = []
+    for i, t in enumerate(tests):
+        p = model.subject(t.user_id, t.roles, t.mfa)
+        actual = "allow" if model.policy.is_allowed(p, t.object_type, t.attributes, t.method) else "deny"
+        name = t.name or f"tests[{i}]"
+        out.append(PolicyTestOutcome(name=name, expected=t.expect, actual=actual, passed=actual == t.expect))
+    return out
+
+
+def _mismatch(failed: Sequence[PolicyTestOutcome], total: int) -> ValidationError:
+    """The error of a run with `fail_on_mismatch`: the first 20 mismatches named in the message."""
+    shown = "; ".join(f"{o.name}: expected {o.expected}, got {o.actual}" for o in failed[:20])
+    more = f" (and {len(failed) - 20} more)" if len(failed) > 20 else ""
+    return ValidationError(
+        f"Policy test failed: {len(failed)} of {total} decision(s) differ — {shown}{more}.",
+        details={"field": "tests", "value": [o.name for o in failed[:100]], "expected": "every decision as expected"},
+    )
+
+
 @handles(RunPolicyTestsQuery)
 async def run_policy_tests(engine: Engine, op: RunPolicyTestsQuery, principal: Principal) -> PolicyTestReport:
     for i, t in enumerate(op.tests):
         _known_type(t.object_type, f"tests[{i}].object_type")
     revision, model = await current_model(service(engine))
-    candidate = (
-        _candidate(model, op)
-        if op.add_constraints or op.delete_constraint_ids or op.role_mfa or op.user_roles
-        else model
-    )
-    outcomes = []
-    for i, t in enumerate(op.tests):
-        p = candidate.principal(t.user_id, t.roles, t.mfa)
-        actual = "allow" if candidate.policy.is_allowed(p, t.object_type, t.attributes, t.method) else "deny"
-        name = t.name or f"tests[{i}]"
-        outcomes.append(PolicyTestOutcome(name=name, expected=t.expect, actual=actual, passed=actual == t.expect))
+    changed = op.add_constraints or op.delete_constraint_ids or op.role_mfa or op.user_roles
+    outcomes = _outcomes(_candidate(model, op) if changed else model, op.tests)
     failed = [o for o in outcomes if not o.passed]
     if failed and op.fail_on_mismatch:
-        shown = "; ".join(f"{o.name}: expected {o.expected}, got {o.actual}" for o in failed[:20])
-        more = f" (and {len(failed) - 20} more)" if len(failed) > 20 else ""
-        raise ValidationError(
-            f"Policy test failed: {len(failed)} of {len(outcomes)} decision(s) differ — {shown}{more}.",
-            details={
-                "field": "tests",
-                "value": [o.name for o in failed[:100]],
-                "expected": "every decision as expected",
-            },
-        )
+        raise _mismatch(failed, len(outcomes))
     return PolicyTestReport(
         passed=not failed, total=len(outcomes), failures=len(failed), outcomes=outcomes, revision=revision
     )
