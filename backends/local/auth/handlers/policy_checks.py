@@ -58,8 +58,12 @@ _WAIT_MAX = 2.0
 
 
 async def current_model(svc: AuthService, at_least_revision: int | None = None) -> tuple[int, PolicyModel]:
-    """The policy model of the current version (at least `at_least_revision`: waits up to 2 s, else 409)."""
-    version = await svc.store.policy_version()
+    """The policy model of the current version (at least `at_least_revision`: waits up to 2 s, else 409).
+
+    The version is read like the authorizer reads it (`svc.watch`: no statement while a PostgreSQL listener
+    is up); waiting for a revision reads the store itself.
+    """
+    version = await svc.watch.version(svc.store.policy_version)
     if at_least_revision is not None and version < at_least_revision:
         waited = 0.0
         while version < at_least_revision and waited < _WAIT_MAX:
