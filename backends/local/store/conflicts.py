@@ -4,8 +4,8 @@ else a `StoreFailure` whose text carries no parameter value.
 Why here and not in each handler: two processes may both pass a handler's "does it exist?" check
 (PostgreSQL's READ COMMITTED, or SQLite statements outside a transaction) and the loser's INSERT then
 fails on the unique key. Mapping that once, in the database layer, covers every check-then-insert path.
-Driver messages are never forwarded: PostgreSQL's `Key (col)=(value)` detail and SQLAlchemy's
-`[parameters: ...]` would put values (hashes, secrets) into responses and logs.
+Driver messages are never forwarded: PostgreSQL's `Key (col)=(value)` detail and asyncpg's
+`invalid input for query argument $1: <value>` would put values (hashes, secrets) into responses and logs.
 """
 
 from __future__ import annotations

@@ -5,7 +5,10 @@
   through SQLAlchemy's async engine (threads hand-offs; see docs/design.md),
   and the CLI's cold start does not pay SQLAlchemy's 250 ms import.
   WAL, busy_timeout and foreign keys are on.
-- PostgreSQL: SQLAlchemy 2 Core async engine on asyncpg, imported only then.
+- PostgreSQL: asyncpg, imported only then, on reused connections
+  (`_Connections`). An autocommit statement is one round trip; through
+  SQLAlchemy's async engine it was three (BEGIN, statement, COMMIT) and
+  ~0.5 ms of CPU (issue 16 bench, docs/benchmarks.md).
 
 Both take the same portable SQL text with `:name` parameters.
 Rule for callers: inside `transaction()` await nothing but this database (no
@@ -22,12 +25,12 @@ served meanwhile). Only statements that cannot have done anything are retried
 from __future__ import annotations
 
 import asyncio
-import logging
 import re
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -212,70 +215,146 @@ class SqliteDatabase:
 
 
 _PG_KEY_COLUMNS = re.compile(r"^Key \(([^)]*)\)=")
+_PG_PARAM = re.compile(r"'[^']*'|(?<![:\w]):([A-Za-z_]\w*)")
+"""A `:name` parameter outside a string literal (`::type` casts and literals stay as they are)."""
+
+
+@lru_cache(maxsize=1024)
+def _positional(sql: str) -> tuple[str, tuple[str, ...]]:
+    """`:name` SQL as asyncpg's `$n` SQL and the names in `$n` order (cached: the hot path parses nothing)."""
+    names: list[str] = []
+
+    def number(m: re.Match[str]) -> str:
+        if m.group(1) is None:
+            return m.group(0)
+        if m.group(1) not in names:
+            names.append(m.group(1))
+        return f"${names.index(m.group(1)) + 1}"
+
+    return _PG_PARAM.sub(number, sql), tuple(names)
 
 
 def _postgres_error(exc: Exception, sql: str, rows: Sequence[Mapping[str, Any]]) -> Exception:
-    """A unique-key violation (SQLSTATE 23505) as 409; any other database error as a `StoreFailure`
-    naming the statement and SQLSTATE only (asyncpg's text may quote values)."""
-    from sqlalchemy.exc import DBAPIError
+    """A unique-key violation (SQLSTATE 23505) as 409; any other driver or connection error as a
+    `StoreFailure` naming the statement and SQLSTATE only (asyncpg's text may quote values)."""
+    import asyncpg  # type: ignore[import-untyped]
 
-    if not isinstance(exc, DBAPIError):
+    if not isinstance(exc, asyncpg.PostgresError | asyncpg.InterfaceError | OSError | TimeoutError):
         return exc
-    orig = exc.orig
-    cause = getattr(orig, "__cause__", None) or orig  # the asyncpg exception behind SQLAlchemy's adapter
-    sqlstate = getattr(orig, "sqlstate", None) or getattr(cause, "sqlstate", None)
+    sqlstate = getattr(exc, "sqlstate", None)
     if sqlstate == "23505":
-        m = _PG_KEY_COLUMNS.match(str(getattr(cause, "detail", "") or ""))
+        m = _PG_KEY_COLUMNS.match(str(getattr(exc, "detail", "") or ""))
         columns = [c.strip().strip('"') for c in m.group(1).split(",")] if m else []
-        return already_exists(getattr(cause, "table_name", None), columns, sql, rows)
-    kind = type(cause).__name__
-    return StoreFailure(f"PostgreSQL {kind} (SQLSTATE {sqlstate or '?'}) in: {' '.join(sql.split())[:300]}")
+        return already_exists(getattr(exc, "table_name", None), columns, sql, rows)
+    return StoreFailure(
+        f"PostgreSQL {type(exc).__name__} (SQLSTATE {sqlstate or '?'}) in: {' '.join(sql.split())[:300]}"
+    )
 
 
-class _StatementsOnly(logging.LoggerAdapter):  # type: ignore[type-arg]
-    """SQLAlchemy's engine logger without its DEBUG level: at DEBUG it logs every result row (password and
-    API-key hashes, sealed secrets). Statements (INFO) stay, their parameters hidden (`hide_parameters`)."""
+_SLOT_WAIT = 30.0
 
-    def isEnabledFor(self, level: int) -> bool:
-        return level >= logging.INFO and self.logger.isEnabledFor(level)
+
+class _Connections:
+    """Idle asyncpg connections for reuse, at most `size` open at once.
+
+    Not asyncpg's `Pool`: its release runs through `asyncio.shield` (a task per release) and a reset hook,
+    ~60 µs of CPU per statement here (half the statement's client cost). A connection goes back to the idle
+    list only when it is known clean: not in a transaction, and no cancellation or driver/link failure on the
+    way out (either may leave a query in flight). Anything else terminates it, which also ends its transaction
+    on the server (row locks and `pg_advisory_xact_lock` are released there).
+    """
+
+    def __init__(self, dsn: str, size: int) -> None:
+        import asyncpg
+
+        self._asyncpg = asyncpg
+        self._dsn = dsn
+        self._idle: list[Any] = []
+        self._slots = asyncio.Semaphore(size)
+        self._closed = False
+        self._broken = (asyncpg.InterfaceError, OSError, TimeoutError)
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[Any]:
+        await self._slot()
+        try:
+            conn = self._idle.pop() if self._idle else None
+            while conn is not None and conn.is_closed():
+                conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                conn = await self._connect()
+            try:
+                yield conn
+            except BaseException as exc:  # cancelled, or a driver or link failure: the connection may be mid-query
+                self._put(conn, clean=isinstance(exc, Exception) and not isinstance(exc, self._broken))
+                raise
+            self._put(conn, clean=True)
+        finally:
+            self._slots.release()
+
+    async def _slot(self) -> None:
+        """A free slot at once; else wait, but not forever (all `size` connections held for 30 s is a fault)."""
+        if not self._slots.locked():
+            await self._slots.acquire()
+            return
+        try:
+            async with asyncio.timeout(_SLOT_WAIT):
+                await self._slots.acquire()
+        except TimeoutError:
+            raise StoreFailure(f"PostgreSQL: no connection free within {_SLOT_WAIT:g} s") from None
+
+    async def _connect(self) -> Any:
+        try:
+            return await self._asyncpg.connect(self._dsn, timeout=30)
+        except (*self._broken, self._asyncpg.PostgresError) as exc:
+            raise _postgres_error(exc, "(connecting)", []) from None
+
+    def _put(self, conn: Any, *, clean: bool) -> None:
+        """Back to the idle list if nothing is left open on it; else closed."""
+        if clean and not self._closed and not conn.is_closed() and not conn.is_in_transaction():
+            self._idle.append(conn)
+        else:
+            conn.terminate()
+
+    async def aclose(self) -> None:
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            try:
+                await asyncio.wait_for(conn.close(), 5)
+            except (*self._broken, self._asyncpg.PostgresError):
+                conn.terminate()
 
 
 class PostgresDatabase:
-    """SQLAlchemy async engine on asyncpg; a transaction pins one pooled connection to the task."""
+    """asyncpg connections used directly: an autocommit statement is one round trip (no BEGIN/COMMIT around
+    it, no per-statement SQLAlchemy layer); a transaction pins one connection to the task."""
 
     dialect = "postgresql"
 
     def __init__(self, url: str) -> None:
         try:
-            from sqlalchemy import text
-            from sqlalchemy.ext.asyncio import create_async_engine
+            import asyncpg  # noqa: F401
         except ImportError as exc:  # pragma: no cover - depends on extras
             raise ConfigurationError(
                 "PostgreSQL storage needs the 'postgres' extra: pip install 'pluginsdk[postgres]'.", key="storage.url"
             ) from exc
         self.url = url
-        if url.startswith("postgresql://") or url.startswith("postgres://"):
-            url = "postgresql+asyncpg://" + url.split("://", 1)[1]
-        self._text = text
-        # hide_parameters: SQLAlchemy's error text and echo otherwise print every bound value (hashes, secrets)
-        self._engine = create_async_engine(
-            url, pool_size=10, max_overflow=10, pool_pre_ping=False, hide_parameters=True, echo=False
-        )
-        self._engine.sync_engine.logger = _StatementsOnly(self._engine.sync_engine.logger)  # type: ignore[assignment]
+        self._pool = _Connections("postgresql://" + url.split("://", 1)[1], size=20)  # postgres://, +asyncpg
         self._tx: dict[asyncio.Task[Any] | None, Any] = {}
 
-    def _current(self) -> Any:
-        return self._tx.get(asyncio.current_task())
-
-    async def _run(self, sql: str, params: Params) -> Any:
+    async def _run(self, method: str, sql: str, params: Params) -> Any:
+        """`method` (fetch, fetchrow, execute) on the task's transaction connection, or on an idle one."""
         hook = _observe.statement
         started = time.perf_counter() if hook is not None else 0.0
+        query, names = _positional(sql)
+        args = [params[n] for n in names] if names and params is not None else []
         try:
-            conn = self._current()
+            conn = self._tx.get(asyncio.current_task())
             if conn is not None:
-                return await conn.execute(self._text(sql), dict(params or {}))
-            async with self._engine.begin() as c:
-                return await c.execute(self._text(sql), dict(params or {}))
+                return await getattr(conn, method)(query, *args)
+            async with self._pool.connection() as conn:
+                return await getattr(conn, method)(query, *args)
         except Exception as exc:
             raise _postgres_error(exc, sql, [params or {}]) from None
         finally:
@@ -283,30 +362,26 @@ class PostgresDatabase:
                 hook("postgresql", _verb(sql), time.perf_counter() - started)
 
     async def fetchone(self, sql: str, params: Params = None) -> Row | None:
-        res = await self._run(sql, params)
-        row = res.mappings().first()
+        row = await self._run("fetchrow", sql, params)
         return dict(row) if row is not None else None
 
     async def fetchall(self, sql: str, params: Params = None) -> list[Row]:
-        res = await self._run(sql, params)
-        return [dict(r) for r in res.mappings().all()]
+        return [dict(r) for r in await self._run("fetch", sql, params)]
 
     async def execute(self, sql: str, params: Params = None) -> int:
-        res = await self._run(sql, params)
-        return int(res.rowcount or 0)
+        status: str = await self._run("execute", sql, params)  # "UPDATE 3", "INSERT 0 1", "SELECT 1"
+        count = status.rsplit(" ", 1)[-1]
+        return int(count) if count.isdigit() else 0
 
     async def executemany(self, sql: str, rows: Sequence[Mapping[str, Any]]) -> None:
         if not rows:
             return
-        try:
-            conn = self._current()
-            if conn is not None:
-                await conn.execute(self._text(sql), [dict(r) for r in rows])
-                return
-            async with self._engine.begin() as c:
-                await c.execute(self._text(sql), [dict(r) for r in rows])
-        except Exception as exc:
-            raise _postgres_error(exc, sql, rows) from None
+        query, names = _positional(sql)
+        async with self.transaction():  # all rows or none
+            try:
+                await self._tx[asyncio.current_task()].executemany(query, [[r[n] for n in names] for r in rows])
+            except Exception as exc:
+                raise _postgres_error(exc, sql, rows) from None
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[PostgresDatabase]:
@@ -314,20 +389,20 @@ class PostgresDatabase:
         if task in self._tx:
             yield self
             return
-        from sqlalchemy.exc import DBAPIError
+        from asyncpg import PostgresError
 
         try:
-            async with self._engine.begin() as conn:
+            async with self._pool.connection() as conn, conn.transaction():
                 self._tx[task] = conn
                 try:
                     yield self
                 finally:
                     self._tx.pop(task, None)
-        except DBAPIError as exc:  # raised by COMMIT (deferred checks); statements map their own
+        except PostgresError as exc:  # raised by COMMIT (deferred checks); statements map their own
             raise _postgres_error(exc, "COMMIT", []) from None
 
     async def aclose(self) -> None:
-        await self._engine.dispose()
+        await self._pool.aclose()
 
 
 def open_database(target: str) -> Database:
