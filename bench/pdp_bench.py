@@ -66,18 +66,27 @@ async def run_pdp(g: Generated, peer_p50_us: dict[str, float], n_calls: int) -> 
         async with PluginSDK(config=config) as sdk:
             load_s = await _load(sdk, g)
             calls = g.decisions[:n_calls]
-            for p, t, a, m in calls[:50]:  # warm: model built, buckets cached
+            # Cold pass (each subject's bucket built on first use), then the measured warm pass: the same
+            # method as the evaluator table (policy_bench.measure), so the peers are compared like for like.
+            cold = []
+            for p, t, a, m in calls:
+                t0 = time.perf_counter_ns()
                 await sdk.check_access(t, m, user_id=p.user_id, mfa=p.mfa, attributes=a)
+                cold.append((time.perf_counter_ns() - t0) / 1000)
             lat = []
+            cpu0 = time.process_time()
             for i, (p, t, a, m) in enumerate(calls):
                 t0 = time.perf_counter_ns()
                 got = await sdk.check_access(t, m, user_id=p.user_id, mfa=p.mfa, attributes=a)
                 lat.append((time.perf_counter_ns() - t0) / 1000)
                 if got.allowed != expected[i]:
                     raise SystemExit(f"SDK check disagrees with the compiled policy on decision {i}")
+            cpu_us = (time.process_time() - cpu0) / len(calls) * 1e6
             one_p50 = statistics.median(lat)
-            rows.append(("subject check, SDK in-process, one call", f"{one_p50:.1f} µs p50 ({_pct(lat, 0.99):.0f} p99)",
-                         "≤ 20 µs", "met" if one_p50 <= 20 else "NOT met"))  # fmt: skip
+            rows.append(("subject check, SDK in-process, one call", f"{one_p50:.1f} µs p50 ({_pct(lat, 0.99):.0f} p99, "
+                         f"{cpu_us:.1f} µs CPU/call)", "≤ 20 µs", "met" if one_p50 <= 20 else "NOT met"))  # fmt: skip
+            rows.append(("subject check, SDK, first call per subject (bucket built)", f"{statistics.median(cold):.1f} µs p50",
+                         "(context)", ""))  # fmt: skip
             batch = [_question(*q) for q in g.decisions[:1000]]
             times = []
             for _ in range(5):

@@ -20,6 +20,10 @@ from .evaluator import CompiledPolicy, Rule, _compile_rule, read_constraint
 
 __all__ = ["Decision", "Explained", "PolicyModel", "Question", "diff_models"]
 
+_METHODS = frozenset({"GET", "PUT", "POST", "DELETE"})
+_SUBJECT_CACHE = 100_000
+"""Resolved subjects kept per model (cleared when full)."""
+
 
 def constraint_id(c: Mapping[str, Any]) -> str:
     return str(c.get("constraintId") or c.get("constraint_id") or c.get("identifier") or "")
@@ -74,6 +78,7 @@ class PolicyModel:
         self._users: list[str] | None = None
         self._grantees: set[str] | None = None
         self._crit_cache: dict[Any, Any] = {}
+        self._subjects: dict[tuple[Any, ...], Principal] = {}
 
     # -- subjects ---------------------------------------------------------------------
     def roles_of(self, user_id: str) -> tuple[str, ...]:
@@ -96,6 +101,16 @@ class PolicyModel:
                 roles = (*roles, *((self.default_role,) if self.default_role else ()))
         resolved = tuple(dict.fromkeys(r for r in roles if keep_unknown or r in self.roles))
         return Principal(user_id=user_id or "", roles=resolved, mfa=mfa)
+
+    def subject(self, user_id: str | None, roles: Sequence[str] | None, mfa: bool) -> Principal:
+        """`principal(...)`, cached on this model (a version's subjects resolve the same way every time)."""
+        key = (user_id, None if roles is None else tuple(roles), mfa)
+        p = self._subjects.get(key)
+        if p is None:
+            if len(self._subjects) >= _SUBJECT_CACHE:
+                self._subjects.clear()
+            p = self._subjects[key] = self.principal(user_id, roles, mfa)
+        return p
 
     def users(self) -> list[str]:
         """Every user the policy knows: those with assignments and those named in user permissions."""
@@ -139,9 +154,8 @@ class PolicyModel:
             self._rules[key] = _compile_rule(len(self._rules), object_type, c_and, c_or, self._crit_cache)
         return self._rules[key]
 
-    def explain(self, p: Principal, object_type: str, attributes: Mapping[str, Any], method: str) -> Explained:
-        """Every constraint that decided (allow and deny), and the roles that did not count."""
-        method = method.upper()
+    def _active_roles(self, p: Principal) -> tuple[list[str], list[tuple[str, str]]]:
+        """(roles that count, [(role, why)] of those that do not) for this subject."""
         active: list[str] = []
         skipped: list[tuple[str, str]] = []
         for role in dict.fromkeys(p.roles):
@@ -151,6 +165,12 @@ class PolicyModel:
                 skipped.append((role, "the role requires MFA and the session is not multi-factor"))
             else:
                 active.append(role)
+        return active, skipped
+
+    def explain(self, p: Principal, object_type: str, attributes: Mapping[str, Any], method: str) -> Explained:
+        """Every constraint that decided (allow and deny), and the roles that did not count."""
+        method = method.upper()
+        active, skipped = self._active_roles(p)
         grants = self._grants()
         hits: list[tuple[int, str, str, str]] = []
         vias = [f"role:{r}" for r in active] + ([f"user:{p.user_id}"] if p.user_id else [])
@@ -185,28 +205,11 @@ class PolicyModel:
             role: policy.matched(Principal(user_id="", roles=(role,), mfa=True), object_type, attributes, method)
             for role in self.roles
         }
-        out: dict[str, list[str]] = {
-            "allowed_roles": [],
-            "denied_roles": [],
-            "mfa_only_roles": [],
-            "allowed_users": [],
-            "denied_users": [],
-        }
-        for role in sorted(self.roles):
-            allow, deny = hits[role]
-            if deny:
-                out["denied_roles"].append(role)
-            elif allow and (mfa or not self.roles[role]):
-                out["allowed_roles"].append(role)
-            elif allow:
-                out["mfa_only_roles"].append(role)
+        out = self._roles_who_can(hits, mfa)
         own = self._user_grantees()
+        out["allowed_users"], out["denied_users"] = [], []
         for user in self.users():
-            allow = deny = False
-            for role in self.roles_of(user):
-                if mfa or not self.roles[role]:
-                    a, d = hits[role]
-                    allow, deny = allow or a, deny or d
+            allow, deny = self._combined(hits, self.roles_of(user), mfa)
             if user in own:
                 a, d = policy.matched(Principal(user_id=user, roles=(), mfa=mfa), object_type, attributes, method)
                 allow, deny = allow or a, deny or d
@@ -216,6 +219,28 @@ class PolicyModel:
                 out["allowed_users"].append(user)
         return out
 
+    def _roles_who_can(self, hits: Mapping[str, tuple[bool, bool]], mfa: bool) -> dict[str, list[str]]:
+        """Each role alone: denied (an explicit deny matched), allowed, or allowed only in MFA sessions."""
+        out: dict[str, list[str]] = {"allowed_roles": [], "denied_roles": [], "mfa_only_roles": []}
+        for role in sorted(self.roles):
+            allow, deny = hits[role]
+            if deny:
+                out["denied_roles"].append(role)
+            elif allow and (mfa or not self.roles[role]):
+                out["allowed_roles"].append(role)
+            elif allow:
+                out["mfa_only_roles"].append(role)
+        return out
+
+    def _combined(self, hits: Mapping[str, tuple[bool, bool]], roles: Iterable[str], mfa: bool) -> tuple[bool, bool]:
+        """(some allow matched, some deny matched) over the roles that count in this session."""
+        allow = deny = False
+        for role in roles:
+            if mfa or not self.roles[role]:
+                a, d = hits[role]
+                allow, deny = allow or a, deny or d
+        return allow, deny
+
     def _user_grantees(self) -> set[str]:
         if self._grantees is None:
             self._grantees = {via[5:] for _, _, via in self._grants() if via.startswith("user:")}
@@ -223,17 +248,14 @@ class PolicyModel:
 
     def web_patterns(self, p: Principal) -> list[str]:
         """route__path patterns of the web constraints that allow this subject some method."""
-        out: list[str] = []
-        for method in ("GET", "PUT", "POST", "DELETE"):
-            for _cid, parsed in self._index().get("web", ()):
-                explained_for = [
-                    who
-                    for who, m, kind in parsed[3]
-                    if m == method and kind == "allow" and who in p.roles and (p.mfa or not self.roles.get(who))
-                ] + [who for who, m, kind in parsed[4] if m == method and kind == "allow" and who == p.user_id]
-                if explained_for:
-                    out += [v for f, v, _ in (*parsed[1], *parsed[2]) if f == "route__path"]
-        return sorted(set(out))
+        active = {r for r in p.roles if p.mfa or not self.roles.get(r)}
+        out: set[str] = set()
+        for _cid, parsed in self._index().get("web", ()):
+            grants = [(m, kind) for who, m, kind in parsed[3] if who in active]
+            grants += [(m, kind) for who, m, kind in parsed[4] if who == p.user_id]
+            if any(kind == "allow" and m in _METHODS for m, kind in grants):
+                out.update(v for f, v, _ in (*parsed[1], *parsed[2]) if f == "route__path")
+        return sorted(out)
 
     # -- what if --------------------------------------------------------------------------
     def candidate(

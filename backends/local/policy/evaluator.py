@@ -207,6 +207,48 @@ def _selectivity(guards: list[_Guard]) -> int:
 _Compiled = tuple[_Crit, CriterionTest]
 
 
+def _compile_criteria(
+    object_type: str, raw: _Criteria, crit_cache: dict[tuple[str, str, str, str], _Compiled | None]
+) -> list[_Compiled]:
+    """The known criteria of one set, compiled (unknown fields and operators are dropped: ignored at evaluation)."""
+    kept: list[_Compiled] = []
+    fields = OBJECT_TYPES.get(object_type, ())
+    for field, value, operator in raw:
+        key = (object_type, field, value, operator)
+        if key in crit_cache:
+            compiled = crit_cache[key]
+        else:
+            patterns = operator_patterns(operator, value) if field in fields else None
+            compiled = None
+            if patterns is not None:
+                crit = (field, patterns, operator in NEGATED_OPERATORS)
+                compiled = (crit, compile_criterion(*crit))
+            crit_cache[key] = compiled
+        if compiled is not None:
+            kept.append(compiled)
+    return kept
+
+
+def _choose_guards(all_of: list[_Compiled], any_of: list[_Compiled]) -> list[_Guard] | None:
+    """The most selective guard of the criteriaAnd, else the union of every criteriaOr entry's guards."""
+    guards: list[_Guard] | None = None
+    alone = len(all_of) == 1 and not any_of
+    for crit, _ in all_of:
+        g = _guards_of(crit, alone)
+        if g is not None and (guards is None or _selectivity(g) > _selectivity(guards)):
+            guards = g
+    if guards is not None or not any_of:
+        return guards
+    # Some criteriaOr entry must hold: guard on the union of all of them if each has a guard.
+    union: list[_Guard] = []
+    for crit, _ in any_of:
+        g = _guards_of(crit, not all_of)
+        if g is None:
+            return None
+        union += g
+    return union or None
+
+
 def _compile_rule(
     index: int,
     object_type: str,
@@ -219,45 +261,13 @@ def _compile_rule(
     `crit_cache` shares compiled criteria between conditions (one policy repeats the same
     criterion in many constraints).
     """
-    parsed: list[list[_Compiled]] = []
-    for raw in (c_and, c_or):
-        kept: list[_Compiled] = []
-        for field, value, operator in raw:
-            key = (object_type, field, value, operator)
-            if key in crit_cache:
-                compiled = crit_cache[key]
-            else:
-                patterns = operator_patterns(operator, value) if field in OBJECT_TYPES.get(object_type, ()) else None
-                if patterns is None:
-                    compiled = None  # unknown field or operator: ignored at evaluation
-                else:
-                    crit = (field, patterns, operator in NEGATED_OPERATORS)
-                    compiled = (crit, compile_criterion(*crit))
-                crit_cache[key] = compiled
-            if compiled is not None:
-                kept.append(compiled)
-        if raw and not kept:
-            return None  # a criterion set that became empty matches nothing (never widens access)
-        parsed.append(kept)
-    all_of, any_of = parsed
+    all_of = _compile_criteria(object_type, c_and, crit_cache)
+    any_of = _compile_criteria(object_type, c_or, crit_cache)
+    if (c_and and not all_of) or (c_or and not any_of):
+        return None  # a criterion set that became empty matches nothing (never widens access)
     if not all_of and not any_of:
         return None
-    guards: list[_Guard] | None = None
-    alone = len(all_of) == 1 and not any_of
-    for crit, _ in all_of:
-        g = _guards_of(crit, alone)
-        if g is not None and (guards is None or _selectivity(g) > _selectivity(guards)):
-            guards = g
-    if guards is None and any_of:
-        # Some criteriaOr entry must hold: guard on the union of all of them if each has a guard.
-        union: list[_Guard] = []
-        for crit, _ in any_of:
-            g = _guards_of(crit, not all_of)
-            if g is None:
-                union = []
-                break
-            union += g
-        guards = union or None
+    guards = _choose_guards(all_of, any_of)
     return Rule(
         index,
         tuple(test for _, test in all_of),

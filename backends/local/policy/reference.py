@@ -68,24 +68,29 @@ def _criterion_holds(field: str, value: str, operator: str, attrs: Mapping[str, 
 _KNOWN_OPERATORS = ("equals", "contains", "does_not_contain", "starts_with", "ends_with", "is_one_of", "is_not_one_of")
 
 
+def _known(criteria: tuple[tuple[str, str, str], ...], object_type: str) -> list[tuple[str, str, str]]:
+    """The criteria the evaluator understands: a field of the object type and a known operator."""
+    fields = OBJECT_TYPES.get(object_type, ())
+    return [c for c in criteria if c[0] in fields and c[2] in _KNOWN_OPERATORS]
+
+
 def _constraint_matches(
     object_type: str,
     c_and: tuple[tuple[str, str, str], ...],
     c_or: tuple[tuple[str, str, str], ...],
     attrs: Mapping[str, Any],
 ) -> bool:
-    fields = OBJECT_TYPES.get(object_type, ())
-    known_and = [c for c in c_and if c[0] in fields and c[2] in _KNOWN_OPERATORS]
-    known_or = [c for c in c_or if c[0] in fields and c[2] in _KNOWN_OPERATORS]
-    if c_and and not known_and:
-        return False
-    if c_or and not known_or:
-        return False
-    if not known_and and not known_or:
-        return False
+    known_and, known_or = _known(c_and, object_type), _known(c_or, object_type)
+    if (c_and and not known_and) or (c_or and not known_or) or not (known_and or known_or):
+        return False  # criteria that became empty match nothing
     if not all(_criterion_holds(f, v, o, attrs) for f, v, o in known_and):
         return False
     return not known_or or any(_criterion_holds(f, v, o, attrs) for f, v, o in known_or)
+
+
+def _kinds(perms: tuple[tuple[str, str, str], ...], grantees: list[str], method: str) -> list[str]:
+    """The effects (allow, deny, anything else) these permissions give any of `grantees` for `method`."""
+    return [kind for who, m, kind in perms if who in grantees and m == method]
 
 
 class ReferencePolicy:
@@ -110,11 +115,8 @@ class ReferencePolicy:
         method = method.upper()
         allowed = False
         for c_type, c_and, c_or, group_perms, user_perms in self.constraints:
-            if c_type != object_type:
-                continue
-            kinds = [kind for who, m, kind in group_perms if who in active and m == method]
-            kinds += [kind for who, m, kind in user_perms if who == principal.user_id and m == method]
-            if "allow" not in kinds and "deny" not in kinds:
+            kinds = _kinds(group_perms, active, method) + _kinds(user_perms, [principal.user_id], method)
+            if c_type != object_type or not ({"allow", "deny"} & set(kinds)):
                 continue
             if not _constraint_matches(c_type, c_and, c_or, attributes):
                 continue

@@ -22,6 +22,7 @@ from pluginsdk.models.policy_results import (
     AccessQuestion,
     DecisionChange,
     Explanation,
+    PolicyTest,
     PolicyTestOutcome,
     PolicyTestReport,
     Reason,
@@ -62,8 +63,12 @@ _WAIT_MAX = 2.0
 
 
 async def current_model(svc: AuthService, at_least_revision: int | None = None) -> tuple[int, PolicyModel]:
-    """The policy model of the current version (at least `at_least_revision`: waits up to 2 s, else 409)."""
-    version = await svc.store.policy_version()
+    """The policy model of the current version (at least `at_least_revision`: waits up to 2 s, else 409).
+
+    The version is read like the authorizer reads it (`svc.watch`: no statement while a PostgreSQL listener
+    is up); waiting for a revision reads the store itself.
+    """
+    version = await svc.watch.version(svc.store.policy_version)
     if at_least_revision is not None and version < at_least_revision:
         waited = 0.0
         while version < at_least_revision and waited < _WAIT_MAX:
@@ -140,20 +145,10 @@ def _explain(model: PolicyModel, q: AccessQuestion | CheckAccessQuery | ExplainA
     return model.explain(p, q.object_type, q.attributes, q.method)
 
 
-def _decide(
-    model: PolicyModel,
-    revision: int,
-    q: AccessQuestion | CheckAccessQuery,
-    explain: bool,
-    subjects: dict[tuple[Any, ...], Principal] | None = None,
-) -> dict[str, Any]:
-    """One answer as the dict of a SubjectDecision (validated in bulk by the caller: much cheaper per item)."""
-    key = (q.user_id, None if q.roles is None else tuple(q.roles), q.mfa)
-    p = subjects.get(key) if subjects is not None else None
-    if p is None:
-        p = model.principal(q.user_id, q.roles, q.mfa)
-        if subjects is not None:
-            subjects[key] = p
+def _decide(model: PolicyModel, revision: int, q: AccessQuestion | CheckAccessQuery, explain: bool) -> dict[str, Any]:
+    """One answer as the dict of a SubjectDecision: validated in bulk by the caller (one pydantic call for a
+    whole batch is cheaper than a model, or a `model_construct`, per answer)."""
+    p = model.subject(q.user_id, q.roles, q.mfa)
     return {
         "allowed": model.policy.is_allowed(p, q.object_type, q.attributes, q.method),
         "object_type": q.object_type,
@@ -196,8 +191,7 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principa
     for i, q in enumerate(op.questions):
         _known_type(q.object_type, f"questions[{i}].object_type")
     revision, model = await current_model(service(engine), op.at_least_revision)
-    subjects: dict[tuple[Any, ...], Principal] = {}
-    answers = [_decide(model, revision, q, op.explain, subjects) for q in op.questions]
+    answers = [_decide(model, revision, q, op.explain) for q in op.questions]
     result = SubjectDecisions.model_validate({"decisions": answers, "revision": revision})
     await _log(engine, principal, result.decisions)
     return result
@@ -331,34 +325,36 @@ async def import_dry_run(engine: Engine, ids: list[str], constraints: list[dict[
 
 
 # -- policy tests ---------------------------------------------------------------------------
+def _outcomes(model: PolicyModel, tests: Sequence[PolicyTest]) -> list[PolicyTestOutcome]:
+    out = []
+    for i, t in enumerate(tests):
+        p = model.subject(t.user_id, t.roles, t.mfa)
+        actual = "allow" if model.policy.is_allowed(p, t.object_type, t.attributes, t.method) else "deny"
+        name = t.name or f"tests[{i}]"
+        out.append(PolicyTestOutcome(name=name, expected=t.expect, actual=actual, passed=actual == t.expect))
+    return out
+
+
+def _mismatch(failed: Sequence[PolicyTestOutcome], total: int) -> ValidationError:
+    """The error of a run with `fail_on_mismatch`: the first 20 mismatches named in the message."""
+    shown = "; ".join(f"{o.name}: expected {o.expected}, got {o.actual}" for o in failed[:20])
+    more = f" (and {len(failed) - 20} more)" if len(failed) > 20 else ""
+    return ValidationError(
+        f"Policy test failed: {len(failed)} of {total} decision(s) differ — {shown}{more}.",
+        details={"field": "tests", "value": [o.name for o in failed[:100]], "expected": "every decision as expected"},
+    )
+
+
 @handlers.on(RunPolicyTestsQuery)
 async def run_policy_tests(engine: Engine, op: RunPolicyTestsQuery, principal: Principal) -> PolicyTestReport:
     for i, t in enumerate(op.tests):
         _known_type(t.object_type, f"tests[{i}].object_type")
     revision, model = await current_model(service(engine))
-    candidate = (
-        _candidate(model, op)
-        if op.add_constraints or op.delete_constraint_ids or op.role_mfa or op.user_roles
-        else model
-    )
-    outcomes = []
-    for i, t in enumerate(op.tests):
-        p = candidate.principal(t.user_id, t.roles, t.mfa)
-        actual = "allow" if candidate.policy.is_allowed(p, t.object_type, t.attributes, t.method) else "deny"
-        name = t.name or f"tests[{i}]"
-        outcomes.append(PolicyTestOutcome(name=name, expected=t.expect, actual=actual, passed=actual == t.expect))
+    changed = op.add_constraints or op.delete_constraint_ids or op.role_mfa or op.user_roles
+    outcomes = _outcomes(_candidate(model, op) if changed else model, op.tests)
     failed = [o for o in outcomes if not o.passed]
     if failed and op.fail_on_mismatch:
-        shown = "; ".join(f"{o.name}: expected {o.expected}, got {o.actual}" for o in failed[:20])
-        more = f" (and {len(failed) - 20} more)" if len(failed) > 20 else ""
-        raise ValidationError(
-            f"Policy test failed: {len(failed)} of {len(outcomes)} decision(s) differ — {shown}{more}.",
-            details={
-                "field": "tests",
-                "value": [o.name for o in failed[:100]],
-                "expected": "every decision as expected",
-            },
-        )
+        raise _mismatch(failed, len(outcomes))
     return PolicyTestReport(
         passed=not failed, total=len(outcomes), failures=len(failed), outcomes=outcomes, revision=revision
     )
