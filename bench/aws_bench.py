@@ -142,6 +142,18 @@ async def leftovers(moto: str) -> int:
         return n
 
 
+def start_moto() -> tuple[Any, str]:
+    """A moto server on 127.0.0.1 (a free port) in this process's bench AWS environment: the server, its URL."""
+    os.environ.update(ENV)
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    return server, f"http://{host}:{port}"
+
+
 def worker(cmd: list[str], env: dict[str, str], timeout: float) -> dict[str, Any]:
     try:
         res = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, check=False)
@@ -184,16 +196,9 @@ def main() -> None:
         print(json.dumps(asyncio.run(run_ours(args))))
         return
 
-    os.environ.update(ENV)
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    from moto.server import ThreadedMotoServer
-
     from tests.aws.proxy import AwsProxy
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    moto = f"http://{host}:{port}"
+    server, moto = start_moto()
     proxy = AwsProxy(moto).start()
     peer = PEER_PY.exists() and not args.skip_peer
     if not peer and not args.skip_peer:

@@ -167,19 +167,11 @@ def main() -> None:
 
 def request_machines(work: Path, repeats: int, peer: bool) -> dict[str, list[float]]:
     """Wall time of one requestMachines process launching MACHINES instances, per program, on one moto."""
-    import logging
-
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "bench"))
-    from aws_bench import ENV, leftovers, network, reset
-    from moto.server import ThreadedMotoServer
+    from aws_bench import leftovers, network, reset, start_moto
 
-    os.environ.update(ENV)
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    moto = f"http://{host}:{port}"
+    server, moto = start_moto()
     samples: dict[str, list[float]] = {"ours": [], "peer": []}
     payload = {"template": {"templateId": "bench", "machineCount": MACHINES}}
     try:

@@ -77,8 +77,11 @@ def cpu_seconds(pid: int) -> float:
     return total
 
 
-def wrk(url: str, headers: dict[str, str], seconds: int, connections: int, pid: int) -> dict[str, float]:
-    cmd = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency"]
+def wrk(
+    url: str, headers: dict[str, str], seconds: int, connections: int, pid: int, script: str | None = None
+) -> dict[str, float]:
+    """One wrk run against `url` (`script`: a wrk Lua file shaping the requests); the server's CPU per request."""
+    cmd = ["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", *(["-s", script] if script else [])]
     for k, v in headers.items():
         cmd += ["-H", f"{k}: {v}"]
     cpu0, wall0 = cpu_seconds(pid), time.monotonic()

@@ -11,11 +11,11 @@ from collections.abc import Callable
 statement: Callable[[str, str, float], None] | None = None
 """(dialect, verb, seconds) of one store statement."""
 provider_call: Callable[[str, str, float, str | None], None] | None = None
-"""(provider, operation, seconds, outcome: None | "error" | "throttled") of one provider API call."""
+"""(provider, operation, seconds, outcome: None | "error") of one provider driver call (launch, describe ...)."""
+provider_throttle: Callable[[str, str], None] | None = None
+"""(provider, API operation) of one API attempt the cloud refused for rate limiting (retried or not); the
+driver reports it, as only it sees the attempts (the aws driver through botocore's `needs-retry` event)."""
 authz: Callable[[str, str], None] | None = None
 """(tier: "route" | "object", outcome: "allow" | "deny") of one authorization decision."""
 policy_compile: Callable[[float], None] | None = None
 """Seconds one policy compilation took."""
-
-THROTTLE_CODES = ("Throttling", "ThrottlingException", "RequestLimitExceeded", "TooManyRequestsException", "SlowDown")
-"""Provider error codes (`details.provider_code`) counted as throttling."""

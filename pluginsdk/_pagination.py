@@ -2,8 +2,9 @@
 
 Two page styles exist in the catalog: token pages (auth-service listings: result `next_token`, passed back
 as `starting_token`; only an absent token ends the listing, an empty page with a token does not) and offset
-pages (provisioning listings: `limit`/`offset`, ending at `total_count` or an empty page). The items are
-the result's one list field (or its `message`'s). Interfaces (CLI `--all`, MCP) just iterate.
+pages (provisioning listings: `limit`/`offset`, ending at `total_count` or an empty page). A result that
+is a page says which list its items are (`page_items()`, the `Paged` protocol), so a type checker follows
+`PluginSDK.iterate(ListTemplatesQuery)` to `Template` items.
 
 `PageToken` is the field type of every `starting_token`: a token is accepted only exactly as a listing
 emitted it. Base64 decoders forgive a lot (padding `=`, characters outside the alphabet, the unused low
@@ -17,8 +18,8 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar
 
 import pydantic
 from pydantic import AfterValidator, WithJsonSchema
@@ -29,7 +30,18 @@ from .errors import ValidationError
 if TYPE_CHECKING:
     from .operations import OperationSpec
 
-__all__ = ["PAGE_TOKEN_PATTERN", "PageToken", "is_canonical_token", "iterate_pages", "page_items"]
+__all__ = ["PAGE_TOKEN_PATTERN", "PageToken", "Paged", "is_canonical_token", "iterate_pages", "page_items"]
+
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Paged(Protocol[T_co]):
+    """The result of a list operation: one page of items of type `T_co`."""
+
+    def page_items(self) -> Sequence[T_co]:
+        """The items of this page, in order (the page's list field, or its `message`'s)."""
+        ...
+
 
 MAX_TOKEN_CHARS = 4096
 """Longest pagination token accepted (a listing's tokens are far shorter)."""
@@ -77,13 +89,12 @@ def _page(result: Any) -> Any:
 
 
 def page_items(result: Any) -> list[Any]:
-    """The list of items of a page result (its one list-typed field)."""
-    result = _page(result)
-    lists = [name for name, value in result if isinstance(value, list)]
-    if len(lists) != 1:
+    """The list of items of a page result (`Paged.page_items`); ValidationError for a result that is no page."""
+    items = getattr(result, "page_items", None)
+    if items is None:
         raise ValidationError(f"{type(result).__name__} is not a page of items.")
-    items: list[Any] = getattr(result, lists[0])
-    return items
+    found: list[Any] = items()
+    return found
 
 
 async def iterate_pages(

@@ -1,6 +1,7 @@
 """What a backend is, and how one is found by name.
 
-A backend is anything with `async execute(operation, principal) -> result`:
+A backend is anything with `async execute(operation, principal) -> result` (typed: an `Operation[R]` gives
+an `R`):
 `local` runs the engine in-process, `remote` calls a pluginsdk server. Third
 parties add backends through the `pluginsdk.backends` entry-point group.
 """
@@ -8,7 +9,7 @@ parties add backends through the `pluginsdk.backends` entry-point group.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from .config import Settings
 from .errors import HandlerDiscoveryError
@@ -16,6 +17,8 @@ from .operations import Operation
 from .principal import Principal
 
 __all__ = ["Backend", "load_backend"]
+
+R = TypeVar("R")
 
 _BUILTIN = {"local": "backends.local:LocalBackend", "remote": "backends.remote:RemoteBackend"}
 
@@ -30,7 +33,9 @@ class Backend(Protocol):
 
     async def aclose(self) -> None: ...
 
-    async def execute(self, operation: Operation, principal: Principal | None = None) -> Any: ...
+    async def execute(self, operation: Operation[R], principal: Principal | None = None) -> R:
+        """Run `operation` as `principal` (None: the backend's own identity); its class's result type."""
+        ...
 
 
 def _load(target: str) -> type[Backend]:

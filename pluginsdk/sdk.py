@@ -14,7 +14,7 @@ import inspect
 import os
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from . import operations
 from ._constants import DEFAULT_BACKEND
@@ -26,9 +26,13 @@ from .principal import Principal
 
 __all__ = ["PluginSDK"]
 
+R = TypeVar("R")
+T = TypeVar("T")
+
 if TYPE_CHECKING:
     import httpx
 
+    from ._pagination import Paged
     from ._sdk_methods import SDKMethods as _Methods
 else:
     _Methods = object
@@ -158,8 +162,11 @@ class PluginSDK(_Methods, metaclass=_Facade):
         return self._backend
 
     # -- calling ------------------------------------------------------------
-    async def execute(self, operation: Operation) -> Any:
-        """Run a catalog operation object; its output fields are set on it after it ran."""
+    async def execute(self, operation: Operation[R]) -> R:
+        """Run a catalog operation object; its output fields are set on it after it ran.
+
+        Typed by the operation's class: `await sdk.execute(ListTemplatesQuery())` is a `TemplateList`.
+        """
         if self._backend is None:
             await self.start()
         assert self._backend is not None
@@ -169,15 +176,29 @@ class PluginSDK(_Methods, metaclass=_Facade):
                 setattr(operation, name, getattr(result, name))
         return result
 
-    async def call(self, name: str, /, **params: Any) -> Any:
-        """Run an operation by SDK name with keyword parameters (what CLI and MCP use)."""
-        return await self.execute(operations.get_spec(name).build(params))
+    @overload
+    async def call(self, operation: type[Operation[R]] | OperationSpec[R], /, **params: Any) -> R: ...
+    @overload
+    async def call(self, operation: str, /, **params: Any) -> Any: ...
+    async def call(self, operation: str | type[Operation] | OperationSpec, /, **params: Any) -> Any:
+        """Run an operation with keyword parameters: by SDK name (what CLI and MCP use), or by class or spec,
+        which a type checker follows to the result (`await sdk.call(ListTemplatesQuery, limit=5)`)."""
+        return await self.execute(_spec(operation).build(params))
 
-    async def iterate(self, name: str, /, **params: Any) -> AsyncIterator[Any]:
-        """Every item of a list operation, fetching page after page (`async for t in sdk.iterate("list_templates")`)."""
+    @overload
+    def iterate(
+        self, operation: type[Operation[Paged[T]]] | OperationSpec[Paged[T]], /, **params: Any
+    ) -> AsyncIterator[T]: ...
+    @overload
+    def iterate(self, operation: str, /, **params: Any) -> AsyncIterator[Any]: ...
+    async def iterate(self, operation: str | type[Operation] | OperationSpec, /, **params: Any) -> AsyncIterator[Any]:
+        """Every item of a list operation, fetching page after page (`async for t in sdk.iterate("list_templates")`).
+
+        Given the class or spec, a type checker knows the items (`sdk.iterate(ListTemplatesQuery)`: `Template`).
+        """
         from ._pagination import iterate_pages
 
-        spec = operations.get_spec(name)
+        spec = _spec(operation)
         async for item in iterate_pages(spec, params, lambda p: self.execute(spec.build(p))):
             yield item
 
@@ -197,6 +218,11 @@ class PluginSDK(_Methods, metaclass=_Facade):
     def __repr__(self) -> str:
         backend = self._backend.name if self._backend is not None else (self._backend_arg or DEFAULT_BACKEND)
         return f"PluginSDK(backend={backend!r})"
+
+
+def _spec(operation: str | type[Operation] | OperationSpec) -> OperationSpec:
+    """The spec of an operation given by SDK name, class or spec."""
+    return operation if isinstance(operation, OperationSpec) else operations.get_spec(operation)
 
 
 # -- methods by reflection ---------------------------------------------------

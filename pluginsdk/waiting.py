@@ -17,17 +17,20 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol, TypeGuard
+from typing import TYPE_CHECKING, Protocol, TypeGuard, TypeVar
 
 if TYPE_CHECKING:
     from .models import RequestCreated
     from .operations import CreateRequestCommand, Operation
 
 
+R = TypeVar("R")
+
+
 class Executor(Protocol):
     """What runs the operations of a wait: a PluginSDK, or the remote backend for one principal."""
 
-    async def execute(self, operation: Operation, /) -> Any: ...
+    async def execute(self, operation: Operation[R], /) -> R: ...
 
 
 __all__ = ["POLL", "Executor", "Progress", "Report", "reports_progress", "request_and_wait", "when_rising"]

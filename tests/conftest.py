@@ -5,11 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from pluginsdk import PluginSDK
-from tests.support.backends import BACKENDS, open_sdk
+from tests.support.backends import BACKENDS, base_config, open_sdk
+
+if TYPE_CHECKING:
+    import httpx
 
 os.environ.setdefault("PYTHON_KEYRING_BACKEND", "keyring.backends.null.Keyring")
 for _var in [v for v in os.environ if v.startswith("PLUGIN_")]:
@@ -32,3 +36,17 @@ async def sdk(backend_kind: str, tmp_path: Path) -> AsyncIterator[PluginSDK]:
 async def local_sdk(tmp_path: Path) -> AsyncIterator[PluginSDK]:
     async with open_sdk("local", tmp_path) as s:
         yield s
+
+
+@pytest.fixture
+async def rest(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
+    """An HTTP client of a server on a fresh store, acting as the administrator (an admin API key)."""
+    import httpx
+
+    from tests.support.remote import admin_key, running_server
+
+    config = base_config(tmp_path)
+    key = await admin_key(config)
+    with running_server(config) as url:
+        async with httpx.AsyncClient(base_url=url, headers={"Authorization": key}, timeout=30) as client:
+            yield client

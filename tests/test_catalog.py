@@ -98,22 +98,36 @@ def test_public_surface() -> None:
 
 
 def test_models_export_exactly_what_their_submodules_define() -> None:
-    """`pluginsdk.models` finds a name's module from a static map: it must match each submodule's `__all__`."""
+    """`pluginsdk.models` finds a name's module in the generated index: each name is its submodule's own."""
     import importlib
 
     import pluginsdk.models as models
+    from pluginsdk._index import MODELS
 
-    for module, names in models._EXPORTS.items():
+    assert sorted(models.__all__) == sorted(MODELS)
+    for module in set(MODELS.values()):
         sub = importlib.import_module(f"pluginsdk.models.{module}")
-        assert sorted(names) == sorted(sub.__all__), module
-        for name in names:
+        assert sorted(sub.__all__) == sorted(n for n, m in MODELS.items() if m == module), module
+        for name in sub.__all__:
             assert getattr(models, name) is getattr(sub, name)
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = models.Nope  # type: ignore[attr-defined]
 
 
-def test_typing_stub_is_current() -> None:
+def test_generated_stub_and_index_are_current() -> None:
     res = subprocess.run(
         [sys.executable, "-m", "pluginsdk._stubgen", "--check"], capture_output=True, text=True, check=False
     )
+    assert res.returncode == 0, res.stderr
+
+
+def test_generator_does_not_need_the_index_it_writes() -> None:
+    """A missing or stale `_index.py` cannot stop `_stubgen` (the models' names are read from their source)."""
+    code = (
+        "import sys, types\nsys.modules['pluginsdk._index'] = types.ModuleType('pluginsdk._index')\n"
+        "from pluginsdk import _stubgen\nsys.argv = ['_stubgen', '--check']\nraise SystemExit(_stubgen.main())\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert res.returncode == 0, res.stderr
 
 

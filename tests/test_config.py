@@ -18,6 +18,36 @@ def test_defaults_are_embedded(tmp_path: Path) -> None:
     assert s.source_of("provider.type") == "default"
 
 
+def test_default_store_is_in_platformdirs_user_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import platformdirs
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    assert default_data_dir() == Path(platformdirs.user_data_dir("pluginsdk", appauthor=False))
+    assert load_settings(environ={}).storage_target == str(tmp_path / "xdg" / "pluginsdk" / "pluginsdk.db")
+    monkeypatch.setenv("PLUGIN_STORAGE_PATH", str(tmp_path / "mine.db"))  # the override still wins
+    assert load_settings().storage_target == str(tmp_path / "mine.db")
+
+
+def test_an_existing_store_in_the_earlier_default_directory_stays_in_use(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where platformdirs' directory is not the one earlier releases used (macOS, Windows), a store there is
+    kept; platformdirs' directory is used once it exists (the user moved the store) or when there is none."""
+    import platformdirs
+
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    elsewhere = tmp_path / "Library" / "Application Support" / "pluginsdk"  # as on macOS
+    monkeypatch.setattr(platformdirs, "user_data_dir", lambda *a, **k: str(elsewhere))
+    assert default_data_dir() == elsewhere  # nothing anywhere yet: platformdirs' place
+    earlier = tmp_path / ".local" / "share" / "pluginsdk"
+    earlier.mkdir(parents=True)
+    (earlier / "pluginsdk.db").write_bytes(b"")
+    assert default_data_dir() == earlier
+    elsewhere.mkdir(parents=True)
+    assert default_data_dir() == elsewhere
+
+
 def test_priority_argument_over_env_over_file(tmp_path: Path) -> None:
     cfg = tmp_path / "c.json"
     cfg.write_text(json.dumps({"provider": {"type": "aws", "region": "eu-west-1"}, "logging": {"level": "INFO"}}))

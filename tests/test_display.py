@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
-
 from pluginsdk import PluginSDK
+from tests.support.notebook import jupyter
 
 
 def pretty(obj: object) -> str:
@@ -62,14 +61,7 @@ async def test_long_lists_are_cut_and_secrets_never_shown(local_sdk: PluginSDK) 
 
 
 def test_results_display_in_a_jupyter_notebook(tmp_path: Path) -> None:
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-
-    try:
-        KernelSpecManager().get_kernel_spec("python3")
-    except NoSuchKernel:
-        pytest.skip("no python3 kernelspec installed (ipykernel missing)")
+    nbformat, nbclient = jupyter()
     cells = [
         "from pluginsdk import PluginSDK\n"
         f"sdk = PluginSDK(config={{'storage': {{'path': {str(tmp_path / 'nb.db')!r}}}}})\n"

@@ -4,8 +4,6 @@ field's value is never echoed, and every error renders as JSON whatever the inpu
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -20,8 +18,6 @@ from pluginsdk.errors import (
     error_from_envelope,
     is_secret_field,
 )
-from tests.support.backends import base_config
-from tests.support.remote import admin_key, running_server
 
 HUGE = "x" * 10_000_000
 
@@ -148,15 +144,6 @@ async def test_odd_values_in_errors_render_as_json(sdk: PluginSDK) -> None:
 
 
 # -- REST --------------------------------------------------------------------------------------------------
-@pytest.fixture
-async def rest(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
-    config = base_config(tmp_path)
-    key = await admin_key(config)
-    with running_server(config) as url:
-        async with httpx.AsyncClient(base_url=url, headers={"Authorization": key}, timeout=30) as client:
-            yield client
-
-
 async def test_rest_errors_are_small_and_secret_free(rest: httpx.AsyncClient) -> None:
     big = "y" * 900_000  # under the body limit
     r = await rest.post("/api/v1/templates", json={"template_id": "t", "image_id": "ami-1", "bogus": big})

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+from tests.support.notebook import jupyter
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -24,14 +24,7 @@ def test_quickstart_script(tmp_path: Path) -> None:
 
 
 def test_notebook_executes_headless() -> None:
-    nbformat = pytest.importorskip("nbformat")
-    nbclient = pytest.importorskip("nbclient")
-    from jupyter_client.kernelspec import KernelSpecManager, NoSuchKernel
-
-    try:
-        KernelSpecManager().get_kernel_spec("python3")
-    except NoSuchKernel:
-        pytest.skip("no python3 kernelspec installed (ipykernel missing)")
+    nbformat, nbclient = jupyter()
     nb = nbformat.read(ROOT / "examples" / "quickstart.ipynb", as_version=4)
     nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
     outputs = "".join(

@@ -18,7 +18,6 @@ from pluginsdk import PluginSDK
 from pluginsdk.errors import ValidationError
 from pluginsdk.models.values import MAX_DEPTH
 from tests.support.backends import base_config, open_sdk
-from tests.support.remote import admin_key, running_server
 
 TEMPLATE = {"template_id": "t1", "image_id": "ami-1", "provider_api": "local"}
 
@@ -168,15 +167,6 @@ async def test_an_unreadable_stored_template_is_skipped(tmp_path: Path) -> None:
 
 
 # -- REST: the same values as raw JSON text ---------------------------------------------------------------
-@pytest.fixture
-async def rest(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
-    config = base_config(tmp_path)
-    key = await admin_key(config)
-    with running_server(config) as url:
-        async with httpx.AsyncClient(base_url=url, headers={"Authorization": key}, timeout=30) as client:
-            yield client
-
-
 _BASE = '"template_id":"t1","image_id":"ami-1","provider_api":"local"'
 RAW_BODIES = {
     "number overflowing to infinity": "{" + _BASE + ',"instance_types":{"t3.small":1e400}}',

@@ -3,8 +3,6 @@ takes one; control characters, bidi overrides, zero-width characters and NFKC lo
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
 from urllib.parse import quote
 
 import httpx
@@ -14,8 +12,6 @@ from pluginsdk import PluginSDK
 from pluginsdk.errors import ValidationError
 from pluginsdk.models.identifiers import identifier_problem
 from pluginsdk.operations import CATALOG
-from tests.support.backends import base_config
-from tests.support.remote import admin_key, running_server
 
 HOSTILE = {
     "bidi override": "ad\u202emin",
@@ -146,15 +142,6 @@ async def test_hostile_identifiers_are_refused_on_both_backends(sdk: PluginSDK) 
 async def test_surrounding_space_of_a_key_name_is_trimmed(sdk: PluginSDK) -> None:
     created = await sdk.create_api_key(api_key_name="  ci  ", description="trimmed", user_id="administrator")
     assert created.api_key_name == "ci"
-
-
-@pytest.fixture
-async def rest(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
-    config = base_config(tmp_path)
-    key = await admin_key(config)
-    with running_server(config) as url:
-        async with httpx.AsyncClient(base_url=url, headers={"Authorization": key}, timeout=30) as client:
-            yield client
 
 
 @pytest.mark.parametrize("case", ["bidi override", "zero-width space", "fullwidth look-alike", "newline"])

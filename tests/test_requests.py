@@ -183,6 +183,21 @@ async def test_return_machines_and_the_return_request_completes(web: PluginSDK) 
     assert (await web.list_return_requests(machine_names=["nobody"])).total_count == 0
 
 
+async def test_a_machine_whose_return_timed_out_can_be_returned_again(backend_kind: str, tmp_path: Path) -> None:
+    """Only an open return holds its machines: one that ended without taking them back lets them go."""
+    local = {"boot_delay": 0.05, "terminate_delay": 60, "seed": 1}
+    async with open_sdk(backend_kind, tmp_path, provider={"local": local}) as sdk:
+        await sdk.create_template(template_id="web", image_id="ami-1")
+        mid = (await sdk.create_request("web", 1, wait=True)).machines[0].machine_id
+        first = await sdk.create_return_request([mid], timeout=1)
+        held = await sdk.create_return_request([mid])
+        assert [s.reason for s in held.skipped_machines] == [f"already being returned by {first.request_id}"]
+        ended = await settle(sdk, first.request_id or "")
+        assert ended.status is RequestStatus.FAILED and "Timed out after 1 s" in ended.message
+        again = await sdk.create_return_request([mid])
+        assert again.processed_machines == [mid] and again.request_id not in (None, first.request_id)
+
+
 async def test_return_validation(web: PluginSDK) -> None:
     with pytest.raises(ValidationError):
         await web.create_return_request([])

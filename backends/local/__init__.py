@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from pluginsdk.config import Settings
 from pluginsdk.operations import Operation
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
 __all__ = ["LocalBackend"]
+
+R = TypeVar("R")
 
 
 class LocalBackend:
@@ -38,11 +40,12 @@ class LocalBackend:
             self._started = False
 
     async def execute(
-        self, operation: Operation, principal: Principal | None = None, *, route_path: str | None = None
-    ) -> Any:
+        self, operation: Operation[R], principal: Principal | None = None, *, route_path: str | None = None
+    ) -> R:
         if not self._started:
             await self.start()
-        return await self.engine.execute(operation, principal or SYSTEM_ADMIN, route_path=route_path)
+        result: R = await self.engine.execute(operation, principal or SYSTEM_ADMIN, route_path=route_path)
+        return result
 
     async def authenticate(self, authorization: str | None) -> Principal:
         """The principal of an HTTP `Authorization` header value; AuthenticationError (401) if none."""

@@ -1,10 +1,11 @@
 """The in-process engine: one `execute(operation, principal)` for every catalog operation.
 
 It authorizes (tier 1 on the route called, tier 2 on the stored object an
-operation names — see `auth/objects.py`), dispatches to the handler
-registered for the operation class, turns unexpected failures into
-MethodExecutionError, and counts calls for metrics. Handlers live in
-`handlers/`, one module per operation group.
+operation names — see `auth/objects.py`), dispatches to the handler its
+registry (`registry.py`) finds for the operation class, turns unexpected
+failures into MethodExecutionError, and counts calls for metrics. Handlers
+live in `handlers/` and `auth/handlers/`, one module per operation group;
+they do not import the engine.
 
 Authorization fails closed: the auth service always runs, and a broken or
 missing auth package stops the engine from starting. Only the explicit
@@ -18,7 +19,7 @@ import contextlib
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
 from pluginsdk import _observe
@@ -35,31 +36,17 @@ from pluginsdk.models import Template
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
+from .providers import load_provider_class
 from .providers.base import ProviderDriver
+from .registry import HandlerRegistry
 from .store import Store, open_store
 from .templates_files import TemplateFiles
 
-__all__ = ["HANDLERS", "AllowAll", "Authorizer", "Engine", "handles"]
+__all__ = ["AllowAll", "Authorizer", "Engine"]
 
 log = logging.getLogger("pluginsdk.engine")
 
 T = TypeVar("T")
-Handler = Callable[["Engine", Any, Principal], Awaitable[Any]]
-
-HANDLERS: dict[type[Operation], Handler] = {}
-
-
-def handles(*ops: type[Operation]) -> Callable[[Handler], Handler]:
-    """Register a handler for operation classes (one handler per class)."""
-
-    def deco(fn: Handler) -> Handler:
-        for op in ops:
-            if op in HANDLERS:
-                raise HandlerDiscoveryError(f"Two handlers for {op.__name__}.")
-            HANDLERS[op] = fn
-        return fn
-
-    return deco
 
 
 class Authorizer(Protocol):
@@ -139,6 +126,8 @@ class Engine:
         self.store: Store | None = None
         self.providers: dict[str, ProviderDriver] = {}
         self.files = TemplateFiles(settings.templates.dir)
+        self.handlers = HandlerRegistry()
+        """Operation class -> handler, filled from the handler modules as operations are first called."""
         self._templates: tuple[str | None, list[Template]] | None = None
         self.authz: Authorizer = _NotStarted()
         self.metrics: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "errors": 0, "seconds": 0.0})
@@ -282,7 +271,7 @@ class Engine:
         decides on it. None (in-process calls) means the operation's first path.
         """
         spec = op.spec
-        handler = HANDLERS.get(type(op)) or load_handler(type(op))
+        handler = self.handlers.get(type(op))
         if handler is None:
             raise HandlerDiscoveryError(f"No handler is registered for {spec.name}.")
         stats = self.metrics[spec.name]
@@ -310,28 +299,13 @@ class Engine:
 
 
 class _NotStarted:
-    """The authorizer of an engine that is not started: it refuses everything (fail closed)."""
+    """The authorizer of an engine that is not started: each of its methods refuses (fail closed)."""
 
-    async def authenticate(self, authorization: str | None) -> Principal:
-        raise HandlerDiscoveryError("The engine is not started.")
+    def __getattr__(self, name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
+        async def refuse(*args: Any, **kwargs: Any) -> Any:
+            raise HandlerDiscoveryError("The engine is not started.")
 
-    async def authorize(
-        self, principal: Principal, spec: OperationSpec, op: Operation, *, route_path: str | None = None
-    ) -> Principal:
-        raise HandlerDiscoveryError("The engine is not started.")
-
-    async def check_route(self, principal: Principal, method: str, path: str) -> None:
-        raise HandlerDiscoveryError("The engine is not started.")
-
-    async def filter_allowed(
-        self,
-        principal: Principal,
-        object_type: str,
-        items: list[T],
-        attrs: Callable[[T], Mapping[str, Any]],
-        method: str,
-    ) -> list[T]:
-        raise HandlerDiscoveryError("The engine is not started.")
+        return refuse
 
 
 def authorization_disabled(settings: Settings) -> bool:
@@ -353,80 +327,9 @@ def authorization_disabled(settings: Settings) -> bool:
     )
 
 
-_PROVIDERS = {
-    "local": "backends.local.providers.local:LocalProvider",
-    "aws": "backends.local.providers.aws:AwsProvider",
-}
-
-
-_HANDLER_PACKAGES = ("backends.local.handlers", "backends.local.auth.handlers")
-_HANDLER_MODULES = {"auth_sessions": "sessions"}
-"""Operation module -> handler module, where the names differ."""
-
-
-def load_handler(op: type[Operation]) -> Handler | None:
-    """Import the handler module of `op` (named like its operation module), or every one; the handler or None.
-
-    Handlers load on first use, like the catalog, so a CLI call imports only the handlers it runs.
-    """
-    import importlib
-
-    group = op.__module__.rsplit(".", 1)[-1]
-    group = _HANDLER_MODULES.get(group, group)
-    for package in _HANDLER_PACKAGES:
-        module = f"{package}.{group}"
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
-        if op in HANDLERS:
-            return HANDLERS[op]
-    import pkgutil
-
-    for package in _HANDLER_PACKAGES:  # a handler module named otherwise: load them all
-        for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
-            if not info.name.startswith("_"):
-                importlib.import_module(f"{package}.{info.name}")
-    return HANDLERS.get(op)
-
-
-def load_provider_class(name: str) -> type[Any]:
-    """Provider class by name: built-ins first, then the `pluginsdk.providers` entry points."""
-    import importlib
-
-    target = _PROVIDERS.get(name)
-    if target is None:
-        from importlib.metadata import entry_points
-
-        found = [ep for ep in entry_points(group="pluginsdk.providers") if ep.name == name]
-        if not found:
-            known = sorted({*_PROVIDERS, *(ep.name for ep in entry_points(group="pluginsdk.providers"))})
-            raise HandlerDiscoveryError(f"No provider named {name!r}; installed: {', '.join(known)}.")
-        cls: type[Any] = found[0].load()
-        return cls
-    module, _, attr = target.partition(":")
-    try:
-        cls = getattr(importlib.import_module(module), attr)
-    except ImportError as exc:
-        raise HandlerDiscoveryError(
-            f"The {name!r} provider is not installed ({exc.name} missing); install 'pluginsdk[{name}]'."
-        ) from exc
-    return cls
-
-
-def provider_names() -> list[str]:
-    """Every provider that can be loaded here."""
-    from importlib.metadata import entry_points
-
-    return sorted({*_PROVIDERS, *(ep.name for ep in entry_points(group="pluginsdk.providers"))})
-
-
 def _measure_provider(driver: ProviderDriver) -> None:
-    """Wrap the driver's API calls so /metrics counts them, their errors and throttles (server only)."""
+    """Wrap the driver's calls so /metrics times them and counts their errors (server only)."""
     from functools import wraps
-
-    from pluginsdk.errors import ProviderError
 
     for op in ("launch", "describe", "terminate", "reclaimed"):
         call = getattr(driver, op, None)
@@ -440,12 +343,8 @@ def _measure_provider(driver: ProviderDriver) -> None:
                 outcome: str | None = None
                 try:
                     return await call(*args, **kwargs)
-                except ProviderError as exc:
-                    code = str(exc.details.get("provider_code", ""))
-                    outcome = "throttled" if code in _observe.THROTTLE_CODES else "error"
-                    raise
                 except Exception:
-                    outcome = "error"
+                    outcome = "error"  # throttled attempts are the driver's to report (_observe.provider_throttle)
                     raise
                 finally:
                     hook = _observe.provider_call

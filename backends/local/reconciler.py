@@ -19,7 +19,9 @@ import asyncio
 import logging
 import uuid
 from collections import defaultdict
-from datetime import timedelta
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from pluginsdk.models import (
     Machine,
@@ -32,10 +34,20 @@ from pluginsdk.models import (
 )
 from pluginsdk.schedulers._base import RECLAIMED, RETURNED_BEFORE_RUNNING
 
-from .engine import Engine
 from .providers.base import ProvisionedMachine
 
-__all__ = ["RETURNED_BEFORE_RUNNING", "apply_states", "reconcile", "reconcile_active", "settle_status", "sweep_orphans"]
+if TYPE_CHECKING:
+    from .engine import Engine
+
+__all__ = [
+    "RETURNED_BEFORE_RUNNING",
+    "apply_states",
+    "fold_states",
+    "reconcile",
+    "reconcile_active",
+    "settle_status",
+    "sweep_orphans",
+]
 
 log = logging.getLogger("pluginsdk.reconciler")
 
@@ -92,11 +104,11 @@ def apply_states(request: Request, stored: dict[str, Machine], seen: list[Provis
     return changed
 
 
-def settle_status(request: Request, machines: list[Machine], *, timed_out: bool) -> tuple[RequestStatus, str]:
-    """The status a provisioning request should have given its machines.
-
-    A machine the caller returned after it ran was delivered (it counts as up); one returned before it
-    ran was withdrawn (neither up nor failed). All withdrawn -> `cancelled`, not `failed`."""
+def _tally(request: Request, machines: list[Machine]) -> tuple[int, int, int, int, str]:
+    """(up, pending, withdrawn, unfilled, note) of a provisioning request's machines. A machine the caller
+    returned after it ran was delivered (it counts as up); one returned before it ran was withdrawn (neither
+    up nor failed); one the provider could not start at all (capacity everywhere) is unfilled: known short,
+    not awaited. The note is what the status message adds about the last two."""
     withdrawn = sum(1 for m in machines if m.status_reason == RETURNED_BEFORE_RUNNING)
     up = sum(
         1
@@ -107,30 +119,49 @@ def settle_status(request: Request, machines: list[Machine], *, timed_out: bool)
     pending = sum(
         1 for m in machines if m.status is MachineStatus.PENDING and m.status_reason != RETURNED_BEFORE_RUNNING
     )
-    # machines the provider could not start at all (capacity everywhere): known short, not awaited
     unfilled = int(request.provider_data.get("unfilled") or 0)
-    failed = len(machines) - up - pending - withdrawn + unfilled
+    return up, pending, withdrawn, unfilled, _note(request, withdrawn, unfilled)
+
+
+def _note(request: Request, withdrawn: int, unfilled: int) -> str:
+    """What a status message adds about machines withdrawn and machines that could not start."""
     note = f", {withdrawn} returned before running" if withdrawn else ""
     if unfilled:
         note += f", {unfilled} could not start ({request.provider_data.get('unfilled_reason') or 'no capacity'})"
+    return note
+
+
+def settle_status(request: Request, machines: list[Machine], *, timed_out: bool) -> tuple[RequestStatus, str]:
+    """The status a provisioning request should have given its machines: `completed` once enough run;
+    ended (`_ended`) once nothing is pending and every machine is accounted for, or on timeout; else
+    `running` (still `pending` while the provider reports no machine)."""
+    counts = _tally(request, machines)
+    up, pending, _, unfilled, note = counts
     if up >= request.count:
         return RequestStatus.COMPLETED, f"{up} of {request.count} machines running{note}."
     if (pending == 0 and len(machines) + unfilled >= request.count) or timed_out:
-        why = "timed out" if timed_out and pending else "finished"
-        never_made = max(0, request.count - len(machines) - unfilled)  # timed out before the provider made them
-        if not failed and not never_made and not (timed_out and pending):
-            if up:
-                return RequestStatus.COMPLETED, f"{up} of {request.count} machines running{note}."
-            return RequestStatus.CANCELLED, f"Cancelled: all {withdrawn} machines were returned before running."
-        if up:
-            return (
-                RequestStatus.PARTIAL,
-                f"Request {why}: {up} of {request.count} machines running, the rest failed{note}.",
-            )
-        reasons = [m.status_reason for m in machines if m.status_reason and m.status_reason != RETURNED_BEFORE_RUNNING]
-        return RequestStatus.FAILED, f"Request {why}: no machine came up" + (f" ({reasons[0]})." if reasons else ".")
+        return _ended(request, machines, counts, timed_out=timed_out)
     status = RequestStatus.RUNNING if machines else request.status
     return status, f"{up} of {request.count} machines running, {pending} pending{note}."
+
+
+def _ended(
+    request: Request, machines: list[Machine], counts: tuple[int, int, int, int, str], *, timed_out: bool
+) -> tuple[RequestStatus, str]:
+    """No machine left to wait for (or no time): `completed` when none failed, `cancelled` when all were
+    withdrawn, `partial` when some run, else `failed`."""
+    up, pending, withdrawn, unfilled, note = counts
+    failed = len(machines) - up - pending - withdrawn + unfilled
+    why = "timed out" if timed_out and pending else "finished"
+    never_made = max(0, request.count - len(machines) - unfilled)  # timed out before the provider made them
+    if not failed and not never_made and not (timed_out and pending):
+        if up:
+            return RequestStatus.COMPLETED, f"{up} of {request.count} machines running{note}."
+        return RequestStatus.CANCELLED, f"Cancelled: all {withdrawn} machines were returned before running."
+    if up:
+        return RequestStatus.PARTIAL, f"Request {why}: {up} of {request.count} machines running, the rest failed{note}."
+    reasons = [m.status_reason for m in machines if m.status_reason and m.status_reason != RETURNED_BEFORE_RUNNING]
+    return RequestStatus.FAILED, f"Request {why}: no machine came up" + (f" ({reasons[0]})." if reasons else ".")
 
 
 async def reconcile(engine: Engine, request: Request) -> Request:
@@ -146,42 +177,61 @@ async def reconcile(engine: Engine, request: Request) -> Request:
 
 
 async def _reconcile_provision(engine: Engine, request: Request) -> Request:
+    """observe (the provider, outside the transaction) -> fold machine states -> settle the status -> record
+    -> stop machines still pending at a timeout -> let the provider clean up after a finished request."""
     driver = await engine.provider(request.provider_name)
-    template = await engine.template(request.template_id or "")
-    seen = await driver.describe(request, template)
+    seen = await driver.describe(request, await engine.template(request.template_id or ""))
     now = utcnow()
-    to_terminate: list[Machine] = []
     async with engine.db.transaction():
         current = await engine.db.get_request(request.request_id, for_update=True)
         if current is None or current.status.terminal:
             return current or request
-        stored = {m.machine_id: m for m in await engine.db.machines_of_request(current.request_id)}
-        changed = apply_states(current, stored, seen)
+        stored = await fold_states(engine, current, seen)
         timed_out = now > current.created_at + timedelta(seconds=current.timeout)
         status, message = settle_status(current, list(stored.values()), timed_out=timed_out)
-        if status.terminal and timed_out:
-            to_terminate = [m for m in stored.values() if m.status is MachineStatus.PENDING]
-        if changed:
-            await engine.db.upsert_machines(changed)
-        ids = list(stored)
-        if status != current.status or ids != current.machine_ids or message != current.message:
-            if not can_transition(current.status, status):
-                log.warning("ignored illegal request transition %s -> %s", current.status, status)
-                status = current.status
-            current = current.model_copy(
-                update={
-                    "status": status,
-                    "message": message,
-                    "machine_ids": ids,
-                    "updated_at": now,
-                    "completed_at": now if status.terminal else None,
-                }
-            )
-            await engine.db.update_request(current)
-    if to_terminate:
-        await terminate_machines(engine, current, to_terminate)
+        current = await _record(engine, current, now, status=status, message=message, machine_ids=list(stored))
+    if status.terminal and timed_out:
+        await _stop_pending(engine, current, stored.values())
     if current.status.terminal and not any(m.status.active for m in stored.values()):
         await _cleanup(driver, current)
+    return current
+
+
+async def fold_states(engine: Engine, request: Request, seen: list[ProvisionedMachine]) -> dict[str, Machine]:
+    """The request's stored machines with the provider's view folded in (`apply_states`), changes written."""
+    stored = {m.machine_id: m for m in await engine.db.machines_of_request(request.request_id)}
+    changed = apply_states(request, stored, seen)
+    if changed:
+        await engine.db.upsert_machines(changed)
+    return stored
+
+
+async def _stop_pending(engine: Engine, request: Request, machines: Iterable[Machine]) -> None:
+    """A request that timed out stops its machines still starting."""
+    if pending := [m for m in machines if m.status is MachineStatus.PENDING]:
+        await terminate_machines(engine, request, pending)
+
+
+async def _record(
+    engine: Engine, current: Request, now: datetime, *, status: RequestStatus, message: str, machine_ids: list[str]
+) -> Request:
+    """The request with its settled status, message and machine ids written, when anything changed; a status
+    the transition table forbids is logged and not taken."""
+    if status == current.status and message == current.message and machine_ids == current.machine_ids:
+        return current
+    if not can_transition(current.status, status):
+        log.warning("ignored illegal request transition %s -> %s", current.status, status)
+        status = current.status
+    current = current.model_copy(
+        update={
+            "status": status,
+            "message": message,
+            "machine_ids": machine_ids,
+            "updated_at": now,
+            "completed_at": now if status.terminal else None,
+        }
+    )
+    await engine.db.update_request(current)
     return current
 
 
@@ -237,11 +287,32 @@ async def terminate_machines(engine: Engine, request: Request, machines: list[Ma
 
 
 async def _reconcile_return(engine: Engine, ret: Request) -> Request:
-    machines = await engine.db.machines_of_return(ret.request_id)
+    """observe (the provider, asking again for machines it still runs) -> fold machine states (one no
+    longer found at the provider is terminated) -> settle the status -> record."""
     by_request: dict[str, list[Machine]] = defaultdict(list)
-    for m in machines:
+    for m in await engine.db.machines_of_return(ret.request_id):
         if not m.status.gone:
             by_request[m.request_id].append(m)
+    seen = await _observe_return(engine, by_request)
+    now = utcnow()
+    async with engine.db.transaction():
+        current = await engine.db.get_request(ret.request_id, for_update=True)
+        if current is None or current.status.terminal:
+            return current or ret
+        stored = {m.machine_id: m for m in await engine.db.machines_of_return(ret.request_id)}
+        changed = _fold_return(stored, seen, by_request)
+        if changed:
+            await engine.db.upsert_machines(changed)
+        timed_out = now > current.created_at + timedelta(seconds=current.timeout)
+        status, message = _settle_return(current, list(stored.values()), timed_out=timed_out)
+        current = await _record(engine, current, now, status=status, message=message, machine_ids=current.machine_ids)
+    return current
+
+
+async def _observe_return(engine: Engine, by_request: dict[str, list[Machine]]) -> dict[str, ProvisionedMachine]:
+    """What the provider reports of the return's machines, per provisioning request. Machines it still runs
+    although they were claimed for this return: the process that claimed them died before it asked the
+    provider (we hold the claim now), so ask again."""
     seen: dict[str, ProvisionedMachine] = {}
     for request_id, group in by_request.items():
         origin = await engine.db.get_request(request_id)
@@ -249,62 +320,53 @@ async def _reconcile_return(engine: Engine, ret: Request) -> Request:
             continue
         driver = await engine.provider(origin.provider_name)
         found = {pm.machine_id: pm for pm in await driver.describe(origin, None)}
-        # machines the provider still runs although they were claimed for this return: the process that
-        # claimed them died before it asked the provider (we hold the claim now), so ask again
         missed = [m for m in group if (f := found.get(m.machine_id)) is not None and f.status.active]
         if missed:
             await terminate_machines(engine, origin, missed)
             found.update({pm.machine_id: pm for pm in await driver.describe(origin, None)})
         seen.update(found)
-    now = utcnow()
-    async with engine.db.transaction():
-        current = await engine.db.get_request(ret.request_id, for_update=True)
-        if current is None or current.status.terminal:
-            return current or ret
-        stored = {m.machine_id: m for m in await engine.db.machines_of_return(ret.request_id)}
-        changed: list[Machine] = []
-        for mid, m in stored.items():
-            pm: ProvisionedMachine | None = seen.get(mid)
-            if pm is None and not m.status.gone and m.request_id in by_request:
-                pm = ProvisionedMachine(machine_id=mid, status=MachineStatus.TERMINATED, reason="not found at provider")
-            if pm is not None:
-                new = _merge(m, pm)
-                if new is not None:
-                    stored[mid] = new
-                    changed.append(new)
-        if changed:
-            await engine.db.upsert_machines(changed)
-        gone = sum(1 for m in stored.values() if m.status.gone)
-        refused: dict[str, dict[str, str]] = current.provider_data.get("failed_machines") or {}
-        total = len(stored) + len(refused)
-        timed_out = now > current.created_at + timedelta(seconds=current.timeout)
-        status = current.status
-        if gone >= len(stored) and not refused:
-            status = RequestStatus.COMPLETED
-        elif gone >= len(stored) or timed_out:
-            status = RequestStatus.PARTIAL if gone else RequestStatus.FAILED
-        elif status is RequestStatus.PENDING:
-            status = RequestStatus.RUNNING
-        message = f"{gone} of {total} machines terminated."
-        if refused:
-            first = next(iter(refused.values()))
-            message += (
-                f" The provider failed to take back {len(refused)} ({str(first.get('reason')).rstrip('.')});"
-                " they stay in use and can be returned again."
-            )
-        elif timed_out and gone < total:
-            message += f" Timed out after {current.timeout} s."
-        if status != current.status or message != current.message:
-            current = current.model_copy(
-                update={
-                    "status": status,
-                    "message": message,
-                    "updated_at": now,
-                    "completed_at": now if status.terminal else None,
-                }
-            )
-            await engine.db.update_request(current)
-    return current
+    return seen
+
+
+def _fold_return(
+    stored: dict[str, Machine], seen: dict[str, ProvisionedMachine], asked: dict[str, list[Machine]]
+) -> list[Machine]:
+    """Fold the provider's view into the return's stored machines; one it was asked about and no longer
+    reports is terminated. Returns the changed machines."""
+    changed: list[Machine] = []
+    for mid, m in stored.items():
+        pm: ProvisionedMachine | None = seen.get(mid)
+        if pm is None and not m.status.gone and m.request_id in asked:
+            pm = ProvisionedMachine(machine_id=mid, status=MachineStatus.TERMINATED, reason="not found at provider")
+        if pm is not None and (new := _merge(m, pm)) is not None:
+            stored[mid] = new
+            changed.append(new)
+    return changed
+
+
+def _settle_return(current: Request, machines: list[Machine], *, timed_out: bool) -> tuple[RequestStatus, str]:
+    """`completed` when every machine is gone; `partial` (some gone) or `failed` when the provider refused
+    some or time ran out; else `running`."""
+    gone = sum(1 for m in machines if m.status.gone)
+    refused: dict[str, dict[str, str]] = current.provider_data.get("failed_machines") or {}
+    total = len(machines) + len(refused)
+    status = current.status
+    if gone >= len(machines) and not refused:
+        status = RequestStatus.COMPLETED
+    elif gone >= len(machines) or timed_out:
+        status = RequestStatus.PARTIAL if gone else RequestStatus.FAILED
+    elif status is RequestStatus.PENDING:
+        status = RequestStatus.RUNNING
+    message = f"{gone} of {total} machines terminated."
+    if refused:
+        first = next(iter(refused.values()))
+        message += (
+            f" The provider failed to take back {len(refused)} ({str(first.get('reason')).rstrip('.')});"
+            " they stay in use and can be returned again."
+        )
+    elif timed_out and gone < total:
+        message += f" Timed out after {current.timeout} s."
+    return status, message
 
 
 async def record_reclaimed(engine: Engine) -> list[str]:

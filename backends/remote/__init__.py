@@ -29,7 +29,7 @@ import logging
 import random
 import re
 import uuid
-from typing import Any
+from typing import Any, TypeVar, cast
 from urllib.parse import quote, urlencode
 
 import httpx
@@ -45,7 +45,7 @@ from pluginsdk.errors import (
     MethodExecutionError,
     error_from_envelope,
 )
-from pluginsdk.operations import Operation, OperationSpec
+from pluginsdk.operations import Operation, OperationSpec, Rest
 from pluginsdk.principal import Principal
 
 from ._client import build_client, timeout_of
@@ -53,6 +53,8 @@ from ._client import build_client, timeout_of
 __all__ = ["KEYRING_SERVICE", "RemoteBackend", "keyring_key"]
 
 log = logging.getLogger("pluginsdk.remote")
+
+R = TypeVar("R")
 
 _RETRY_STATUS = frozenset({408, 429, 503, 504})
 """Answers that say "not now": retried."""
@@ -185,52 +187,35 @@ class RemoteBackend:
             await self._client.aclose()
             self._client = None
 
-    async def execute(self, operation: Operation, principal: Principal | None = None) -> Any:
+    async def execute(self, operation: Operation[R], principal: Principal | None = None) -> R:
         from pluginsdk.waiting import reports_progress, request_and_wait
 
         if reports_progress(operation):  # waited for by polling, not inside one HTTP call
-            return await request_and_wait(_Calls(self), operation, _no_report)
+            return cast(R, await request_and_wait(_Calls(self), operation, _no_report))
         return await self.call(operation)
 
-    async def call(self, operation: Operation) -> Any:
-        """One operation, one HTTP exchange (with retries): the reply parsed into the result type."""
-        spec = operation.spec
+    async def call(self, operation: Operation[R]) -> R:
+        """One operation, one HTTP exchange (with retries): the reply parsed into the result type.
+
+        Steps: the binding, the idempotency id, the request target (path and query), the body, the exchange,
+        the answer (an error envelope raised, a redirect refused, a reply parsed)."""
+        spec: OperationSpec[R] = operation.spec
         if spec.rest is None:
             raise MethodExecutionError(f"{spec.name} has no REST binding; it cannot run remotely.")
+        rest = spec.rest
         if self._client is None:
             await self.start()
         prefix = client_id_prefix(spec)
         if prefix is not None and getattr(operation, "request_id", None) is None:
             operation = operation.model_copy(update={"request_id": f"{prefix}{uuid.uuid4()}"})
-        rest = spec.rest
-        path = rest.path
-        for name in spec.path_fields:
-            path = path.replace("{" + name + "}", quote(str(getattr(operation, name)), safe=""))
-        if spec.query_fields:
-            query: list[tuple[str, str]] = []
-            dumped = operation.model_dump(mode="json", include=set(spec.query_fields))
-            for name in spec.query_fields:
-                value = dumped.get(name)
-                if value is None:
-                    continue
-                for item in value if isinstance(value, list) else [value]:
-                    query.append((name, str(item).lower() if isinstance(item, bool) else str(item)))
-            if query:
-                path += "?" + urlencode(query)
-        content: bytes | None = None
-        if spec.body_fields:
-            if rest.body_field is not None:
-                body = operation.model_dump(mode="json", include={rest.body_field})[rest.body_field]
-            else:
-                body = operation.model_dump(mode="json", include=set(spec.body_fields), exclude_unset=True)
-                for name in rest.defaults:  # the SDK's default, not the REST one (create_constraint: 409)
-                    if name in spec.body_fields:
-                        body.setdefault(name, getattr(operation, name))
-                if prefix is not None:
-                    body["request_id"] = operation.request_id  # type: ignore[attr-defined]
-            content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+        target = _path(spec, rest.path, operation) + _query(spec, operation)
+        content = _body(spec, rest, operation, client_id=prefix is not None)
         retry = rest.method in ("GET", "HEAD") or spec.kind == "query" or bool(getattr(operation, "request_id", None))
-        response = await self._send(rest.method, path, content, retry=retry, name=spec.name)
+        response = await self._send(rest.method, target, content, retry=retry, name=spec.name)
+        return self._answer(spec, response)
+
+    def _answer(self, spec: OperationSpec[R], response: httpx.Response) -> R:
+        """The reply as the spec's result type; an error envelope as its exception, a redirect refused."""
         if response.status_code >= 400:
             try:
                 data = json.loads(response.content)
@@ -246,7 +231,8 @@ class RemoteBackend:
                 source=self.settings.source_of("api.url"),
             )
         try:  # straight from the bytes, one pass in pydantic-core
-            return spec.result_type.model_validate_json(response.content)
+            result: R = spec.result_type.model_validate_json(response.content)  # type: ignore[attr-defined]
+            return result
         except ValidationError:
             raise MethodExecutionError(
                 f"{spec.name}: the answer from {self.base_url} is not a {spec.result_type.__name__} (is api.url a "
@@ -264,7 +250,7 @@ class RemoteBackend:
         return url
 
     async def _send(self, method: str, target: str, content: bytes | None, *, retry: bool, name: str) -> httpx.Response:
-        assert self._client is not None
+        """The exchange, attempt after attempt (one unless `retry`), with backoff between attempts."""
         attempts = 1 + (self.max_retries if retry else 0)
         url = self._url(target)
         headers = self._headers if content is None else self._json_headers
@@ -273,27 +259,36 @@ class RemoteBackend:
             headers = httpx.Headers({**headers, "X-Request-ID": rid})
         for attempt in range(1, attempts + 1):
             request = httpx.Request(method, url, headers=headers, content=content, extensions=self._extensions)
-            try:
-                response = await self._client.send(request)
-            except httpx.TimeoutException as exc:
-                if attempt >= attempts:
-                    raise self._timeout_error(name, exc, retry) from exc
-                delay = self._backoff(attempt, None)
-            except httpx.RequestError as exc:
-                if attempt >= attempts or _certificate_rejected(exc):
-                    raise self._connection_error(name, exc, retry) from exc
-                delay = self._backoff(attempt, None)
-            else:
-                if response.status_code == 401 and not self._has_credentials:
-                    raise AuthenticationError(
-                        "The server wants credentials: pass api_key=, set PLUGIN_API_KEY, or run `pluginsdk login`."
-                    )
-                if attempt >= attempts or not _transient(response):
-                    return response
-                delay = self._backoff(attempt, response.headers.get("retry-after"))
+            response, delay = await self._attempt(request, attempt, attempts, retry=retry, name=name)
+            if response is not None:
+                return response
             log.debug("retrying %s %s in %.2fs (attempt %d of %d)", method, url.path, delay, attempt + 1, attempts)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _attempt(
+        self, request: httpx.Request, attempt: int, attempts: int, *, retry: bool, name: str
+    ) -> tuple[httpx.Response | None, float]:
+        """One attempt: (the response to return, 0) or (None, the delay before the next attempt). A failure of
+        the last attempt, or one no retry can mend, raises."""
+        assert self._client is not None
+        try:
+            response = await self._client.send(request)
+        except httpx.TimeoutException as exc:
+            if attempt >= attempts:
+                raise self._timeout_error(name, exc, retry) from exc
+            return None, self._backoff(attempt, None)
+        except httpx.RequestError as exc:
+            if attempt >= attempts or _certificate_rejected(exc):
+                raise self._connection_error(name, exc, retry) from exc
+            return None, self._backoff(attempt, None)
+        if response.status_code == 401 and not self._has_credentials:
+            raise AuthenticationError(
+                "The server wants credentials: pass api_key=, set PLUGIN_API_KEY, or run `pluginsdk login`."
+            )
+        if attempt >= attempts or not _transient(response):
+            return response, 0.0
+        return None, self._backoff(attempt, response.headers.get("retry-after"))
 
     def _timeout_error(self, name: str, exc: httpx.TimeoutException, retried: bool) -> APITimeoutError:
         phase = {
@@ -334,6 +329,45 @@ class RemoteBackend:
         return base * (0.5 + random.random())  # jitter, not security
 
 
+def _path(spec: OperationSpec, path: str, operation: Operation) -> str:
+    """The path with each `{field}` filled in, percent-encoded whole (a `/` in a value stays in its segment)."""
+    for name in spec.path_fields:
+        path = path.replace("{" + name + "}", quote(str(getattr(operation, name)), safe=""))
+    return path
+
+
+def _query(spec: OperationSpec, operation: Operation) -> str:
+    """`?name=value&...` of the query fields that are set (lists repeated, booleans lowercase), or ""."""
+    if not spec.query_fields:
+        return ""
+    query: list[tuple[str, str]] = []
+    dumped = operation.model_dump(mode="json", include=set(spec.query_fields))
+    for name in spec.query_fields:
+        value = dumped.get(name)
+        if value is None:
+            continue
+        for item in value if isinstance(value, list) else [value]:
+            query.append((name, str(item).lower() if isinstance(item, bool) else str(item)))
+    return "?" + urlencode(query) if query else ""
+
+
+def _body(spec: OperationSpec, rest: Rest, operation: Operation, *, client_id: bool) -> bytes | None:
+    """The JSON body of the body fields (the one `body_field` whole), or None when there are none. Only fields
+    set are sent, but REST-only defaults go with the SDK's value, and a client-made `request_id` always."""
+    if not spec.body_fields:
+        return None
+    if rest.body_field is not None:
+        body = operation.model_dump(mode="json", include={rest.body_field})[rest.body_field]
+    else:
+        body = operation.model_dump(mode="json", include=set(spec.body_fields), exclude_unset=True)
+        for name in rest.defaults:  # the SDK's default, not the REST one (create_constraint: 409)
+            if name in spec.body_fields:
+                body.setdefault(name, getattr(operation, name))
+        if client_id:
+            body["request_id"] = operation.request_id  # type: ignore[attr-defined]
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
 def _transient(response: httpx.Response) -> bool:
     """Whether an answer is worth a retry (see `_RETRY_STATUS`)."""
     if response.status_code in _RETRY_STATUS:
@@ -360,7 +394,7 @@ class _Calls:
     def __init__(self, backend: RemoteBackend) -> None:
         self.backend = backend
 
-    async def execute(self, operation: Operation, /) -> Any:
+    async def execute(self, operation: Operation[R], /) -> R:
         return await self.backend.call(operation)
 
 

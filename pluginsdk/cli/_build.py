@@ -19,10 +19,10 @@ __all__ = ["command_for", "find_spec"]
 
 def find_spec(group: str, action: str) -> OperationSpec | None:
     """The catalog entry bound to `pluginsdk GROUP ACTION` (imports the catalog)."""
+    from .._index import COMMANDS
     from ..operations import CATALOG
-    from ._index import OPERATIONS
 
-    name = OPERATIONS.get(f"{group} {action}")
+    name = COMMANDS.get(f"{group} {action}")
     if name is not None and name in CATALOG:  # imports only that operation's module
         spec = CATALOG[name]
         if spec.cli and (spec.cli.group, spec.cli.action) == (group, action):

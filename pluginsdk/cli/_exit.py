@@ -49,12 +49,7 @@ def outcome(operation: str, params: dict[str, Any], result: Any, *, timed_out: b
     if getattr(result, "dry_run", False) or params.get("dry_run"):
         return OK
     if operation == "create_request" and params.get("wait"):
-        status = str(getattr(result, "status", ""))
-        if status == "completed":
-            return OK
-        if timed_out or status in ("submitted", "pending", "running"):
-            return TIMED_OUT
-        return PARTIAL if status == "partial" else NOT_DONE
+        return _waited_outcome(str(getattr(result, "status", "")), timed_out=timed_out)
     if operation == "create_return_request":
         return OK if getattr(result, "request_id", None) or getattr(result, "created_request_ids", None) else NOT_DONE
     if operation == "get_provider_health":
@@ -62,3 +57,12 @@ def outcome(operation: str, params: dict[str, Any], result: Any, *, timed_out: b
     if operation == "validate_template":
         return OK if getattr(result, "valid", True) else NOT_DONE
     return OK
+
+
+def _waited_outcome(status: str, *, timed_out: bool) -> int:
+    """A `machines request --wait`: completed, still going when the wait ended, partial, or not done."""
+    if status == "completed":
+        return OK
+    if timed_out or status in ("submitted", "pending", "running"):
+        return TIMED_OUT
+    return PARTIAL if status == "partial" else NOT_DONE

@@ -81,13 +81,18 @@ def write_output(ctx: Context, text: str) -> None:
 def render(ctx: Context, data: Any) -> str:
     """`data` as text in the chosen format."""
     fmt = output_format(ctx)
+    if fmt in ("json", "yaml"):
+        return structured(data, fmt)
+    return _records(data) if fmt == "list" else _table(data)
+
+
+def structured(data: Any, fmt: str) -> str:
+    """`data` as JSON (`fmt` "json") or YAML (otherwise), as every structured output of the CLI prints it."""
     if fmt == "json":
         return json.dumps(data, indent=2, default=str)
-    if fmt == "yaml":
-        import yaml
+    import yaml
 
-        return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True)).rstrip()
-    return _records(data) if fmt == "list" else _table(data)
+    return str(yaml.safe_dump(data, sort_keys=False, allow_unicode=True)).rstrip()
 
 
 def emit(ctx: Context, data: Any) -> None:
@@ -142,10 +147,20 @@ def _rows(data: Any) -> tuple[list[dict[str, Any]] | None, dict[str, Any] | None
         data = data["message"]
     if not isinstance(data, dict):
         return None, {"value": data}
-    if not _is_object(data):
-        for value in data.values():
-            if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
-                return value, None
+    rows = None if _is_object(data) else _listing(data)
+    return (rows, None) if rows is not None else (None, _flattened(data))
+
+
+def _listing(data: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The first list of objects in `data`, or None."""
+    for value in data.values():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            return value
+    return None
+
+
+def _flattened(data: dict[str, Any]) -> dict[str, Any]:
+    """One object with its nested objects' fields a level up (`outer.inner` where a name would repeat)."""
     one: dict[str, Any] = {}
     for key, value in data.items():
         if isinstance(value, dict) and value:
@@ -153,7 +168,7 @@ def _rows(data: Any) -> tuple[list[dict[str, Any]] | None, dict[str, Any] | None
                 one[f"{key}.{inner}" if inner in data or inner in one else inner] = v
         else:
             one[key] = value
-    return None, one
+    return one
 
 
 def _table(data: Any) -> str:
@@ -193,10 +208,6 @@ def _records(data: Any) -> str:
 def emit_error(ctx: Context, envelope: dict[str, Any], rendered: dict[str, Any] | None = None) -> None:
     """The failure: `rendered` (the envelope by default) on stdout in JSON/YAML format, one sentence on stderr."""
     fmt = output_format(ctx)
-    if fmt == "json":
-        click.echo(json.dumps(rendered or envelope, indent=2, default=str))
-    elif fmt == "yaml":
-        import yaml
-
-        click.echo(str(yaml.safe_dump(rendered or envelope, sort_keys=False, allow_unicode=True)).rstrip())
+    if fmt in ("json", "yaml"):
+        click.echo(structured(rendered or envelope, fmt))
     click.echo(f"Error: {envelope['error']} ({envelope['error_code']})", err=True)

@@ -190,7 +190,7 @@ async def _wait(sdk: Any, spec: OperationSpec, params: dict[str, Any], state: di
     """Submit under an id made here (so Ctrl-C can name it), then wait with progress on a terminal."""
     import uuid
 
-    from .._entry import collect_garbage
+    from .._gc import collect_garbage
     from ._progress import run_with_progress
 
     collect_garbage()

@@ -23,7 +23,7 @@ __all__ = ["start"]
 
 def start(ctx: Context, host: str | None, port: int | None, workers: int | None = None) -> None:
     """Load settings with `host`/`port` as overrides, check the address, print the URL and hints, serve."""
-    from .._entry import collect_garbage
+    from .._gc import collect_garbage
     from ..errors import SDKError
     from ._output import emit_error
 

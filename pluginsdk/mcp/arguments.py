@@ -93,15 +93,22 @@ def _problems(error: SchemaError) -> list[dict[str, Any]]:
     if keyword == "required" and isinstance(instance, Mapping):
         return [_entry(_join(error.absolute_path, n), "is required", keyword) for n in rule if n not in instance]
     if keyword == "additionalProperties" and isinstance(instance, Mapping):
-        declared = error.schema.get("properties", {}) if isinstance(error.schema, Mapping) else {}
-        patterns = error.schema.get("patternProperties", {}) if isinstance(error.schema, Mapping) else {}
-        extra = [k for k in instance if k not in declared and not any(re.search(p, k) for p in patterns)]
-        if extra:
-            return [_entry(_join(error.absolute_path, k), "is not a field of this tool", keyword) for k in extra]
-        return [_entry(_join(error.absolute_path), "has a value of the wrong shape", keyword)]
+        return _unknown_fields(error, instance)
     if keyword in ("anyOf", "oneOf") and error.context:
         return _problems(_chosen(error))
     return [_entry(_join(error.absolute_path), _describe(keyword, rule), keyword, instance)]
+
+
+def _unknown_fields(error: SchemaError, instance: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One entry per name that is neither a declared property nor matches a pattern property."""
+    schema: Any = error.schema if isinstance(error.schema, Mapping) else {}
+    declared, patterns = schema.get("properties", {}), schema.get("patternProperties", {})
+    extra = [k for k in instance if k not in declared and not any(re.search(p, k) for p in patterns)]
+    if extra:
+        return [
+            _entry(_join(error.absolute_path, k), "is not a field of this tool", "additionalProperties") for k in extra
+        ]
+    return [_entry(_join(error.absolute_path), "has a value of the wrong shape", "additionalProperties")]
 
 
 def _chosen(error: SchemaError) -> SchemaError:

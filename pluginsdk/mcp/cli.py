@@ -37,7 +37,7 @@ def serve(ctx: Any, stdio: bool, profile: str | None) -> None:
 
     import anyio
 
-    from .._entry import collect_garbage
+    from .._gc import collect_garbage
     from ..errors import SDKError
     from . import serve_stdio
 

@@ -91,27 +91,42 @@ def _inline_single_use(schema: dict[str, Any]) -> dict[str, Any]:
     while defs:
         counts = {name: 0 for name in defs}
         _count_refs(schema, counts)
-        if any(n == 0 for n in counts.values()):  # unused: dropped
+        if 0 in counts.values():  # unused: dropped
             defs = {k: v for k, v in defs.items() if counts[k]}
-            schema = {**{k: v for k, v in schema.items() if k != "$defs"}, **({"$defs": defs} if defs else {})}
+            schema = _with_defs(schema, defs)
             continue
-        single = {
-            name
-            for name, n in counts.items()
-            if n == 1 and not _refers_to(defs[name], name) and isinstance(defs[name], dict)
-        }
-        if not single:
+        step = _inline_once(schema, defs, counts)
+        if step is None:
             break
-        body = {k: v for k, v in schema.items() if k != "$defs"}
-        inlined = _replace_refs({**body, "$defs": defs}, {k: defs[k] for k in single})
-        left = {name: 0 for name in single}
-        _count_refs(inlined, left)  # a use whose siblings clash with its definition kept its reference
-        moved = {name for name, n in left.items() if n == 0}
-        if not moved:
-            break
-        defs = {k: v for k, v in inlined.pop("$defs").items() if k not in moved}
-        schema = {**inlined, "$defs": defs} if defs else inlined
+        schema, defs = step
     return schema
+
+
+def _with_defs(schema: dict[str, Any], defs: dict[str, Any]) -> dict[str, Any]:
+    """`schema` with `defs` as its `$defs` (none when empty)."""
+    body = {k: v for k, v in schema.items() if k != "$defs"}
+    return {**body, "$defs": defs} if defs else body
+
+
+def _inline_once(
+    schema: dict[str, Any], defs: dict[str, Any], counts: dict[str, int]
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Inline every definition used once: the new schema and `$defs`, or None when none could move."""
+    single = {
+        name
+        for name, n in counts.items()
+        if n == 1 and isinstance(defs[name], dict) and not _refers_to(defs[name], name)
+    }
+    if not single:
+        return None
+    inlined = _replace_refs(_with_defs(schema, defs), {k: defs[k] for k in single})
+    left = {name: 0 for name in single}
+    _count_refs(inlined, left)  # a use whose siblings clash with its definition kept its reference
+    moved = {name for name, n in left.items() if n == 0}
+    if not moved:
+        return None
+    defs = {k: v for k, v in inlined.pop("$defs").items() if k not in moved}
+    return _with_defs(inlined, defs), defs
 
 
 def _ref_name(node: dict[str, Any]) -> str | None:

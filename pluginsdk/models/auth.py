@@ -133,15 +133,36 @@ def validate_constraint(constraint: Constraint | Mapping[str, Any]) -> Constrain
     Used on create, update and template import; the evaluator itself never rejects stored data
     (unknown fields are ignored there), so everything a writer can get wrong is caught here.
     """
-    if isinstance(constraint, Constraint):
-        c = constraint
-    else:
-        try:
-            c = Constraint.model_validate(constraint)
-        except pydantic.ValidationError as exc:
-            err = exc.errors()[0]
-            where = ".".join(str(p) for p in err["loc"])
-            raise _invalid(f"Invalid constraint: {where}: {err['msg']}", where, err.get("input"), err["type"]) from None
+    c = constraint if isinstance(constraint, Constraint) else _parsed(constraint)
+    description = _check_identity(c)
+    _check_criteria(c)
+    if not c.group_permissions:
+        raise _invalid(
+            "A constraint needs at least one group permission.", "groupPermissions", [], "at least one entry"
+        )
+    _check_grants(
+        ("groupPermissions", "groupId", "role name", "1-64 of letters, digits, - _ . and space"),
+        [(gp.group_id, gp.permission, gp.permission_type) for gp in c.group_permissions],
+    )
+    _check_grants(
+        ("userPermissions", "userId", "user id", "3-256 of letters, digits, _ - . + @"),
+        [(up.user_id, up.permission, up.permission_type) for up in c.user_permissions],
+    )
+    return c if description == c.description else c.model_copy(update={"description": description})
+
+
+def _parsed(constraint: Mapping[str, Any]) -> Constraint:
+    """A constraint from plain data; pydantic's first complaint as the one error."""
+    try:
+        return Constraint.model_validate(constraint)
+    except pydantic.ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise _invalid(f"Invalid constraint: {where}: {err['msg']}", where, err.get("input"), err["type"]) from None
+
+
+def _check_identity(c: Constraint) -> str:
+    """Id, name and description; returns the description trimmed."""
     if c.constraint_id:
         problem = identifier_problem("constraint id", c.constraint_id)
         if problem is not None:
@@ -156,6 +177,11 @@ def validate_constraint(constraint: Constraint | Mapping[str, Any]) -> Constrain
             c.description,
             f"{DESCRIPTION_MIN}..{DESCRIPTION_MAX} characters",
         )
+    return description
+
+
+def _check_criteria(c: Constraint) -> None:
+    """A known object type, at least one criterion, each on a field of that type with a known operator and a value."""
     fields = OBJECT_TYPES.get(c.object_type)
     if fields is None:
         raise _invalid(f"Unknown objectType '{c.object_type}'.", "objectType", c.object_type, list(OBJECT_TYPES))
@@ -183,28 +209,14 @@ def validate_constraint(constraint: Constraint | Mapping[str, Any]) -> Constrain
             items = crit.value.split(",") if crit.operator.endswith("_one_of") else [crit.value]
             if not any(item.strip() for item in items):
                 raise _invalid("A criterion needs a non-empty value.", f"{where}.value", crit.value, "non-empty text")
-    if not c.group_permissions:
-        raise _invalid(
-            "A constraint needs at least one group permission.", "groupPermissions", [], "at least one entry"
-        )
-    for i, gp in enumerate(c.group_permissions):
-        problem = identifier_problem("role name", gp.group_id)
+
+
+def _check_grants(names: tuple[str, str, str, str], grants: list[tuple[str, str, str]]) -> None:
+    """Each (grantee, permission, permission type) of one list; `names`: the list's key, the grantee's key,
+    what the grantee is (for `identifier_problem`) and what it may be (for the error)."""
+    key, id_key, kind, expected = names
+    for i, (grantee, permission, permission_type) in enumerate(grants):
+        problem = identifier_problem(kind, grantee)
         if problem is not None:
-            raise _invalid(
-                f"Invalid groupId: {problem}.",
-                f"groupPermissions[{i}].groupId",
-                gp.group_id,
-                "1-64 of letters, digits, - _ . and space",
-            )
-        _check_permission(f"groupPermissions[{i}]", gp.permission, gp.permission_type)
-    for i, up in enumerate(c.user_permissions):
-        problem = identifier_problem("user id", up.user_id)
-        if problem is not None:
-            raise _invalid(
-                f"Invalid userId: {problem}.",
-                f"userPermissions[{i}].userId",
-                up.user_id,
-                "3-256 of letters, digits, _ - . + @",
-            )
-        _check_permission(f"userPermissions[{i}]", up.permission, up.permission_type)
-    return c if description == c.description else c.model_copy(update={"description": description})
+            raise _invalid(f"Invalid {id_key}: {problem}.", f"{key}[{i}].{id_key}", grantee, expected)
+        _check_permission(f"{key}[{i}]", permission, permission_type)

@@ -94,6 +94,9 @@ class RoleList(BaseModel):
 
     message: RoleItems = Field(default_factory=RoleItems)
 
+    def page_items(self) -> list[Role]:
+        return self.message.items
+
 
 class RoleWritten(Result):
     """Outcome of a role create, update or delete."""
@@ -119,6 +122,9 @@ class UserRoleList(BaseModel):
 
     message: UserRoleItems = Field(default_factory=UserRoleItems)
 
+    def page_items(self) -> list[UserRoleAssignment]:
+        return self.message.items
+
 
 class UserRolesWritten(Result):
     """Outcome of a user-role create, replace or delete."""
@@ -140,6 +146,9 @@ class ConstraintList(BaseModel):
     """`GET /auth/constraints`: `message.Items`, and `message.NextToken` while more remain."""
 
     message: ConstraintItems = Field(default_factory=ConstraintItems)
+
+    def page_items(self) -> list[Constraint]:
+        return self.message.items
 
 
 class ConstraintWritten(Result):
@@ -204,6 +213,9 @@ class ManagedUserList(BaseModel):
     users: list[ManagedUser] = []
     next_token: str | None = Field(None, alias="NextToken", exclude_if=_absent_if_none)
 
+    def page_items(self) -> list[ManagedUser]:
+        return self.users
+
 
 class ManagedUserWritten(Result):
     """Outcome of a managed-user create, update, delete or password reset."""
@@ -265,6 +277,9 @@ class ApiKeyList(BaseModel):
     next_token: str | None = Field(None, alias="NextToken", exclude_if=_absent_if_none)
     truncated: bool | None = Field(None, exclude_if=_absent_if_none)
 
+    def page_items(self) -> list[ApiKey]:
+        return self.items
+
 
 # -- routes, profiles, bootstrap ----------------------------------------------------
 class ApiRoute(BaseModel):
@@ -280,6 +295,9 @@ class ApiRouteList(BaseModel):
 
     routes: list[ApiRoute] = []
 
+    def page_items(self) -> list[ApiRoute]:
+        return self.routes
+
 
 class AllowedApiRoute(BaseModel):
     path: str
@@ -293,6 +311,9 @@ class AllowedApiRoutes(BaseModel):
 
     routes: list[AllowedApiRoute] = []
     user_id: str
+
+    def page_items(self) -> list[AllowedApiRoute]:
+        return self.routes
 
 
 class WebRoute(BaseModel):

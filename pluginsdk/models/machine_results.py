@@ -16,6 +16,9 @@ class MachineList(Result):
     machines: list[Machine] = []
     total_count: int = 0
 
+    def page_items(self) -> list[Machine]:
+        return self.machines
+
 
 class MachineHealth(Result):
     machine_id: str

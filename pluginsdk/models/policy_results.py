@@ -220,3 +220,6 @@ class AuditPage(BaseModel):
     next_token: str | None = Field(None, exclude_if=_absent_if_none)
     jsonl: str | None = Field(None, exclude_if=_absent_if_none)
     """The page as JSON lines (one record per line), when asked for."""
+
+    def page_items(self) -> list[AuditRecord]:
+        return self.records

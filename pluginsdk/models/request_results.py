@@ -47,6 +47,9 @@ class RequestList(Result):
     requests: list[Request] = []
     total_count: int = 0
 
+    def page_items(self) -> list[Request]:
+        return self.requests
+
 
 class RequestStatusList(Result):
     """Several requests by id; ids that do not exist are listed in `not_found`, not raised."""

@@ -39,6 +39,9 @@ class ProviderInfo(BaseModel):
 class ProviderList(Result):
     providers: list[ProviderInfo] = []
 
+    def page_items(self) -> list[ProviderInfo]:
+        return self.providers
+
 
 class ProviderHealth(Result):
     provider_name: str

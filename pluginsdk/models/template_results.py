@@ -10,6 +10,9 @@ class TemplateList(Result):
     templates: list[Template] = []
     total_count: int = 0
 
+    def page_items(self) -> list[Template]:
+        return self.templates
+
 
 class TemplateResult(Result):
     template: Template

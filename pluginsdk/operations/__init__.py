@@ -1,7 +1,7 @@
 """The operation catalog.
 
 Operation modules load on demand: `CATALOG[name]` or `from pluginsdk.operations import SomeQuery` imports
-just the module that defines it (through the generated `_index.py`); iterating `CATALOG` imports them all.
+just the module that defines it (through the generated `pluginsdk/_index.py`); iterating `CATALOG` imports them all.
 """
 
 from importlib import import_module
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    from ._index import CLASSES
+    from .._index import CLASSES
 
     module = CLASSES.get(name)
     if module is None:  # not an operation class, or an index older than the catalog

@@ -13,7 +13,7 @@ import re
 import types
 import typing
 from collections.abc import Iterator, Mapping, MutableMapping
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, overload
 
 import pydantic
 from pydantic import ConfigDict, model_validator
@@ -47,6 +47,54 @@ _NO_ENTRIES: Mapping[str, Any] = types.MappingProxyType({})
 The bindings and OperationSpec are NamedTuples, not frozen dataclasses: a dataclass compiles its
 methods when its module is imported (~2 ms a class), and every CLI call imports this module."""
 
+# R_co: an operation's result type. `class ListTemplatesQuery(Query[TemplateList])` returns a `TemplateList`
+# (`PluginSDK.execute`, `call`, the backends); unparametrized, `Operation` means `Operation[Any]`. The default
+# matters to type checkers only: typing_extensions' TypeVar in `Generic[...]` costs ~0.7 M instructions of
+# every CLI call (callgrind), so run time has a plain TypeVar.
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar
+
+    R_co = TypeVar("R_co", covariant=True, default=Any)
+else:
+    R_co = typing.TypeVar("R_co", covariant=True)
+
+if TYPE_CHECKING:
+    from typing import Generic as _Typed
+else:
+
+    class _Typed:
+        """`Generic` for type checkers only. At run time a real `Generic` would make pydantic create a
+        parametrized model class for every `Query[X]` (~1 ms each, on every CLI call); instead
+        `Operation.__class_getitem__` records X as the class's `result_type`. `_Typed[R_co]` is `object`, so
+        no class is added to an operation's MRO (pydantic walks it for every class it creates)."""
+
+        def __class_getitem__(cls, _: object) -> type:
+            return object
+
+
+class _Returning:
+    """`Query[TemplateList]` at run time: subclassing it subclasses `Query`; the class keeps `TemplateList`
+    (read back from `__orig_bases__` when the class is created)."""
+
+    __slots__ = ("base", "result")
+
+    def __init__(self, base: type, result: object) -> None:
+        self.base = base
+        self.result = result
+
+    def __mro_entries__(self, bases: tuple[object, ...]) -> tuple[type]:
+        return (self.base,)
+
+
+def _declared_result(cls: type) -> type | None:
+    """The result type `cls` names in its bases (`Query[TemplateList]`), or None (a generic step such as
+    `_ListKeys(Query[R_co])`, or a class that inherits its result type)."""
+    for base in cls.__dict__.get("__orig_bases__", ()):
+        if isinstance(base, _Returning) and isinstance(base.result, type):
+            return base.result
+    return None
+
+
 #: Global parameter aliases (spec "Parameter mapping"), applied before any operation is built.
 GLOBAL_ALIASES: dict[str, tuple[str, ...]] = {
     "requested_count": ("count", "machine_count", "machineCount"),
@@ -72,6 +120,9 @@ class Rest(NamedTuple):
     camel: bool = False
     defaults: Mapping[str, Any] = _NO_ENTRIES
     """Field defaults that differ on REST (GetRequest: long=True)."""
+    dry_run: str | None = None
+    """The input flag that makes a create store nothing: when true the answer is 200, not `status` (201/202
+    would claim an object that does not exist, and the document's links from it would lead nowhere)."""
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -114,7 +165,7 @@ class Policy(NamedTuple):
     category: str | None = None
 
 
-class Operation(BaseModel):
+class Operation(BaseModel, _Typed[R_co]):
     """Base of every command and query: strict input (unknown fields rejected), aliases applied, every value
     storable (`pluginsdk.models.values`: finite numbers, 64-bit integers, valid text, bounded nesting)."""
 
@@ -144,6 +195,10 @@ class Operation(BaseModel):
     """Fields the engine sets on the operation object after it ran (spec: command output fields)."""
     if TYPE_CHECKING:  # not a runtime annotation: pydantic would evaluate it for each of ~160 subclasses
         spec: ClassVar["OperationSpec"]
+    else:
+
+        def __class_getitem__(cls, result: object) -> _Returning:
+            return _Returning(cls, result)
 
     @model_validator(mode="before")
     @classmethod
@@ -185,6 +240,9 @@ class Operation(BaseModel):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
+        result = _declared_result(cls)
+        if result is not None:
+            cls.result_type = result
         if cls.__name__.endswith(("Command", "Query")) and cls.__module__ != __name__:
             spec = OperationSpec.compile(cls)
             cls.spec = spec
@@ -195,13 +253,13 @@ class Operation(BaseModel):
         return self.model_dump(mode="json", exclude=set(self.output_fields))
 
 
-class Command(Operation):
+class Command(Operation[R_co]):
     """An operation that changes state."""
 
     kind: ClassVar[str] = "command"
 
 
-class Query(Operation):
+class Query(Operation[R_co]):
     """An operation that only reads."""
 
     kind: ClassVar[str] = "query"
@@ -240,15 +298,94 @@ def sdk_name(class_name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", base).lower()
 
 
-class OperationSpec(NamedTuple):
+# -- compiling a class into its spec: one check or derivation per binding ------------------------------
+def _described(op: type[Operation], where: str) -> str:
+    """The class's docstring (its first line is the help text); the class must declare its result type."""
+    doc = (op.__doc__ or "").strip()
+    if not doc:
+        raise HandlerDiscoveryError(f"{where} needs a docstring: its first line is the help text.")
+    if op.result_type is dict:
+        raise HandlerDiscoveryError(f"{where} must declare its result type: `class {op.__name__}(Query[Result])`.")
+    return doc
+
+
+def _input_fields(op: type[Operation], where: str) -> tuple[str, ...]:
+    """Every field but the output fields (which must be fields)."""
+    for out in op.output_fields:
+        if out not in op.model_fields:
+            raise HandlerDiscoveryError(f"{where}: output field {out!r} is not a field.")
+    return tuple(f for f in op.model_fields if f not in op.output_fields)
+
+
+def _path_fields(rest: Rest, inputs: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """The `{name}` parameters of the path: fields, the same in every alternative path."""
+    path_fields: tuple[str, ...] = ()
+    for p in rest.paths:
+        names = tuple(_PATH_PARAM.findall(p))
+        if p != rest.path and set(names) != set(path_fields):
+            raise HandlerDiscoveryError(f"{where}: alternative path {p!r} has other parameters.")
+        path_fields = names
+        for n in names:
+            if n not in inputs:
+                raise HandlerDiscoveryError(f"{where}: path parameter {{{n}}} is not a field.")
+    return path_fields
+
+
+def _rest_fields(
+    rest: Rest | None, inputs: tuple[str, ...], where: str
+) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(path, query, body) fields: `{name}` in the path, then `Rest.query` if given, else the query for
+    GET/DELETE and the body otherwise (FastAPI's rule)."""
+    if rest is None:
+        return (), (), ()
+    path_fields = _path_fields(rest, inputs, where)
+    rest_of = tuple(f for f in inputs if f not in path_fields)
+    query_fields: tuple[str, ...] = ()
+    body_fields: tuple[str, ...] = ()
+    if rest.query is not None:
+        unknown = set(rest.query) - set(rest_of)
+        if unknown:
+            raise HandlerDiscoveryError(f"{where}: query fields {sorted(unknown)} are not fields.")
+        query_fields = rest.query
+        body_fields = tuple(f for f in rest_of if f not in rest.query)
+    elif rest.method in ("GET", "DELETE"):
+        query_fields = rest_of
+    else:
+        body_fields = rest_of
+    if rest.body_field is not None and rest.body_field not in body_fields:
+        raise HandlerDiscoveryError(f"{where}: body_field {rest.body_field!r} is not a body field.")
+    return path_fields, query_fields, body_fields
+
+
+def _check_cli(cli: Cli | None, inputs: tuple[str, ...], where: str) -> None:
+    for a in cli.args if cli is not None else ():
+        if a not in inputs:
+            raise HandlerDiscoveryError(f"{where}: CLI argument {a!r} is not a field.")
+
+
+def _mcp_names(op: type[Operation], name: str, inputs: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """The tool names (none if MCP is off); each extra name shown for a field must be one of its aliases."""
+    for f, shown in op.mcp.extra_names.items():
+        if f not in inputs or shown not in (*GLOBAL_ALIASES.get(f, ()), *op.field_aliases.get(f, ())):
+            raise HandlerDiscoveryError(f"{where}: MCP extra name {shown!r} is not an alias of a field {f!r}.")
+    return (op.mcp.name or name, *op.mcp.extra) if op.mcp.enabled else ()
+
+
+def _check_policy(policy: Policy, inputs: tuple[str, ...], where: str) -> None:
+    for f, target in policy.fields.items():
+        if target not in inputs:
+            raise HandlerDiscoveryError(f"{where}: policy field {f!r} maps to unknown field {target!r}.")
+
+
+class OperationSpec(NamedTuple, Generic[R_co]):
     """Everything an interface needs to know about one operation, derived once."""
 
-    cls: type[Operation]
+    cls: type[Operation[R_co]]
     name: str
     kind: str
     summary: str
     description: str
-    result_type: type[Any]
+    result_type: type[R_co]
     input_fields: tuple[str, ...]
     required_fields: tuple[str, ...]
     rest: Rest | None
@@ -260,58 +397,17 @@ class OperationSpec(NamedTuple):
     policy: Policy
 
     @classmethod
-    def compile(cls, op: type[Operation]) -> "OperationSpec":
+    def compile(cls, op: "type[Operation[R_co]]") -> "OperationSpec[R_co]":
+        """Check the class's declarations and derive its spec, in this order: docstring and result type,
+        output fields, REST binding, CLI, MCP and policy bindings; the first bad one raises, naming the class."""
         name = sdk_name(op.__name__)
         where = f"{op.__module__}.{op.__qualname__}"
-        doc = (op.__doc__ or "").strip()
-        if not doc:
-            raise HandlerDiscoveryError(f"{where} needs a docstring: its first line is the help text.")
-        if op.result_type is dict:
-            raise HandlerDiscoveryError(f"{where} must declare result_type.")
-        inputs = tuple(f for f in op.model_fields if f not in op.output_fields)
-        for out in op.output_fields:
-            if out not in op.model_fields:
-                raise HandlerDiscoveryError(f"{where}: output field {out!r} is not a field.")
-        required = tuple(f for f in inputs if op.model_fields[f].is_required())
-        path_fields: tuple[str, ...] = ()
-        query_fields: tuple[str, ...] = ()
-        body_fields: tuple[str, ...] = ()
-        rest = op.rest
-        if rest is not None:
-            for p in rest.paths:
-                names = tuple(_PATH_PARAM.findall(p))
-                if p != rest.path and set(names) != set(path_fields):
-                    raise HandlerDiscoveryError(f"{where}: alternative path {p!r} has other parameters.")
-                path_fields = names
-                for n in names:
-                    if n not in inputs:
-                        raise HandlerDiscoveryError(f"{where}: path parameter {{{n}}} is not a field.")
-            rest_of = tuple(f for f in inputs if f not in path_fields)
-            if rest.query is not None:
-                unknown = set(rest.query) - set(rest_of)
-                if unknown:
-                    raise HandlerDiscoveryError(f"{where}: query fields {sorted(unknown)} are not fields.")
-                query_fields = rest.query
-                body_fields = tuple(f for f in rest_of if f not in rest.query)
-            elif rest.method in ("GET", "DELETE"):
-                query_fields = rest_of
-            else:
-                body_fields = rest_of
-            if rest.body_field is not None and rest.body_field not in body_fields:
-                raise HandlerDiscoveryError(f"{where}: body_field {rest.body_field!r} is not a body field.")
-        if op.cli is not None:
-            for a in op.cli.args:
-                if a not in inputs:
-                    raise HandlerDiscoveryError(f"{where}: CLI argument {a!r} is not a field.")
-        mcp_names: tuple[str, ...] = ()
-        if op.mcp.enabled:
-            mcp_names = (op.mcp.name or name, *op.mcp.extra)
-        for f, shown in op.mcp.extra_names.items():
-            if f not in inputs or shown not in (*GLOBAL_ALIASES.get(f, ()), *op.field_aliases.get(f, ())):
-                raise HandlerDiscoveryError(f"{where}: MCP extra name {shown!r} is not an alias of a field {f!r}.")
-        for f, target in op.policy.fields.items():
-            if target not in inputs:
-                raise HandlerDiscoveryError(f"{where}: policy field {f!r} maps to unknown field {target!r}.")
+        doc = _described(op, where)
+        inputs = _input_fields(op, where)
+        path_fields, query_fields, body_fields = _rest_fields(op.rest, inputs, where)
+        _check_cli(op.cli, inputs, where)
+        mcp_names = _mcp_names(op, name, inputs, where)
+        _check_policy(op.policy, inputs, where)
         lines = doc.splitlines()
         return cls(
             cls=op,
@@ -321,8 +417,8 @@ class OperationSpec(NamedTuple):
             description="\n".join(lines[1:]).strip(),
             result_type=op.result_type,
             input_fields=inputs,
-            required_fields=required,
-            rest=rest,
+            required_fields=tuple(f for f in inputs if op.model_fields[f].is_required()),
+            rest=op.rest,
             path_fields=path_fields,
             query_fields=query_fields,
             body_fields=body_fields,
@@ -332,7 +428,7 @@ class OperationSpec(NamedTuple):
         )
 
     # -- building -------------------------------------------------------
-    def build(self, data: Mapping[str, Any]) -> Operation:
+    def build(self, data: Mapping[str, Any]) -> "Operation[R_co]":
         """Validate input into the operation; a bad field is a ValidationError naming it."""
         try:
             return self.cls.model_validate(dict(data))
@@ -487,7 +583,7 @@ class Catalog(MutableMapping[str, OperationSpec]):
         if spec is None and not self._complete:
             import importlib
 
-            from ._index import OPERATIONS
+            from .._index import OPERATIONS
 
             module = OPERATIONS.get(name)
             if module is not None:
@@ -526,8 +622,15 @@ CATALOG = Catalog()
 """SDK name -> spec, for every registered operation."""
 
 
+R = typing.TypeVar("R")
+
+
+@overload
+def get_spec(name_or_op: str) -> OperationSpec: ...
+@overload
+def get_spec(name_or_op: "Operation[R] | type[Operation[R]]") -> "OperationSpec[R]": ...
 def get_spec(name_or_op: str | Operation | type[Operation]) -> OperationSpec:
-    """The spec of an operation by SDK name, class or instance."""
+    """The spec of an operation by SDK name, class or instance (typed by the class's result type)."""
     if isinstance(name_or_op, str):
         try:
             return CATALOG[name_or_op]

@@ -6,7 +6,7 @@ from pydantic import BeforeValidator, Field, field_validator, model_validator
 
 from .._pagination import PageToken
 from ..models.auth_results import ApiKeyCreated, ApiKeyList, ApiKeyResult
-from ._base import Cli, Command, Policy, Query, Rest
+from ._base import Cli, Command, Policy, Query, R_co, Rest
 from .auth_fields import ApiKeyName, Description, Expiry, PartialUpdate, UserId, strip_spaces, strip_text
 
 __all__ = [
@@ -27,7 +27,7 @@ _SELF = Policy(category="userApiKeys")
 _KEY_ID = r"^[A-Za-z0-9\-]{1,64}$"
 
 
-class _ListKeys(Query):
+class _ListKeys(Query[R_co]):
     max_items: int = Field(3000, ge=1)
     """Most keys per page (1-3000; larger values are clamped)."""
     page_size: int = Field(1000, ge=1)
@@ -36,10 +36,9 @@ class _ListKeys(Query):
     """NextToken of the previous page, unmodified."""
 
 
-class ListAPIKeysQuery(_ListKeys):
+class ListAPIKeysQuery(_ListKeys[ApiKeyList]):
     """List every user's API keys (administrators)."""
 
-    result_type = ApiKeyList
     rest = Rest("GET", "/auth/api-keys", camel=True)
     cli = Cli("api-keys", "list")
     policy = _ADMIN
@@ -48,19 +47,17 @@ class ListAPIKeysQuery(_ListKeys):
     """Only this user's keys."""
 
 
-class ListMyAPIKeysQuery(_ListKeys):
+class ListMyAPIKeysQuery(_ListKeys[ApiKeyList]):
     """List the caller's own API keys."""
 
-    result_type = ApiKeyList
     rest = Rest("GET", "/auth/user/api-keys", camel=True)
     cli = Cli("api-keys", "list-mine")
     policy = _SELF
 
 
-class GetAPIKeyQuery(Query):
+class GetAPIKeyQuery(Query[ApiKeyResult]):
     """Show one API key (never its secret)."""
 
-    result_type = ApiKeyResult
     rest = Rest("GET", "/auth/api-keys/{api_key_id}", camel=True)
     cli = Cli("api-keys", "show", args=("api_key_id",))
     policy = _ADMIN
@@ -69,10 +66,9 @@ class GetAPIKeyQuery(Query):
     """Key to show."""
 
 
-class GetMyAPIKeyQuery(Query):
+class GetMyAPIKeyQuery(Query[ApiKeyResult]):
     """Show one of the caller's API keys."""
 
-    result_type = ApiKeyResult
     rest = Rest("GET", "/auth/user/api-keys/{api_key_id}", camel=True)
     cli = Cli("api-keys", "show-mine", args=("api_key_id",))
     policy = _SELF
@@ -81,7 +77,7 @@ class GetMyAPIKeyQuery(Query):
     """Key to show."""
 
 
-class _CreateKey(Command):
+class _CreateKey(Command[R_co]):
     api_key_name: ApiKeyName
     """Display name, unique per user; cannot change later (1-128 of letters, digits, space, _ - . : @ + ( ) / , #)."""
     description: Description
@@ -90,10 +86,9 @@ class _CreateKey(Command):
     _strip_name = field_validator("api_key_name", mode="before")(strip_spaces)
 
 
-class CreateAPIKeyCommand(_CreateKey):
+class CreateAPIKeyCommand(_CreateKey[ApiKeyCreated]):
     """Issue an API key acting as any user who holds a role (administrators); the secret is shown once."""
 
-    result_type = ApiKeyCreated
     rest = Rest("POST", "/auth/api-keys", camel=True)
     cli = Cli("api-keys", "create", args=("api_key_name", "user_id"))
     policy = _ADMIN
@@ -104,10 +99,9 @@ class CreateAPIKeyCommand(_CreateKey):
     """Expiry, ISO 8601 with a time zone, in the future; a date alone means the end of that day UTC."""
 
 
-class CreateMyAPIKeyCommand(_CreateKey):
+class CreateMyAPIKeyCommand(_CreateKey[ApiKeyCreated]):
     """Issue an API key acting as the caller; the secret is shown once."""
 
-    result_type = ApiKeyCreated
     rest = Rest("POST", "/auth/user/api-keys", camel=True)
     cli = Cli("api-keys", "create-mine", args=("api_key_name",))
     policy = _SELF
@@ -124,7 +118,7 @@ ClearableExpiry = Annotated[Expiry | None, BeforeValidator(_blank_is_none)]
 """An expiry where `""` means none (the VAMS web client's key form clears an expiry that way)."""
 
 
-class _UpdateKey(PartialUpdate, Command):
+class _UpdateKey(PartialUpdate[R_co], Command):
     api_key_id: str = Field(pattern=_KEY_ID)
     """Key to update."""
     description: str | None = Field(None, min_length=4, max_length=256)
@@ -152,19 +146,17 @@ class _UpdateKey(PartialUpdate, Command):
         return self
 
 
-class UpdateAPIKeyCommand(_UpdateKey):
+class UpdateAPIKeyCommand(_UpdateKey[ApiKeyResult]):
     """Update an API key's description, expiry (null clears it) or active flag (administrators)."""
 
-    result_type = ApiKeyResult
     rest = Rest("PUT", "/auth/api-keys/{api_key_id}", camel=True)
     cli = Cli("api-keys", "update", args=("api_key_id",))
     policy = _ADMIN
 
 
-class UpdateMyAPIKeyCommand(_UpdateKey):
+class UpdateMyAPIKeyCommand(_UpdateKey[ApiKeyResult]):
     """Update one of the caller's keys (expiry stays within 365 days of its creation and cannot be cleared)."""
 
-    result_type = ApiKeyResult
     rest = Rest("PUT", "/auth/user/api-keys/{api_key_id}", camel=True)
     cli = Cli("api-keys", "update-mine", args=("api_key_id",))
     policy = _SELF
@@ -176,10 +168,9 @@ class UpdateMyAPIKeyCommand(_UpdateKey):
         return self
 
 
-class DeleteAPIKeyCommand(Command):
+class DeleteAPIKeyCommand(Command[ApiKeyResult]):
     """Revoke an API key permanently (administrators)."""
 
-    result_type = ApiKeyResult
     rest = Rest("DELETE", "/auth/api-keys/{api_key_id}", camel=True)
     cli = Cli("api-keys", "delete", args=("api_key_id",))
     policy = _ADMIN
@@ -188,10 +179,9 @@ class DeleteAPIKeyCommand(Command):
     """Key to revoke."""
 
 
-class DeleteMyAPIKeyCommand(Command):
+class DeleteMyAPIKeyCommand(Command[ApiKeyResult]):
     """Revoke one of the caller's API keys permanently."""
 
-    result_type = ApiKeyResult
     rest = Rest("DELETE", "/auth/user/api-keys/{api_key_id}", camel=True)
     cli = Cli("api-keys", "delete-mine", args=("api_key_id",))
     policy = _SELF

@@ -13,10 +13,9 @@ from ._base import Cli, Policy, Query, Rest
 __all__ = ["ListAuditRecordsQuery"]
 
 
-class ListAuditRecordsQuery(Query):
+class ListAuditRecordsQuery(Query[AuditPage]):
     """List audit records (oldest first) with filters and paging; `jsonl` also returns the page as JSON lines."""
 
-    result_type = AuditPage
     rest = Rest("GET", "/auth/audit", camel=True)
     cli = Cli("auth", "audit")
     policy = Policy(category="audit")

@@ -11,7 +11,7 @@ from pydantic import AfterValidator, StringConstraints, WithJsonSchema
 from pydantic_core import PydanticCustomError
 
 from ..models.identifiers import ROLE_NAME_PATTERN, USER_ID_PATTERN, ApiKeyName, RoleName, UserId, identifier_problem
-from ._base import Operation
+from ._base import Operation, R_co
 
 __all__ = [
     "ROLE_NAME_PATTERN",
@@ -92,14 +92,14 @@ Expiry = Annotated[
 """An expiry: ISO 8601 with a time zone, or a date alone; in range once converted to UTC."""
 
 
-class PartialUpdate(Operation):
+class PartialUpdate(Operation[R_co]):
     """An update whose omitted fields keep their stored value: only fields actually given travel."""
 
     def input_dict(self) -> dict[str, Any]:
         return self.model_dump(mode="json", exclude=set(self.output_fields), exclude_unset=True)
 
 
-class Sensitive(Operation):
+class Sensitive(Operation[R_co]):
     """An operation carrying secrets (passwords, tokens): they never show in str() or repr()."""
 
     secret_fields: ClassVar[tuple[str, ...]] = ()

@@ -17,7 +17,7 @@ __all__ = [
 ]
 
 
-class LoginCommand(Sensitive, Command):
+class LoginCommand(Sensitive[SessionTokens], Command):
     """Sign in to the managed user pool with username and password; returns tokens or a challenge.
 
     Challenge NEW_PASSWORD_REQUIRED: call again with `new_password` (the
@@ -25,7 +25,6 @@ class LoginCommand(Sensitive, Command):
     `totp_code`. A TOTP-verified session is multi-factor.
     """
 
-    result_type = SessionTokens
     rest = Rest("POST", "/auth/login", camel=True)
     cli = Cli("auth", "login", args=("username",))
     policy = Policy(unauthenticated=True, category="session")
@@ -41,10 +40,9 @@ class LoginCommand(Sensitive, Command):
     """Six-digit code of the authenticator app, for users with MFA enabled."""
 
 
-class RefreshTokensCommand(Sensitive, Command):
+class RefreshTokensCommand(Sensitive[SessionTokens], Command):
     """Exchange a refresh token for new id and access tokens (same session, same MFA state)."""
 
-    result_type = SessionTokens
     rest = Rest("POST", "/auth/token", camel=True)
     cli = Cli("auth", "refresh")
     policy = Policy(unauthenticated=True, category="session")
@@ -54,19 +52,17 @@ class RefreshTokensCommand(Sensitive, Command):
     """The refresh token of the session."""
 
 
-class LogoutCommand(Command):
+class LogoutCommand(Command[SessionTokens]):
     """End the caller's session: its refresh token stops working and its tokens are rejected."""
 
-    result_type = SessionTokens
     rest = Rest("POST", "/auth/user/logout", camel=True)
     cli = Cli("auth", "logout")
     policy = Policy(category="session")
 
 
-class ChangePasswordCommand(Sensitive, Command):
+class ChangePasswordCommand(Sensitive[SessionTokens], Command):
     """Change the caller's managed-pool password; other sessions are signed out."""
 
-    result_type = SessionTokens
     rest = Rest("POST", "/auth/user/password", camel=True)
     cli = Cli("auth", "change-password")
     policy = Policy(category="session")
@@ -78,19 +74,17 @@ class ChangePasswordCommand(Sensitive, Command):
     """New password."""
 
 
-class SetupMfaCommand(Command):
+class SetupMfaCommand(Command[MfaSetup]):
     """Start TOTP set-up for the caller: returns a secret for an authenticator app."""
 
-    result_type = MfaSetup
     rest = Rest("POST", "/auth/user/mfa/setup", camel=True)
     cli = Cli("auth", "mfa-setup")
     policy = Policy(category="session")
 
 
-class VerifyMfaCommand(Command):
+class VerifyMfaCommand(Command[SessionTokens]):
     """Confirm TOTP set-up with a code: MFA is enabled and the current session becomes multi-factor."""
 
-    result_type = SessionTokens
     rest = Rest("POST", "/auth/user/mfa/verify", camel=True)
     cli = Cli("auth", "mfa-verify", args=("code",))
     policy = Policy(category="session")
@@ -99,10 +93,9 @@ class VerifyMfaCommand(Command):
     """Six-digit code from the authenticator app."""
 
 
-class GetJwksQuery(Query):
+class GetJwksQuery(Query[Jwks]):
     """The public keys that sign managed-pool tokens (JWK Set; no sign-in needed)."""
 
-    result_type = Jwks
     rest = Rest("GET", "/auth/.well-known/jwks.json", camel=True)
     cli = Cli("auth", "jwks")
     policy = Policy(unauthenticated=True, category="session")

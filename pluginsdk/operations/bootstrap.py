@@ -15,37 +15,33 @@ __all__ = [
 ]
 
 
-class GetAmplifyConfigQuery(Query):
+class GetAmplifyConfigQuery(Query[AmplifyConfig]):
     """The web client's bootstrap configuration (no sign-in needed)."""
 
-    result_type = AmplifyConfig
     rest = Rest("GET", "/api/amplify-config", camel=True)
     cli = Cli("auth", "amplify-config")
     policy = Policy(unauthenticated=True, category="bootstrap")
 
 
-class GetVersionQuery(Query):
+class GetVersionQuery(Query[VersionInfo]):
     """The service version (no sign-in needed)."""
 
-    result_type = VersionInfo
     rest = Rest("GET", "/api/version", camel=True)
     cli = Cli("auth", "version")
     policy = Policy(unauthenticated=True, category="bootstrap")
 
 
-class GetSecureConfigQuery(Query):
+class GetSecureConfigQuery(Query[SecureConfig]):
     """Runtime configuration for signed-in clients (feature flags, service URLs)."""
 
-    result_type = SecureConfig
     rest = Rest("GET", "/secure-config", camel=True)
     cli = Cli("auth", "secure-config")
     policy = Policy(category="bootstrap")
 
 
-class GetLoginProfileQuery(Query):
+class GetLoginProfileQuery(Query[LoginProfile]):
     """The caller's own login profile."""
 
-    result_type = LoginProfile
     rest = Rest("GET", "/auth/loginProfile/{user_id}", camel=True)
     cli = Cli("auth", "profile", args=("user_id",))
     policy = Policy(category="loginProfile")
@@ -54,10 +50,9 @@ class GetLoginProfileQuery(Query):
     """The caller's own identity."""
 
 
-class UpdateLoginProfileCommand(Command):
+class UpdateLoginProfileCommand(Command[LoginProfile]):
     """Write the caller's own login profile (the user pool's email wins when it knows one)."""
 
-    result_type = LoginProfile
     rest = Rest("POST", "/auth/loginProfile/{user_id}", camel=True)
     cli = Cli("auth", "profile-update", args=("user_id",))
     policy = Policy(category="loginProfile")

@@ -16,7 +16,7 @@ from ..models.auth import Constraint, CriterionInput, GroupPermissionInput, User
 from ..models.auth_results import ConstraintImported, ConstraintList, ConstraintWritten, PermissionObjects
 from ..models.identifiers import CONSTRAINT_ID_PATTERN
 from ..models.identifiers import ConstraintId as _ConstraintIdText
-from ._base import Cli, Command, Policy, Query, Rest
+from ._base import Cli, Command, Policy, Query, R_co, Rest
 
 __all__ = [
     "CONSTRAINT_ID_PATTERN",
@@ -46,14 +46,13 @@ ConstraintId = Annotated[_ConstraintIdText, AfterValidator(_not_reserved)]
 _CONSTRAINTS = Policy(category="constraints")
 
 
-class ListConstraintsQuery(Query):
+class ListConstraintsQuery(Query[ConstraintList]):
     """List permission constraints, in id order, a page at a time.
 
     The page holds the smallest of page_size, max_items and 3000 constraints; pass `NextToken` back
     unmodified as starting_token until it is absent.
     """
 
-    result_type = ConstraintList
     rest = Rest("GET", "/auth/constraints", camel=True)
     cli = Cli("constraints", "list")
     policy = _CONSTRAINTS
@@ -66,10 +65,9 @@ class ListConstraintsQuery(Query):
     """NextToken of the previous page, unmodified."""
 
 
-class GetConstraintQuery(Query):
+class GetConstraintQuery(Query[Constraint]):
     """Get one permission constraint by id."""
 
-    result_type = Constraint
     rest = Rest("GET", "/auth/constraints/{constraint_id}", camel=True)
     cli = Cli("constraints", "show", args=("constraint_id",))
     policy = _CONSTRAINTS
@@ -78,7 +76,7 @@ class GetConstraintQuery(Query):
     """The constraint's id (exact: `c1` never reads `c10`)."""
 
 
-class _ConstraintBody(Command):
+class _ConstraintBody(Command[R_co]):
     ignored_fields = ("appliesTo",)
     """The VAMS web client's constraint form sends `appliesTo`; nothing here reads it."""
 
@@ -100,7 +98,7 @@ class _ConstraintBody(Command):
     """Permissions for named users: {userId, permission, permissionType}."""
 
 
-class CreateConstraintCommand(_ConstraintBody):
+class CreateConstraintCommand(_ConstraintBody[ConstraintWritten]):
     """Create a permission constraint (409 if the id exists, unless `replace_existing`); the next decision uses it.
 
     Over REST `replace_existing` defaults to true: the VAMS web client edits a constraint by re-POSTing the
@@ -108,7 +106,6 @@ class CreateConstraintCommand(_ConstraintBody):
     path as well, so a caller who may create but not update still gets 409.
     """
 
-    result_type = ConstraintWritten
     rest = Rest("POST", "/auth/constraints/{constraint_id}", camel=True, defaults={"replace_existing": True})
     cli = Cli("constraints", "create", args=("constraint_id",))
     policy = _CONSTRAINTS
@@ -117,19 +114,17 @@ class CreateConstraintCommand(_ConstraintBody):
     """Replace the constraint if the id exists (needs the right to PUT it); default false (409), true on REST."""
 
 
-class UpdateConstraintCommand(_ConstraintBody):
+class UpdateConstraintCommand(_ConstraintBody[ConstraintWritten]):
     """Replace a permission constraint with this body (404 if it does not exist)."""
 
-    result_type = ConstraintWritten
     rest = Rest("PUT", "/auth/constraints/{constraint_id}", camel=True)
     cli = Cli("constraints", "update", args=("constraint_id",))
     policy = _CONSTRAINTS
 
 
-class DeleteConstraintCommand(Command):
+class DeleteConstraintCommand(Command[ConstraintWritten]):
     """Delete one permission constraint (exactly that id)."""
 
-    result_type = ConstraintWritten
     rest = Rest("DELETE", "/auth/constraints/{constraint_id}", camel=True)
     cli = Cli("constraints", "delete", args=("constraint_id",))
     policy = _CONSTRAINTS
@@ -138,7 +133,7 @@ class DeleteConstraintCommand(Command):
     """The constraint's id."""
 
 
-class ImportConstraintsTemplateCommand(Command):
+class ImportConstraintsTemplateCommand(Command[ConstraintImported]):
     """Create many constraints from a template, all or nothing.
 
     Every `{{NAME}}` in a string value of `constraints` is replaced by `variables[NAME]` (literal text, one
@@ -147,7 +142,6 @@ class ImportConstraintsTemplateCommand(Command):
     `constraintId` gets a generated one.
     """
 
-    result_type = ConstraintImported
     rest = Rest("POST", "/auth/constraintsTemplateImport", camel=True)
     cli = Cli("constraints", "import")
     policy = _CONSTRAINTS
@@ -177,10 +171,9 @@ class ImportConstraintsTemplateCommand(Command):
         return value
 
 
-class GetPermissionObjectsQuery(Query):
+class GetPermissionObjectsQuery(Query[PermissionObjects]):
     """The authoritative values: object types and their fields, operators, permissions, permission types."""
 
-    result_type = PermissionObjects
     rest = Rest("GET", "/auth/constraints/permissionObjects", camel=True)
     cli = Cli("constraints", "permission-objects")
     policy = _CONSTRAINTS

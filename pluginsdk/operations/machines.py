@@ -18,10 +18,9 @@ __all__ = [
 _MACHINE_POLICY = Policy(object_type="machine", fields={"machineId": "machine_id"}, category="machines")
 
 
-class GetMachineQuery(Query):
+class GetMachineQuery(Query[Machine]):
     """Show one machine."""
 
-    result_type = Machine
     rest = Rest("GET", "/api/v1/machines/{machine_id}")
     cli = Cli("machines", "show", args=("machine_id",))
     policy = _MACHINE_POLICY
@@ -31,10 +30,9 @@ class GetMachineQuery(Query):
     provider_name: str | None = None
 
 
-class ListMachinesQuery(Query):
+class ListMachinesQuery(Query[MachineList]):
     """List machines, newest first."""
 
-    result_type = MachineList
     rest = Rest("GET", "/api/v1/machines")
     cli = Cli("machines", "list")
     policy = Policy(object_type="machine", category="machines")
@@ -52,10 +50,9 @@ class ListMachinesQuery(Query):
     provider_name: str | None = None
 
 
-class GetMachineStatusQuery(Query):
+class GetMachineStatusQuery(Query[MachineList]):
     """Status and address of several machines."""
 
-    result_type = MachineList
     rest = Rest("GET", "/api/v1/machines/status")
     cli = Cli("machines", "status", args=("machine_ids",))
     policy = Policy(object_type="machine", category="machines")
@@ -65,10 +62,9 @@ class GetMachineStatusQuery(Query):
     """Machines to read."""
 
 
-class GetMachineHealthQuery(Query):
+class GetMachineHealthQuery(Query[MachineHealth]):
     """Health of one machine as its provider reports it."""
 
-    result_type = MachineHealth
     rest = Rest("GET", "/api/v1/machines/{machine_id}/health")
     cli = Cli("machines", "health", args=("machine_id",))
     policy = _MACHINE_POLICY
@@ -76,10 +72,9 @@ class GetMachineHealthQuery(Query):
     machine_id: str = Field(min_length=1)
 
 
-class GetActiveMachineCountQuery(Query):
+class GetActiveMachineCountQuery(Query[ActiveMachineCount]):
     """How many machines exist at the provider now, in total and per template."""
 
-    result_type = ActiveMachineCount
     rest = Rest("GET", "/api/v1/machines/count")
     cli = Cli("machines", "count")
     policy = Policy(object_type="machine", category="machines")
@@ -88,10 +83,9 @@ class GetActiveMachineCountQuery(Query):
     provider_name: str | None = None
 
 
-class CleanupTerminatedMachinesCommand(Command):
+class CleanupTerminatedMachinesCommand(Command[CleanupResult]):
     """Delete records of machines terminated or failed more than N days ago."""
 
-    result_type = CleanupResult
     rest = Rest("POST", "/api/v1/machines/cleanup")
     cli = Cli("machines", "cleanup")
     policy = Policy(object_type="machine", category="machines")

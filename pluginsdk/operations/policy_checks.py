@@ -23,7 +23,7 @@ from ..models.policy_results import (
     WhatIfReport,
     WhoCan,
 )
-from ._base import Cli, Policy, Query, Rest
+from ._base import Cli, Policy, Query, R_co, Rest
 
 __all__ = [
     "CheckAccessBatchQuery",
@@ -39,7 +39,7 @@ _PDP = Policy(category="policy")
 _METHOD = r"^(GET|PUT|POST|DELETE)$"
 
 
-class _AboutSubject(Query):
+class _AboutSubject(Query[R_co]):
     user_id: UserId | None = None
     """The subject's user id: roles are resolved from its assignments unless `roles` is given."""
     roles: list[RoleName] | None = Field(None, max_length=200)
@@ -56,7 +56,7 @@ class _AboutSubject(Query):
         return self
 
 
-class _AboutObject(Query):
+class _AboutObject(Query[R_co]):
     """The object a question is about: its type, its attributes, and the method used on it."""
 
     object_type: str = Field(min_length=1, max_length=64)
@@ -67,10 +67,9 @@ class _AboutObject(Query):
     """GET, PUT, POST or DELETE."""
 
 
-class CheckAccessQuery(_AboutObject, _AboutSubject):
+class CheckAccessQuery(_AboutObject[SubjectDecision], _AboutSubject):
     """Whether a subject (not the caller) may use `method` on an object of `object_type` with these attributes."""
 
-    result_type = SubjectDecision
     rest = Rest("POST", "/auth/check", camel=True)
     cli = Cli("auth", "check", args=("object_type", "method"))
     policy = _PDP
@@ -79,10 +78,9 @@ class CheckAccessQuery(_AboutObject, _AboutSubject):
     """Include the explanation."""
 
 
-class CheckAccessBatchQuery(Query):
+class CheckAccessBatchQuery(Query[SubjectDecisions]):
     """Many (subject, object, method) questions in one call; answers in question order."""
 
-    result_type = SubjectDecisions
     rest = Rest("POST", "/auth/check/batch", camel=True)
     cli = Cli("auth", "check-batch")
     policy = _PDP
@@ -95,19 +93,17 @@ class CheckAccessBatchQuery(Query):
     """Answer on at least this policy revision; 409 if the store is behind."""
 
 
-class ExplainAccessQuery(_AboutObject, _AboutSubject):
+class ExplainAccessQuery(_AboutObject[Explanation], _AboutSubject):
     """Why a subject may or may not use `method` on an object: the constraints that allowed or denied it."""
 
-    result_type = Explanation
     rest = Rest("POST", "/auth/explain", camel=True)
     cli = Cli("auth", "explain", args=("object_type", "method"))
     policy = _PDP
 
 
-class WhoCanQuery(_AboutObject):
+class WhoCanQuery(_AboutObject[WhoCan]):
     """Which roles and users may use `method` on an object, and which an explicit deny stops."""
 
-    result_type = WhoCan
     rest = Rest("POST", "/auth/whoCan", camel=True)
     cli = Cli("auth", "who-can", args=("object_type", "method"))
     policy = _PDP
@@ -118,10 +114,9 @@ class WhoCanQuery(_AboutObject):
     """Answer on at least this policy revision."""
 
 
-class ListSubjectRoutesQuery(_AboutSubject):
+class ListSubjectRoutesQuery(_AboutSubject[SubjectRoutes]):
     """The API routes a subject (user or roles) may call, and which of the given web routes it may open."""
 
-    result_type = SubjectRoutes
     rest = Rest("POST", "/auth/subjectRoutes", camel=True)
     cli = Cli("auth", "routes-of")
     policy = _PDP
@@ -130,14 +125,13 @@ class ListSubjectRoutesQuery(_AboutSubject):
     """Web routes to check ({method, route__path})."""
 
 
-class WhatIfQuery(Query):
+class WhatIfQuery(Query[WhatIfReport]):
     """The decisions a candidate policy change would flip, per subject, route and object — nothing is applied.
 
     Compared: every API route x method for every subject (each user with assignments or user
     permissions, and each role alone), plus the given `objects` x every method.
     """
 
-    result_type = WhatIfReport
     rest = Rest("POST", "/auth/whatIf", camel=True)
     cli = Cli("auth", "what-if")
     policy = _PDP
@@ -158,14 +152,13 @@ class WhatIfQuery(Query):
     """Return at most this many changes (counts stay complete)."""
 
 
-class RunPolicyTestsQuery(Query):
+class RunPolicyTestsQuery(Query[PolicyTestReport]):
     """Run a policy test suite (expected allow/deny decisions) against the current policy or a candidate.
 
     Fails (400, naming each mismatch) when a decision differs, unless `fail_on_mismatch` is false —
     so `pluginsdk auth test -f FILE` exits non-zero on a mismatch. A candidate is given like what-if.
     """
 
-    result_type = PolicyTestReport
     rest = Rest("POST", "/auth/policyTests", camel=True)
     cli = Cli("auth", "test")
     policy = _PDP

@@ -39,15 +39,14 @@ __all__ = [
 _REQUEST_POLICY = Policy(object_type="request", fields={"requestId": "request_id"}, category="requests")
 
 
-class CreateRequestCommand(Command):
+class CreateRequestCommand(Command[RequestCreated]):
     """Request machines from a template.
 
     Idempotent on `request_id`: the same id again returns the first request.
     With `wait` it returns once the request is finished or `timeout` passes.
     """
 
-    result_type = RequestCreated
-    rest = Rest("POST", "/api/v1/machines", status=202, alt_paths=("/api/v1/machines/request",))
+    rest = Rest("POST", "/api/v1/machines", status=202, alt_paths=("/api/v1/machines/request",), dry_run="dry_run")
     cli = Cli("machines", "request", args=("template_id", "requested_count"))
     mcp = Mcp(extra=("request_machines",), extra_names={"requested_count": "count"})
     policy = Policy(object_type="request", fields={"templateId": "template_id"}, category="machines")
@@ -73,10 +72,9 @@ class CreateRequestCommand(Command):
     """Output: the id of the created request."""
 
 
-class CreateReturnRequestCommand(Command):
+class CreateReturnRequestCommand(Command[ReturnRequestCreated]):
     """Return machines to the provider (terminate them)."""
 
-    result_type = ReturnRequestCreated
     rest = Rest("POST", "/api/v1/machines/return")
     cli = Cli("machines", "return", args=("machine_ids",))
     mcp = Mcp(extra=("return_machines",))
@@ -110,10 +108,9 @@ class CreateReturnRequestCommand(Command):
         return list(dict.fromkeys(v))
 
 
-class CancelRequestCommand(Command):
+class CancelRequestCommand(Command[Request]):
     """Cancel a provisioning request; machines not yet running are terminated."""
 
-    result_type = Request
     rest = Rest("DELETE", "/api/v1/requests/{request_id}", query=("reason", "force"))
     cli = Cli("requests", "cancel", args=("request_id",))
     policy = _REQUEST_POLICY
@@ -126,10 +123,9 @@ class CancelRequestCommand(Command):
     """Also return machines that are already running."""
 
 
-class UpdateRequestStatusCommand(Command):
+class UpdateRequestStatusCommand(Command[Request]):
     """Set a request's status by hand (only legal transitions)."""
 
-    result_type = Request
     rest = Rest("PUT", "/api/v1/requests/{request_id}/status")
     cli = Cli("requests", "set-status", args=("request_id", "status"))
     policy = _REQUEST_POLICY
@@ -141,10 +137,9 @@ class UpdateRequestStatusCommand(Command):
     """Why."""
 
 
-class SyncRequestCommand(Command):
+class SyncRequestCommand(Command[Request]):
     """Refresh a request and its machines from the provider now."""
 
-    result_type = Request
     rest = Rest("POST", "/api/v1/requests/{request_id}/sync")
     cli = Cli("requests", "sync", args=("request_id",))
     policy = _REQUEST_POLICY
@@ -152,10 +147,9 @@ class SyncRequestCommand(Command):
     request_id: str = Field(min_length=1)
 
 
-class CompleteRequestCommand(Command):
+class CompleteRequestCommand(Command[Request]):
     """Mark a request finished with what it has (completed, or partial if machines failed)."""
 
-    result_type = Request
     rest = Rest("POST", "/api/v1/requests/{request_id}/complete")
     cli = Cli("requests", "complete", args=("request_id",))
     policy = _REQUEST_POLICY
@@ -164,10 +158,9 @@ class CompleteRequestCommand(Command):
     message: str = ""
 
 
-class PopulateMachineIdsCommand(Command):
+class PopulateMachineIdsCommand(Command[Request]):
     """Record machine ids the provider holds for a request (fleets that filled later, crash recovery)."""
 
-    result_type = Request
     rest = Rest("POST", "/api/v1/requests/{request_id}/machine-ids")
     cli = Cli("requests", "populate-machines", args=("request_id",))
     policy = _REQUEST_POLICY
@@ -175,10 +168,9 @@ class PopulateMachineIdsCommand(Command):
     request_id: str = Field(min_length=1)
 
 
-class CleanupOldRequestsCommand(Command):
+class CleanupOldRequestsCommand(Command[CleanupResult]):
     """Delete finished requests older than N days."""
 
-    result_type = CleanupResult
     rest = Rest("POST", "/api/v1/requests/cleanup")
     cli = Cli("requests", "cleanup")
     policy = Policy(object_type="request", category="requests")
@@ -211,10 +203,9 @@ class CleanupOldRequestsCommand(Command):
         return v
 
 
-class CleanupAllResourcesCommand(Command):
+class CleanupAllResourcesCommand(Command[CleanupResult]):
     """Delete old finished requests and terminated machines in one go."""
 
-    result_type = CleanupResult
     rest = Rest("POST", "/api/v1/cleanup")
     cli = Cli("system", "cleanup")
     policy = Policy(object_type="request", category="system")
@@ -229,10 +220,9 @@ class CleanupAllResourcesCommand(Command):
     total_cleaned: int | None = None
 
 
-class GetRequestQuery(Query):
+class GetRequestQuery(Query[Request]):
     """Show a request's status and machines (shape follows the scheduler strategy)."""
 
-    result_type = Request
     rest = Rest(
         "GET",
         "/api/v1/requests/{request_id}",
@@ -251,10 +241,9 @@ class GetRequestQuery(Query):
     provider_name: str | None = None
 
 
-class GetRequestStatusQuery(Query):
+class GetRequestStatusQuery(Query[RequestStatusList]):
     """Status of one or more requests; one unknown id raises NotFoundError, unknown ids of a batch are reported."""
 
-    result_type = RequestStatusList
     rest = Rest("GET", "/api/v1/requests/status")
     cli = Cli("requests", "status", args=("request_ids",))
     mcp = Mcp(name="get_request_status")
@@ -274,10 +263,9 @@ class GetRequestStatusQuery(Query):
         return [v] if isinstance(v, str) else v
 
 
-class ListRequestsQuery(Query):
+class ListRequestsQuery(Query[RequestList]):
     """List requests, newest first."""
 
-    result_type = RequestList
     rest = Rest("GET", "/api/v1/requests")
     cli = Cli("requests", "list")
     policy = Policy(object_type="request", category="requests")
@@ -292,10 +280,9 @@ class ListRequestsQuery(Query):
     offset: int = Field(0, ge=0, le=1_000_000_000)
 
 
-class ListActiveRequestsQuery(Query):
+class ListActiveRequestsQuery(Query[RequestList]):
     """List requests that are still pending or running."""
 
-    result_type = RequestList
     rest = Rest("GET", "/api/v1/requests/active")
     cli = Cli("requests", "active")
     policy = Policy(object_type="request", category="requests")
@@ -309,10 +296,9 @@ class ListActiveRequestsQuery(Query):
     """Filters like `template_id=web` or `status!=failed` (field, = or !=, value)."""
 
 
-class ListReturnRequestsQuery(Query):
+class ListReturnRequestsQuery(Query[RequestList]):
     """List return requests and machines the cloud reclaimed (spot interruptions)."""
 
-    result_type = RequestList
     rest = Rest("GET", "/api/v1/requests/return")
     cli = Cli("requests", "returns")
     policy = Policy(object_type="request", category="requests")
@@ -325,10 +311,9 @@ class ListReturnRequestsQuery(Query):
     provider_name: str | None = None
 
 
-class GetRequestSummaryQuery(Query):
+class GetRequestSummaryQuery(Query[RequestSummary]):
     """Counts of requests by status and type, and of machines by status."""
 
-    result_type = RequestSummary
     rest = Rest("GET", "/api/v1/requests/summary")
     cli = Cli("requests", "summary")
     policy = Policy(object_type="request", category="requests")

@@ -3,7 +3,7 @@
 from pydantic import Field, field_validator, model_validator
 
 from ..models.auth_results import RoleList, RoleWritten, UserRoleList, UserRolesWritten
-from ._base import Cli, Command, Policy, Query, Rest
+from ._base import Cli, Command, Policy, Query, R_co, Rest
 from .auth_fields import Description, PartialUpdate, RoleName, UserId, check_role_names, strip_text
 
 __all__ = [
@@ -21,19 +21,17 @@ _ROLE = Policy(object_type="role", fields={"roleName": "role_name"}, category="r
 _USER_ROLE = Policy(object_type="userRole", fields={"userId": "user_id", "roleName": "role_name"}, category="userRoles")
 
 
-class ListRolesQuery(Query):
+class ListRolesQuery(Query[RoleList]):
     """List roles."""
 
-    result_type = RoleList
     rest = Rest("GET", "/roles", camel=True)
     cli = Cli("roles", "list")
     policy = Policy(object_type="role", category="roles")
 
 
-class CreateRoleCommand(Command):
+class CreateRoleCommand(Command[RoleWritten]):
     """Create a role."""
 
-    result_type = RoleWritten
     rest = Rest("POST", "/roles", camel=True)
     ignored_fields = ("id",)
     """The VAMS web client's role form always sends `id: ""`; roles are named by `roleName`."""
@@ -52,10 +50,9 @@ class CreateRoleCommand(Command):
     """Apply this role's constraints only to multi-factor sessions."""
 
 
-class UpdateRoleCommand(PartialUpdate, Command):
+class UpdateRoleCommand(PartialUpdate[RoleWritten], Command):
     """Update a role: only the fields given change (source null clears it; description cannot be null)."""
 
-    result_type = RoleWritten
     rest = Rest("PUT", "/roles", camel=True)
     ignored_fields = ("id",)
     cli = Cli("roles", "update", args=("role_name",))
@@ -86,10 +83,9 @@ class UpdateRoleCommand(PartialUpdate, Command):
         return self
 
 
-class DeleteRoleCommand(Command):
+class DeleteRoleCommand(Command[RoleWritten]):
     """Delete a role (user-role assignments naming it stay; clean them up separately)."""
 
-    result_type = RoleWritten
     rest = Rest("DELETE", "/roles/{role_id}", camel=True)
     cli = Cli("roles", "delete", args=("role_id",))
     policy = Policy(object_type="role", fields={"roleName": "role_id"}, category="roles")
@@ -98,16 +94,15 @@ class DeleteRoleCommand(Command):
     """Name of the role to delete."""
 
 
-class ListUserRolesQuery(Query):
+class ListUserRolesQuery(Query[UserRoleList]):
     """List user-role assignments, one entry per user."""
 
-    result_type = UserRoleList
     rest = Rest("GET", "/user-roles", camel=True)
     cli = Cli("user-roles", "list")
     policy = Policy(object_type="userRole", category="userRoles")
 
 
-class _UserRoles(Command):
+class _UserRoles(Command[R_co]):
     user_id: UserId
     """The user."""
     role_name: list[RoleName] = Field(min_length=1, max_length=100)
@@ -116,28 +111,25 @@ class _UserRoles(Command):
     _names = field_validator("role_name")(check_role_names)
 
 
-class CreateUserRolesCommand(_UserRoles):
+class CreateUserRolesCommand(_UserRoles[UserRolesWritten]):
     """Give a user roles (each pair may exist only once)."""
 
-    result_type = UserRolesWritten
     rest = Rest("POST", "/user-roles", camel=True)
     cli = Cli("user-roles", "create", args=("user_id", "role_name"))
     policy = _USER_ROLE
 
 
-class UpdateUserRolesCommand(_UserRoles):
+class UpdateUserRolesCommand(_UserRoles[UserRolesWritten]):
     """Replace a user's roles with exactly this list."""
 
-    result_type = UserRolesWritten
     rest = Rest("PUT", "/user-roles", camel=True)
     cli = Cli("user-roles", "replace", args=("user_id", "role_name"))
     policy = _USER_ROLE
 
 
-class DeleteUserRolesCommand(Command):
+class DeleteUserRolesCommand(Command[UserRolesWritten]):
     """Remove every role of a user."""
 
-    result_type = UserRolesWritten
     rest = Rest("DELETE", "/user-roles", query=(), camel=True)
     cli = Cli("user-roles", "delete", args=("user_id",))
     policy = Policy(object_type="userRole", fields={"userId": "user_id"}, category="userRoles")

@@ -26,28 +26,25 @@ _ROUTES = Policy(category="routes")
 _METHOD = r"^(GET|PUT|POST|DELETE)$"
 
 
-class ListApiRoutesQuery(Query):
+class ListApiRoutesQuery(Query[ApiRouteList]):
     """List every API route of the service (path, methods, category, unauthenticated)."""
 
-    result_type = ApiRouteList
     rest = Rest("GET", "/auth/routes/api", camel=True)
     cli = Cli("routes", "api")
     policy = _ROUTES
 
 
-class ListAllowedApiRoutesQuery(Query):
+class ListAllowedApiRoutesQuery(Query[AllowedApiRoutes]):
     """List the API routes and methods the caller may use."""
 
-    result_type = AllowedApiRoutes
     rest = Rest("GET", "/auth/routes/api/allowed", camel=True)
     cli = Cli("routes", "allowed")
     policy = _ROUTES
 
 
-class AuthorizeWebRoutesQuery(Query):
+class AuthorizeWebRoutesQuery(Query[WebRoutesAllowed]):
     """Check web-client routes: returns the ones the caller may open."""
 
-    result_type = WebRoutesAllowed
     rest = Rest("POST", "/auth/routes", camel=True)
     cli = Cli("routes", "check-web", args=("routes",))
     policy = _ROUTES
@@ -56,7 +53,7 @@ class AuthorizeWebRoutesQuery(Query):
     """1-500 entries of {method, route__path} (route__path up to 512 characters)."""
 
 
-class IsAllowedQuery(Query):
+class IsAllowedQuery(Query[AuthorizationDecision]):
     """Whether the caller may use `method` on an object of `object_type` with these attributes.
 
     For services that protect their own assets with this engine: the object
@@ -64,7 +61,6 @@ class IsAllowedQuery(Query):
     attributes are its criterion fields (databaseId, assetName, tags, ...).
     """
 
-    result_type = AuthorizationDecision
     rest = Rest("POST", "/auth/authorize", camel=True)
     cli = Cli("auth", "is-allowed", args=("object_type", "method"))
     policy = _ROUTES
@@ -77,10 +73,9 @@ class IsAllowedQuery(Query):
     """GET, PUT, POST or DELETE."""
 
 
-class FilterAllowedQuery(Query):
+class FilterAllowedQuery(Query[FilteredObjects]):
     """The objects (attribute dicts) the caller may use `method` on, in input order."""
 
-    result_type = FilteredObjects
     rest = Rest("POST", "/auth/authorize/filter", camel=True)
     cli = Cli("auth", "filter-allowed", args=("object_type",))
     policy = _ROUTES

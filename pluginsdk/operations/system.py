@@ -16,10 +16,9 @@ __all__ = [
 _SYSTEM = Policy(category="system")
 
 
-class GetConfigurationQuery(Query):
+class GetConfigurationQuery(Query[ConfigurationView]):
     """The effective configuration (secrets masked) and where each value came from."""
 
-    result_type = ConfigurationView
     rest = Rest("GET", "/api/v1/config")
     cli = Cli("system", "config")
     mcp = Mcp(extra=("get_provider_config",))
@@ -29,10 +28,9 @@ class GetConfigurationQuery(Query):
     """Only this group."""
 
 
-class GetProviderHealthQuery(Query):
+class GetProviderHealthQuery(Query[ProviderHealth]):
     """Check that a provider answers."""
 
-    result_type = ProviderHealth
     rest = Rest("GET", "/api/v1/providers/health")
     cli = Cli("system", "health")
     mcp = Mcp(extra=("check_provider_health",))
@@ -44,28 +42,25 @@ class GetProviderHealthQuery(Query):
     """Include the provider's details."""
 
 
-class ListProvidersQuery(Query):
+class ListProvidersQuery(Query[ProviderList]):
     """List the provider drivers installed and which one is active."""
 
-    result_type = ProviderList
     rest = Rest("GET", "/api/v1/providers")
     cli = Cli("providers", "list")
     policy = _SYSTEM
 
 
-class GetSystemStatusQuery(Query):
+class GetSystemStatusQuery(Query[SystemStatus]):
     """Version, backend, provider, store and request counts at a glance."""
 
-    result_type = SystemStatus
     rest = Rest("GET", "/api/v1/system/status")
     cli = Cli("system", "status")
     policy = _SYSTEM
 
 
-class GetMetricsQuery(Query):
+class GetMetricsQuery(Query[Metrics]):
     """Operation counters and timings of this engine."""
 
-    result_type = Metrics
     rest = Rest("GET", "/api/v1/system/metrics")
     cli = Cli("system", "metrics")
     mcp = Mcp(extra=("get_provider_metrics",))

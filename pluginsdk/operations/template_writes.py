@@ -6,7 +6,7 @@ from pydantic import Field, WithJsonSchema
 
 from ..models import TemplateRefresh, TemplateWritten
 from ..models.identifiers import TemplateId
-from ._base import Cli, Command, Policy, Rest
+from ._base import Cli, Command, Policy, R_co, Rest
 from .templates import TEMPLATE_POLICY
 
 __all__ = ["CreateTemplateCommand", "DeleteTemplateCommand", "RefreshTemplatesCommand", "UpdateTemplateCommand"]
@@ -17,7 +17,7 @@ PriceType = Annotated[str, WithJsonSchema({"type": "string", "enum": ["ondemand"
 the values."""
 
 
-class _TemplateFields(Command):
+class _TemplateFields(Command[R_co]):
     name: str | None = None
     """Display name."""
     description: str | None = None
@@ -50,11 +50,10 @@ class _TemplateFields(Command):
     """Further provider-specific settings."""
 
 
-class CreateTemplateCommand(_TemplateFields):
+class CreateTemplateCommand(_TemplateFields[TemplateWritten]):
     """Create a template."""
 
-    result_type = TemplateWritten
-    rest = Rest("POST", "/api/v1/templates", status=201)
+    rest = Rest("POST", "/api/v1/templates", status=201, dry_run="validate_only")
     cli = Cli("templates", "create")
     policy = TEMPLATE_POLICY
 
@@ -68,10 +67,9 @@ class CreateTemplateCommand(_TemplateFields):
     """Validate and report, store nothing."""
 
 
-class UpdateTemplateCommand(_TemplateFields):
+class UpdateTemplateCommand(_TemplateFields[TemplateWritten]):
     """Update a template: only the fields given change."""
 
-    result_type = TemplateWritten
     rest = Rest("PUT", "/api/v1/templates/{template_id}")
     cli = Cli("templates", "update", args=("template_id",))
     policy = TEMPLATE_POLICY
@@ -82,10 +80,9 @@ class UpdateTemplateCommand(_TemplateFields):
     provider_api: str | None = None
 
 
-class DeleteTemplateCommand(Command):
+class DeleteTemplateCommand(Command[TemplateWritten]):
     """Delete a template."""
 
-    result_type = TemplateWritten
     rest = Rest("DELETE", "/api/v1/templates/{template_id}")
     cli = Cli("templates", "delete", args=("template_id",))
     policy = TEMPLATE_POLICY
@@ -96,10 +93,9 @@ class DeleteTemplateCommand(Command):
     """Delete even while active requests use it."""
 
 
-class RefreshTemplatesCommand(Command):
+class RefreshTemplatesCommand(Command[TemplateRefresh]):
     """Reload template files from the templates directory."""
 
-    result_type = TemplateRefresh
     rest = Rest("POST", "/api/v1/templates/refresh")
     cli = Cli("templates", "refresh")
     policy = Policy(object_type="template", category="templates")

@@ -18,10 +18,9 @@ TEMPLATE_POLICY = Policy(object_type="template", fields={"templateId": "template
 """One template, by id (the writes use it too)."""
 
 
-class ListTemplatesQuery(Query):
+class ListTemplatesQuery(Query[TemplateList]):
     """List templates (stored and loaded from the templates directory)."""
 
-    result_type = TemplateList
     rest = Rest("GET", "/api/v1/templates")
     cli = Cli("templates", "list")
     policy = Policy(object_type="template", category="templates")
@@ -40,10 +39,9 @@ class ListTemplatesQuery(Query):
     """Reload template files before listing."""
 
 
-class GetTemplateQuery(Query):
+class GetTemplateQuery(Query[TemplateResult]):
     """Show one template."""
 
-    result_type = TemplateResult
     rest = Rest("GET", "/api/v1/templates/{template_id}")
     cli = Cli("templates", "show", args=("template_id",))
     policy = TEMPLATE_POLICY
@@ -55,10 +53,9 @@ class GetTemplateQuery(Query):
     """Include the provider configuration dictionary."""
 
 
-class ValidateTemplateQuery(Query):
+class ValidateTemplateQuery(Query[TemplateValidation]):
     """Validate a template configuration (errors and warnings); stores nothing."""
 
-    result_type = TemplateValidation
     rest = Rest("POST", "/api/v1/templates/validate", body_field="template_config", query=("template_id",))
     cli = Cli("templates", "validate")
     policy = Policy(object_type="template", fields={"templateId": "template_id"}, category="templates")

@@ -20,10 +20,9 @@ EMAIL = r"^[^@\s]{1,64}@[^@\s]{1,255}$"
 _USERS = Policy(category="users")
 
 
-class ListManagedUsersQuery(Query):
+class ListManagedUsersQuery(Query[ManagedUserList]):
     """List managed user-pool users."""
 
-    result_type = ManagedUserList
     rest = Rest("GET", "/user/managed", camel=True, alt_paths=("/user/cognito",))
     cli = Cli("users", "list")
     policy = _USERS
@@ -36,10 +35,9 @@ class ListManagedUsersQuery(Query):
     """NextToken of the previous page, unmodified."""
 
 
-class CreateManagedUserCommand(Command):
+class CreateManagedUserCommand(Command[ManagedUserWritten]):
     """Create a managed user with a temporary password, mailed to them (without SMTP: in the answer, once)."""
 
-    result_type = ManagedUserWritten
     rest = Rest("POST", "/user/managed", camel=True, alt_paths=("/user/cognito",))
     cli = Cli("users", "create", args=("user_id", "email"))
     policy = _USERS
@@ -52,10 +50,9 @@ class CreateManagedUserCommand(Command):
     """Phone number in E.164 format (+15551234567)."""
 
 
-class UpdateManagedUserCommand(PartialUpdate, Command):
+class UpdateManagedUserCommand(PartialUpdate[ManagedUserWritten], Command):
     """Update a managed user: only the attributes given change."""
 
-    result_type = ManagedUserWritten
     rest = Rest("PUT", "/user/managed/{user_id}", camel=True, alt_paths=("/user/cognito/{user_id}",))
     cli = Cli("users", "update", args=("user_id",))
     policy = _USERS
@@ -78,10 +75,9 @@ class UpdateManagedUserCommand(PartialUpdate, Command):
         return self
 
 
-class DeleteManagedUserCommand(Command):
+class DeleteManagedUserCommand(Command[ManagedUserWritten]):
     """Delete a managed user; their API keys and sessions stop working at once."""
 
-    result_type = ManagedUserWritten
     rest = Rest("DELETE", "/user/managed/{user_id}", camel=True, alt_paths=("/user/cognito/{user_id}",))
     cli = Cli("users", "delete", args=("user_id",))
     policy = _USERS
@@ -90,10 +86,9 @@ class DeleteManagedUserCommand(Command):
     """User to delete."""
 
 
-class ResetManagedUserPasswordCommand(Command):
+class ResetManagedUserPasswordCommand(Command[ManagedUserWritten]):
     """Reset a managed user's password: a new temporary one is mailed to them (without SMTP: in the answer, once)."""
 
-    result_type = ManagedUserWritten
     rest = Rest(
         "POST",
         "/user/managed/{user_id}/resetPassword",

@@ -45,6 +45,12 @@ def _first(data: Mapping[str, Any], *keys: str) -> Any:
     return next((data[k] for k in keys if data.get(k) not in (None, "")), None)
 
 
+def _given(data: Mapping[str, Any], key: str, *names: str) -> list[str]:
+    """The ids of the entries under `key`, each under the first of `names` it has (entries without one dropped)."""
+    given = (_first(entry, *names) for entry in _items(data, key))
+    return [str(g) for g in given if g is not None]
+
+
 def _type_table(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Mapping[str, Any]]:
     """`scheduler.instance_types` as type -> shape keys (configuration splits `m5.xlarge` at its dot)."""
     out: dict[str, Mapping[str, Any]] = {}
@@ -70,26 +76,28 @@ class HpcStrategy(Strategy):
         if operation == "list_templates":
             return {"limit": 10000}
         if operation == "create_request":
-            inner = data.get("template")
-            spec: Mapping[str, Any] = inner if isinstance(inner, Mapping) else data
-            params: dict[str, Any] = {}
-            if (tid := _first(spec, "templateId", "template_id")) is not None:
-                params["template_id"] = tid
-            if (count := _first(spec, "machineCount", "machine_count", "count")) is not None:
-                params["requested_count"] = count
-            return params | self.request_extras(data)
+            return self.request_input(data)
         if operation == "create_return_request":
             # `name` is the one mandatory key; the engine resolves an entry that is no machine id as a host
             # name. The scheduler has no force flag: returning a starting machine stops its launch.
-            given = [_first(m, "machineId", "machine_id", "name") for m in _items(data, "machines")]
-            return {"machine_ids": [str(g) for g in given if g is not None], "force_return": True}
+            return {"machine_ids": _given(data, "machines", "machineId", "machine_id", "name"), "force_return": True}
         if operation == "get_request_status":
-            ids = [_first(r, "requestId", "request_id") for r in _items(data, "requests")]
-            return {"request_ids": [str(i) for i in ids if i is not None], "report_missing": True}
+            return {"request_ids": _given(data, "requests", "requestId", "request_id"), "report_missing": True}
         if operation == "list_return_requests":
             names = {str(v) for m in _items(data, "machines") for v in (m.get("name"), m.get("machineId")) if v}
             return {"machine_names": sorted(names), "limit": 10000}
         return dict(data)
+
+    def request_input(self, data: Mapping[str, Any]) -> dict[str, Any]:
+        """A requestMachines input (the template may be nested under `template`) as create_request parameters."""
+        inner = data.get("template")
+        spec: Mapping[str, Any] = inner if isinstance(inner, Mapping) else data
+        params: dict[str, Any] = {}
+        if (tid := _first(spec, "templateId", "template_id")) is not None:
+            params["template_id"] = tid
+        if (count := _first(spec, "machineCount", "machine_count", "count")) is not None:
+            params["requested_count"] = count
+        return params | self.request_extras(data)
 
     def request_extras(self, data: Mapping[str, Any]) -> dict[str, Any]:
         """Scheduler-specific fields of a requestMachines input (LSF: rc_account, userData)."""

@@ -70,18 +70,25 @@ def _arch(suffix: str) -> str:
 def _builtin(instance_type: str) -> Shape | None:
     t = _T_FAMILY.match(instance_type)
     if t:
-        table = _T2 if t["gen"] == "2" else _BURSTABLE
-        if t["size"] not in table:
-            return None
-        cpus, mem = table[t["size"]]
-        arch = "ARM64" if t["gen"] == "4" and "g" in t["suffix"] else _arch(t["suffix"])
-        cores = cpus if t["gen"] == "2" or arch == "ARM64" else max(1, cpus // 2)
-        return Shape(cpus, mem, cores, arch)
+        return _burstable(t)
     r = _REGULAR.match(instance_type)
-    if not r or (int(r["gen"]) < 5 and not (r["family"] == "m" and r["gen"] == "4")):
+    return _regular(r) if r else None
+
+
+def _burstable(t: re.Match[str]) -> Shape | None:
+    table = _T2 if t["gen"] == "2" else _BURSTABLE
+    if t["size"] not in table:
         return None
-    size = r["size"]
-    cpus = _SIZE_VCPUS.get(size) or 4 * int(r["n"] or 1)
+    cpus, mem = table[t["size"]]
+    arch = "ARM64" if t["gen"] == "4" and "g" in t["suffix"] else _arch(t["suffix"])
+    cores = cpus if t["gen"] == "2" or arch == "ARM64" else max(1, cpus // 2)
+    return Shape(cpus, mem, cores, arch)
+
+
+def _regular(r: re.Match[str]) -> Shape | None:
+    if int(r["gen"]) < 5 and not (r["family"] == "m" and r["gen"] == "4"):
+        return None
+    cpus = _SIZE_VCPUS.get(r["size"]) or 4 * int(r["n"] or 1)
     arch = _arch(r["suffix"])
     cores = cpus if arch == "ARM64" or cpus == 1 else cpus // 2
     return Shape(cpus, cpus * _GIB_PER_VCPU[r["family"]] * _GIB, cores, arch)

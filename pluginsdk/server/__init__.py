@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ..config import Settings
     from .app import PluginApp
+    from .contract import ServedBackend
 
 __all__ = ["create_app", "http_protocol", "operator_app", "serve", "worker_app"]
 
@@ -17,7 +18,8 @@ _SETTINGS_ENV = "PLUGINSDK_SERVER_SETTINGS"
 """The settings `serve()` hands to its worker processes (JSON), read by `worker_app()`."""
 
 
-def create_app(backend_or_settings: Any, *, max_body_bytes: int | None = None) -> PluginApp:
+def create_app(backend_or_settings: ServedBackend | Settings, *, max_body_bytes: int | None = None) -> PluginApp:
+    """The ASGI app serving every catalog operation for `backend_or_settings` (`app.create_app`)."""
     from .app import create_app as _create
 
     return _create(backend_or_settings, max_body_bytes=max_body_bytes)

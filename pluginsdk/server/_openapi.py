@@ -1,9 +1,9 @@
 """The OpenAPI document, built by FastAPI from the same catalog the server routes, and the /docs page.
 
 Request parameters and bodies come from each operation's model (with field docs), responses from its
-result model and the error envelope; every status the server can answer is listed. Links from each
-POST's result to the operations whose path parameters it returns (`template_id` -> get, update and delete
-of that template) let schemathesis walk create -> read -> update -> delete.
+result model and the error envelope; every status the server can answer is listed. Links from each create's
+result to the operations on the object it created (`template_id` -> get, update and delete of that template,
+`roleName` -> the body of `PUT /roles`) let schemathesis walk create -> read -> update -> delete.
 """
 
 from __future__ import annotations
@@ -132,32 +132,70 @@ class _Schemas:
         return {"$ref": _REF.format(model=name + suffix)}
 
 
-def _links(spec: OperationSpec, result_props: dict[str, Any]) -> dict[str, Any]:
-    """Links from a POST's result to every operation whose path parameters it names."""
+def _creates(spec: OperationSpec) -> bool:
+    """A POST that creates an object (`create_*`): where a create -> read -> update -> delete walk starts. Other
+    POSTs (sync, complete, decisions) act on objects that exist already, so they lead no walk."""
     assert spec.rest is not None
-    if spec.rest.method != "POST":
-        return {}
-    links: dict[str, Any] = {}
-    for other in CATALOG.values():
-        if other.rest is None or not other.path_fields or other is spec:
-            continue
-        params: dict[str, str] = {}
-        for name in other.path_fields:
-            prop = to_camel(name) if spec.rest.camel else name
-            if prop not in result_props:
-                break
-            params[f"path.{name}"] = f"$response.body#/{prop}"
+    return spec.rest.method == "POST" and spec.name.startswith("create_")
+
+
+def _identity(spec: OperationSpec) -> dict[str, str]:
+    """Input field -> the attribute of the object it names: the tier-2 binding (`role_id` names `roleName`),
+    else each path parameter under its camelCase name."""
+    if spec.policy.fields:
+        return {field: attribute for attribute, field in spec.policy.fields.items()}
+    return {name: to_camel(name) for name in spec.path_fields}
+
+
+def _group(spec: OperationSpec) -> str:
+    return spec.policy.object_type or spec.category
+
+
+def _link(spec: OperationSpec, target: OperationSpec, result_props: dict[str, Any]) -> dict[str, Any] | None:
+    """The link giving `target` every identifying input from the created object, or None if one is missing."""
+    assert target.rest is not None
+    params: dict[str, str] = {}
+    body: dict[str, str] = {}
+    for field, attribute in _identity(target).items():
+        prop = attribute if attribute in result_props else to_snake(attribute)
+        if prop not in result_props:
+            return None
+        value = f"$response.body#/{prop}"
+        if field in target.path_fields or field in target.query_fields:
+            params[f"{'path' if field in target.path_fields else 'query'}.{field}"] = value
+        elif field in target.body_fields and target.rest.body_field is None:
+            body[field] = value
         else:
-            links[other.name] = {"operationId": other.name, "parameters": params}
+            return None
+    if not (params or body):
+        return None
+    link: dict[str, Any] = {"operationId": target.name}
+    if params:
+        link["parameters"] = params
+    if body:  # the identifying fields of the body; the rest of it is the caller's (schemathesis merges)
+        link["requestBody"] = body
+    return link
+
+
+def _links(spec: OperationSpec, result_props: dict[str, Any]) -> dict[str, Any]:
+    """Links from a create's result to the operations on the object it created (its group: the tier-2 object
+    type, else the category) and to the creates that refer to it (`templateId` of a machine request)."""
+    if not _creates(spec):
+        return {}
+    group = _group(spec)
+    links: dict[str, Any] = {}
+    for target in CATALOG.values():
+        refers = _creates(target) and f"{group}Id" in _identity(target).values()
+        if target is spec or target.rest is None or not (_group(target) == group or refers):
+            continue
+        link = _link(spec, target, result_props)
+        if link is not None:
+            links[target.name] = link
     return links
 
 
-def _operation(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, Any]:
-    assert spec.rest is not None
-    full = schemas.input(spec)
-    props: dict[str, Any] = full.get("properties", {})
-    required = set(full.get("required", []))
-    defaults = spec.rest.defaults
+def _parameters(spec: OperationSpec, props: dict[str, Any]) -> list[dict[str, Any]]:
+    """Path parameters (the field's own rules), then query parameters (with their REST defaults)."""
     params: list[dict[str, Any]] = [
         {
             "name": n,
@@ -168,50 +206,75 @@ def _operation(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, A
         }
         for n in spec.path_fields
     ]
+    assert spec.rest is not None
+    defaults = spec.rest.defaults
     for n in spec.query_fields:
         prop = dict(props.get(n, {}))
         description = prop.pop("description", "")
         if n in defaults:
             prop["default"] = defaults[n]
         params.append({"name": n, "in": "query", "required": False, "schema": prop, "description": description})
-    op: dict[str, Any] = {
-        "tags": [spec.category],
-        "summary": spec.summary,
-        "description": spec.description,
-        "operationId": operation_id(spec, path),
-        "parameters": params,
-    }
-    if spec.body_fields:
-        if spec.rest.body_field is not None:
-            body_schema = props.get(spec.rest.body_field, {"type": "object"})
-        else:
-            body_props = {n: _with_default(props[n], n, defaults) for n in spec.body_fields if n in props}
-            for n in spec.cls.ignored_fields:
-                body_props[n] = {"description": "Accepted and ignored (sent by the VAMS web client)."}
-            body_schema = {
-                "type": "object",
-                "properties": body_props,
-                "required": [n for n in spec.body_fields if n in required],
-                "additionalProperties": False,  # operations reject unknown fields (400)
-            }
-        op["requestBody"] = {
-            "required": bool(required & set(spec.body_fields)),
-            "content": {"application/json": {"schema": body_schema}},
+    return params
+
+
+def _request_body(spec: OperationSpec, props: dict[str, Any], required: set[str]) -> dict[str, Any]:
+    assert spec.rest is not None
+    if spec.rest.body_field is not None:
+        body_schema = props.get(spec.rest.body_field, {"type": "object"})
+    else:
+        body_props = {n: _with_default(props[n], n, spec.rest.defaults) for n in spec.body_fields if n in props}
+        for n in spec.cls.ignored_fields:
+            body_props[n] = {"description": "Accepted and ignored (sent by the VAMS web client)."}
+        body_schema = {
+            "type": "object",
+            "properties": body_props,
+            "required": [n for n in spec.body_fields if n in required],
+            "additionalProperties": False,  # operations reject unknown fields (400)
         }
+    return {
+        "required": bool(required & set(spec.body_fields)),
+        "content": {"application/json": {"schema": body_schema}},
+    }
+
+
+def _responses(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, Any]:
+    """The success response (with its links) and every error status, in the envelope."""
+    assert spec.rest is not None
     ref, model_schema = schemas.output(spec.result_type, spec.rest.camel)
     listing_b = LISTING_B.get((spec.name, path))
     if listing_b is not None:
         schemas.components[listing_b] = _LISTING_B_SCHEMA
         ref, model_schema = {"$ref": _REF.format(model=listing_b)}, _LISTING_B_SCHEMA
     success: dict[str, Any] = {"description": spec.summary, "content": {"application/json": {"schema": ref}}}
-    links = _links(spec, model_schema.get("properties", {})) if path == spec.rest.path else {}
+    links = _links(spec, model_schema.get("properties", {}))
     if links:
         success["links"] = links
     error = {"$ref": _REF.format(model="ErrorEnvelope")}
-    op["responses"] = {
+    checked = {}  # a dry run: the same answer, nothing stored, so no links
+    if spec.rest.dry_run is not None:
+        checked = {
+            "200": {"description": f"`{spec.rest.dry_run}`: checked, nothing stored", "content": success["content"]}
+        }
+    return {
+        **checked,
         str(spec.rest.status): success,
         **{code: {"description": why, "content": {"application/json": {"schema": error}}} for code, why in _ERRORS},
     }
+
+
+def _operation(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, Any]:
+    full = schemas.input(spec)
+    props: dict[str, Any] = full.get("properties", {})
+    op: dict[str, Any] = {
+        "tags": [spec.category],
+        "summary": spec.summary,
+        "description": spec.description,
+        "operationId": operation_id(spec, path),
+        "parameters": _parameters(spec, props),
+    }
+    if spec.body_fields:
+        op["requestBody"] = _request_body(spec, props, set(full.get("required", [])))
+    op["responses"] = _responses(spec, path, schemas)
     op["security"] = [] if spec.policy.unauthenticated else SECURITY
     return op
 

@@ -131,6 +131,8 @@ class _Plan(_Endpoint):
     body_field: str | None
     reads_body: bool
     public: bool
+    dry_run: str | None
+    """The flag that makes a create store nothing (answered 200, not `status`)."""
     reshape: Callable[[Any], dict[str, Any]] | None = None
     """The answer's shape where a route listing writes it differently (listing B's `requestId`, `message`)."""
 
@@ -150,6 +152,7 @@ class _Plan(_Endpoint):
             body_field=spec.rest.body_field,
             reads_body=bool(spec.body_fields),
             public=spec.policy.unauthenticated,
+            dry_run=spec.rest.dry_run,
             reshape=listing_b_created if (spec.name, path) in LISTING_B else None,
         )
 
@@ -220,9 +223,10 @@ class _Plan(_Endpoint):
             result = await backend.execute(op, principal, route_path=head.path)
         except SDKError as err:
             return err.http_status, error_body(err, self.camel), user
+        status = 200 if self.dry_run is not None and getattr(op, self.dry_run) else self.status
         if self.reshape is not None:
-            return self.status, _dumps(self.reshape(result)), user
-        return self.status, _render(result, self.camel), user
+            return status, _dumps(self.reshape(result)), user
+        return status, _render(result, self.camel), user
 
 
 class _Static(_Endpoint):

@@ -6,12 +6,14 @@ The server never imports the engine. `create_app(settings)` builds the `local` b
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, TypeVar, runtime_checkable
 
 from ..operations import Operation
 from ..principal import Principal
 
 __all__ = ["ServedBackend"]
+
+R = TypeVar("R")
 
 
 @runtime_checkable
@@ -23,8 +25,8 @@ class ServedBackend(Protocol):
     async def aclose(self) -> None: ...
 
     async def execute(
-        self, operation: Operation, principal: Principal | None = None, *, route_path: str | None = None
-    ) -> Any:
+        self, operation: Operation[R], principal: Principal | None = None, *, route_path: str | None = None
+    ) -> R:
         """Authorize (tier 1 on `route_path`, the concrete request path; tier 2) and run the operation."""
         ...
 

@@ -52,7 +52,7 @@ class Metrics:
         )
         self.provider_throttles = Counter(
             "pluginsdk_provider_throttles_total",
-            "Provider API calls refused for rate limiting.",
+            "Provider API attempts refused for rate limiting (retried or not), by the provider's API operation.",
             ["provider", "operation"],
             registry=r,
         )
@@ -83,14 +83,14 @@ class Metrics:
             self.provider_calls.labels(provider, op).observe(seconds)
             if outcome is not None:
                 self.provider_errors.labels(provider, op).inc()
-                if outcome == "throttled":
-                    self.provider_throttles.labels(provider, op).inc()
 
         _observe.provider_call = provider_call
+        _observe.provider_throttle = lambda provider, op: self.provider_throttles.labels(provider, op).inc()
 
     @staticmethod
     def uninstall() -> None:
         _observe.statement = _observe.authz = _observe.policy_compile = _observe.provider_call = None
+        _observe.provider_throttle = None
 
     def observe_http(self, route: str, method: str, status: int, seconds: float) -> None:
         self.http.labels(route, method, str(status)).observe(seconds)

@@ -6,10 +6,12 @@ header so both agree), sets it as the log context (`pluginsdk._logs.request_id`)
 causes carries it, and times the request into the HTTP duration histogram by route template.
 
 - /livez: 200 while the process serves (no store access: a slow database must not get it restarted).
-- /readyz: 200 only when the store answers and its schema is at this build's migration; else 503.
+- /readyz: 200 only when the store answers and its schema is at this build's migration; else 503 in the
+  error envelope (`NOT_READY`, `details` saying what is missing: `store`, `schema`, `expected`).
 - /metrics: `api.metrics` decides who may read it: `loopback` (default; clients on 127.0.0.1/::1 — behind
   a reverse proxy on the same host every client looks local, so do not route /metrics through it),
-  `authenticated` (a credential whose policy allows GET /metrics), `open`, or `off` (404).
+  `authenticated` (a credential whose policy allows GET /metrics), `open`, or `off` (404). Refusals are the
+  REST API's own errors in its envelope: 401 UNAUTHENTICATED, 403 FORBIDDEN, 404 NOT_FOUND.
 """
 
 from __future__ import annotations
@@ -17,17 +19,26 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import Any, ClassVar
 
 from .._logs import new_request_id, request_id
+from ..errors import AuthenticationError, PermissionDeniedError, SDKError
+from .limits import RouteNotFound
 
-__all__ = ["OperatorApp", "RouteTemplates"]
+__all__ = ["NotReady", "OperatorApp", "RouteTemplates"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 ASGI = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
 _JSON = [(b"content-type", b"application/json")]
+
+
+class NotReady(SDKError):
+    """/readyz: the store does not answer, or its schema is behind this build (migrations not done)."""
+
+    error_code = "NOT_READY"
+    http_status: ClassVar[int] = 503
 
 
 class RouteTemplates:
@@ -127,53 +138,54 @@ class OperatorApp:
 
     async def _ready(self) -> tuple[int, dict[str, Any]]:
         ready = getattr(self.backend, "ready", None)
-        if ready is None:  # a backend without the check: its ping is all we can ask
-            try:
-                await self.backend.ping()
-            except Exception:
-                return 503, {"status": "unavailable", "store": "unreachable"}
-            return 200, {"status": "ok", "store": "ok"}
         try:
+            if ready is None:  # a backend without the check: its ping is all we can ask
+                await self.backend.ping()
+                return 200, {"status": "ok", "store": "ok"}
             state = await ready()
         except Exception:
-            return 503, {"status": "unavailable", "store": "unreachable"}
+            return _refusal(NotReady("Not ready: the store does not answer.", details={"store": "unreachable"}))
         if state["schema"] < state["expected"]:
-            return 503, {"status": "unavailable", "store": "ok", **state}
+            message = f"Not ready: the store's schema is at migration {state['schema']} of {state['expected']}."
+            return _refusal(NotReady(message, details={"store": "ok", **state}))
         return 200, {"status": "ok", "store": "ok", "schema": state["schema"]}
 
     async def _metrics(self, scope: Scope) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
-        def refused(code: int, error: str, message: str) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
-            body = json.dumps({"success": False, "error": message, "error_code": error, "details": {}}).encode()
-            return code, body, list(_JSON)
-
-        if self.metrics is None or self.access == "off":
-            return refused(404, "NOT_FOUND", "No route has this path.")
-        if self.access == "loopback":
-            client = scope.get("client") or ("", 0)
-            if client[0] not in _LOOPBACK:
-                return refused(403, "PERMISSION_DENIED", "Not authorized: /metrics is served to loopback only.")
-        elif self.access == "authenticated":
-            denied = await self._denied(scope)
-            if denied is not None:
-                return refused(*denied)
+        refused = await self._metrics_refusal(scope)
+        if refused is not None or self.metrics is None:
+            status, detail = _refusal(refused or RouteNotFound("No route has this path."))
+            return status, json.dumps(detail).encode(), list(_JSON)
         from .metrics import CONTENT_TYPE
 
         return 200, await self.metrics.exposition(self.backend), [(b"content-type", CONTENT_TYPE)]
 
-    async def _denied(self, scope: Scope) -> tuple[int, str, str] | None:
-        """Through the served backend's contract: authenticate, then tier 1 on GET /metrics."""
-        from pluginsdk.errors import SDKError
+    async def _metrics_refusal(self, scope: Scope) -> SDKError | None:
+        """Why this caller may not read /metrics under `api.metrics`, or None."""
+        if self.metrics is None or self.access == "off":
+            return RouteNotFound("No route has this path.", details={"value": "/metrics"})
+        if self.access == "loopback":
+            client = scope.get("client") or ("", 0)
+            if client[0] not in _LOOPBACK:
+                return PermissionDeniedError("Not authorized: /metrics is served to loopback clients only.")
+            return None
+        return await self._denied(scope) if self.access == "authenticated" else None
 
+    async def _denied(self, scope: Scope) -> SDKError | None:
+        """Through the served backend's contract: authenticate (401), then tier 1 on GET /metrics (403)."""
         backend = self.backend
         header = next((v.decode("latin-1") for n, v in scope["headers"] if n == b"authorization"), None)
         if backend is None or not hasattr(backend, "check_route"):
-            return 403, "PERMISSION_DENIED", "Not authorized: /metrics needs the auth service."
+            return PermissionDeniedError("Not authorized: /metrics needs the auth service.")
         try:
             principal = await backend.authenticate(header)
-        except SDKError:
-            return 401, "AUTHENTICATION_ERROR", "Authentication required to read /metrics."
+        except SDKError as err:
+            return err if err.http_status == 401 else AuthenticationError("Authentication required to read /metrics.")
         try:
             await backend.check_route(principal, "GET", "/metrics")
-        except SDKError:
-            return 403, "PERMISSION_DENIED", "Not authorized: the policy does not allow GET /metrics."
+        except SDKError as err:
+            return err if err.http_status == 403 else PermissionDeniedError("Not authorized to read /metrics.")
         return None
+
+
+def _refusal(err: SDKError) -> tuple[int, dict[str, Any]]:
+    return err.http_status, err.to_envelope()

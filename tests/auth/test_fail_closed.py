@@ -65,3 +65,20 @@ async def test_in_process_default_user_is_the_configured_administrator(tmp_path:
         assert (await sdk.get_request(created.request_id)).created_by == "root"
     async with PluginSDK(config=base_config(tmp_path, app=app), user="administrator") as named:
         assert isinstance(await failure(named.list_roles()), PermissionDeniedError)  # named explicitly: no roles
+
+
+async def test_an_engine_not_started_refuses_every_check(tmp_path: Path) -> None:
+    from backends.local.engine import Engine
+    from pluginsdk.config import load_settings
+    from pluginsdk.errors import HandlerDiscoveryError
+    from pluginsdk.principal import SYSTEM_ADMIN
+
+    authz = Engine(load_settings(config=base_config(tmp_path), environ={})).authz
+    checks = (
+        authz.authenticate(None),
+        authz.check_route(SYSTEM_ADMIN, "GET", "/templates"),
+        authz.filter_allowed(SYSTEM_ADMIN, "template", [{}], dict, "GET"),
+    )
+    for check in checks:
+        with pytest.raises(HandlerDiscoveryError, match="not started"):
+            await check

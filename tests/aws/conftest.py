@@ -69,12 +69,12 @@ def proxy(session_proxy: AwsProxy, moto_url: str) -> AwsProxy:
 
 
 def aws_config(tmp_path: Path, endpoint: str, **aws: Any) -> dict[str, Any]:
-    """Fast settings: SQLite in tmp_path, the aws provider on `endpoint`, millisecond backoff."""
+    """Fast settings: SQLite in tmp_path, the aws provider on `endpoint` (botocore's standard retries)."""
     config = base_config(tmp_path)
     config["provider"] = {
         "type": "aws",
         "region": REGION,
-        "aws": {"endpoint_url": endpoint, "retry_base_delay": 0.01, "fleet_role": FLEET_ROLE, **aws},
+        "aws": {"endpoint_url": endpoint, "fleet_role": FLEET_ROLE, **aws},
     }
     return config
 

@@ -30,6 +30,8 @@ class _Fault:
     message: str
     status: int
     times: int
+    after: bool = False
+    """Forward to moto first (AWS acted), then answer the error: a 5xx that hides a success."""
 
 
 @dataclass
@@ -93,10 +95,13 @@ class AwsProxy:
     def total(self) -> int:
         return sum(self.calls.values())
 
-    def fail(self, action: str, code: str, message: str = "", *, status: int = 400, times: int = 1) -> None:
-        """The next `times` calls of `action` get this AWS error instead of reaching moto."""
+    def fail(
+        self, action: str, code: str, message: str = "", *, status: int = 400, times: int = 1, after: bool = False
+    ) -> None:
+        """The next `times` calls of `action` get this AWS error instead of reaching moto (`after`: once moto
+        has acted on them, as when AWS did the work and the answer was lost to a 5xx)."""
         with self._lock:
-            self._faults.append(_Fault(action, code, message or code, status, times))
+            self._faults.append(_Fault(action, code, message or code, status, times, after))
 
     def hold(self, action: str) -> _Hold:
         """The next call of `action` reaches moto, but its answer waits until `release` is set."""
@@ -131,15 +136,17 @@ class AwsProxy:
                 hold = next((h for h in self._holds if h.action == action and not h.claimed), None)
                 if hold is not None:
                     hold.claimed = True  # the next call of this action passes freely
-            if fault is not None:
+            if fault is not None and not fault.after:
                 return self._reply(req, fault.status, _error_xml(service, fault.code, fault.message), {})
         else:
-            hold = None
+            hold = fault = None
         headers = {k: v for k, v in req.headers.items() if k.lower() not in ("connection", "keep-alive")}
         status, out_headers, data = self._forward(req.command, req.path, body, headers)
         if hold is not None:
             hold.forwarded.set()
             hold.release.wait(60)
+        if fault is not None:  # `after`: moto acted, the caller hears the error
+            return self._reply(req, fault.status, _error_xml(service, fault.code, fault.message), {})
         self._reply(req, status, data, out_headers)
 
     def _forward(

@@ -209,7 +209,7 @@ def test_unhealthy_provider_gives_the_reason_and_exits_3(env: dict[str, str]) ->
         s.bind(("127.0.0.1", 0))
         closed = s.getsockname()[1]
     cfg = {"provider": {"type": "aws", "region": "us-east-1",
-                        "aws": {"endpoint_url": f"http://127.0.0.1:{closed}", "retry_base_delay": 0.01}}}  # fmt: skip
+                        "aws": {"endpoint_url": f"http://127.0.0.1:{closed}", "max_attempts": 1}}}  # fmt: skip
     Path(env["PLUGIN_CONFIG"]).write_text(yaml.safe_dump(cfg))
     env = {**env, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
     res = cli(env, "system", "health")
@@ -339,20 +339,27 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _server_start(env: dict[str, str], *options: str) -> tuple[subprocess.Popen[str], int]:
+    """`pluginsdk server start` on a free port, returned once `/health` answers (stopped if it never does)."""
+    port = _free_port()
+    proc = subprocess.Popen([PLUGINSDK, "server", "start", *options, "--port", str(port)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2).close()
+            return proc, port
+        except OSError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                _stderr(proc)
+                raise AssertionError("the server did not start") from None
+            time.sleep(0.2)
+
+
 @pytest.fixture
 def serving(env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[str], int]]:
-    port = _free_port()
-    proc = subprocess.Popen([PLUGINSDK, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc, port = _server_start(env, "--host", "127.0.0.1")
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2).close()
-                break
-            except OSError:
-                assert time.monotonic() < deadline and proc.poll() is None
-                time.sleep(0.2)
         yield proc, port
     finally:
         proc.send_signal(signal.SIGTERM)
@@ -381,17 +388,7 @@ def test_server_start_says_where_and_how_to_mint_the_first_key(
 
 def test_server_start_on_a_store_with_keys_gives_no_hint(env: dict[str, str]) -> None:
     ok(env, "api-keys", "create", "k", "administrator", "--description", "existing key")
-    port = _free_port()
-    proc = subprocess.Popen([PLUGINSDK, "server", "start", "--port", str(port)], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=2).close()
-            break
-        except OSError:
-            assert time.monotonic() < deadline and proc.poll() is None
-            time.sleep(0.2)
+    proc, _port = _server_start(env)
     err = _stderr(proc)
     assert "listening on" in err and "api-keys create" not in err
 

@@ -46,13 +46,6 @@ def run(env: dict[str, str], *args: str, ok: bool = True, stdin: str | None = No
     return json.loads(res.stdout)
 
 
-def test_help_index_is_current() -> None:
-    res = subprocess.run(
-        [sys.executable, "-m", "pluginsdk.cli._indexgen", "--check"], capture_output=True, text=True, check=False
-    )
-    assert res.returncode == 0, res.stderr
-
-
 def test_help_imports_neither_the_catalog_nor_pydantic() -> None:
     code = (
         "import sys\nfrom pluginsdk.cli import cli\n"

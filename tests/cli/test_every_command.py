@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from pluginsdk.cli._index import GROUPS
+from pluginsdk._index import GROUPS
 
 PLUGINSDK = str(Path(sys.executable).with_name("pluginsdk"))
 

@@ -73,6 +73,7 @@ async def test_the_claim_of_a_dead_process_expires_and_another_takes_over(config
 async def test_racing_status_reads_call_the_provider_once_at_a_time(config: dict[str, Any]) -> None:
     """Many concurrent reconciliations of one request from two engines: the provider is never called for
     it by two actors at once."""
+    config["provider"]["local"]["boot_delay"] = 60  # still starting during the reads, however slow the launch
     async with PluginSDK(config=config) as a, PluginSDK(config=config) as b:
         await a.create_template(template_id="web", image_id="ami-1")
         rid = (await a.create_request("web", 3)).request_id

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 import signal
 import socket
@@ -21,7 +22,7 @@ import pytest
 
 from pluginsdk import PluginSDK
 from tests.support.backends import base_config
-from tests.support.postgres import fresh_database
+from tests.support.postgres import ADMIN_URL, fresh_database
 
 
 def free_port() -> int:
@@ -41,7 +42,7 @@ async def server(config: dict[str, Any], tmp_path: Path, *args: str) -> AsyncIte
         proc = subprocess.Popen(
             [sys.executable, "-m", "pluginsdk", "--config", str(config_file),
              "server", "start", "--port", str(port), *args],
-            stdout=out, stderr=out,
+            stdout=out, stderr=out, start_new_session=True,  # its own process group: a Ctrl-C can reach it alone
         )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     try:
@@ -261,3 +262,141 @@ async def test_the_cli_logs_json_lines_with_its_request_id_which_the_server_logs
     (rid,) = ids
     served = [json.loads(line) for line in log.read_text().splitlines() if line.startswith("{")]
     assert any(line.get("request_id") == rid for line in served)  # the server's lines for that call carry it
+
+
+def workers_of(proc: subprocess.Popen[bytes]) -> list[str]:
+    children = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True, check=False).stdout
+    return [c for c in children.split() if "spawn_main" in Path(f"/proc/{c}/cmdline").read_text(errors="replace")]
+
+
+def listening(url: str) -> bool:
+    """Whether anything still accepts on the server's port (a restarted server could bind it otherwise)."""
+    port = int(url.rsplit(":", 1)[1])
+    with socket.socket() as probe:
+        probe.settimeout(2)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+STOPS = {
+    "SIGTERM to the supervisor": (signal.SIGTERM, False),
+    "SIGINT to the supervisor": (signal.SIGINT, False),
+    "Ctrl-C (SIGINT to the process group)": (signal.SIGINT, True),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", list(STOPS))
+async def test_workers_all_exit_and_free_the_port_on_sigterm_and_sigint(
+    config: dict[str, Any], tmp_path: Path, stop: str
+) -> None:
+    sig, group = STOPS[stop]
+    key = await admin_key(config)
+    async with server(config, tmp_path, "--workers", "2") as (url, log, proc):
+        workers = workers_of(proc)
+        assert len(workers) == 2, log.read_text()[-2000:]
+        async with httpx.AsyncClient(headers={"Authorization": key}) as client:
+            assert (await client.get(f"{url}/api/v1/templates")).status_code == 200
+        if group:
+            os.killpg(proc.pid, sig)
+        else:
+            proc.send_signal(sig)
+        status = await asyncio.to_thread(proc.wait, 30)
+        assert status == 0, log.read_text()[-3000:]  # a clean stop, not "killed by signal"
+    deadline = time.monotonic() + 10
+    while any(alive(w) for w in workers):
+        assert time.monotonic() < deadline, "a worker outlived the stop"
+        await asyncio.sleep(0.1)
+    assert not listening(url)
+    text = log.read_text()
+    assert "Traceback" not in text, text[-3000:]
+
+
+async def test_metrics_behind_a_permission_refuse_in_the_error_envelope(tmp_path: Path) -> None:
+    config = base_config(tmp_path, api={"metrics": "authenticated"})
+    key = await admin_key(config)
+    async with PluginSDK(config=config) as sdk:  # a read-only user: the default policy gives it no GET /metrics
+        await sdk.create_user_roles("reader", ["basicReadOnly"])
+        made = await sdk.create_api_key(api_key_name="reader", description="read only", user_id="reader")
+        refused_key = str(made.api_key)
+    async with server(config, tmp_path) as (url, _log, _proc), httpx.AsyncClient() as c:
+        for headers in ({}, {"Authorization": "psdk_wrong"}):
+            r = await c.get(f"{url}/metrics", headers=headers)
+            assert r.status_code == 401 and r.headers["content-type"] == "application/json"
+            assert r.json()["success"] is False and r.json()["error_code"] == "UNAUTHENTICATED"
+        denied = await c.get(f"{url}/metrics", headers={"Authorization": refused_key})
+        assert denied.status_code == 403, denied.text
+        assert set(denied.json()) == {"success", "error", "error_code", "details"}
+        assert denied.json()["error_code"] == "FORBIDDEN"
+        assert "pluginsdk_" not in denied.text
+        ok = await c.get(f"{url}/metrics", headers={"Authorization": key})
+        assert ok.status_code == 200 and ok.headers["content-type"].startswith("text/plain")
+        assert "pluginsdk_http_server_request_duration_seconds" in ok.text
+    for access in ("loopback", "open"):  # no credential needed: loopback (the default) from here, open to all
+        config = base_config(tmp_path, api={"metrics": access})
+        async with server(config, tmp_path) as (url, _log, _proc), httpx.AsyncClient() as c:
+            r = await c.get(f"{url}/metrics")
+            assert r.status_code == 200 and "pluginsdk_http_server_request_duration_seconds" in r.text
+    config = base_config(tmp_path, api={"metrics": "off"})
+    async with server(config, tmp_path) as (url, _log, _proc), httpx.AsyncClient() as c:
+        off = await c.get(f"{url}/metrics")
+        assert off.status_code == 404 and off.json()["error_code"] == "NOT_FOUND"
+
+
+async def set_schema(config: dict[str, Any], version: int) -> None:
+    """Write the store's migration number behind the server's back (as a store another build migrates)."""
+    storage = config["storage"]
+    if storage.get("type") == "postgresql":
+        import asyncpg
+
+        conn = await asyncpg.connect(storage["url"])
+        try:
+            await conn.execute("UPDATE schema_version SET version = $1 WHERE id = 1", version)
+        finally:
+            await conn.close()
+        return
+    import sqlite3
+
+    with sqlite3.connect(storage["path"]) as conn:
+        conn.execute("UPDATE schema_version SET version = ? WHERE id = 1", (version,))
+
+
+async def test_readyz_is_503_until_migrations_are_done_and_livez_stays_200(
+    config: dict[str, Any], tmp_path: Path
+) -> None:
+    async with server(config, tmp_path) as (url, _log, _proc), httpx.AsyncClient() as c:
+        ready = await c.get(f"{url}/readyz")
+        assert ready.status_code == 200
+        current = ready.json()["schema"]
+        await set_schema(config, current - 1)
+        behind = await c.get(f"{url}/readyz")
+        assert behind.status_code == 503
+        assert behind.json() == {
+            "success": False,
+            "error": f"Not ready: the store's schema is at migration {current - 1} of {current}.",
+            "error_code": "NOT_READY",
+            "details": {"store": "ok", "schema": current - 1, "expected": current},
+        }
+        assert (await c.get(f"{url}/livez")).json() == {"status": "ok"}
+        await set_schema(config, current)
+        assert (await c.get(f"{url}/readyz")).status_code == 200
+
+
+@pytest.mark.postgres
+async def test_readyz_is_503_when_the_store_does_not_answer_and_livez_stays_200(tmp_path: Path) -> None:
+    async with fresh_database() as db_url:
+        config = base_config(
+            tmp_path, storage={"type": "postgresql", "url": db_url, "seal_key_file": str(tmp_path / "seal.key")}
+        )
+        async with server(config, tmp_path) as (url, _log, _proc), httpx.AsyncClient() as c:
+            assert (await c.get(f"{url}/readyz")).status_code == 200
+            import asyncpg
+
+            admin = await asyncpg.connect(ADMIN_URL)
+            try:  # the database goes away under the server (its connections are cut)
+                await admin.execute(f'DROP DATABASE "{db_url.rsplit("/", 1)[1]}" WITH (FORCE)')
+            finally:
+                await admin.close()
+            gone = await c.get(f"{url}/readyz", timeout=60)
+            assert gone.status_code == 503, gone.text
+            assert gone.json()["error_code"] == "NOT_READY" and gone.json()["details"] == {"store": "unreachable"}
+            assert (await c.get(f"{url}/livez")).status_code == 200

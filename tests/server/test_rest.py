@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -15,48 +14,57 @@ from tests.support.backends import base_config
 from tests.support.remote import admin_key, running_server
 
 
-@pytest.fixture
-async def client(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
-    config = base_config(tmp_path)
-    key = await admin_key(config)
-    with running_server(config) as url:
-        async with httpx.AsyncClient(base_url=url, headers={"Authorization": key}, timeout=30) as c:
-            yield c
-
-
 def _fill(path: str) -> str:
     return re.sub(r"{(\w+)}", lambda m: f"x-{m.group(1)}", path)
 
 
-async def test_every_operation_is_reachable(client: httpx.AsyncClient) -> None:
+async def test_every_operation_is_reachable(rest: httpx.AsyncClient) -> None:
     """Each REST path of each operation routes to that operation: never 404 "no route" or 405."""
     for spec in CATALOG.values():
         assert spec.rest is not None
         for path in spec.rest.paths:
-            r = await client.request(spec.rest.method, _fill(path), json={} if spec.body_fields else None)
+            r = await rest.request(spec.rest.method, _fill(path), json={} if spec.body_fields else None)
             assert r.status_code != 405, (spec.name, path)
             if r.status_code == 404:  # must be the envelope of an entity lookup, not a missing route
                 assert r.json()["error_code"].endswith("NOT_FOUND"), (spec.name, path, r.text)
             assert "error_code" in r.json() or r.status_code < 400, (spec.name, path)
 
 
-async def test_statuses_of_the_spec(client: httpx.AsyncClient) -> None:
-    r = await client.post("/api/v1/templates", json={"templateId": "web", "imageId": "ami-1"})
+async def test_statuses_of_the_spec(rest: httpx.AsyncClient) -> None:
+    r = await rest.post("/api/v1/templates", json={"templateId": "web", "imageId": "ami-1"})
     assert r.status_code == 201 and r.json()["template_id"] == "web"
-    r = await client.post("/api/v1/machines", json={"templateId": "web", "machineCount": 1})
+    r = await rest.post("/api/v1/machines", json={"templateId": "web", "machineCount": 1})
     assert r.status_code == 202 and r.json()["status"] == "submitted"
     rid = r.json()["request_id"]
-    r = await client.post("/api/v1/machines/request", json={"template_id": "web", "count": 1})
+    r = await rest.post("/api/v1/machines/request", json={"template_id": "web", "count": 1})
     assert r.status_code == 202
     for path in (f"/api/v1/requests/{rid}", f"/api/v1/requests/{rid}/status"):
-        body = (await client.get(path)).json()
+        body = (await rest.get(path)).json()
         assert body["request_id"] == rid and "machines" in body and body["count"] == 1
-    assert len((await client.get(f"/api/v1/requests/{rid}")).json()["machines"]) == 1  # REST default long=true
-    assert (await client.get(f"/api/v1/requests/{rid}", params={"long": "false"})).json()["machines"] == []
-    r = await client.delete(f"/api/v1/requests/{rid}", params={"reason": "test"})
+    assert len((await rest.get(f"/api/v1/requests/{rid}")).json()["machines"]) == 1  # REST default long=true
+    assert (await rest.get(f"/api/v1/requests/{rid}", params={"long": "false"})).json()["machines"] == []
+    r = await rest.delete(f"/api/v1/requests/{rid}", params={"reason": "test"})
     assert r.status_code in (200, 409)
-    r = await client.get("/api/v1/requests/status", params=[("request_ids", rid), ("request_ids", "req-x")])
+    r = await rest.get("/api/v1/requests/status", params=[("request_ids", rid), ("request_ids", "req-x")])
     assert r.json()["not_found"] == ["req-x"]
+
+
+async def test_a_create_that_stores_nothing_answers_200(client: httpx.AsyncClient) -> None:
+    """`validate_only` / `dry_run`: 200, not 201/202, since nothing was created (the links of 201/202 would
+    lead to a 404); the document lists that 200 without links."""
+    r = await client.post("/api/v1/templates", json={"templateId": "dry", "imageId": "ami-1", "validateOnly": True})
+    assert r.status_code == 200 and r.json()["template_id"] == "dry"
+    assert (await client.get("/api/v1/templates/dry")).status_code == 404
+    assert (await client.post("/api/v1/templates", json={"templateId": "web", "imageId": "ami-1"})).status_code == 201
+    for path in ("/api/v1/machines", "/api/v1/machines/request"):
+        r = await client.post(path, json={"templateId": "web", "machineCount": 1, "dryRun": True})
+        assert r.status_code == 200, r.text
+        rid = r.json().get("request_id") or r.json()["requestId"]
+        assert (await client.get(f"/api/v1/requests/{rid}")).status_code == 404
+    document = (await client.get("/openapi.json")).json()
+    for path, created in (("/api/v1/templates", "201"), ("/api/v1/machines", "202")):
+        responses = document["paths"][path]["post"]["responses"]
+        assert "links" in responses[created] and "links" not in responses["200"]
 
 
 @pytest.mark.parametrize(
@@ -73,9 +81,9 @@ async def test_statuses_of_the_spec(client: httpx.AsyncClient) -> None:
     ],
 )
 async def test_error_envelope(
-    client: httpx.AsyncClient, method: str, path: str, body: Any, status: int, code: str | None
+    rest: httpx.AsyncClient, method: str, path: str, body: Any, status: int, code: str | None
 ) -> None:
-    r = await client.request(method, path, json=body)
+    r = await rest.request(method, path, json=body)
     assert r.status_code == status, r.text
     if code is not None:
         env = r.json()
@@ -83,8 +91,8 @@ async def test_error_envelope(
         assert isinstance(env["error"], str) and isinstance(env["details"], dict)
 
 
-async def test_invalid_json_body(client: httpx.AsyncClient) -> None:
-    r = await client.post("/api/v1/templates", content=b"{broken", headers={"Content-Type": "application/json"})
+async def test_invalid_json_body(rest: httpx.AsyncClient) -> None:
+    r = await rest.post("/api/v1/templates", content=b"{broken", headers={"Content-Type": "application/json"})
     assert r.status_code == 400 and r.json()["error_code"] == "VALIDATION_ERROR"
 
 
@@ -106,8 +114,8 @@ async def test_authentication_and_request_ids(tmp_path: Path) -> None:
             assert health.status_code == 200 and health.json()["store"] == "ok"
 
 
-async def test_openapi_document_describes_the_routes(client: httpx.AsyncClient) -> None:
-    doc = (await client.get("/openapi.json")).json()
+async def test_openapi_document_describes_the_routes(rest: httpx.AsyncClient) -> None:
+    doc = (await rest.get("/openapi.json")).json()
     ops = {op["operationId"] for item in doc["paths"].values() for op in item.values() if isinstance(op, dict)}
     assert set(CATALOG) <= ops
     create = doc["paths"]["/api/v1/machines"]["post"]

@@ -5,8 +5,6 @@ from __future__ import annotations
 import http.client
 import json
 import socket
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,39 +13,18 @@ from typing import Any
 import pytest
 
 from pluginsdk.config import load_settings
+from tests.server.door import threaded_server
 from tests.support.backends import base_config
 from tests.support.remote import admin_key
 
 
 @contextmanager
 def corked_server(config: dict[str, Any]) -> Iterator[int]:
-    import uvicorn
-
     from pluginsdk.server import create_app
     from pluginsdk.server._protocol import DoorHttpToolsProtocol
 
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(load_settings(config=config, environ={})),
-            host="127.0.0.1",
-            port=0,
-            http=DoorHttpToolsProtocol,
-            loop="asyncio",
-            log_level="warning",
-            lifespan="on",
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
-        time.sleep(0.01)
-    try:
-        yield server.servers[0].sockets[0].getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
+    with threaded_server(create_app(load_settings(config=config, environ={})), DoorHttpToolsProtocol) as port:
+        yield port
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ import httpx
 import pytest
 
 from pluginsdk import PluginSDK
-from tests.auth.conftest import Mailbox, free_port, managed_app
+from tests.auth.conftest import Mailbox, managed_app
 from tests.support.backends import base_config
 from tests.support.remote import running_server
 
@@ -51,19 +51,6 @@ class WebClient:
         assert "message" in data, (path, data)
         assert "error" not in str(data["message"]).lower(), (path, data)
         return dict(data)
-
-
-@pytest.fixture
-def mailbox() -> Iterator[Mailbox]:
-    from aiosmtpd.controller import Controller
-
-    box = Mailbox(port=free_port())
-    controller = Controller(box, hostname="127.0.0.1", port=box.port)
-    controller.start()
-    try:
-        yield box
-    finally:
-        controller.stop()
 
 
 @pytest.fixture

@@ -1,8 +1,9 @@
 """The auth service of the local engine: identity, the two-tier authorizer, and the auth operations' handlers.
 
 The engine calls `start_auth(engine)` at start; it reads `app.authProvider`,
-seeds the default roles once, and returns the Authorizer. The handlers load
-on first use (`engine.load_handler`).
+seeds the default roles once, and returns the Authorizer. The handlers in
+`handlers/` are registered by the engine's registry on first use
+(`backends.local.registry`); nothing here imports the engine at run time.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ __all__ = ["AuthConfig", "AuthService", "start_auth"]
 
 
 async def start_auth(engine: Engine) -> AuthService:
-    """Register the auth handlers, prepare the store and return the engine's Authorizer."""
+    """Prepare the store, install the audit hook and return the engine's Authorizer."""
     config = load_auth_config(engine.settings)
     store = AuthStore(engine.db.db)
     seal = await load_seal_key(engine.settings, engine.db.db, config.secrets_key)  # kept apart from the store

@@ -207,6 +207,29 @@ def load_auth_config(settings: Settings) -> AuthConfig:
     """Read and check `settings.app`; raises ConfigurationError naming the first wrong key."""
     app = _Reader(settings.app, "app")
     ap = app.sub("authProvider")
+    managed = _managed_config(ap)
+    external = _external_config(ap, managed)
+    opts = ap.sub("authorizerOptions")
+    smtp = _smtp_config(ap)
+    secrets_key = _secrets_key(ap)
+    return AuthConfig(
+        managed=managed,
+        external=external,
+        default_user_role_name=opts.opt_text("defaultUserRoleName"),
+        admin_user_id=ap.text("adminUserId", "administrator"),
+        smtp=smtp,
+        secrets_key=secrets_key,
+        region=app.text("region", settings.provider.region or "local"),
+        api_url=app.text("apiUrl", settings.api.url or f"http://{settings.api.host}:{settings.api.port}/"),
+        content_security_policy=app.text("contentSecurityPolicy", ""),
+        banner_html_message=app.text("bannerHtmlMessage", ""),
+        features_enabled=app.texts("featuresEnabled", ()),
+        location_service_api_url=app.text("locationServiceApiUrl", ""),
+        web_deployed_url=app.text("webDeployedUrl", ""),
+    )
+
+
+def _managed_config(ap: _Reader) -> ManagedPoolConfig:
     m = ap.sub("useManaged")
     hashing = m.sub("passwordHashing")
     managed = ManagedPoolConfig(
@@ -239,6 +262,10 @@ def load_auth_config(settings: Settings) -> AuthConfig:
         raise ConfigurationError(
             f"{_BASE}.useManaged.useOidc/useSaml need {_BASE}.useManaged.enabled true.", key=f"{_BASE}.useManaged"
         )
+    return managed
+
+
+def _external_config(ap: _Reader, managed: ManagedPoolConfig) -> ExternalIdpConfig:
     e = ap.sub("useExternalOAuthIdp")
     external = ExternalIdpConfig(
         enabled=e.boolean("enabled", False),
@@ -262,23 +289,31 @@ def load_auth_config(settings: Settings) -> AuthConfig:
         http_timeout=e.number("httpTimeout", 5.0, minimum=0.1),
     )
     if external.enabled:
-        if managed.enabled:
-            raise ConfigurationError(
-                f"{_BASE}.useExternalOAuthIdp cannot be combined with {_BASE}.useManaged: enable only one.",
-                key=f"{_BASE}.useExternalOAuthIdp.enabled",
-            )
-        for key, value in (("jwksUrl", external.jwks_url), ("issuer", external.issuer)):
-            if not value:
-                raise e._bad(key, value, "a value (needed to verify the IdP's tokens)")
-        if not external.audience:
-            raise e._bad("clientId", "", "the client id the IdP's tokens are issued to")
-        _check_url(e, "jwksUrl", external.jwks_url)
-        bad = [a for a in external.algorithms if a.startswith(("HS", "none")) or a == "none"]
-        if bad:
-            raise e._bad("algorithms", ",".join(bad), "asymmetric algorithms only (RS256, ES256, EdDSA, ...)")
-    opts = ap.sub("authorizerOptions")
+        _check_external(e, external, managed)
+    return external
+
+
+def _check_external(e: _Reader, external: ExternalIdpConfig, managed: ManagedPoolConfig) -> None:
+    """An enabled external IdP: alone, with what verifying its tokens needs, asymmetric algorithms only."""
+    if managed.enabled:
+        raise ConfigurationError(
+            f"{_BASE}.useExternalOAuthIdp cannot be combined with {_BASE}.useManaged: enable only one.",
+            key=f"{_BASE}.useExternalOAuthIdp.enabled",
+        )
+    for key, value in (("jwksUrl", external.jwks_url), ("issuer", external.issuer)):
+        if not value:
+            raise e._bad(key, value, "a value (needed to verify the IdP's tokens)")
+    if not external.audience:
+        raise e._bad("clientId", "", "the client id the IdP's tokens are issued to")
+    _check_url(e, "jwksUrl", external.jwks_url)
+    bad = [a for a in external.algorithms if a.startswith(("HS", "none")) or a == "none"]
+    if bad:
+        raise e._bad("algorithms", ",".join(bad), "asymmetric algorithms only (RS256, ES256, EdDSA, ...)")
+
+
+def _smtp_config(ap: _Reader) -> SmtpConfig:
     s = ap.sub("smtp")
-    smtp = SmtpConfig(
+    return SmtpConfig(
         host=s.text("host", ""),
         port=s.integer("port", 587, minimum=1),
         username=s.opt_text("username"),
@@ -288,6 +323,10 @@ def load_auth_config(settings: Settings) -> AuthConfig:
         sender=s.text("from", "pluginsdk@localhost"),
         timeout=s.number("timeout", 10.0, minimum=0.1),
     )
+
+
+def _secrets_key(ap: _Reader) -> bytes | None:
+    """`secretsKey`: 32 bytes, base64url-encoded, or unset."""
     raw_key = ap.opt_text("secretsKey")
     secrets_key: bytes | None = None
     if raw_key is not None:
@@ -297,18 +336,4 @@ def load_auth_config(settings: Settings) -> AuthConfig:
             secrets_key = None
         if secrets_key is None or len(secrets_key) != 32:
             raise ap._bad("secretsKey", "***", "32 bytes, base64url-encoded")
-    return AuthConfig(
-        managed=managed,
-        external=external,
-        default_user_role_name=opts.opt_text("defaultUserRoleName"),
-        admin_user_id=ap.text("adminUserId", "administrator"),
-        smtp=smtp,
-        secrets_key=secrets_key,
-        region=app.text("region", settings.provider.region or "local"),
-        api_url=app.text("apiUrl", settings.api.url or f"http://{settings.api.host}:{settings.api.port}/"),
-        content_security_policy=app.text("contentSecurityPolicy", ""),
-        banner_html_message=app.text("bannerHtmlMessage", ""),
-        features_enabled=app.texts("featuresEnabled", ()),
-        location_service_api_url=app.text("locationServiceApiUrl", ""),
-        web_deployed_url=app.text("webDeployedUrl", ""),
-    )
+    return secrets_key

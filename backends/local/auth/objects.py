@@ -78,9 +78,9 @@ async def _template(engine: Engine, template_id: str) -> Attrs | None:
 
 
 async def _role(engine: Engine, role_name: str) -> Attrs | None:
-    from .handlers._common import service
+    from .store import AuthStore  # the tables, not the service: the service imports this module
 
-    row = await service(engine).store.get_role(role_name)
+    row = await AuthStore(engine.db.db).get_role(role_name)
     return None if row is None else {"roleName": row["role_name"]}
 
 

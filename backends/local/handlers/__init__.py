@@ -1,4 +1,6 @@
 """Provisioning handlers, one module per operation group, named like the operation module it serves.
 
-They load on first use (`backends.local.engine.load_handler`), so a CLI call imports only its own.
+Each declares its handlers in its own table (`handlers = HandlerTable()`); the engine's registry
+loads a module and registers its table on first use (`backends.local.registry`), so a CLI call imports
+only its own.
 """

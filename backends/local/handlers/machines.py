@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from pluginsdk._words import counted
 from pluginsdk.errors import NotFoundError
@@ -27,9 +28,14 @@ from pluginsdk.operations import (
 )
 from pluginsdk.principal import Principal
 
-from ..engine import Engine, handles
 from ..reconciler import reconcile
+from ..registry import HandlerTable
 from .requests import machine_attrs
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+handlers = HandlerTable()
 
 ACTIVE = [s.value for s in MachineStatus if s.active]
 
@@ -54,12 +60,12 @@ async def _load(engine: Engine, machine_id: str) -> Machine:
     return m
 
 
-@handles(GetMachineQuery)
+@handlers.on(GetMachineQuery)
 async def get_machine(engine: Engine, op: GetMachineQuery, principal: Principal) -> Machine:
     return (await _refresh(engine, [await _load(engine, op.machine_id)]))[0]
 
 
-@handles(ListMachinesQuery)
+@handlers.on(ListMachinesQuery)
 async def list_machines(engine: Engine, op: ListMachinesQuery, principal: Principal) -> MachineList:
     statuses = [op.status.value] if op.status else ACTIVE if op.active_only else None
     items, total = await engine.db.list_machines(
@@ -75,7 +81,7 @@ async def list_machines(engine: Engine, op: ListMachinesQuery, principal: Princi
     return MachineList(machines=shown, total_count=total, message=f"{total} machines")
 
 
-@handles(GetMachineStatusQuery)
+@handlers.on(GetMachineStatusQuery)
 async def get_machine_status(engine: Engine, op: GetMachineStatusQuery, principal: Principal) -> MachineList:
     found = await engine.db.get_machines(op.machine_ids)
     shown = await engine.visible(principal, "machine", list(found.values()), machine_attrs)
@@ -89,7 +95,7 @@ async def get_machine_status(engine: Engine, op: GetMachineStatusQuery, principa
     )
 
 
-@handles(GetMachineHealthQuery)
+@handlers.on(GetMachineHealthQuery)
 async def get_machine_health(engine: Engine, op: GetMachineHealthQuery, principal: Principal) -> MachineHealth:
     m = (await _refresh(engine, [await _load(engine, op.machine_id)]))[0]
     healthy = m.status is MachineStatus.RUNNING
@@ -102,7 +108,7 @@ async def get_machine_health(engine: Engine, op: GetMachineHealthQuery, principa
     )
 
 
-@handles(GetActiveMachineCountQuery)
+@handlers.on(GetActiveMachineCountQuery)
 async def get_active_machine_count(
     engine: Engine, op: GetActiveMachineCountQuery, principal: Principal
 ) -> ActiveMachineCount:
@@ -111,7 +117,7 @@ async def get_active_machine_count(
     return ActiveMachineCount(count=total, by_template=by_template, message=f"{total} active machines")
 
 
-@handles(CleanupTerminatedMachinesCommand)
+@handlers.on(CleanupTerminatedMachinesCommand)
 async def cleanup_terminated_machines(
     engine: Engine, op: CleanupTerminatedMachinesCommand, principal: Principal
 ) -> CleanupResult:

@@ -8,7 +8,7 @@ import time
 import uuid
 from collections import defaultdict
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pluginsdk._words import counted
 from pluginsdk.errors import AlreadyExistsError, NotFoundError, ProviderError, StateConflictError, ValidationError
@@ -47,16 +47,27 @@ from pluginsdk.operations import (
 )
 from pluginsdk.principal import Principal
 
-from ..engine import Engine, handles
 from ..reconciler import (
     RETURNED_BEFORE_RUNNING,
     apply_states,
+    fold_states,
     reconcile,
     record_reclaimed,
     settle_status,
     sweep_orphans,
     terminate_machines,
 )
+from ..registry import HandlerTable
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+handlers = HandlerTable()
+
+if TYPE_CHECKING:
+    from pluginsdk.models import Template
+
+    from ..providers.base import LaunchResult, ProviderDriver
 
 log = logging.getLogger("pluginsdk.requests")
 
@@ -72,6 +83,12 @@ async def load_request(engine: Engine, request_id: str) -> Request:
     if r is None:
         raise NotFoundError("request", request_id, f"Request '{request_id}' not found.")
     return r
+
+
+def ended(r: Request, status: RequestStatus, message: str) -> Request:
+    """The request finished now with this status and message."""
+    now = utcnow()
+    return r.model_copy(update={"status": status, "message": message, "updated_at": now, "completed_at": now})
 
 
 async def with_machines(engine: Engine, r: Request) -> Request:
@@ -96,33 +113,14 @@ async def fresh(engine: Engine, r: Request, *, lightweight: bool = False) -> Req
     return await reconcile(engine, r)
 
 
-@handles(CreateRequestCommand)
+@handlers.on(CreateRequestCommand)
 async def create_request(engine: Engine, op: CreateRequestCommand, principal: Principal) -> RequestCreated:
+    """validate -> record `pending` -> launch -> settle the first status (-> wait); a retry with the same
+    request id answers the first result."""
+    if op.request_id and (existing := await engine.db.get_request(op.request_id)) is not None:
+        return _replayed(existing, op)
     request_id = op.request_id or f"req-{uuid.uuid4()}"
-    if op.request_id:
-        existing = await engine.db.get_request(op.request_id)
-        if existing is not None:  # idempotent retry: the first answer again
-            if existing.template_id != op.template_id or existing.count != op.requested_count:
-                raise StateConflictError(
-                    f"Request '{op.request_id}' exists with other parameters.",
-                    details={
-                        "field": "request_id",
-                        "value": op.request_id,
-                        "expected": "a new id or the same parameters",
-                    },
-                )
-            return _created(existing, "Request already submitted (idempotent retry).")
-    template = await engine.template(op.template_id)
-    if template is None:
-        raise NotFoundError("template", op.template_id, f"Template '{op.template_id}' not found.")
-    limit = engine.settings.provider.max_machines_per_request
-    if template.max_number is not None:
-        limit = min(limit, template.max_number)
-    if op.requested_count > limit:
-        raise ValidationError(
-            f"Cannot request {op.requested_count} machines from '{op.template_id}': at most {limit} per request.",
-            details={"field": "requested_count", "value": op.requested_count, "expected": f"1..{limit}"},
-        )
+    template = await _launchable(engine, op)
     driver = await engine.provider_for(template)
     if op.dry_run:
         return RequestCreated(
@@ -152,43 +150,71 @@ async def create_request(engine: Engine, op: CreateRequestCommand, principal: Pr
                 "request", request_id, f"Request '{request_id}' is being created by another call; retry to read it."
             )
         await engine.db.insert_request(request)  # recorded before the provider is called: a crash loses nothing
-        try:
-            launched = await driver.launch(request, template, op.requested_count)
-        except ProviderError as exc:
-            failed = request.model_copy(
-                update={
-                    "status": RequestStatus.FAILED,
-                    "message": f"Provider error: {exc.message}",
-                    "completed_at": utcnow(),
-                    "updated_at": utcnow(),
-                }
-            )
-            await engine.db.update_request(failed)
-            exc.details.setdefault("request_id", request_id)
-            raise
-        async with engine.db.transaction():
-            current = await engine.db.get_request(request_id) or request
-            stored = {m.machine_id: m for m in await engine.db.machines_of_request(request_id)}
-            changed = apply_states(current, stored, launched.machines)
-            if changed:
-                await engine.db.upsert_machines(changed)
-            status, message = settle_status(current, list(stored.values()), timed_out=False)
-            if not stored:
-                status = RequestStatus.RUNNING
-            current = current.model_copy(
-                update={
-                    "status": status,
-                    "message": launched.message or message,
-                    "machine_ids": list(stored),
-                    "provider_data": {**current.provider_data, **launched.provider_data},
-                    "updated_at": utcnow(),
-                    "completed_at": utcnow() if status.terminal else None,
-                }
-            )
-            await engine.db.update_request(current)
+        launched = await _launch(engine, driver, request, template)
+        current = await _settle_launch(engine, request, launched)
     if op.wait:
         current = await wait_for(engine, current, op.timeout)
     return _created(await with_machines(engine, current), "Request submitted." if not op.wait else current.message)
+
+
+def _replayed(existing: Request, op: CreateRequestCommand) -> RequestCreated:
+    """An idempotent retry: the first answer again, unless the same id came with other parameters."""
+    if existing.template_id != op.template_id or existing.count != op.requested_count:
+        raise StateConflictError(
+            f"Request '{op.request_id}' exists with other parameters.",
+            details={"field": "request_id", "value": op.request_id, "expected": "a new id or the same parameters"},
+        )
+    return _created(existing, "Request already submitted (idempotent retry).")
+
+
+async def _launchable(engine: Engine, op: CreateRequestCommand) -> Template:
+    """The template asked for, when it exists and the count is within its `max_number` and the global limit."""
+    template = await engine.template(op.template_id)
+    if template is None:
+        raise NotFoundError("template", op.template_id, f"Template '{op.template_id}' not found.")
+    limit = engine.settings.provider.max_machines_per_request
+    if template.max_number is not None:
+        limit = min(limit, template.max_number)
+    if op.requested_count > limit:
+        raise ValidationError(
+            f"Cannot request {op.requested_count} machines from '{op.template_id}': at most {limit} per request.",
+            details={"field": "requested_count", "value": op.requested_count, "expected": f"1..{limit}"},
+        )
+    return template
+
+
+async def _launch(engine: Engine, driver: ProviderDriver, request: Request, template: Template) -> LaunchResult:
+    """The provider's launch; a refusal fails the recorded request (`failed`, the provider's message) and is raised."""
+    try:
+        return await driver.launch(request, template, request.count)
+    except ProviderError as exc:
+        await engine.db.update_request(ended(request, RequestStatus.FAILED, f"Provider error: {exc.message}"))
+        exc.details.setdefault("request_id", request.request_id)
+        raise
+
+
+async def _settle_launch(engine: Engine, request: Request, launched: LaunchResult) -> Request:
+    """The launched machines recorded and the request's first status settled (`running` while the provider
+    reports no machine yet)."""
+    async with engine.db.transaction():
+        current = await engine.db.get_request(request.request_id) or request
+        stored = await fold_states(engine, current, launched.machines)
+        status, message = settle_status(current, list(stored.values()), timed_out=False)
+        if not stored:
+            status = RequestStatus.RUNNING
+        now = utcnow()
+        current = current.model_copy(
+            update={
+                "status": status,
+                "message": launched.message or message,
+                "machine_ids": list(stored),
+                "provider_data": {**current.provider_data, **launched.provider_data},
+                "updated_at": now,
+                "completed_at": now if status.terminal else None,
+            }
+        )
+        await engine.db.update_request(current)
+    return current
 
 
 def _created(r: Request, message: str) -> RequestCreated:
@@ -224,10 +250,37 @@ async def machines_by_name(engine: Engine, names: list[str]) -> dict[str, Machin
     return out
 
 
-@handles(CreateReturnRequestCommand)
+@handlers.on(CreateReturnRequestCommand)
 async def create_return_request(
     engine: Engine, op: CreateReturnRequestCommand, principal: Principal
 ) -> ReturnRequestCreated:
+    """validate -> select -> screen -> claim -> terminate -> settle; a retry with the same request id answers
+    the first result (docs/design.md, "Requests, machines, reconciliation")."""
+    _validate_return(op)
+    if op.request_id and (existing := await engine.db.get_request(op.request_id)) is not None:
+        return ReturnRequestCreated(
+            request_id=existing.request_id,
+            created_request_ids=[existing.request_id],
+            processed_machines=existing.machine_ids,
+            message="Return request already submitted (idempotent retry).",
+        )
+    wanted, machines = await _select_returned(engine, op)
+    chosen, skipped = await _screen(engine, op, principal, wanted, machines)
+    if op.dry_run or not chosen:
+        return await _nothing_returned(engine, op, principal, chosen, skipped)
+    ret_id = op.request_id or f"ret-{uuid.uuid4()}"
+    # one actor per request: no other process reconciles this return while its machines are handed back
+    async with engine.db.claims.hold(ret_id):
+        ret, chosen, lost = await _claim(engine, op, principal, ret_id, chosen)
+        skipped += lost
+        if ret is None:
+            return await _nothing_returned(engine, op, principal, [], skipped)
+        failures = await _terminate(engine, chosen)
+    await (release_failed(engine, ret_id, failures) if failures else reconcile(engine, ret))
+    return _returning(ret_id, chosen, skipped, failures)
+
+
+def _validate_return(op: CreateReturnRequestCommand) -> None:
     if op.return_all and not op.force_return:
         raise ValidationError(
             "return_all returns every active machine; confirm with force_return.",
@@ -238,137 +291,197 @@ async def create_return_request(
             "Give the machine ids to return.",
             details={"field": "machine_ids", "value": [], "expected": "1 or more ids"},
         )
-    if op.request_id and (existing := await engine.db.get_request(op.request_id)) is not None:
-        return ReturnRequestCreated(
-            request_id=existing.request_id,
-            created_request_ids=[existing.request_id],
-            processed_machines=existing.machine_ids,
-            message="Return request already submitted (idempotent retry).",
-        )
+
+
+async def _select_returned(engine: Engine, op: CreateReturnRequestCommand) -> tuple[list[str], dict[str, Machine]]:
+    """The machine ids asked for (in order, once each) and the machines found by id: every active machine
+    with `return_all`; else each entry as a machine id or, failing that, a host name (IBM makes only `name`
+    mandatory)."""
     if op.return_all:
         found, _ = await engine.db.list_machines(statuses=[s.value for s in MachineStatus if s.active])
         machines = {m.machine_id: m for m in found}
-        wanted = list(machines)
-    else:
-        machines = await engine.db.get_machines(op.machine_ids)
-        # an entry that is no machine id may be a host name (IBM makes only `name` mandatory)
-        named = await machines_by_name(engine, [i for i in op.machine_ids if i not in machines])
-        wanted = []
-        for given in op.machine_ids:
-            m = machines.get(given) or named.get(given)
-            if m is not None and given not in machines:
-                machines[m.machine_id] = m
-            wanted.append(m.machine_id if m is not None else given)
-        wanted = list(dict.fromkeys(wanted))
+        return list(machines), machines
+    machines = await engine.db.get_machines(op.machine_ids)
+    named = await machines_by_name(engine, [i for i in op.machine_ids if i not in machines])
+    wanted = []
+    for given in op.machine_ids:
+        m = machines.get(given) or named.get(given)
+        if m is not None and given not in machines:
+            machines[m.machine_id] = m
+        wanted.append(m.machine_id if m is not None else given)
+    return list(dict.fromkeys(wanted)), machines
+
+
+async def _screen(
+    engine: Engine,
+    op: CreateReturnRequestCommand,
+    principal: Principal,
+    wanted: list[str],
+    machines: dict[str, Machine],
+) -> tuple[list[Machine], list[SkippedMachine]]:
+    """The machines to return, and the others skipped with why (one the caller may not return is "not found")."""
     allowed = {
         m.machine_id
         for m in await engine.authz.filter_allowed(principal, "machine", list(machines.values()), machine_attrs, "POST")
     }
-    skipped: list[SkippedMachine] = []
+    held = sorted(
+        {
+            m.return_request_id
+            for m in machines.values()
+            if m.machine_id in allowed and m.return_request_id and not m.status.gone
+        }
+    )
+    open_returns = {rid for rid, r in (await engine.db.get_requests(held)).items() if not r.status.terminal}
     chosen: list[Machine] = []
-    open_returns: dict[str, bool] = {}
+    skipped: list[SkippedMachine] = []
     for mid in wanted:
         m = machines.get(mid)
         if m is None or mid not in allowed:
             skipped.append(SkippedMachine(machine_id=mid, reason="not found"))
-            continue
-        if m.status.gone:
-            why = f"already returned by {m.return_request_id}" if m.return_request_id else f"already {m.status.value}"
+        elif why := _not_returnable(m, open_returns, force=op.force_return):
             skipped.append(SkippedMachine(machine_id=mid, reason=why))
-            continue
-        if m.return_request_id:
-            if m.return_request_id not in open_returns:
-                prior = await engine.db.get_request(m.return_request_id)
-                open_returns[m.return_request_id] = prior is not None and not prior.status.terminal
-            if open_returns[m.return_request_id]:
-                skipped.append(
-                    SkippedMachine(machine_id=mid, reason=f"already being returned by {m.return_request_id}")
-                )
-                continue
-        if m.status is MachineStatus.PENDING and not op.force_return:
-            skipped.append(SkippedMachine(machine_id=mid, reason="still starting; use force_return"))
-            continue
-        chosen.append(m)
+        else:
+            chosen.append(m)
+    return chosen, skipped
+
+
+def _not_returnable(m: Machine, open_returns: set[str], *, force: bool) -> str | None:
+    """Why the machine is not returned (already gone, in an open return, still starting), or None."""
+    if m.status.gone:
+        return f"already returned by {m.return_request_id}" if m.return_request_id else f"already {m.status.value}"
+    if m.return_request_id in open_returns:
+        return f"already being returned by {m.return_request_id}"
+    if m.status is MachineStatus.PENDING and not force:
+        return "still starting; use force_return"
+    return None
+
+
+async def _nothing_returned(
+    engine: Engine,
+    op: CreateReturnRequestCommand,
+    principal: Principal,
+    chosen: list[Machine],
+    skipped: list[SkippedMachine],
+) -> ReturnRequestCreated:
+    """The answer when nothing is handed back: a dry run's plan, or every machine skipped. When every machine
+    asked for is already gone: a completed, empty return request the caller can poll (IBM's plugin answers
+    "No Active VM" with a request id), not an error."""
     gone = [k for k in skipped if k.reason.startswith(("already returned by ", "already terminated", "already failed"))]
-    if not chosen and not op.dry_run and gone and len(gone) == len(skipped):
-        return await _nothing_to_return(engine, op, principal, gone)
-    if op.dry_run or not chosen:
-        return ReturnRequestCreated(
-            processed_machines=[m.machine_id for m in chosen],
-            skipped_machines=skipped,
-            message=f"Dry run: {counted(len(chosen), 'machine')} would be returned, {len(skipped)} skipped; "
-            "nothing was recorded."
-            if op.dry_run
-            else f"No machine returned; {len(skipped)} skipped.",
+    if not op.dry_run and gone and len(gone) == len(skipped):
+        ret = Request(
+            request_id=op.request_id or f"ret-{uuid.uuid4()}",
+            request_type=RequestType.RETURN,
+            status=RequestStatus.COMPLETED,
+            count=0,
+            machine_ids=[k.machine_id for k in gone],
+            created_by=principal.user_id,
+            completed_at=utcnow(),
+            message=f"No active machine to return: {len(gone)} already gone.",
         )
-    ret_id = op.request_id or f"ret-{uuid.uuid4()}"
-    now = utcnow()
-    # one actor per request: no other process reconciles this return while its machines are handed back
-    async with engine.db.claims.hold(ret_id):
-        async with engine.db.transaction():
-            # claim under the write lock: another process may have claimed a machine since we read it
-            latest = await engine.db.get_machines([m.machine_id for m in chosen], for_update=True)
-            claimed = []
-            for m in chosen:
-                cur = latest.get(m.machine_id)
-                if cur is not None and not cur.status.gone and cur.return_request_id == m.return_request_id:
-                    claimed.append(cur)
-                    continue
-                by = cur.return_request_id if cur is not None else None
-                reason = f"already being returned by {by}" if by else "not found"
-                skipped.append(SkippedMachine(machine_id=m.machine_id, reason=reason))
-            chosen = claimed
-            if chosen:
-                origins = await engine.db.get_requests(sorted({m.request_id for m in chosen}))
-                ret = Request(
-                    request_id=ret_id,
-                    request_type=RequestType.RETURN,
-                    status=RequestStatus.RUNNING,
-                    count=len(chosen),
-                    provider_name=chosen[0].provider_name,
-                    machine_ids=[m.machine_id for m in chosen],
-                    timeout=op.timeout,
-                    created_by=principal.user_id,
-                    message=f"Returning {counted(len(chosen), 'machine')}.",
-                    # what the scheduler saw on the provisioning side, kept for the return's own listing
-                    tags={k: v for o in origins.values() for k, v in o.tags.items() if k == "rc_account"},
-                    provider_data={
-                        "rc_accounts": {
-                            m.machine_id: origins[m.request_id].tags["rc_account"]
-                            for m in chosen
-                            if m.request_id in origins and "rc_account" in origins[m.request_id].tags
-                        }
-                    },
-                )
-                await engine.db.insert_request(ret)
-                chosen = [
-                    m.model_copy(
-                        update={
-                            "return_request_id": ret_id,
-                            "updated_at": now,
-                            **({"status_reason": RETURNED_BEFORE_RUNNING} if m.status is MachineStatus.PENDING else {}),
-                        }
-                    )
-                    for m in chosen
-                ]
-                await engine.db.upsert_machines(chosen)
-        if not chosen:
-            return ReturnRequestCreated(
-                skipped_machines=skipped, message=f"No machine returned; {len(skipped)} skipped."
-            )
-        groups: dict[str, list[Machine]] = defaultdict(list)
+        await engine.db.insert_request(ret)
+        return ReturnRequestCreated(
+            request_id=ret.request_id, created_request_ids=[ret.request_id], skipped_machines=gone, message=ret.message
+        )
+    return ReturnRequestCreated(
+        processed_machines=[m.machine_id for m in chosen],
+        skipped_machines=skipped,
+        message=f"Dry run: {counted(len(chosen), 'machine')} would be returned, {len(skipped)} skipped; "
+        "nothing was recorded."
+        if op.dry_run
+        else f"No machine returned; {len(skipped)} skipped.",
+    )
+
+
+async def _claim(
+    engine: Engine, op: CreateReturnRequestCommand, principal: Principal, ret_id: str, chosen: list[Machine]
+) -> tuple[Request | None, list[Machine], list[SkippedMachine]]:
+    """Record the return request and mark its machines, under the write lock: another process may have
+    claimed one since it was read. Returns (the return or None when nothing is left, the claimed machines,
+    those lost to another claim)."""
+    async with engine.db.transaction():
+        latest = await engine.db.get_machines([m.machine_id for m in chosen], for_update=True)
+        claimed: list[Machine] = []
+        lost: list[SkippedMachine] = []
         for m in chosen:
-            groups[m.request_id].append(m)
-        failures: dict[str, str] = {}
-        for request_id, group in groups.items():
-            origin = await engine.db.get_request(request_id)
-            if origin is None:
+            cur = latest.get(m.machine_id)
+            if cur is not None and not cur.status.gone and cur.return_request_id == m.return_request_id:
+                claimed.append(cur)
                 continue
-            try:
-                await terminate_machines(engine, origin, group)
-            except ProviderError as exc:
-                failures.update({m.machine_id: exc.message for m in group})
-    ret = await (release_failed(engine, ret_id, failures) if failures else reconcile(engine, ret))
+            by = cur.return_request_id if cur is not None else None
+            lost.append(
+                SkippedMachine(machine_id=m.machine_id, reason=f"already being returned by {by}" if by else "not found")
+            )
+        if not claimed:
+            return None, [], lost
+        origins = await engine.db.get_requests(sorted({m.request_id for m in claimed}))
+        ret, claimed = _return_record(op, principal, ret_id, claimed, origins)
+        await engine.db.insert_request(ret)
+        await engine.db.upsert_machines(claimed)
+    return ret, claimed, lost
+
+
+def _return_record(
+    op: CreateReturnRequestCommand,
+    principal: Principal,
+    ret_id: str,
+    claimed: list[Machine],
+    origins: dict[str, Request],
+) -> tuple[Request, list[Machine]]:
+    """The new return request and its machines marked as claimed by it (one still starting is withdrawn)."""
+    ret = Request(
+        request_id=ret_id,
+        request_type=RequestType.RETURN,
+        status=RequestStatus.RUNNING,
+        count=len(claimed),
+        provider_name=claimed[0].provider_name,
+        machine_ids=[m.machine_id for m in claimed],
+        timeout=op.timeout,
+        created_by=principal.user_id,
+        message=f"Returning {counted(len(claimed), 'machine')}.",
+        # what the scheduler saw on the provisioning side, kept for the return's own listing
+        tags={k: v for o in origins.values() for k, v in o.tags.items() if k == "rc_account"},
+        provider_data={
+            "rc_accounts": {
+                m.machine_id: origins[m.request_id].tags["rc_account"]
+                for m in claimed
+                if m.request_id in origins and "rc_account" in origins[m.request_id].tags
+            }
+        },
+    )
+    now = utcnow()
+    marked = [
+        m.model_copy(
+            update={
+                "return_request_id": ret_id,
+                "updated_at": now,
+                **({"status_reason": RETURNED_BEFORE_RUNNING} if m.status is MachineStatus.PENDING else {}),
+            }
+        )
+        for m in claimed
+    ]
+    return ret, marked
+
+
+async def _terminate(engine: Engine, machines: list[Machine]) -> dict[str, str]:
+    """Hand the claimed machines back, per provisioning request; returns those the provider refused, with why."""
+    groups: dict[str, list[Machine]] = defaultdict(list)
+    for m in machines:
+        groups[m.request_id].append(m)
+    failures: dict[str, str] = {}
+    for request_id, group in groups.items():
+        origin = await engine.db.get_request(request_id)
+        if origin is None:
+            continue
+        try:
+            await terminate_machines(engine, origin, group)
+        except ProviderError as exc:
+            failures.update({m.machine_id: exc.message for m in group})
+    return failures
+
+
+def _returning(
+    ret_id: str, chosen: list[Machine], skipped: list[SkippedMachine], failures: dict[str, str]
+) -> ReturnRequestCreated:
     returning = len(chosen) - len(failures)
     message = f"Returning {counted(returning, 'machine')}" + (f"; {len(skipped)} skipped" if skipped else "")
     if failures:
@@ -380,31 +493,6 @@ async def create_return_request(
         processed_machines=[m.machine_id for m in chosen if m.machine_id not in failures],
         skipped_machines=skipped,
         message=message + ".",
-    )
-
-
-async def _nothing_to_return(
-    engine: Engine, op: CreateReturnRequestCommand, principal: Principal, gone: list[SkippedMachine]
-) -> ReturnRequestCreated:
-    """Every machine asked for is already gone: a completed, empty return request the caller can poll
-    (IBM's plugin answers "No Active VM" with a request id), not an error."""
-    now = utcnow()
-    ret = Request(
-        request_id=op.request_id or f"ret-{uuid.uuid4()}",
-        request_type=RequestType.RETURN,
-        status=RequestStatus.COMPLETED,
-        count=0,
-        machine_ids=[k.machine_id for k in gone],
-        created_by=principal.user_id,
-        completed_at=now,
-        message=f"No active machine to return: {len(gone)} already gone.",
-    )
-    await engine.db.insert_request(ret)
-    return ReturnRequestCreated(
-        request_id=ret.request_id,
-        created_request_ids=[ret.request_id],
-        skipped_machines=gone,
-        message=ret.message,
     )
 
 
@@ -446,7 +534,7 @@ def machine_attrs(m: Machine) -> dict[str, Any]:
     return {"machineId": m.machine_id, "templateId": m.template_id, "requestId": m.request_id}
 
 
-@handles(CancelRequestCommand)
+@handlers.on(CancelRequestCommand)
 async def cancel_request(engine: Engine, op: CancelRequestCommand, principal: Principal) -> Request:
     r = await load_request(engine, op.request_id)
     if r.request_type is RequestType.RETURN:
@@ -468,27 +556,19 @@ async def cancel_request(engine: Engine, op: CancelRequestCommand, principal: Pr
         if m.status is MachineStatus.PENDING
         or (op.force and m.status in (MachineStatus.RUNNING, MachineStatus.STOPPED))
     ]
-    now = utcnow()
     reason = op.reason or "cancelled by " + principal.user_id
     async with engine.db.transaction():
         current = await load_request(engine, op.request_id)
         if not can_transition(current.status, RequestStatus.CANCELLED):
             raise StateConflictError(f"Request '{op.request_id}' is already {current.status.value}.")
-        current = current.model_copy(
-            update={
-                "status": RequestStatus.CANCELLED,
-                "message": f"Cancelled: {reason}",
-                "updated_at": now,
-                "completed_at": now,
-            }
-        )
+        current = ended(current, RequestStatus.CANCELLED, f"Cancelled: {reason}")
         await engine.db.update_request(current)
     if doomed:
         await terminate_machines(engine, current, doomed)
     return await with_machines(engine, current)
 
 
-@handles(UpdateRequestStatusCommand)
+@handlers.on(UpdateRequestStatusCommand)
 async def update_request_status(engine: Engine, op: UpdateRequestStatusCommand, principal: Principal) -> Request:
     async with engine.db.transaction():
         r = await load_request(engine, op.request_id)
@@ -516,7 +596,7 @@ def _next(status: RequestStatus) -> list[str]:
     return [s.value for s in REQUEST_TRANSITIONS[status]]
 
 
-@handles(SyncRequestCommand, PopulateMachineIdsCommand)
+@handlers.on(SyncRequestCommand, PopulateMachineIdsCommand)
 async def sync_request(
     engine: Engine, op: SyncRequestCommand | PopulateMachineIdsCommand, principal: Principal
 ) -> Request:
@@ -537,7 +617,7 @@ async def sync_request(
     return await with_machines(engine, r)
 
 
-@handles(CompleteRequestCommand)
+@handlers.on(CompleteRequestCommand)
 async def complete_request(engine: Engine, op: CompleteRequestCommand, principal: Principal) -> Request:
     r = await fresh(engine, await load_request(engine, op.request_id))
     if r.status.terminal:
@@ -548,26 +628,18 @@ async def complete_request(engine: Engine, op: CompleteRequestCommand, principal
     machines = await engine.db.machines_of_request(r.request_id)
     up = sum(1 for m in machines if m.status is MachineStatus.RUNNING)
     status = RequestStatus.COMPLETED if up >= r.count else RequestStatus.PARTIAL if up else RequestStatus.FAILED
-    now = utcnow()
-    r = r.model_copy(
-        update={
-            "status": status,
-            "message": op.message or f"Completed by {principal.user_id} with {up} of {r.count} machines running.",
-            "updated_at": now,
-            "completed_at": now,
-        }
-    )
+    r = ended(r, status, op.message or f"Completed by {principal.user_id} with {up} of {r.count} machines running.")
     await engine.db.update_request(r)
     return await with_machines(engine, r)
 
 
-@handles(GetRequestQuery)
+@handlers.on(GetRequestQuery)
 async def get_request(engine: Engine, op: GetRequestQuery, principal: Principal) -> Request:
     r = await fresh(engine, await load_request(engine, op.request_id), lightweight=op.lightweight)
     return await with_machines(engine, r) if op.long else r
 
 
-@handles(GetRequestStatusQuery)
+@handlers.on(GetRequestStatusQuery)
 async def get_request_status(engine: Engine, op: GetRequestStatusQuery, principal: Principal) -> RequestStatusList:
     found = await engine.db.get_requests(op.request_ids)
     visible = {r.request_id for r in await engine.visible(principal, "request", list(found.values()), request_attrs)}
@@ -641,7 +713,7 @@ async def _listing(
     return RequestList(requests=shown, total_count=total, message=message)
 
 
-@handles(ListRequestsQuery)
+@handlers.on(ListRequestsQuery)
 async def list_requests(engine: Engine, op: ListRequestsQuery, principal: Principal) -> RequestList:
     items, total = await engine.db.list_requests(
         statuses=[op.status.value] if op.status else None,
@@ -672,7 +744,7 @@ def _filters(expressions: list[str]) -> list[tuple[str, bool, str]]:
     return out
 
 
-@handles(ListActiveRequestsQuery)
+@handlers.on(ListActiveRequestsQuery)
 async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, principal: Principal) -> RequestList:
     filters = _filters(op.filter_expressions)
     items, total = await engine.db.list_requests(
@@ -692,7 +764,7 @@ async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, prin
     return await _listing(engine, principal, items, total, active_only=not op.all_resources)
 
 
-@handles(ListReturnRequestsQuery)
+@handlers.on(ListReturnRequestsQuery)
 async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, principal: Principal) -> RequestList:
     try:  # machines the cloud took back (spot interruptions) are listed as return requests too
         await record_reclaimed(engine)
@@ -719,7 +791,7 @@ async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, prin
     return await _listing(engine, principal, items, total, stale=stale)
 
 
-@handles(GetRequestSummaryQuery)
+@handlers.on(GetRequestSummaryQuery)
 async def get_request_summary(engine: Engine, op: GetRequestSummaryQuery, principal: Principal) -> RequestSummary:
     by_status = await engine.db.count_requests_by("status", op.template_id)
     by_type = await engine.db.count_requests_by("request_type", op.template_id)
@@ -754,7 +826,7 @@ async def _cleanup_requests(
     return ids, machines_deleted
 
 
-@handles(CleanupOldRequestsCommand)
+@handlers.on(CleanupOldRequestsCommand)
 async def cleanup_old_requests(engine: Engine, op: CleanupOldRequestsCommand, principal: Principal) -> CleanupResult:
     ids, machines = await _cleanup_requests(
         engine, [s.value for s in op.statuses_to_cleanup], op.older_than_days, op.dry_run
@@ -770,7 +842,7 @@ async def cleanup_old_requests(engine: Engine, op: CleanupOldRequestsCommand, pr
     )
 
 
-@handles(CleanupAllResourcesCommand)
+@handlers.on(CleanupAllResourcesCommand)
 async def cleanup_all_resources(engine: Engine, op: CleanupAllResourcesCommand, principal: Principal) -> CleanupResult:
     if op.include_pending:
         before = utcnow() - timedelta(days=op.older_than_days)

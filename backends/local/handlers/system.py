@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING
 
 from pluginsdk._constants import VERSION
 from pluginsdk._words import counted
@@ -24,10 +25,16 @@ from pluginsdk.operations import (
 )
 from pluginsdk.principal import Principal
 
-from ..engine import Engine, handles, load_provider_class, provider_names
+from ..providers import load_provider_class, provider_names
+from ..registry import HandlerTable
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+handlers = HandlerTable()
 
 
-@handles(GetConfigurationQuery)
+@handlers.on(GetConfigurationQuery)
 async def get_configuration(engine: Engine, op: GetConfigurationQuery, principal: Principal) -> ConfigurationView:
     config = engine.settings.redacted()
     sources = dict(engine.settings.sources)
@@ -46,7 +53,7 @@ async def get_configuration(engine: Engine, op: GetConfigurationQuery, principal
     return ConfigurationView(configuration=config, sources=sources, message="Effective configuration")
 
 
-@handles(GetProviderHealthQuery)
+@handlers.on(GetProviderHealthQuery)
 async def get_provider_health(engine: Engine, op: GetProviderHealthQuery, principal: Principal) -> ProviderHealth:
     name = op.provider_name or engine.settings.provider.type
     driver = await engine.provider(op.provider_name)
@@ -67,7 +74,7 @@ async def get_provider_health(engine: Engine, op: GetProviderHealthQuery, princi
     )
 
 
-@handles(ListProvidersQuery)
+@handlers.on(ListProvidersQuery)
 async def list_providers(engine: Engine, op: ListProvidersQuery, principal: Principal) -> ProviderList:
     active = engine.settings.provider.type
     infos = []
@@ -80,7 +87,7 @@ async def list_providers(engine: Engine, op: ListProvidersQuery, principal: Prin
     return ProviderList(providers=infos, message=f"{counted(len(infos), 'provider')}; active: {active}")
 
 
-@handles(GetSystemStatusQuery)
+@handlers.on(GetSystemStatusQuery)
 async def get_system_status(engine: Engine, op: GetSystemStatusQuery, principal: Principal) -> SystemStatus:
     by_status = await engine.db.count_requests_by("status")
     active = sum((await engine.db.count_active_machines()).values())
@@ -96,7 +103,7 @@ async def get_system_status(engine: Engine, op: GetSystemStatusQuery, principal:
     )
 
 
-@handles(GetMetricsQuery)
+@handlers.on(GetMetricsQuery)
 async def get_metrics(engine: Engine, op: GetMetricsQuery, principal: Principal) -> Metrics:
     counters: dict[str, float] = {"uptime_seconds": round(time.time() - engine.started_at, 3)}
     for name, stats in sorted(engine.metrics.items()):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pluginsdk._words import counted
 from pluginsdk.errors import AlreadyExistsError, NotFoundError, StateConflictError, ValidationError
 from pluginsdk.models import Template, TemplateRefresh, TemplateWritten, utcnow
@@ -13,11 +15,16 @@ from pluginsdk.operations import (
 )
 from pluginsdk.principal import Principal
 
-from ..engine import Engine, handles
+from ..registry import HandlerTable
 from .templates import check_template, invalid_template
 
+if TYPE_CHECKING:
+    from ..engine import Engine
 
-@handles(CreateTemplateCommand)
+handlers = HandlerTable()
+
+
+@handlers.on(CreateTemplateCommand)
 async def create_template(engine: Engine, op: CreateTemplateCommand, principal: Principal) -> TemplateWritten:
     data = op.model_dump(exclude={"validate_only"}, exclude_none=True)
     template, errors, _ = check_template(engine, data)
@@ -51,7 +58,7 @@ async def _stored(engine: Engine, template_id: str) -> Template:
     raise NotFoundError("template", template_id, f"Template '{template_id}' not found.")
 
 
-@handles(UpdateTemplateCommand)
+@handlers.on(UpdateTemplateCommand)
 async def update_template(engine: Engine, op: UpdateTemplateCommand, principal: Principal) -> TemplateWritten:
     async with engine.db.transaction():
         current = await _stored(engine, op.template_id)
@@ -72,7 +79,7 @@ async def update_template(engine: Engine, op: UpdateTemplateCommand, principal: 
     return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' updated.")
 
 
-@handles(DeleteTemplateCommand)
+@handlers.on(DeleteTemplateCommand)
 async def delete_template(engine: Engine, op: DeleteTemplateCommand, principal: Principal) -> TemplateWritten:
     async with engine.db.transaction():
         await _stored(engine, op.template_id)
@@ -86,7 +93,7 @@ async def delete_template(engine: Engine, op: DeleteTemplateCommand, principal: 
     return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' deleted.")
 
 
-@handles(RefreshTemplatesCommand)
+@handlers.on(RefreshTemplatesCommand)
 async def refresh_templates(engine: Engine, op: RefreshTemplatesCommand, principal: Principal) -> TemplateRefresh:
     engine.files.invalidate()
     loaded = engine.files.load(force=op.force)

@@ -5,7 +5,7 @@ The write handlers are in `template_writes`, beside their operations.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pydantic
 
@@ -15,8 +15,13 @@ from pluginsdk.models import Template, TemplateList, TemplateResult, TemplateVal
 from pluginsdk.operations import GetTemplateQuery, ListTemplatesQuery, ValidateTemplateQuery
 from pluginsdk.principal import Principal
 
-from ..engine import Engine, handles
+from ..registry import HandlerTable
 from ..templates_files import template_from_mapping
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+handlers = HandlerTable()
 
 PRICE_TYPES = ("ondemand", "spot", "heterogeneous")
 FLEET_APIS = ("EC2Fleet", "SpotFleet", "ASG")
@@ -28,27 +33,34 @@ def template_attrs(t: Template) -> dict[str, Any]:
 
 
 def check_template(engine: Engine, data: dict[str, Any]) -> tuple[Template | None, list[str], list[str]]:
-    """Validate a raw configuration: (template or None, errors, warnings)."""
-    errors: list[str] = []
-    warnings: list[str] = []
+    """Validate a raw configuration: (template or None, errors, warnings). Required fields, then the model,
+    then the rules the model cannot say."""
     known = set(Template.model_fields) | {Template.model_fields[f].alias or f for f in Template.model_fields}
     known |= {"vmType", "vmTypes", "keyName", "subnetId", "attributes", "instanceTags"}
-    for key in sorted(set(data) - known):
-        warnings.append(f"Unknown field '{key}' is ignored.")
+    warnings = [f"Unknown field '{key}' is ignored." for key in sorted(set(data) - known)]
+    errors = _missing(data)
+    if errors:
+        return None, errors, warnings
+    try:
+        template = template_from_mapping(data)
+    except pydantic.ValidationError as exc:
+        return None, [f"'{'.'.join(map(str, e['loc']))}': {e['msg']}." for e in exc.errors(include_url=False)], warnings
+    errors = _rule_errors(engine, template)
+    warnings += _rule_warnings(engine, template)
+    return (template if not errors else None), errors, warnings
+
+
+def _missing(data: dict[str, Any]) -> list[str]:
+    errors: list[str] = []
     for required in ("template_id", "image_id"):
-        camel = Template.model_fields[required].alias or required
-        value = data.get(required, data.get(camel))
+        value = data.get(required, data.get(Template.model_fields[required].alias or required))
         if value is None or (isinstance(value, str) and not value.strip()):
             errors.append(f"'{required}' is required.")
-    template: Template | None = None
-    if not errors:
-        try:
-            template = template_from_mapping(data)
-        except pydantic.ValidationError as exc:
-            for e in exc.errors(include_url=False):
-                errors.append(f"'{'.'.join(map(str, e['loc']))}': {e['msg']}.")
-    if template is None:
-        return None, errors, warnings
+    return errors
+
+
+def _rule_errors(engine: Engine, template: Template) -> list[str]:
+    errors: list[str] = []
     driver_apis = _apis(engine)
     if driver_apis and template.provider_api not in driver_apis:
         errors.append(
@@ -57,33 +69,36 @@ def check_template(engine: Engine, data: dict[str, Any]) -> tuple[Template | Non
         )
     if template.max_number is not None and template.max_number < 1:
         errors.append("'max_number' must be at least 1.")
-    if template.max_number and template.max_number > engine.settings.provider.max_machines_per_request:
-        warnings.append(
-            f"max_number {template.max_number} exceeds the global limit "
-            f"{engine.settings.provider.max_machines_per_request}; the lower one applies."
-        )
     if template.price_type not in PRICE_TYPES:
         errors.append(f"'price_type' must be one of {', '.join(PRICE_TYPES)}.")
     kinds = FLEET_TYPES.get(template.provider_api)
     if template.fleet_type is not None and kinds is not None and template.fleet_type.lower() not in kinds:
         errors.append(f"'fleet_type' of {template.provider_api} must be one of {', '.join(kinds)}.")
-    for itype, weight in template.instance_types.items():
-        if weight <= 0:
-            errors.append(f"Weight of instance type '{itype}' must be positive.")
+    errors += [f"Weight of instance type '{t}' must be positive." for t, w in template.instance_types.items() if w <= 0]
+    return errors
+
+
+def _rule_warnings(engine: Engine, template: Template) -> list[str]:
+    warnings: list[str] = []
+    if template.max_number and template.max_number > engine.settings.provider.max_machines_per_request:
+        warnings.append(
+            f"max_number {template.max_number} exceeds the global limit "
+            f"{engine.settings.provider.max_machines_per_request}; the lower one applies."
+        )
     if not template.instance_type and not template.instance_types:
         warnings.append("No instance_type given; the provider's default applies.")
     if template.provider_api in FLEET_APIS and not template.subnet_ids:
         warnings.append(f"{template.provider_api} without subnet_ids launches in the default VPC only.")
     if template.provider_api != "local" and not template.image_id.startswith("ami-"):
         warnings.append(f"image_id '{template.image_id}' does not look like an AMI id (ami-...).")
-    return (template if not errors else None), errors, warnings
+    return warnings
 
 
 def _apis(engine: Engine) -> tuple[str, ...]:
     driver = engine.providers.get(engine.settings.provider.type)
     if driver is not None:
         return driver.apis
-    from ..engine import load_provider_class
+    from ..providers import load_provider_class
 
     try:
         return tuple(load_provider_class(engine.settings.provider.type).apis)
@@ -99,7 +114,7 @@ def invalid_template(template_id: str | None, errors: list[str]) -> InvalidTempl
     )
 
 
-@handles(ListTemplatesQuery)
+@handlers.on(ListTemplatesQuery)
 async def list_templates(engine: Engine, op: ListTemplatesQuery, principal: Principal) -> TemplateList:
     templates = await engine.all_templates(op.provider_api, force_refresh=op.force_refresh)
     if op.active_only:
@@ -112,7 +127,7 @@ async def list_templates(engine: Engine, op: ListTemplatesQuery, principal: Prin
     return TemplateList(templates=page, total_count=len(templates), message=counted(len(templates), "template"))
 
 
-@handles(GetTemplateQuery)
+@handlers.on(GetTemplateQuery)
 async def get_template(engine: Engine, op: GetTemplateQuery, principal: Principal) -> TemplateResult:
     t = await engine.template(op.template_id)
     if t is None:
@@ -122,7 +137,7 @@ async def get_template(engine: Engine, op: GetTemplateQuery, principal: Principa
     return TemplateResult(template=t, message="Template found")
 
 
-@handles(ValidateTemplateQuery)
+@handlers.on(ValidateTemplateQuery)
 async def validate_template(engine: Engine, op: ValidateTemplateQuery, principal: Principal) -> TemplateValidation:
     if op.template_config is None:
         if op.template_id is None:

@@ -1,4 +1,6 @@
 """Auth-service handlers, one module per operation group (`sessions` serves `auth_sessions`).
 
-They load on first use (`backends.local.engine.load_handler`), so a CLI call imports only its own.
+Each declares its handlers in its own table (`handlers = HandlerTable()`); the engine's registry
+loads a module and registers its table on first use (`backends.local.registry`), so a CLI call imports
+only its own.
 """

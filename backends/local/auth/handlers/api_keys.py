@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pluginsdk.errors import InvalidPaginationToken, NotFoundError, PermissionDeniedError, ValidationError
 from pluginsdk.models.auth_results import ApiKeyCreated, ApiKeyList, ApiKeyResult
@@ -29,10 +29,16 @@ from pluginsdk.operations.api_keys import (
 )
 from pluginsdk.principal import Principal
 
-from ...engine import Engine, handles
+from ...registry import HandlerTable
 from ...store.db import Row
 from ..crypto import new_api_key, now, parse_expiry, parse_ts, sha256_hex, ts
 from ._common import api_key_from_row, service
+
+if TYPE_CHECKING:
+    from ...engine import Engine
+    from ..store import AuthStore
+
+handlers = HandlerTable()
 
 SELF_SERVICE_DAYS = 365
 MAX_ITEMS = 3000
@@ -76,12 +82,12 @@ async def _list(
     return ApiKeyList(items=items, next_token=token, truncated=True)
 
 
-@handles(ListAPIKeysQuery)
+@handlers.on(ListAPIKeysQuery)
 async def list_api_keys(engine: Engine, op: ListAPIKeysQuery, principal: Principal) -> ApiKeyList:
     return await _list(engine, f"api-keys:all:{op.user_id or ''}", op.user_id, op)
 
 
-@handles(ListMyAPIKeysQuery)
+@handlers.on(ListMyAPIKeysQuery)
 async def list_my_api_keys(engine: Engine, op: ListMyAPIKeysQuery, principal: Principal) -> ApiKeyList:
     return await _list(engine, f"api-keys:self:{principal.user_id}", principal.user_id, op)
 
@@ -93,13 +99,13 @@ async def _owned(engine: Engine, api_key_id: str, owner: str | None) -> Row:
     return row
 
 
-@handles(GetAPIKeyQuery)
+@handlers.on(GetAPIKeyQuery)
 async def get_api_key(engine: Engine, op: GetAPIKeyQuery, principal: Principal) -> ApiKeyResult:
     row = await _owned(engine, op.api_key_id, None)
     return ApiKeyResult(**api_key_from_row(row).model_dump())
 
 
-@handles(GetMyAPIKeyQuery)
+@handlers.on(GetMyAPIKeyQuery)
 async def get_my_api_key(engine: Engine, op: GetMyAPIKeyQuery, principal: Principal) -> ApiKeyResult:
     row = await _owned(engine, op.api_key_id, principal.user_id)
     return ApiKeyResult(**api_key_from_row(row).model_dump())
@@ -150,7 +156,7 @@ async def _create(
     )
 
 
-@handles(CreateAPIKeyCommand)
+@handlers.on(CreateAPIKeyCommand)
 async def create_api_key(engine: Engine, op: CreateAPIKeyCommand, principal: Principal) -> ApiKeyCreated:
     return await _create(
         engine,
@@ -163,7 +169,7 @@ async def create_api_key(engine: Engine, op: CreateAPIKeyCommand, principal: Pri
     )
 
 
-@handles(CreateMyAPIKeyCommand)
+@handlers.on(CreateMyAPIKeyCommand)
 async def create_my_api_key(engine: Engine, op: CreateMyAPIKeyCommand, principal: Principal) -> ApiKeyCreated:
     return await _create(
         engine,
@@ -177,69 +183,81 @@ async def create_my_api_key(engine: Engine, op: CreateMyAPIKeyCommand, principal
 
 
 async def _update(engine: Engine, op: UpdateAPIKeyCommand | UpdateMyAPIKeyCommand, owner: str | None) -> ApiKeyResult:
-    store = service(engine).store
+    """Change a key's description, activity or expiry; `owner` None is an administrator (no self-service limits)."""
     row = await _owned(engine, op.api_key_id, owner)
     given = op.model_fields_set
-    admin = owner is None
     changes: dict[str, Any] = {}
     if "description" in given:
         changes["description"] = op.description
     if "is_active" in given:
-        active = op.is_active == "true"
-        if admin:
-            changes["admin_deactivated"] = 0 if active else 1
-        elif active and row["admin_deactivated"]:
-            raise PermissionDeniedError(
-                f"API key '{op.api_key_id}' was deactivated by an administrator; only an administrator can "
-                "reactivate it.",
-                details={"field": "is_active", "value": "true", "expected": "an administrator's decision"},
-            )
-        changes["is_active"] = 1 if active else 0
+        changes |= _activity_changes(op, row, admin=owner is None)
     if "expires_at" in given:
-        if op.expires_at is None:
-            changes["expires_at"] = None
-            if admin:
-                changes["admin_expires_at"] = None
-        else:
-            latest = None if admin else parse_ts(row["created_at"]) + timedelta(days=SELF_SERVICE_DAYS)
-            ceiling = None if admin or not row["admin_expires_at"] else parse_ts(row["admin_expires_at"])
-            expiry = _expiry(op.expires_at, latest=None)
-            if ceiling is not None and expiry > ceiling:
-                raise PermissionDeniedError(
-                    f"An administrator set this key to expire at {ts(ceiling)}; self-service cannot extend it.",
-                    details={"field": "expires_at", "value": op.expires_at[:64], "expected": f"<= {ts(ceiling)}"},
-                )
-            changes["expires_at"] = ts(_expiry(op.expires_at, latest=latest))
-            if admin:
-                changes["admin_expires_at"] = changes["expires_at"]
+        changes |= _expiry_changes(op.expires_at, row, admin=owner is None)
     changes["updated_at"] = ts(now())
+    updated = await _write_update(service(engine).store, op.api_key_id, changes, owner)
+    return ApiKeyResult(**api_key_from_row(updated).model_dump(), message="API key updated.")
+
+
+def _activity_changes(op: UpdateAPIKeyCommand | UpdateMyAPIKeyCommand, row: Row, *, admin: bool) -> dict[str, Any]:
+    """An administrator's deactivation sticks: only an administrator reactivates that key."""
+    active = op.is_active == "true"
+    if admin:
+        return {"is_active": 1 if active else 0, "admin_deactivated": 0 if active else 1}
+    if active and row["admin_deactivated"]:
+        raise PermissionDeniedError(
+            f"API key '{op.api_key_id}' was deactivated by an administrator; only an administrator can reactivate it.",
+            details={"field": "is_active", "value": "true", "expected": "an administrator's decision"},
+        )
+    return {"is_active": 1 if active else 0}
+
+
+def _expiry_changes(expires_at: str | None, row: Row, *, admin: bool) -> dict[str, Any]:
+    """A new expiry: self-service stays within its window and under an administrator's expiry."""
+    if expires_at is None:
+        return {"expires_at": None, "admin_expires_at": None} if admin else {"expires_at": None}
+    if admin:
+        expiry = ts(_expiry(expires_at, latest=None))
+        return {"expires_at": expiry, "admin_expires_at": expiry}
+    ceiling = parse_ts(row["admin_expires_at"]) if row["admin_expires_at"] else None
+    if ceiling is not None and _expiry(expires_at, latest=None) > ceiling:
+        raise PermissionDeniedError(
+            f"An administrator set this key to expire at {ts(ceiling)}; self-service cannot extend it.",
+            details={"field": "expires_at", "value": expires_at[:64], "expected": f"<= {ts(ceiling)}"},
+        )
+    latest = parse_ts(row["created_at"]) + timedelta(days=SELF_SERVICE_DAYS)
+    return {"expires_at": ts(_expiry(expires_at, latest=latest))}
+
+
+async def _write_update(store: AuthStore, api_key_id: str, changes: dict[str, Any], owner: str | None) -> Row:
+    """Write the changes unless an administrator changed the key since it was read; the key as written."""
+    admin = owner is None
     async with store.transaction():
         done = await store.update_api_key(
-            op.api_key_id,
+            api_key_id,
             changes,
             owner=owner,
             not_admin_deactivated=not admin and changes.get("is_active") == 1,
             within_admin_expiry=None if admin or changes.get("expires_at") is None else changes["expires_at"],
         )
         if not done:  # gone, or an administrator changed it since it was read: decide on the row as it is now
-            now_row = None if admin else await store.get_api_key(op.api_key_id)
+            now_row = None if admin else await store.get_api_key(api_key_id)
             if now_row is not None and now_row["user_id"] == owner:
                 raise PermissionDeniedError(
-                    f"API key '{op.api_key_id}' was changed by an administrator meanwhile; read it and try again.",
-                    details={"field": "api_key_id", "value": op.api_key_id, "expected": "an unchanged key"},
+                    f"API key '{api_key_id}' was changed by an administrator meanwhile; read it and try again.",
+                    details={"field": "api_key_id", "value": api_key_id, "expected": "an unchanged key"},
                 )
-            raise NotFoundError("api_key", op.api_key_id, f"API key '{op.api_key_id}' not found.")
-        updated = await store.get_api_key(op.api_key_id)
+            raise NotFoundError("api_key", api_key_id, f"API key '{api_key_id}' not found.")
+        updated = await store.get_api_key(api_key_id)
     assert updated is not None
-    return ApiKeyResult(**api_key_from_row(updated).model_dump(), message="API key updated.")
+    return updated
 
 
-@handles(UpdateAPIKeyCommand)
+@handlers.on(UpdateAPIKeyCommand)
 async def update_api_key(engine: Engine, op: UpdateAPIKeyCommand, principal: Principal) -> ApiKeyResult:
     return await _update(engine, op, None)
 
 
-@handles(UpdateMyAPIKeyCommand)
+@handlers.on(UpdateMyAPIKeyCommand)
 async def update_my_api_key(engine: Engine, op: UpdateMyAPIKeyCommand, principal: Principal) -> ApiKeyResult:
     return await _update(engine, op, principal.user_id)
 
@@ -252,11 +270,11 @@ async def _delete(engine: Engine, api_key_id: str, owner: str | None) -> ApiKeyR
     return ApiKeyResult(**api_key_from_row(row).model_dump(), message=f"API key '{api_key_id}' deleted.")
 
 
-@handles(DeleteAPIKeyCommand)
+@handlers.on(DeleteAPIKeyCommand)
 async def delete_api_key(engine: Engine, op: DeleteAPIKeyCommand, principal: Principal) -> ApiKeyResult:
     return await _delete(engine, op.api_key_id, None)
 
 
-@handles(DeleteMyAPIKeyCommand)
+@handlers.on(DeleteMyAPIKeyCommand)
 async def delete_my_api_key(engine: Engine, op: DeleteMyAPIKeyCommand, principal: Principal) -> ApiKeyResult:
     return await _delete(engine, op.api_key_id, principal.user_id)

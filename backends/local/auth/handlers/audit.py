@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from pluginsdk.models.policy_results import AuditPage, AuditRecord
 from pluginsdk.operations.audit import ListAuditRecordsQuery
 from pluginsdk.principal import Principal
 
-from ...engine import Engine, handles
+from ...registry import HandlerTable
 from ..audit import page_records
 from ._common import service
+
+if TYPE_CHECKING:
+    from ...engine import Engine
+
+handlers = HandlerTable()
 
 _LISTING = "audit"
 
 
-@handles(ListAuditRecordsQuery)
+@handlers.on(ListAuditRecordsQuery)
 async def list_audit_records(engine: Engine, op: ListAuditRecordsQuery, principal: Principal) -> AuditPage:
     svc = service(engine)
     pos = svc.decode_page(_LISTING, op.starting_token)

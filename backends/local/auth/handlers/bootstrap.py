@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 from pluginsdk._constants import VERSION
 from pluginsdk.errors import PermissionDeniedError
@@ -16,12 +17,17 @@ from pluginsdk.operations.bootstrap import (
 )
 from pluginsdk.principal import Principal
 
-from ...engine import Engine, handles
+from ...registry import HandlerTable
 from ..crypto import now, ts
 from ._common import service
 
+if TYPE_CHECKING:
+    from ...engine import Engine
 
-@handles(GetAmplifyConfigQuery)
+handlers = HandlerTable()
+
+
+@handlers.on(GetAmplifyConfigQuery)
 async def get_amplify_config(engine: Engine, op: GetAmplifyConfigQuery, principal: Principal) -> AmplifyConfig:
     c = service(engine).config
     out = AmplifyConfig(
@@ -56,12 +62,12 @@ async def get_amplify_config(engine: Engine, op: GetAmplifyConfigQuery, principa
     return out
 
 
-@handles(GetVersionQuery)
+@handlers.on(GetVersionQuery)
 async def get_version(engine: Engine, op: GetVersionQuery, principal: Principal) -> VersionInfo:
     return VersionInfo(version=VERSION)
 
 
-@handles(GetSecureConfigQuery)
+@handlers.on(GetSecureConfigQuery)
 async def get_secure_config(engine: Engine, op: GetSecureConfigQuery, principal: Principal) -> SecureConfig:
     c = service(engine).config
     flags = list(c.features_enabled)
@@ -87,7 +93,7 @@ def _own(principal: Principal, user_id: str) -> None:
         )
 
 
-@handles(GetLoginProfileQuery)
+@handlers.on(GetLoginProfileQuery)
 async def get_login_profile(engine: Engine, op: GetLoginProfileQuery, principal: Principal) -> LoginProfile:
     _own(principal, op.user_id)
     row = await service(engine).store.get_profile(op.user_id)
@@ -97,7 +103,7 @@ async def get_login_profile(engine: Engine, op: GetLoginProfileQuery, principal:
     return LoginProfile(**{**extra, "user_id": op.user_id, "email": row["email"]})
 
 
-@handles(UpdateLoginProfileCommand)
+@handlers.on(UpdateLoginProfileCommand)
 async def update_login_profile(engine: Engine, op: UpdateLoginProfileCommand, principal: Principal) -> LoginProfile:
     _own(principal, op.user_id)
     store = service(engine).store

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pluginsdk.errors import AlreadyExistsError, NotFoundError, ValidationError
 from pluginsdk.models.auth import Constraint, validate_constraint
@@ -38,10 +38,16 @@ from pluginsdk.operations.constraints import (
 )
 from pluginsdk.principal import Principal
 
-from ...engine import Engine, handles
+from ...registry import HandlerTable
 from ..crypto import now, ts
 from ._common import service
 from .policy_checks import import_dry_run
+
+if TYPE_CHECKING:
+    from ...engine import Engine
+    from ..store import AuthStore
+
+handlers = HandlerTable()
 
 PAGE_MAX = 3000
 _VARIABLE = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_]*)\s*}}")
@@ -76,7 +82,7 @@ def _written(c: Constraint, operation: str, verb: str) -> ConstraintWritten:
     )
 
 
-@handles(ListConstraintsQuery)
+@handlers.on(ListConstraintsQuery)
 async def list_constraints(engine: Engine, op: ListConstraintsQuery, principal: Principal) -> ConstraintList:
     svc = service(engine)
     size = min(op.page_size, op.max_items, PAGE_MAX)
@@ -90,7 +96,7 @@ async def list_constraints(engine: Engine, op: ListConstraintsQuery, principal: 
     return ConstraintList(message=ConstraintItems(items=items, next_token=token))
 
 
-@handles(GetConstraintQuery)
+@handlers.on(GetConstraintQuery)
 async def get_constraint(engine: Engine, op: GetConstraintQuery, principal: Principal) -> Constraint:
     row = await service(engine).store.get_constraint(op.constraint_id)
     if row is None:
@@ -98,7 +104,7 @@ async def get_constraint(engine: Engine, op: GetConstraintQuery, principal: Prin
     return Constraint.model_validate(json.loads(row["data"]))
 
 
-@handles(CreateConstraintCommand)
+@handlers.on(CreateConstraintCommand)
 async def create_constraint(engine: Engine, op: CreateConstraintCommand, principal: Principal) -> ConstraintWritten:
     store = service(engine).store
     c = _validated(op)
@@ -118,7 +124,7 @@ async def create_constraint(engine: Engine, op: CreateConstraintCommand, princip
     return _written(c, "create", "created")
 
 
-@handles(UpdateConstraintCommand)
+@handlers.on(UpdateConstraintCommand)
 async def update_constraint(engine: Engine, op: UpdateConstraintCommand, principal: Principal) -> ConstraintWritten:
     store = service(engine).store
     c = _validated(op)
@@ -129,7 +135,7 @@ async def update_constraint(engine: Engine, op: UpdateConstraintCommand, princip
     return _written(c, "update", "updated")
 
 
-@handles(DeleteConstraintCommand)
+@handlers.on(DeleteConstraintCommand)
 async def delete_constraint(engine: Engine, op: DeleteConstraintCommand, principal: Principal) -> ConstraintWritten:
     store = service(engine).store
     async with store.transaction():
@@ -168,27 +174,37 @@ def _prefixed(exc: ValidationError, where: str) -> ValidationError:
     return ValidationError(f"{where}: {exc.message}", details=details)
 
 
-@handles(ImportConstraintsTemplateCommand)
+@handlers.on(ImportConstraintsTemplateCommand)
 async def import_constraints_template(
     engine: Engine, op: ImportConstraintsTemplateCommand, principal: Principal
 ) -> ConstraintImported:
-    store = service(engine).store
-    parsed: list[Constraint] = []
-    for i, raw in enumerate(op.constraints):
-        where = f"constraints[{i}]"
-        body = _substitute(raw, op.variables, where)
-        cid = body.pop("constraintId", None) or body.pop("constraint_id", None) or str(uuid.uuid4())
-        if not isinstance(cid, str) or not re.fullmatch(CONSTRAINT_ID_PATTERN, cid) or cid == RESERVED_ID:
-            raise ValidationError(
-                f"{where}: constraintId {cid!r} is not valid.",
-                details={"field": f"{where}.constraintId", "value": str(cid), "expected": CONSTRAINT_ID_PATTERN},
-            )
-        body.pop("identifier", None)
-        try:
-            parsed.append(validate_constraint({**body, "constraintId": cid}))
-        except ValidationError as exc:
-            raise _prefixed(exc, where) from None
+    """Parse every constraint of the template (variables substituted), then write them all or none."""
+    parsed = [_template_constraint(raw, op.variables, f"constraints[{i}]") for i, raw in enumerate(op.constraints)]
     ids = [c.constraint_id for c in parsed]
+    _check_unique(ids)
+    if op.dry_run:  # issue 17: report the decisions it would change, write nothing
+        return await import_dry_run(engine, ids, [_wire(c) for c in parsed])
+    replaced = await _write_imported(service(engine).store, parsed, overwrite=op.overwrite)
+    return ConstraintImported(message=f"Imported {len(ids)} constraint(s) ({replaced} replaced).", constraint_ids=ids)
+
+
+def _template_constraint(raw: dict[str, Any], variables: dict[str, str], where: str) -> Constraint:
+    """One constraint of a template: variables substituted, its id checked (or a new one), validated."""
+    body = _substitute(raw, variables, where)
+    cid = body.pop("constraintId", None) or body.pop("constraint_id", None) or str(uuid.uuid4())
+    if not isinstance(cid, str) or not re.fullmatch(CONSTRAINT_ID_PATTERN, cid) or cid == RESERVED_ID:
+        raise ValidationError(
+            f"{where}: constraintId {cid!r} is not valid.",
+            details={"field": f"{where}.constraintId", "value": str(cid), "expected": CONSTRAINT_ID_PATTERN},
+        )
+    body.pop("identifier", None)
+    try:
+        return validate_constraint({**body, "constraintId": cid})
+    except ValidationError as exc:
+        raise _prefixed(exc, where) from None
+
+
+def _check_unique(ids: list[str]) -> None:
     seen: set[str] = set()
     for cid in ids:
         if cid in seen:
@@ -197,12 +213,15 @@ async def import_constraints_template(
                 details={"field": "constraints.constraintId", "value": cid, "expected": "unique ids"},
             )
         seen.add(cid)
-    if op.dry_run:  # issue 17: report the decisions it would change, write nothing
-        return await import_dry_run(engine, ids, [_wire(c) for c in parsed])
+
+
+async def _write_imported(store: AuthStore, parsed: list[Constraint], *, overwrite: bool) -> int:
+    """Insert the new constraints and replace the existing ones (only with `overwrite`), in one transaction;
+    the number replaced."""
     at = ts(now())
     async with store.transaction():
-        existing = await store.existing_constraint_ids(ids)
-        if existing and not op.overwrite:
+        existing = await store.existing_constraint_ids([c.constraint_id for c in parsed])
+        if existing and not overwrite:
             first = sorted(existing)[0]
             raise AlreadyExistsError(
                 "constraint",
@@ -220,9 +239,7 @@ async def import_constraints_template(
         if fresh:
             await store.insert_constraints(fresh)
         await store.bump_policy_version()
-    return ConstraintImported(
-        message=f"Imported {len(ids)} constraint(s) ({len(existing)} replaced).", constraint_ids=ids
-    )
+    return len(existing)
 
 
 def _label(name: str) -> str:
@@ -231,7 +248,7 @@ def _label(name: str) -> str:
     return " ".join(w[:1].upper() + w[1:] for w in words)
 
 
-@handles(GetPermissionObjectsQuery)
+@handlers.on(GetPermissionObjectsQuery)
 async def get_permission_objects(
     engine: Engine, op: GetPermissionObjectsQuery, principal: Principal
 ) -> PermissionObjects:

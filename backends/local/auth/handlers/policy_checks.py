@@ -12,7 +12,7 @@ import json
 import uuid
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pluginsdk.errors import StateConflictError, ValidationError
 from pluginsdk.models.auth import validate_constraint
@@ -42,12 +42,17 @@ from pluginsdk.operations.policy_checks import (
 )
 from pluginsdk.principal import Principal
 
-from ...engine import Engine, handles
 from ...policy.decision_point import Explained, PolicyModel, Question, diff_models, object_questions
+from ...registry import HandlerTable
 from ..audit import decision_sample_rate, log_decision
 from ..service import AuthService
 from ._common import service
 from .routes import api_routes
+
+if TYPE_CHECKING:
+    from ...engine import Engine
+
+handlers = HandlerTable()
 
 __all__ = ["current_model", "dry_run_report", "import_dry_run", "route_questions"]
 
@@ -177,7 +182,7 @@ async def _log(engine: Engine, principal: Principal, decisions: Sequence[Subject
         await log_decision(engine, store, principal.user_id, about, allowed=d.allowed, revision=d.revision)
 
 
-@handles(CheckAccessQuery)
+@handlers.on(CheckAccessQuery)
 async def check_access(engine: Engine, op: CheckAccessQuery, principal: Principal) -> SubjectDecision:
     _known_type(op.object_type)
     revision, model = await current_model(service(engine), op.at_least_revision)
@@ -186,7 +191,7 @@ async def check_access(engine: Engine, op: CheckAccessQuery, principal: Principa
     return decision
 
 
-@handles(CheckAccessBatchQuery)
+@handlers.on(CheckAccessBatchQuery)
 async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principal: Principal) -> SubjectDecisions:
     for i, q in enumerate(op.questions):
         _known_type(q.object_type, f"questions[{i}].object_type")
@@ -198,14 +203,14 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principa
     return result
 
 
-@handles(ExplainAccessQuery)
+@handlers.on(ExplainAccessQuery)
 async def explain_access(engine: Engine, op: ExplainAccessQuery, principal: Principal) -> Explanation:
     _known_type(op.object_type)
     revision, model = await current_model(service(engine), op.at_least_revision)
     return _explanation(_explain(model, op), revision)
 
 
-@handles(WhoCanQuery)
+@handlers.on(WhoCanQuery)
 async def who_can(engine: Engine, op: WhoCanQuery, principal: Principal) -> WhoCan:
     _known_type(op.object_type)
     revision, model = await current_model(service(engine), op.at_least_revision)
@@ -213,7 +218,7 @@ async def who_can(engine: Engine, op: WhoCanQuery, principal: Principal) -> WhoC
     return WhoCan(object_type=op.object_type, method=op.method, revision=revision, **found)
 
 
-@handles(ListSubjectRoutesQuery)
+@handlers.on(ListSubjectRoutesQuery)
 async def list_subject_routes(engine: Engine, op: ListSubjectRoutesQuery, principal: Principal) -> SubjectRoutes:
     revision, model = await current_model(service(engine), op.at_least_revision)
     p = model.principal(op.user_id, op.roles, op.mfa)
@@ -301,7 +306,7 @@ def _report(
     )
 
 
-@handles(WhatIfQuery)
+@handlers.on(WhatIfQuery)
 async def what_if(engine: Engine, op: WhatIfQuery, principal: Principal) -> WhatIfReport:
     for i, o in enumerate(op.objects):
         _known_type(str(o.get("objectType") or o.get("object_type") or ""), f"objects[{i}].objectType")
@@ -326,7 +331,7 @@ async def import_dry_run(engine: Engine, ids: list[str], constraints: list[dict[
 
 
 # -- policy tests ---------------------------------------------------------------------------
-@handles(RunPolicyTestsQuery)
+@handlers.on(RunPolicyTestsQuery)
 async def run_policy_tests(engine: Engine, op: RunPolicyTestsQuery, principal: Principal) -> PolicyTestReport:
     for i, t in enumerate(op.tests):
         _known_type(t.object_type, f"tests[{i}].object_type")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from pluginsdk.errors import AlreadyExistsError, NotFoundError, ValidationError
 from pluginsdk.models.auth_results import (
@@ -27,19 +28,24 @@ from pluginsdk.operations.roles import (
 )
 from pluginsdk.principal import Principal
 
-from ...engine import Engine, handles
+from ...registry import HandlerTable
 from ..crypto import now, parse_ts, ts
 from ._common import role_from_row, service
 
+if TYPE_CHECKING:
+    from ...engine import Engine
 
-@handles(ListRolesQuery)
+handlers = HandlerTable()
+
+
+@handlers.on(ListRolesQuery)
 async def list_roles(engine: Engine, op: ListRolesQuery, principal: Principal) -> RoleList:
     roles = [role_from_row(r) for r in await service(engine).store.list_roles()]
     roles = await engine.authz.filter_allowed(principal, "role", roles, lambda r: {"roleName": r.role_name}, "GET")
     return RoleList(message=RoleItems(items=roles))
 
 
-@handles(CreateRoleCommand)
+@handlers.on(CreateRoleCommand)
 async def create_role(engine: Engine, op: CreateRoleCommand, principal: Principal) -> RoleWritten:
     store = service(engine).store
     async with store.transaction():
@@ -58,7 +64,7 @@ async def create_role(engine: Engine, op: CreateRoleCommand, principal: Principa
     return RoleWritten(role_name=op.role_name, operation="create", message=f"Role '{op.role_name}' created.")
 
 
-@handles(UpdateRoleCommand)
+@handlers.on(UpdateRoleCommand)
 async def update_role(engine: Engine, op: UpdateRoleCommand, principal: Principal) -> RoleWritten:
     store = service(engine).store
     changes: dict[str, object] = {}
@@ -73,7 +79,7 @@ async def update_role(engine: Engine, op: UpdateRoleCommand, principal: Principa
     return RoleWritten(role_name=op.role_name, operation="update", message=f"Role '{op.role_name}' updated.")
 
 
-@handles(DeleteRoleCommand)
+@handlers.on(DeleteRoleCommand)
 async def delete_role(engine: Engine, op: DeleteRoleCommand, principal: Principal) -> RoleWritten:
     store = service(engine).store
     async with store.transaction():
@@ -87,7 +93,7 @@ async def delete_role(engine: Engine, op: DeleteRoleCommand, principal: Principa
     )
 
 
-@handles(ListUserRolesQuery)
+@handlers.on(ListUserRolesQuery)
 async def list_user_roles(engine: Engine, op: ListUserRolesQuery, principal: Principal) -> UserRoleList:
     by_user: dict[str, list[str]] = defaultdict(list)
     created: dict[str, str] = {}
@@ -114,7 +120,7 @@ async def _check_roles_exist(engine: Engine, names: list[str]) -> None:
         )
 
 
-@handles(CreateUserRolesCommand)
+@handlers.on(CreateUserRolesCommand)
 async def create_user_roles(engine: Engine, op: CreateUserRolesCommand, principal: Principal) -> UserRolesWritten:
     store = service(engine).store
     async with store.transaction():
@@ -137,7 +143,7 @@ async def create_user_roles(engine: Engine, op: CreateUserRolesCommand, principa
     )
 
 
-@handles(UpdateUserRolesCommand)
+@handlers.on(UpdateUserRolesCommand)
 async def update_user_roles(engine: Engine, op: UpdateUserRolesCommand, principal: Principal) -> UserRolesWritten:
     store = service(engine).store
     async with store.transaction():
@@ -152,7 +158,7 @@ async def update_user_roles(engine: Engine, op: UpdateUserRolesCommand, principa
     )
 
 
-@handles(DeleteUserRolesCommand)
+@handlers.on(DeleteUserRolesCommand)
 async def delete_user_roles(engine: Engine, op: DeleteUserRolesCommand, principal: Principal) -> UserRolesWritten:
     store = service(engine).store
     async with store.transaction():

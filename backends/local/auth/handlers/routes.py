@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import TYPE_CHECKING
 
 from pluginsdk.errors import ValidationError
 from pluginsdk.models.auth_results import (
@@ -26,8 +27,13 @@ from pluginsdk.operations.routes import (
 )
 from pluginsdk.principal import Principal
 
-from ...engine import Engine, handles
+from ...registry import HandlerTable
 from ._common import service
+
+if TYPE_CHECKING:
+    from ...engine import Engine
+
+handlers = HandlerTable()
 
 _ORDER = ("GET", "POST", "PUT", "DELETE")
 
@@ -47,12 +53,12 @@ def api_routes() -> list[ApiRoute]:
     return routes
 
 
-@handles(ListApiRoutesQuery)
+@handlers.on(ListApiRoutesQuery)
 async def list_api_routes(engine: Engine, op: ListApiRoutesQuery, principal: Principal) -> ApiRouteList:
     return ApiRouteList(routes=api_routes())
 
 
-@handles(ListAllowedApiRoutesQuery)
+@handlers.on(ListAllowedApiRoutesQuery)
 async def list_allowed_api_routes(
     engine: Engine, op: ListAllowedApiRoutesQuery, principal: Principal
 ) -> AllowedApiRoutes:
@@ -67,7 +73,7 @@ async def list_allowed_api_routes(
     return AllowedApiRoutes(routes=out, user_id=principal.user_id)
 
 
-@handles(AuthorizeWebRoutesQuery)
+@handlers.on(AuthorizeWebRoutesQuery)
 async def authorize_web_routes(engine: Engine, op: AuthorizeWebRoutesQuery, principal: Principal) -> WebRoutesAllowed:
     svc = service(engine)
     allowed = [
@@ -87,14 +93,14 @@ def _known_type(object_type: str) -> None:
         )
 
 
-@handles(IsAllowedQuery)
+@handlers.on(IsAllowedQuery)
 async def is_allowed(engine: Engine, op: IsAllowedQuery, principal: Principal) -> AuthorizationDecision:
     _known_type(op.object_type)
     ok = await service(engine).is_allowed(principal, op.object_type, op.attributes, op.method)
     return AuthorizationDecision(allowed=ok, object_type=op.object_type, method=op.method, user_id=principal.user_id)
 
 
-@handles(FilterAllowedQuery)
+@handlers.on(FilterAllowedQuery)
 async def filter_allowed(engine: Engine, op: FilterAllowedQuery, principal: Principal) -> FilteredObjects:
     _known_type(op.object_type)
     indexed = list(enumerate(op.objects))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pluginsdk.errors import AuthenticationError, ValidationError
 from pluginsdk.models.auth_results import Jwks, MfaSetup, SessionTokens
@@ -24,12 +24,17 @@ from pluginsdk.operations.auth_sessions import (
 )
 from pluginsdk.principal import Principal
 
-from ...engine import Engine, handles
+from ...registry import HandlerTable
 from ...store.db import Row
 from ..crypto import new_refresh_token, now, parse_ts, sha256_hex, ts
 from ..service import AuthService
 from ._common import service
 from .users import CONFIRMED, FORCE_CHANGE
+
+if TYPE_CHECKING:
+    from ...engine import Engine
+
+handlers = HandlerTable()
 
 _SCHEME = "Bearer"
 _BAD_LOGIN = "Incorrect user name or password."
@@ -131,54 +136,72 @@ async def _open_session(svc: AuthService, user: Row, mfa: bool) -> SessionTokens
     )
 
 
-@handles(LoginCommand)
+@handlers.on(LoginCommand)
 async def login(engine: Engine, op: LoginCommand, principal: Principal) -> SessionTokens:
+    """Password, then the pending password change, then the MFA code; each missing step answers a challenge."""
     svc = _managed(engine)
-    user = await svc.store.get_user(op.username)
-    ok = await svc.passwords.averify(user["password_hash"] if user else None, op.password)
-    if user is None or not ok or not user["enabled"]:
-        raise AuthenticationError(_BAD_LOGIN)
+    user = await _signed_in_user(svc, op.username, op.password)
     changes: dict[str, Any] = {}
     if user["status"] == FORCE_CHANGE:
-        expires = user["password_expires_at"]
-        if expires is not None and parse_ts(expires) <= now():
-            raise AuthenticationError("The temporary password has expired; ask an administrator to reset it.")
+        _check_temporary_password_live(user)
         if op.new_password is None:
             return SessionTokens(
                 challenge_name="NEW_PASSWORD_REQUIRED",
                 message="The temporary password must be replaced: sign in again with new_password.",
             )
-        _check_password(svc, user["user_id"], op.new_password)
-        if op.new_password == op.password:
-            raise ValidationError(
-                "The new password must differ from the temporary one.", details={"field": "new_password"}
-            )
-        changes = {
-            "password_hash": await svc.passwords.ahash(op.new_password),
-            "password_expires_at": None,
-            "status": CONFIRMED,
-            "updated_at": ts(now()),
-        }
-    mfa, step = False, None
+        changes = await _replace_temporary_password(svc, user, op.password, op.new_password)
+    step = None
     if user["mfa_enabled"]:
         if op.totp_code is None:
             return SessionTokens(
                 challenge_name="SOFTWARE_TOKEN_MFA",
                 message="Multi-factor sign-in: sign in again with totp_code from the authenticator app.",
             )
-        step = _totp_step(svc, user["totp_secret"], user["user_id"], op.totp_code)
-        if step is None:
-            raise AuthenticationError("The MFA code is not valid.")
-        mfa = True
+        step = _valid_totp_step(svc, user, op.totp_code)
     async with svc.store.transaction():
         if step is not None and not await svc.store.claim_totp_step(user["user_id"], step):
             raise AuthenticationError("The MFA code was used already; wait for the next one.")
         if changes:
             await svc.store.update_user(user["user_id"], changes)
-        return await _open_session(svc, user, mfa)
+        return await _open_session(svc, user, step is not None)
 
 
-@handles(RefreshTokensCommand)
+async def _signed_in_user(svc: AuthService, username: str, password: str) -> Row:
+    """The enabled user these credentials name; one message for every failure (no user enumeration)."""
+    user = await svc.store.get_user(username)
+    ok = await svc.passwords.averify(user["password_hash"] if user else None, password)
+    if user is None or not ok or not user["enabled"]:
+        raise AuthenticationError(_BAD_LOGIN)
+    return user
+
+
+def _check_temporary_password_live(user: Row) -> None:
+    expires = user["password_expires_at"]
+    if expires is not None and parse_ts(expires) <= now():
+        raise AuthenticationError("The temporary password has expired; ask an administrator to reset it.")
+
+
+async def _replace_temporary_password(svc: AuthService, user: Row, old: str, new: str) -> dict[str, Any]:
+    """The user-row changes that confirm the account with its new password (checked against the policy)."""
+    _check_password(svc, user["user_id"], new)
+    if new == old:
+        raise ValidationError("The new password must differ from the temporary one.", details={"field": "new_password"})
+    return {
+        "password_hash": await svc.passwords.ahash(new),
+        "password_expires_at": None,
+        "status": CONFIRMED,
+        "updated_at": ts(now()),
+    }
+
+
+def _valid_totp_step(svc: AuthService, user: Row, code: str) -> int:
+    step = _totp_step(svc, user["totp_secret"], user["user_id"], code)
+    if step is None:
+        raise AuthenticationError("The MFA code is not valid.")
+    return step
+
+
+@handlers.on(RefreshTokensCommand)
 async def refresh_tokens(engine: Engine, op: RefreshTokensCommand, principal: Principal) -> SessionTokens:
     svc = _managed(engine)
     assert svc.tokens is not None
@@ -203,7 +226,7 @@ def _session_id(principal: Principal) -> str | None:
     return str(sid) if sid else None
 
 
-@handles(LogoutCommand)
+@handlers.on(LogoutCommand)
 async def logout(engine: Engine, op: LogoutCommand, principal: Principal) -> SessionTokens:
     svc = service(engine)
     sid = _session_id(principal)
@@ -215,7 +238,7 @@ async def logout(engine: Engine, op: LogoutCommand, principal: Principal) -> Ses
     return SessionTokens(message="Signed out: the session's tokens no longer work.")
 
 
-@handles(ChangePasswordCommand)
+@handlers.on(ChangePasswordCommand)
 async def change_password(engine: Engine, op: ChangePasswordCommand, principal: Principal) -> SessionTokens:
     svc = _managed(engine)
     user = await _user(svc, principal)
@@ -232,7 +255,7 @@ async def change_password(engine: Engine, op: ChangePasswordCommand, principal: 
     return SessionTokens(message="Password changed; other sessions were signed out.")
 
 
-@handles(SetupMfaCommand)
+@handlers.on(SetupMfaCommand)
 async def setup_mfa(engine: Engine, op: SetupMfaCommand, principal: Principal) -> MfaSetup:
     import pyotp
 
@@ -248,7 +271,7 @@ async def setup_mfa(engine: Engine, op: SetupMfaCommand, principal: Principal) -
     )
 
 
-@handles(VerifyMfaCommand)
+@handlers.on(VerifyMfaCommand)
 async def verify_mfa(engine: Engine, op: VerifyMfaCommand, principal: Principal) -> SessionTokens:
     svc = _managed(engine)
     assert svc.tokens is not None
@@ -289,7 +312,7 @@ async def verify_mfa(engine: Engine, op: VerifyMfaCommand, principal: Principal)
     )
 
 
-@handles(GetJwksQuery)
+@handlers.on(GetJwksQuery)
 async def get_jwks(engine: Engine, op: GetJwksQuery, principal: Principal) -> Jwks:
     svc = service(engine)
     return Jwks(keys=svc.tokens.jwks() if svc.tokens is not None else [])

@@ -10,7 +10,7 @@ administrator who created or reset the user (`temporary_password`).
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pluginsdk.errors import AlreadyExistsError, NotFoundError
 from pluginsdk.models.auth_results import ManagedUserList, ManagedUserWritten
@@ -23,10 +23,15 @@ from pluginsdk.operations.users import (
 )
 from pluginsdk.principal import Principal
 
-from ...engine import Engine, handles
+from ...registry import HandlerTable
 from ..crypto import now, temporary_password, ts
 from ..service import AuthService
 from ._common import service, user_from_row
+
+if TYPE_CHECKING:
+    from ...engine import Engine
+
+handlers = HandlerTable()
 
 FORCE_CHANGE = "FORCE_CHANGE_PASSWORD"
 CONFIRMED = "CONFIRMED"
@@ -61,7 +66,7 @@ _SHOWN_ONCE = (
 )
 
 
-@handles(ListManagedUsersQuery)
+@handlers.on(ListManagedUsersQuery)
 async def list_managed_users(engine: Engine, op: ListManagedUsersQuery, principal: Principal) -> ManagedUserList:
     svc = service(engine)
     svc.require_managed()
@@ -76,7 +81,7 @@ async def list_managed_users(engine: Engine, op: ListManagedUsersQuery, principa
     return ManagedUserList(users=users, next_token=token)
 
 
-@handles(CreateManagedUserCommand)
+@handlers.on(CreateManagedUserCommand)
 async def create_managed_user(engine: Engine, op: CreateManagedUserCommand, principal: Principal) -> ManagedUserWritten:
     svc = service(engine)
     svc.require_managed()
@@ -108,7 +113,7 @@ async def create_managed_user(engine: Engine, op: CreateManagedUserCommand, prin
     )
 
 
-@handles(UpdateManagedUserCommand)
+@handlers.on(UpdateManagedUserCommand)
 async def update_managed_user(engine: Engine, op: UpdateManagedUserCommand, principal: Principal) -> ManagedUserWritten:
     svc = service(engine)
     svc.require_managed()
@@ -129,7 +134,7 @@ async def update_managed_user(engine: Engine, op: UpdateManagedUserCommand, prin
     )
 
 
-@handles(DeleteManagedUserCommand)
+@handlers.on(DeleteManagedUserCommand)
 async def delete_managed_user(engine: Engine, op: DeleteManagedUserCommand, principal: Principal) -> ManagedUserWritten:
     svc = service(engine)
     svc.require_managed()
@@ -143,7 +148,7 @@ async def delete_managed_user(engine: Engine, op: DeleteManagedUserCommand, prin
     )
 
 
-@handles(ResetManagedUserPasswordCommand)
+@handlers.on(ResetManagedUserPasswordCommand)
 async def reset_managed_user_password(
     engine: Engine, op: ResetManagedUserPasswordCommand, principal: Principal
 ) -> ManagedUserWritten:

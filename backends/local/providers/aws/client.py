@@ -1,10 +1,13 @@
-"""AWS calls with our own backoff, call counting and scrubbed errors.
+"""AWS calls through botocore's own retries, with attempt counting and scrubbed errors.
 
-botocore's retries are switched off (one attempt per call) so that retrying
-is ours: throttling is retried with capped, jittered exponential backoff
-whose base is a setting (tests use milliseconds), every attempt is counted
-(the benchmark's "API calls"), and a failure becomes `ProviderError` with the
-cloud's code and a message with any credential material removed.
+Retrying is botocore's: its `standard` mode (default) or `adaptive` mode (standard plus a client-side rate
+limiter that slows down once AWS throttles) retries throttling, transient 5xx answers and network errors
+with jittered exponential backoff, `max_attempts` attempts in all (`legacy` is botocore's older mode).
+What we add is counting, through botocore's public `needs-retry` event, which fires once per attempt:
+attempts per API operation (the benchmark's "API calls") and attempts AWS refused for rate limiting,
+classified by botocore's own throttling detector (the one its adaptive mode uses), so the /metrics
+throttle counter (`pluginsdk._observe.provider_throttle`) sees retried throttles too. A failure becomes
+`ProviderError` with the cloud's code, the attempts made and a message with any credential material removed.
 aiobotocore is imported only when the first client is made.
 """
 
@@ -12,34 +15,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
-import random
 import re
 from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from pluginsdk.errors import ProviderError
+from pluginsdk import _observe
+from pluginsdk.errors import ConfigurationError, ProviderError
 
-__all__ = ["THROTTLING_CODES", "AwsClients", "scrub"]
+__all__ = ["RETRY_MODES", "AwsClients", "scrub"]
 
-log = logging.getLogger("pluginsdk.providers.aws")
-
-THROTTLING_CODES = frozenset(
-    {
-        "RequestLimitExceeded",
-        "Throttling",
-        "ThrottlingException",
-        "ThrottledException",
-        "RequestThrottled",
-        "RequestThrottledException",
-        "TooManyRequestsException",
-        "EC2ThrottledException",
-        "SlowDown",
-        "PriorRequestNotComplete",
-    }
-)
-"""Error codes that mean "slow down": the call was refused before it acted, so retrying is safe."""
+RETRY_MODES = ("standard", "adaptive", "legacy")
+"""botocore's retry modes (`provider.aws.retry_mode`)."""
 
 _KEY_ID = re.compile(r"\b(?:AKIA|ASIA|AIDA|AROA)[A-Z0-9]{12,}\b")
 _CREDENTIAL = re.compile(r"(Credential=|Signature=|X-Amz-Security-Token=)[^\s,&'\"]+", re.IGNORECASE)
@@ -64,24 +51,31 @@ class AwsClients:
         profile: str | None,
         endpoint_url: str | None,
         max_attempts: int,
-        base_delay: float,
-        max_delay: float,
         timeout: float,
+        retry_mode: str = "standard",
+        provider: str = "aws",
     ) -> None:
+        if retry_mode not in RETRY_MODES:
+            raise ConfigurationError(
+                f"provider.aws.retry_mode is '{retry_mode}'; botocore's retry modes are {', '.join(RETRY_MODES)}.",
+                key="provider.aws.retry_mode",
+            )
         self.region = region
         self.profile = profile
         self.endpoint_url = endpoint_url
         self.max_attempts = max(1, max_attempts)
-        self.base_delay = base_delay
-        self.max_delay = max_delay
+        self.retry_mode = retry_mode
         self.timeout = timeout
+        self.provider = provider
         self.calls: Counter[str] = Counter()
         """Attempts per operation name, throttled ones included."""
         self.throttled = 0
+        """Attempts AWS refused for rate limiting (retried or not)."""
         self._clients: dict[str, Any] = {}
         self._stack = contextlib.AsyncExitStack()
         self._lock = asyncio.Lock()
         self._secrets: tuple[str, ...] = ()
+        self._throttling: Any = None
 
     async def client(self, service: str) -> Any:
         if service in self._clients:
@@ -95,17 +89,32 @@ class AwsClients:
         try:
             from aiobotocore.config import AioConfig
             from aiobotocore.session import AioSession
+            from botocore.retries.standard import RetryEventAdapter, ThrottlingErrorDetector
         except ImportError as exc:  # pragma: no cover - the extra is declared
             raise ProviderError("The aws provider needs aiobotocore: install 'pluginsdk[aws]'.") from exc
+        session = await self._session(AioSession)
+        config = AioConfig(
+            retries={"mode": self.retry_mode, "total_max_attempts": self.max_attempts},
+            connect_timeout=self.timeout,
+            read_timeout=self.timeout,
+            max_pool_connections=50,
+        )
+        made = session.create_client(service, region_name=self.region, endpoint_url=self.endpoint_url, config=config)
+        client = await self._stack.enter_async_context(made)
+        self._throttling = ThrottlingErrorDetector(RetryEventAdapter())
+        client.meta.events.register("needs-retry", self._attempted)
+        return client
+
+    async def _session(self, session_class: Any) -> Any:
+        """The session (profile, region) and the secrets to scrub from its errors; ProviderError if none."""
         try:
-            session = AioSession(profile=self.profile) if self.profile else AioSession()
-            region = self.region or session.get_config_variable("region")
-            if not region:
+            session = session_class(profile=self.profile) if self.profile else session_class()
+            self.region = self.region or session.get_config_variable("region")
+            if not self.region:
                 raise ProviderError(
                     "No AWS region: set PLUGIN_REGION, provider.region or AWS_REGION.",
                     details={"provider_code": "NoRegion", "operation": "connect"},
                 )
-            self.region = region
             creds = await session.get_credentials()
         except ProviderError:
             raise
@@ -117,64 +126,45 @@ class AwsClients:
         if creds is not None:
             frozen = await creds.get_frozen_credentials()
             self._secrets = tuple(s for s in (frozen.access_key, frozen.secret_key, frozen.token) if s)
-        config = AioConfig(
-            retries={"total_max_attempts": 1},
-            connect_timeout=self.timeout,
-            read_timeout=self.timeout,
-            max_pool_connections=50,
-        )
-        made = session.create_client(service, region_name=region, endpoint_url=self.endpoint_url, config=config)
-        return await self._stack.enter_async_context(made)
+        return session
+
+    def _attempted(self, **kwargs: Any) -> None:
+        """botocore's `needs-retry` event (once per attempt, before botocore decides): count the attempt and
+        its throttling. Returns None: the decision stays botocore's."""
+        operation = str(getattr(kwargs.get("operation"), "name", "") or "unknown")
+        self.calls[operation] += 1
+        if self._throttling is not None and self._throttling.is_throttling_error(**kwargs):
+            self.throttled += 1
+            hook = _observe.provider_throttle
+            if hook is not None:
+                hook(self.provider, operation)
 
     async def aclose(self) -> None:
         self._clients.clear()
         await self._stack.aclose()
 
-    async def call(self, service: str, operation: str, *, idempotent: bool = False, **params: Any) -> Any:
-        """One AWS operation (`DescribeInstances`), retried on throttling (and on 5xx/network when idempotent).
-
-        `idempotent`: describes, and launches that carry a ClientToken (AWS answers a repeat with the first result).
-        """
+    async def call(self, service: str, operation: str, **params: Any) -> Any:
+        """One AWS operation (`DescribeInstances`), retried by botocore (throttling, transient errors)."""
         client = await self.client(service)
         method = getattr(client, _snake(operation))
         from botocore.exceptions import ClientError
 
-        attempt = 0
-        while True:
-            attempt += 1
-            self.calls[operation] += 1
-            try:
-                result: Any = await method(**params)
-                return result
-            except ClientError as exc:
-                err: Mapping[str, Any] = exc.response.get("Error", {})
-                code = str(err.get("Code") or "Unknown")
-                status = int(exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
-                retry = code in THROTTLING_CODES or (idempotent and status >= 500)
-                if code in THROTTLING_CODES:
-                    self.throttled += 1
-                if retry and attempt < self.max_attempts:
-                    await self._backoff(attempt, operation, code)
-                    continue
-                message = scrub(str(err.get("Message") or code), self._secrets)
-                raise ProviderError(
-                    f"AWS {operation} failed: {code}: {message}",
-                    details={"provider_code": code, "operation": operation, "attempts": attempt},
-                ) from None
-            except Exception as exc:  # BotoCoreError (network), unparsable answers (a 500 page)
-                if idempotent and attempt < self.max_attempts:
-                    await self._backoff(attempt, operation, type(exc).__name__)
-                    continue
-                text = scrub(str(exc), self._secrets)
-                raise ProviderError(
-                    f"AWS {operation} failed: {type(exc).__name__}: {text[:300]}",
-                    details={"provider_code": type(exc).__name__, "operation": operation, "attempts": attempt},
-                ) from None
-
-    async def _backoff(self, attempt: int, operation: str, code: str) -> None:
-        delay = min(self.max_delay, self.base_delay * 2 ** (attempt - 1)) * random.uniform(0.5, 1.0)
-        log.info("AWS %s: %s, retry %d in %.2fs", operation, code, attempt, delay)
-        await asyncio.sleep(delay)
+        try:
+            return await method(**params)
+        except ClientError as exc:
+            err: Mapping[str, Any] = exc.response.get("Error", {})
+            code = str(err.get("Code") or "Unknown")
+            message = scrub(str(err.get("Message") or code), self._secrets)
+            raise ProviderError(
+                f"AWS {operation} failed: {code}: {message}",
+                details={"provider_code": code, "operation": operation, "attempts": _attempts(exc.response)},
+            ) from None
+        except Exception as exc:  # BotoCoreError (network), unparsable answers (a 500 page)
+            text = scrub(str(exc), self._secrets)
+            raise ProviderError(
+                f"AWS {operation} failed: {type(exc).__name__}: {text[:300]}",
+                details={"provider_code": type(exc).__name__, "operation": operation},
+            ) from None
 
     async def paginate(self, service: str, operation: str, key: str, **params: Any) -> list[Any]:
         """Every item under `key` across pages (NextToken), each page one counted call."""
@@ -182,11 +172,16 @@ class AwsClients:
         token: str | None = None
         while True:
             extra = {"NextToken": token} if token else {}
-            page = await self.call(service, operation, idempotent=True, **params, **extra)
+            page = await self.call(service, operation, **params, **extra)
             items.extend(page.get(key, []))
             token = page.get("NextToken")
             if not token:
                 return items
+
+
+def _attempts(response: Mapping[str, Any]) -> int:
+    """Attempts botocore made for the call that ended in `response` (ResponseMetadata.RetryAttempts + 1)."""
+    return int((response.get("ResponseMetadata") or {}).get("RetryAttempts") or 0) + 1
 
 
 def _snake(name: str) -> str:

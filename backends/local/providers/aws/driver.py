@@ -10,8 +10,9 @@ Concurrent `describe` calls are answered by one DescribeInstances per round
 Config (`provider.aws`, plus `provider.region` / `provider.profile`, i.e.
 PLUGIN_REGION / PLUGIN_PROFILE, over the usual AWS chain): endpoint_url,
 default_instance_type (t3.micro), fleet_role (SpotFleet IAM role ARN),
-availability_zones (ASG without subnets), max_attempts (5), retry_base_delay
-(0.25 s), retry_max_delay (20 s), timeout (30 s).
+availability_zones (ASG without subnets), retry_mode (botocore's: standard,
+adaptive or legacy; standard), max_attempts (5, throttled ones included),
+timeout (30 s).
 """
 
 from __future__ import annotations
@@ -59,15 +60,22 @@ class AwsProvider:
     def __init__(self, name: str = "aws", config: Mapping[str, Any] | None = None, **_: Any) -> None:
         cfg = dict(config or {})
         self.name = name
+        retired = sorted({"retry_base_delay", "retry_max_delay"} & set(cfg))
+        if retired:
+            raise ConfigurationError(
+                f"provider.aws.{retired[0]} is gone: botocore's retry mode sets the backoff now"
+                " (provider.aws.retry_mode: standard or adaptive; max_attempts).",
+                key=f"provider.aws.{retired[0]}",
+            )
         try:
             self.aws = AwsClients(
                 region=cfg.get("region") or None,
                 profile=cfg.get("profile") or None,
                 endpoint_url=cfg.get("endpoint_url") or None,
                 max_attempts=int(cfg.get("max_attempts", 5)),
-                base_delay=float(cfg.get("retry_base_delay", 0.25)),
-                max_delay=float(cfg.get("retry_max_delay", 20.0)),
+                retry_mode=str(cfg.get("retry_mode") or "standard"),
                 timeout=float(cfg.get("timeout", 30.0)),
+                provider=name,
             )
         except (TypeError, ValueError) as exc:
             raise ConfigurationError(f"Invalid provider.aws setting: {exc}.", key="provider.aws") from exc
@@ -166,7 +174,7 @@ class AwsProvider:
                     token = f"{request.request_id}-{index}-{itype}-{subnet or ''}"[:64]
                     try:
                         launch = p.run_instances_params(request, template, n, itype=itype, subnet=subnet, token=token)
-                        out = await self.aws.call("ec2", "RunInstances", idempotent=True, **launch)
+                        out = await self.aws.call("ec2", "RunInstances", **launch)
                         return list(out.get("Instances", []))
                     except ProviderError as exc:
                         if exc.details.get("provider_code") not in _CAPACITY_CODES:
@@ -204,8 +212,19 @@ class AwsProvider:
         except ProviderError as exc:
             if "AlreadyExists" not in str(exc.details.get("provider_code")):
                 raise
-        found = await self.aws.call("ec2", "DescribeLaunchTemplates", idempotent=True, LaunchTemplateNames=[name])
+        found = await self.aws.call("ec2", "DescribeLaunchTemplates", LaunchTemplateNames=[name])
         return str(found["LaunchTemplates"][0]["LaunchTemplateId"])
+
+    async def _create_group(self, params: dict[str, Any]) -> None:
+        """CreateAutoScalingGroup, which takes no ClientToken: the group is named for the request, so
+        `AlreadyExists` means this request's group was made — by an attempt botocore retried after an answer
+        lost to a 5xx or the network, or by an engine that died before storing it."""
+        try:
+            await self.aws.call("autoscaling", "CreateAutoScalingGroup", **params)
+        except ProviderError as exc:
+            if "AlreadyExists" not in str(exc.details.get("provider_code")):
+                raise
+            log.info("Auto Scaling group %s already made: adopted", params["AutoScalingGroupName"])
 
     async def _or_drop_template(self, request: Request, call: Awaitable[T]) -> T:
         """The fleet/group call's answer; when it fails, the request's launch template is deleted (no leak)."""
@@ -229,7 +248,7 @@ class AwsProvider:
         kind = p.fleet_type(template, "instant", ("instant", "request", "maintain"))
         lt_id = await self._launch_template(request, template)
         spec = p.ec2_fleet_params(request, template, count, lt_id=lt_id, default_type=self.default_type)
-        out = await self._or_drop_template(request, self.aws.call("ec2", "CreateFleet", idempotent=True, **spec))
+        out = await self._or_drop_template(request, self.aws.call("ec2", "CreateFleet", **spec))
         data = {
             "api": "EC2Fleet",
             "fleet_id": out.get("FleetId"),
@@ -273,7 +292,7 @@ class AwsProvider:
         lt_id = await self._launch_template(request, template)
         kw = {"lt_id": lt_id, "default_type": self.default_type, "role": str(role)}
         spec = p.spot_fleet_params(request, template, count, **kw)
-        out = await self._or_drop_template(request, self.aws.call("ec2", "RequestSpotFleet", idempotent=True, **spec))
+        out = await self._or_drop_template(request, self.aws.call("ec2", "RequestSpotFleet", **spec))
         data = {
             "api": "SpotFleet",
             "spot_fleet_id": out.get("SpotFleetRequestId"),
@@ -289,12 +308,14 @@ class AwsProvider:
         await self.aws.client("ec2")  # resolves the region the zone default needs
         zones = self.zones or [f"{self.aws.region}a"]
         params = p.asg_params(request, template, count, lt_id=lt_id, default_type=self.default_type, zones=zones)
-        await self._or_drop_template(request, self.aws.call("autoscaling", "CreateAutoScalingGroup", **params))
+        await self._or_drop_template(request, self._create_group(params))
         data = {"api": "ASG", "asg_name": params["AutoScalingGroupName"]}
         return LaunchResult(provider_data=data, message=f"Auto Scaling group {params['AutoScalingGroupName']}")
 
     # -- terminate --------------------------------------------------------
     async def terminate(self, request: Request, machines: Sequence[Machine]) -> dict[str, MachineStatus]:
+        """Return `machines`: by id (RunInstances), or through their fleet or group, which goes whole when
+        every live machine of the request is returned and otherwise shrinks so it does not replace them."""
         ids = [m.machine_id for m in machines]
         if not ids:
             return {}
@@ -306,42 +327,51 @@ class AwsProvider:
         remaining = [pm for mid, pm in live.items() if mid not in ids]
         if api == "ASG":
             return await self._terminate_asg(request, ids, everything)
-        if api == "EC2Fleet":
-            fleet = request.provider_data.get("fleet_id"), request.provider_data.get("fleet_type")
-            if not fleet[0]:
-                fleet = await self._find_ec2_fleet(request)
-            if everything and fleet[0]:
-                await self._delete_fleet(request, str(fleet[0]))
-                return dict.fromkeys(ids, MachineStatus.SHUTTING_DOWN)
-            if fleet[0] and fleet[1] == "maintain":
+        if api in ("EC2Fleet", "SpotFleet"):
+            return await self._terminate_fleet(request, api, ids, everything, remaining)
+        raise ProviderError(f"The aws provider cannot return machines of provider_api '{api}'.")
+
+    async def _terminate_fleet(
+        self, request: Request, api: str, ids: list[str], everything: bool, remaining: list[ProvisionedMachine]
+    ) -> dict[str, MachineStatus]:
+        """All of it: the fleet goes with its instances. Some: a `maintain` fleet is shrunk first (so it does not
+        replace them), then the instances are terminated by id."""
+        spot = api == "SpotFleet"
+        data = request.provider_data
+        fleet_id, fleet_type = data.get("spot_fleet_id" if spot else "fleet_id"), data.get("fleet_type")
+        if not fleet_id:
+            fleet_id, fleet_type = await (self._find_spot_fleet(request) if spot else self._find_ec2_fleet(request))
+        if everything and fleet_id:
+            if spot:
                 await self.aws.call(
-                    "ec2",
-                    "ModifyFleet",
-                    FleetId=fleet[0],
-                    ExcessCapacityTerminationPolicy="no-termination",
-                    TargetCapacitySpecification={"TotalTargetCapacity": self._units(request, remaining)},
-                )
-            return await self._terminate_ids(ids)
-        if api == "SpotFleet":
-            spot = request.provider_data.get("spot_fleet_id"), request.provider_data.get("fleet_type")
-            if not spot[0]:
-                spot = await self._find_spot_fleet(request)
-            if everything and spot[0]:
-                await self.aws.call(
-                    "ec2", "CancelSpotFleetRequests", SpotFleetRequestIds=[spot[0]], TerminateInstances=True
+                    "ec2", "CancelSpotFleetRequests", SpotFleetRequestIds=[fleet_id], TerminateInstances=True
                 )
                 await self._delete_launch_template(request)
-                return dict.fromkeys(ids, MachineStatus.SHUTTING_DOWN)
-            if spot[0] and spot[1] == "maintain":
-                await self.aws.call(
-                    "ec2",
-                    "ModifySpotFleetRequest",
-                    SpotFleetRequestId=spot[0],
-                    ExcessCapacityTerminationPolicy="noTermination",
-                    TargetCapacity=self._units(request, remaining),
-                )
-            return await self._terminate_ids(ids)
-        raise ProviderError(f"The aws provider cannot return machines of provider_api '{api}'.")
+            else:
+                await self._delete_fleet(request, str(fleet_id))
+            return dict.fromkeys(ids, MachineStatus.SHUTTING_DOWN)
+        if fleet_id and fleet_type == "maintain":
+            await self._shrink_fleet(spot, str(fleet_id), self._units(request, remaining))
+        return await self._terminate_ids(ids)
+
+    async def _shrink_fleet(self, spot: bool, fleet_id: str, capacity: int) -> None:
+        """Lower a `maintain` fleet's target to what stays, without AWS terminating anything itself."""
+        if spot:
+            await self.aws.call(
+                "ec2",
+                "ModifySpotFleetRequest",
+                SpotFleetRequestId=fleet_id,
+                ExcessCapacityTerminationPolicy="noTermination",
+                TargetCapacity=capacity,
+            )
+            return
+        await self.aws.call(
+            "ec2",
+            "ModifyFleet",
+            FleetId=fleet_id,
+            ExcessCapacityTerminationPolicy="no-termination",
+            TargetCapacitySpecification={"TotalTargetCapacity": capacity},
+        )
 
     @staticmethod
     def _units(request: Request, remaining: list[ProvisionedMachine]) -> int:
@@ -465,7 +495,7 @@ class AwsProvider:
 
     async def health(self) -> dict[str, Any]:
         try:
-            zones = await self.aws.call("ec2", "DescribeAvailabilityZones", idempotent=True)
+            zones = await self.aws.call("ec2", "DescribeAvailabilityZones")
         except ProviderError as exc:
             return {"healthy": False, "error": exc.message, "code": exc.details.get("provider_code")}
         return {

@@ -1,0 +1,56 @@
+"""Handlers are registered explicitly: each module's table, registered by the engine's registry on first use."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import pytest
+
+from backends.local.registry import HandlerRegistry, HandlerTable
+from pluginsdk.errors import HandlerDiscoveryError
+from pluginsdk.operations import CATALOG
+from pluginsdk.operations.auth_sessions import LoginCommand
+from pluginsdk.operations.bootstrap import GetVersionQuery
+from pluginsdk.operations.templates import ListTemplatesQuery
+
+
+async def _one(engine: Any, op: Any, principal: Any) -> None:
+    return None
+
+
+async def _other(engine: Any, op: Any, principal: Any) -> None:
+    return None
+
+
+def test_every_catalog_operation_has_exactly_one_handler() -> None:
+    registry = HandlerRegistry()
+    missing = [spec.name for spec in CATALOG.values() if registry.get(spec.cls) is None]
+    assert not missing, f"operations without a handler: {missing}"
+
+
+def test_a_registry_finds_the_module_named_like_the_operation_module() -> None:
+    registry = HandlerRegistry()
+    handler = registry.get(ListTemplatesQuery)
+    assert handler is not None and handler.__module__ == "backends.local.handlers.templates"
+    version = registry.get(GetVersionQuery)  # found in the second package
+    assert version is not None and version.__module__ == "backends.local.auth.handlers.bootstrap"
+    login = registry.get(LoginCommand)  # `auth_sessions` is served by `sessions`
+    assert login is not None and login.__module__ == "backends.local.auth.handlers.sessions"
+    assert "backends.local.handlers.templates" in sys.modules
+    assert HandlerRegistry().get(ListTemplatesQuery) is handler  # the table lives in the module, not a global
+
+
+def test_two_handlers_for_one_operation_are_an_error() -> None:
+    table = HandlerTable()
+    table.on(ListTemplatesQuery)(_one)
+    with pytest.raises(HandlerDiscoveryError, match="Two handlers for ListTemplatesQuery"):
+        table.on(ListTemplatesQuery)(_other)
+    other = HandlerTable()
+    other.on(ListTemplatesQuery)(_other)
+    registry = HandlerRegistry(packages=())
+    registry.register(table)
+    registry.register(table)  # the same table again changes nothing
+    with pytest.raises(HandlerDiscoveryError, match="Two handlers for ListTemplatesQuery"):
+        registry.register(other)
+    assert registry.get(ListTemplatesQuery) is _one
