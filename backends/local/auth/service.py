@@ -9,7 +9,10 @@ Authentication
   MFA?) in one read; external IdP: the IdP's JWKS (cached).
 
 Authorization (both tiers, before any handler looks anything up)
-- The policy (constraints + roles) is compiled once per policy version. Every
+- The rules (constraints + roles) are compiled once per rules key, which a
+  write of user-role assignments alone does not move (`store.rules_key`):
+  such a write starts a new policy version (fresh per-user role cache) on the
+  same compiled rules. Every
   decision reads the version row (one cheap read) — on PostgreSQL only after
   a change was notified (LISTEN/NOTIFY, policy_watch.py); a change made by
   any process is seen on the next decision. An API-key request reads the
@@ -83,13 +86,29 @@ def _read_with(principal: Principal | None) -> int | None:
     return read[1]
 
 
-class _Snapshot(NamedTuple):
-    version: int
+class Rules(NamedTuple):
+    """What is compiled, as of one rules key: user-role assignments are resolved per subject instead."""
+
+    key: str
     policy: CompiledPolicy
     roles: dict[str, bool]
     """Existing role name -> mfaRequired."""
+    constraints: list[dict[str, Any]]
+
+
+class _Snapshot(NamedTuple):
+    version: int
+    rules: Rules
     user_roles: dict[str, tuple[str, ...]]
     """Per-user cache, filled on first use within this version."""
+
+    @property
+    def policy(self) -> CompiledPolicy:
+        return self.rules.policy
+
+    @property
+    def roles(self) -> dict[str, bool]:
+        return self.rules.roles
 
 
 class AuthService:
@@ -106,12 +125,13 @@ class AuthService:
         self.external: ExternalVerifier | None = None
         self._passwords: Passwords | None = None
         self._snapshot: _Snapshot | None = None
+        self._rules: Rules | None = None
         self._lock = asyncio.Lock()
         self.compiles = 0
         """How many times the policy was compiled (observability, tests)."""
         self.watch = PolicyWatch()
         store.on_bump.append(self.watch.bumped_here)
-        self.guard = LockoutGuard(store, config)
+        self.guard = LockoutGuard(store, config, rules=self.rules)
         store.on_policy_change = self.guard.check
 
     async def start(self) -> None:
@@ -139,7 +159,7 @@ class AuthService:
 
     # -- policy ------------------------------------------------------------------
     async def snapshot(self, principal: Principal | None = None) -> _Snapshot:
-        """The compiled policy of the current version (recompiled only when the version moved).
+        """The compiled policy of the current version (recompiled only when the rules version moved).
 
         The version is the one read with `principal`'s credential when it was authenticated in this request
         (`_read_with`), else read now (`PolicyWatch`: no statement while PostgreSQL notifications are live).
@@ -155,17 +175,28 @@ class AuthService:
             if snap is not None and snap.version == version:
                 return snap
             async with self.store.transaction():  # one consistent read of version, roles and constraints
-                version = await self.store.policy_version()
-                role_rows = await self.store.list_roles()
-                constraint_rows = await self.store.all_constraints()
-            roles = {r["role_name"]: bool(r["mfa_required"]) for r in role_rows}
-            started = time.perf_counter()
-            policy = compile_policy([json.loads(r["data"]) for r in constraint_rows], roles)
-            if _observe.policy_compile is not None:
-                _observe.policy_compile(time.perf_counter() - started)
-            self.compiles += 1
-            self._snapshot = _Snapshot(version, policy, roles, {})
+                version, rules = await self.rules()
+            self._snapshot = _Snapshot(version, rules, {})
             return self._snapshot
+
+    async def rules(self) -> tuple[int, Rules]:
+        """(policy version, compiled rules) as stored, read in the caller's transaction; compiled only when the
+        rules key moved. The lock-out guard's compile inside a policy write is kept too: its key names that
+        write's state only once it commits, so the next decision after it needs no compile of its own."""
+        version, key = await self.store.rules_key()
+        cached = self._rules
+        if cached is not None and cached.key == key:
+            return version, cached
+        role_rows = await self.store.list_roles()
+        constraints = [json.loads(r["data"]) for r in await self.store.all_constraints()]
+        roles = {r["role_name"]: bool(r["mfa_required"]) for r in role_rows}
+        started = time.perf_counter()
+        policy = compile_policy(constraints, roles)
+        if _observe.policy_compile is not None:
+            _observe.policy_compile(time.perf_counter() - started)
+        self.compiles += 1
+        self._rules = rules = Rules(key, policy, roles, constraints)
+        return version, rules
 
     async def with_roles(self, principal: Principal, snap: _Snapshot | None = None) -> Principal:
         """The principal with its roles resolved from assignments (never trusted from the caller)."""

@@ -8,7 +8,6 @@ compiled policy, and shares the service's compiled policy when the versions agre
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 import weakref
 from collections.abc import Mapping, Sequence
@@ -83,23 +82,22 @@ async def current_model(svc: AuthService, at_least_revision: int | None = None) 
     cached = _MODELS.get(svc)
     if cached is not None and cached[0] == version:
         return cached
-    snap = await svc.snapshot()
     async with svc.store.transaction():
-        version = await svc.store.policy_version()
-        role_rows = await svc.store.list_roles()
-        constraint_rows = await svc.store.all_constraints()
+        version, rules = await svc.rules()
         assignment_rows = await svc.store.user_role_rows(None)
-    roles = {r["role_name"]: bool(r["mfa_required"]) for r in role_rows}
     assignments: dict[str, list[str]] = {}
     for r in assignment_rows:
         assignments.setdefault(r["user_id"], []).append(r["role_name"])
-    model = PolicyModel(
-        [json.loads(r["data"]) for r in constraint_rows],
-        roles,
-        assignments,
-        default_role=svc.config.default_user_role_name,
-        policy=snap.policy if snap.version == version else None,
-    )
+    if cached is not None and cached[1].policy is rules.policy:  # only assignments changed: keep the indexes
+        model = cached[1].reassigned(assignments)
+    else:
+        model = PolicyModel(
+            rules.constraints,
+            rules.roles,
+            assignments,
+            default_role=svc.config.default_user_role_name,
+            policy=rules.policy,
+        )
     _MODELS[svc] = (version, model)
     return version, model
 
