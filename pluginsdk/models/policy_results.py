@@ -4,7 +4,7 @@ Every answer carries the policy `revision` it was computed on (the store's polic
 caller that wrote at revision N and asks with `at_least_revision=N` can see it read its own write.
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Annotated, Any, Required
 
 from pydantic import ConfigDict, Field, model_validator, with_config
@@ -138,17 +138,18 @@ class SubjectDecision(BaseModel):
 
 
 @with_config(_PLAIN)
-@dataclass(slots=True, kw_only=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class BatchDecision:
-    """One answer of a batch: `SubjectDecision`'s fields and JSON, as a plain dataclass (built without
-    validation and serialized with the batch in one pass, where a model per answer cost more than the
-    decision itself)."""
+    """One answer of a batch: `SubjectDecision`'s fields and JSON, as a plain immutable dataclass — built without
+    validation and serialized with the batch in one pass (a model per answer cost more than the decision), and
+    one object for the questions of a batch whose answers are equal (the same subject, object type, method
+    and outcome, without an explanation)."""
 
     allowed: bool
     object_type: str
     method: str
     user_id: Annotated[str | None, Field(exclude_if=_absent_if_none)] = None
-    roles: list[str] = field(default_factory=list)
+    roles: tuple[str, ...] = ()
     """The roles the decision was made with (resolved from assignments for a user id)."""
     mfa: bool = False
     revision: int

@@ -39,12 +39,12 @@ async def test_a_batch_answers_as_one_check_per_question(sdk: PluginSDK) -> None
     batch = await sdk.check_access_batch(given, explain=True)
     assert all(isinstance(d, BatchDecision) for d in batch.decisions)
     assert [d.allowed for d in batch.decisions] == [True, False, False, True, True, False, False]
-    dumped = batch.model_dump()["decisions"]
+    dumped = batch.model_dump(mode="json")["decisions"]
     for i, q in enumerate(QUESTIONS):
         one = await sdk.check_access(**_single(q), explain=True)
-        assert one.model_dump() == dumped[i], q
+        assert one.model_dump(mode="json") == dumped[i], q
         assert batch.decisions[i].revision == batch.revision == one.revision
-    assert batch.decisions[4].roles == ["secure"] and batch.decisions[5].method == "GET"
+    assert batch.decisions[4].roles == ("secure",) and batch.decisions[5].method == "GET"
 
 
 async def test_a_bad_question_is_a_400_naming_it(sdk: PluginSDK) -> None:

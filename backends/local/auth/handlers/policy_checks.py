@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import uuid
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
 
@@ -155,27 +156,32 @@ def _explain(model: PolicyModel, q: CheckAccessQuery | ExplainAccessQuery) -> Ex
 def _answers(
     model: PolicyModel, revision: int, questions: Sequence[AccessQuestionData], explain: bool
 ) -> list[BatchDecision]:
-    """A batch's answers as plain `BatchDecision`s (no validation of our own output: it is built typed)."""
-    subject, is_allowed, out = model.subject, model.policy.is_allowed, []
+    """A batch's answers as `BatchDecision`s, built typed (no validation of our own output). Each (subject,
+    object type, method) looks its rules up once (`CompiledPolicy.decider`), and equal answers without an
+    explanation are one (immutable) object."""
+    known: dict[tuple[Any, ...], tuple[Callable[[Mapping[str, Any]], bool], BatchDecision, BatchDecision]] = {}
+    out = []
     for q in questions:
         user_id, roles, mfa = q.get("user_id"), q.get("roles"), q.get("mfa", False)
         object_type, attributes, method = q["object_type"], q.get("attributes", _NO_ATTRIBUTES), q.get("method", "GET")
-        p = subject(user_id, roles, mfa)
-        d = BatchDecision(
-            allowed=is_allowed(p, object_type, attributes, method),
-            object_type=object_type,
-            method=method,
-            user_id=user_id,
-            roles=list(p.roles),
-            mfa=mfa,
-            revision=revision,
-        )
+        key = (user_id, None if roles is None else tuple(roles), mfa, object_type, method)
+        found = known.get(key)
+        if found is None:
+            p = model.subject(user_id, roles, mfa)
+            no, yes = (
+                BatchDecision(allowed=allowed, object_type=object_type, method=method, user_id=user_id,
+                              roles=p.roles, mfa=mfa, revision=revision)
+                for allowed in (False, True)
+            )  # fmt: skip
+            found = known[key] = (model.policy.decider(p, object_type, method), no, yes)
+        decide, no, yes = found
+        allowed = decide(attributes)
         if explain:
-            why = model.explain(
-                model.principal(user_id, roles, mfa, keep_unknown=True), object_type, attributes, method
-            )
-            d.explanation = _explanation(why, revision)
-        out.append(d)
+            named = model.principal(user_id, roles, mfa, keep_unknown=True)
+            why = _explanation(model.explain(named, object_type, attributes, method), revision)
+            out.append(replace(yes if allowed else no, explanation=why))
+        else:
+            out.append(yes if allowed else no)
     return out
 
 
