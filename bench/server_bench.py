@@ -178,6 +178,9 @@ def start_baseline(root: Path, config: dict[str, Any], tmp: Path) -> tuple[subpr
     store = Path(config["storage"]["path"])
     copy = tmp / "baseline.db"
     shutil.copyfile(store, copy)
+    key = store.with_name(store.name + ".key")  # the sealing key file lives beside the store
+    if key.exists():
+        shutil.copyfile(key, copy.with_name(copy.name + ".key"))
     return serve_checkout(root, {**config, "storage": {"path": str(copy)}}, tmp / "baseline-server.log")
 
 

@@ -21,7 +21,13 @@ def base_config(tmp_path: Path, **extra: Any) -> dict[str, Any]:
     """A fast, deterministic configuration: SQLite in tmp_path, quick local provider."""
     config: dict[str, Any] = {
         "storage": {"path": str(tmp_path / "store.db")},
-        "provider": {"type": "local", "local": {"boot_delay": 0.05, "terminate_delay": 0.05, "seed": 7}},
+        "provider": {
+            "type": "local",
+            "local": {"boot_delay": 0.05, "terminate_delay": 0.05, "seed": 7},
+            # an `aws` provider a test reaches without configuring it (a health probe by name) stays on loopback:
+            # a closed port, one attempt — never the real AWS endpoint
+            "aws": {"endpoint_url": "http://127.0.0.1:9", "max_attempts": 1},
+        },
         "sdk": {"reconcile_interval": 0.05},
     }
     for group, values in extra.items():
