@@ -73,7 +73,7 @@ class AccessQuestion(_Subject):
 _PLAIN = ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True)
 
 
-@with_config(ConfigDict(_PLAIN, extra="forbid"))
+@with_config(ConfigDict(alias_generator=to_camel, validate_by_name=True, validate_by_alias=True, extra="forbid"))
 class AccessQuestionData(TypedDict, total=False):
     """One batch question as plain typed data: `AccessQuestion`'s fields, validated for a whole batch in one
     pass (no model object per question); the same JSON on the wire. Absent: `mfa` false, `attributes` {},

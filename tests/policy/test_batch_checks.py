@@ -10,7 +10,7 @@ import pytest
 
 from pluginsdk import PluginSDK, ValidationError
 from pluginsdk.models import AccessQuestion, BatchDecision
-from tests.policy.test_decision_point import _setup
+from tests.policy.test_decision_point import _setup, project_constraint
 
 ASSET = {"databaseId": "proj-1"}
 QUESTIONS: list[dict[str, Any]] = [
@@ -66,9 +66,7 @@ async def test_a_bad_question_is_a_400_naming_it(sdk: PluginSDK) -> None:
 
 async def test_the_rest_body_and_answer_keep_their_json(rest: httpx.AsyncClient) -> None:
     await rest.post("/roles", json={"roleName": "editor", "description": "edits"})
-    constraint = {"name": "edit", "description": "edit projects", "objectType": "asset", "criteriaAnd": [{"field": "databaseId",
-                  "operator": "starts_with", "value": "proj-"}], "groupPermissions": [{"groupId": "editor",
-                  "permission": "GET", "permissionType": "allow"}]}  # fmt: skip
+    constraint = project_constraint("edit-proj", {"editor": "GET"})
     made = await rest.post("/auth/constraints/edit-proj", json=constraint)
     assert made.status_code < 300, made.text
     assert (await rest.post("/user-roles", json={"userId": "alice", "roleName": ["editor"]})).status_code < 300
