@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
@@ -159,7 +159,7 @@ def _answers(
     """A batch's answers as `BatchDecision`s, built typed (no validation of our own output). Each (subject,
     object type, method) looks its rules up once (`CompiledPolicy.decider`), and equal answers without an
     explanation are one (immutable) object."""
-    known: dict[tuple[Any, ...], tuple[Callable[[Mapping[str, Any]], bool], BatchDecision, BatchDecision]] = {}
+    known: dict[tuple[Any, ...], list[Any]] = {}
     out = []
     for q in questions:
         user_id, roles, mfa = q.get("user_id"), q.get("roles"), q.get("mfa", False)
@@ -168,20 +168,25 @@ def _answers(
         found = known.get(key)
         if found is None:
             p = model.subject(user_id, roles, mfa)
-            no, yes = (
-                BatchDecision(allowed=allowed, object_type=object_type, method=method, user_id=user_id,
-                              roles=p.roles, mfa=mfa, revision=revision)
-                for allowed in (False, True)
-            )  # fmt: skip
-            found = known[key] = (model.policy.decider(p, object_type, method), no, yes)
-        decide, no, yes = found
-        allowed = decide(attributes)
+            found = known[key] = [model.policy.decider(p, object_type, method), p.roles, None, None]
+        allowed = found[0](attributes)
+        answer = found[2 + allowed]  # built on first need: [decider, roles, the deny answer, the allow answer]
+        if answer is None:
+            answer = found[2 + allowed] = BatchDecision(
+                allowed=allowed,
+                object_type=object_type,
+                method=method,
+                user_id=user_id,
+                roles=found[1],
+                mfa=mfa,
+                revision=revision,
+            )
         if explain:
             named = model.principal(user_id, roles, mfa, keep_unknown=True)
-            why = _explanation(model.explain(named, object_type, attributes, method), revision)
-            out.append(replace(yes if allowed else no, explanation=why))
-        else:
-            out.append(yes if allowed else no)
+            answer = replace(
+                answer, explanation=_explanation(model.explain(named, object_type, attributes, method), revision)
+            )
+        out.append(answer)
     return out
 
 
