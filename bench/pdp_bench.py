@@ -88,15 +88,17 @@ async def run_pdp(g: Generated, peer_p50_us: dict[str, float], n_calls: int) -> 
             rows.append(("subject check, SDK, first call per subject (bucket built)", f"{statistics.median(cold):.1f} µs p50",
                          "(context)", ""))  # fmt: skip
             batch = [_question(*q) for q in g.decisions[:1000]]
-            times = []
+            times, cpu = [], []
             for _ in range(5):
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 res = await sdk.check_access_batch(batch)
                 times.append(time.perf_counter() - t0)
+                cpu.append(time.process_time() - c0)
             if [x.allowed for x in res.decisions] != expected[:1000]:
                 raise SystemExit("batch answers disagree with the compiled policy")
             per_q = min(times) / len(batch) * 1e6
-            rows.append(("subject check, SDK in-process, batch of 1,000", f"{per_q:.2f} µs/question ({min(times) * 1000:.1f} ms)",
+            rows.append(("subject check, SDK in-process, batch of 1,000", f"{per_q:.2f} µs/question ({min(times) * 1000:.1f} ms; "
+                         f"{statistics.median(cpu) / len(batch) * 1e6:.2f} µs CPU/question)",
                          "≤ 2 µs/question", "met" if per_q <= 2 else "NOT met"))  # fmt: skip
             for peer, p50 in sorted(peer_p50_us.items()):
                 if peer == "pluginsdk":
@@ -171,18 +173,19 @@ async def run_pdp(g: Generated, peer_p50_us: dict[str, float], n_calls: int) -> 
         with running_server(config) as url:
             async with PluginSDK(backend="remote", api_url=url, api_key=key, config=config) as remote:
                 await remote.check_access_batch(batch)
-                times = []
+                times, cpu = [], []
                 for _ in range(5):
-                    t0 = time.perf_counter()
+                    t0, c0 = time.perf_counter(), time.process_time()
                     res = await remote.check_access_batch(batch)
                     times.append(time.perf_counter() - t0)
+                    cpu.append(time.process_time() - c0)
                 if [x.allowed for x in res.decisions] != expected[:1000]:
                     raise SystemExit("REST batch answers disagree with the compiled policy")
                 ms = min(times) * 1000
                 rows.append(
                     (
                         "subject check over REST, batch of 1,000",
-                        f"{ms:.1f} ms",
+                        f"{ms:.1f} ms ({statistics.median(cpu) * 1000:.1f} ms CPU, client and server threads)",
                         "≤ 5 ms",
                         "met" if ms <= 5 else "NOT met",
                     )

@@ -9,6 +9,7 @@ class -> module, for `pluginsdk.operations.<Class>`), `GROUPS` (group -> action 
 
 MODELS: dict[str, str] = {
     "AccessQuestion": "policy_results",
+    "AccessQuestionData": "policy_results",
     "ActiveMachineCount": "machine_results",
     "AllowedApiRoute": "auth_results",
     "AllowedApiRoutes": "auth_results",
@@ -24,6 +25,7 @@ MODELS: dict[str, str] = {
     "AuditRecord": "policy_results",
     "AuthorizationDecision": "auth_results",
     "BaseModel": "_base",
+    "BatchDecision": "policy_results",
     "CleanupResult": "request_results",
     "ConfigurationView": "system_results",
     "Constraint": "auth",

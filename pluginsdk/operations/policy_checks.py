@@ -6,14 +6,17 @@ roles and an MFA flag). Each is its own API route, granted only to `admin` by de
 service role the `/auth/check*` (or other) routes to let it ask (see docs/policy.md).
 """
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import Field, model_validator
+import pydantic
+from pydantic import Field, PlainValidator, TypeAdapter, ValidationInfo, model_validator
+from pydantic_core import PydanticCustomError
 
 from ..models.auth_results import WebRoute
 from ..models.identifiers import RoleName, UserId
 from ..models.policy_results import (
     AccessQuestion,
+    AccessQuestionData,
     Explanation,
     PolicyTest,
     PolicyTestReport,
@@ -78,6 +81,35 @@ class CheckAccessQuery(_AboutObject[SubjectDecision], _AboutSubject):
     """Include the explanation."""
 
 
+_Questions = Annotated[list[AccessQuestionData], Field(min_length=1, max_length=10000)]
+_QUESTION_FIELDS = set(AccessQuestionData.__annotations__)
+_adapter: TypeAdapter[list[AccessQuestionData]] | None = None
+
+
+def _questions(value: Any, info: ValidationInfo) -> list[AccessQuestionData]:
+    """A batch validated in one pass as plain data (`AccessQuestionData`), not a model per question; an
+    `AccessQuestion` given in process counts as its fields. Strict where the caller is (a REST body's JSON
+    types); each question must name its subject."""
+    global _adapter
+    if _adapter is None:
+        _adapter = TypeAdapter(_Questions)
+    if isinstance(value, list | tuple):
+        value = [q.model_dump(include=_QUESTION_FIELDS) if isinstance(q, AccessQuestion) else q for q in value]
+    try:
+        questions = _adapter.validate_python(value, strict=bool(info.config and info.config.get("strict")))
+    except pydantic.ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in first["loc"])
+        problem = {"where": where, "problem": first["msg"]}
+        raise PydanticCustomError("question", "questions{where}: {problem}", problem) from None
+    for i, q in enumerate(questions):
+        if q.get("user_id") is None and q.get("roles") is None:
+            raise PydanticCustomError(
+                "subject", "questions[{i}]: name the subject: user_id, or roles (with mfa)", {"i": i}
+            )
+    return questions
+
+
 class CheckAccessBatchQuery(Query[SubjectDecisions]):
     """Many (subject, object, method) questions in one call; answers in question order."""
 
@@ -85,8 +117,11 @@ class CheckAccessBatchQuery(Query[SubjectDecisions]):
     cli = Cli("auth", "check-batch")
     policy = _PDP
 
-    questions: list[AccessQuestion] = Field(min_length=1, max_length=10000)
-    """1-10,000 questions, each {userId | roles (+mfa), objectType, attributes, method}."""
+    questions: Annotated[
+        list[dict[str, Any] | AccessQuestion], PlainValidator(_questions, json_schema_input_type=_Questions)
+    ]
+    """1-10,000 questions, each {userId | roles (+mfa), objectType, attributes, method}: mappings or
+    `AccessQuestion` objects, held as plain `AccessQuestionData`."""
     explain: bool = False
     """Include an explanation with each answer."""
     at_least_revision: int | None = Field(None, ge=0)

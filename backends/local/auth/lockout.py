@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Final
 
@@ -31,6 +31,7 @@ from .defaults import ADMIN_ROLE
 
 if TYPE_CHECKING:
     from .config import AuthConfig
+    from .service import Rules
     from .store import AuthStore
 
 __all__ = ["ROUTE_PROBES", "LockoutGuard", "administers", "find_administrator"]
@@ -95,9 +96,18 @@ class LockoutGuard:
     """Set by the authorizer for the write being authorized in this task: whether an administrator existed
     before it (None: unknown, checked strictly)."""
 
-    def __init__(self, store: AuthStore, config: AuthConfig) -> None:
+    def __init__(
+        self,
+        store: AuthStore,
+        config: AuthConfig,
+        *,
+        rules: Callable[[], Awaitable[tuple[int, Rules]]] | None = None,
+    ) -> None:
+        """`rules`: the compiled rules as read in the current transaction (the auth service's, which reuses
+        its compiled policy when only assignments changed); default: compile what is stored."""
         self.store = store
         self.config = config
+        self._rules = rules
 
     async def mfa_capable(self) -> Collection[str] | _Everyone:
         if self.config.mode == "external":
@@ -118,13 +128,19 @@ class LockoutGuard:
     ) -> str | None:
         """An administrator under the stored policy (or the given compiled one), read in the current transaction."""
         if policy is None or roles is None:
-            role_rows = await self.store.list_roles()
-            roles = {r["role_name"]: bool(r["mfa_required"]) for r in role_rows}
-            rows = await self.store.all_constraints()
-            policy = compile_policy([json.loads(r["data"]) for r in rows], roles)
+            policy, roles = await self._compiled()
         return find_administrator(
             policy, roles, await self.assignments(), await self.mfa_capable(), self.config.default_user_role_name
         )
+
+    async def _compiled(self) -> tuple[CompiledPolicy, Mapping[str, bool]]:
+        if self._rules is not None:
+            _, rules = await self._rules()
+            return rules.policy, rules.roles
+        role_rows = await self.store.list_roles()
+        roles = {r["role_name"]: bool(r["mfa_required"]) for r in role_rows}
+        rows = await self.store.all_constraints()
+        return compile_policy([json.loads(r["data"]) for r in rows], roles), roles
 
     async def check(self) -> None:
         if self.had_administrator.get() is False:

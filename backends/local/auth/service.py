@@ -9,7 +9,10 @@ Authentication
   MFA?) in one read; external IdP: the IdP's JWKS (cached).
 
 Authorization (both tiers, before any handler looks anything up)
-- The policy (constraints + roles) is compiled once per policy version. Every
+- The rules (constraints + roles) are compiled once per rules key, which a
+  write of user-role assignments alone does not move (`store.rules_key`):
+  such a write starts a new policy version (fresh per-user role cache) on the
+  same compiled rules. Every
   decision reads the version row (one cheap read) — on PostgreSQL only after
   a change was notified (LISTEN/NOTIFY, policy_watch.py); a change made by
   any process is seen on the next decision. An API-key request reads the
@@ -46,6 +49,7 @@ from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
 from ..policy import CompiledPolicy, compile_policy
+from ..store.db import Row
 from .config import AuthConfig
 from .crypto import PageTokens, Passwords, SecretBox, now, parse_ts, sha256_hex
 from .lockout import LockoutGuard
@@ -73,6 +77,13 @@ _version_read: ContextVar[tuple[Principal, int] | None] = ContextVar("pluginsdk_
 """The policy version read with the credential of the principal this request authenticated (one statement)."""
 
 
+_authorized_on: ContextVar[tuple[Principal, int] | None] = ContextVar("pluginsdk_policy_authorized_on", default=None)
+"""The policy version the current operation was authorized on, with the principal `authorize` returned."""
+
+_ROUTE_CACHE = 65_536
+"""Tier-1 answers kept per version (cleared when full)."""
+
+
 def _read_with(principal: Principal | None) -> int | None:
     """The version read with `principal`'s credential in this request, taken once (the next decision reads
     again); None for any other principal, or when none was read."""
@@ -83,13 +94,45 @@ def _read_with(principal: Principal | None) -> int | None:
     return read[1]
 
 
-class _Snapshot(NamedTuple):
-    version: int
+class Rules(NamedTuple):
+    """What is compiled, as of one rules key: user-role assignments are resolved per subject instead."""
+
+    key: str
     policy: CompiledPolicy
     roles: dict[str, bool]
     """Existing role name -> mfaRequired."""
+    constraints: list[dict[str, Any]]
+
+
+RulesRead = Rules | tuple[str, list[Row], list[Row]]
+"""`AuthService.read_rules`' answer: the compiled rules at hand, or (rules key, role rows, constraint rows)."""
+
+
+class _Snapshot(NamedTuple):
+    version: int
+    rules: Rules
     user_roles: dict[str, tuple[str, ...]]
     """Per-user cache, filled on first use within this version."""
+    routes: dict[tuple[Any, ...], bool]
+    """Tier-1 answers of this version: (user, roles, mfa, path, method) -> allowed."""
+
+    def route_allowed(self, p: Principal, path: str, method: str) -> bool:
+        """Tier 1, remembered for this version (a caller asks the same few routes all day)."""
+        key = (p.user_id, p.roles, p.mfa, path, method)
+        known = self.routes.get(key)
+        if known is None:
+            if len(self.routes) >= _ROUTE_CACHE:
+                self.routes.clear()
+            known = self.routes[key] = self.rules.policy.route_allowed(p, path, method)
+        return known
+
+    @property
+    def policy(self) -> CompiledPolicy:
+        return self.rules.policy
+
+    @property
+    def roles(self) -> dict[str, bool]:
+        return self.rules.roles
 
 
 class AuthService:
@@ -106,12 +149,15 @@ class AuthService:
         self.external: ExternalVerifier | None = None
         self._passwords: Passwords | None = None
         self._snapshot: _Snapshot | None = None
+        self._rules: Rules | None = None
+        self._resolved: tuple[Principal, _Snapshot, Principal] | None = None
+        """The last (principal given, snapshot, principal resolved): an in-process SDK passes one object."""
         self._lock = asyncio.Lock()
         self.compiles = 0
         """How many times the policy was compiled (observability, tests)."""
         self.watch = PolicyWatch()
         store.on_bump.append(self.watch.bumped_here)
-        self.guard = LockoutGuard(store, config)
+        self.guard = LockoutGuard(store, config, rules=self.rules)
         store.on_policy_change = self.guard.check
 
     async def start(self) -> None:
@@ -139,7 +185,7 @@ class AuthService:
 
     # -- policy ------------------------------------------------------------------
     async def snapshot(self, principal: Principal | None = None) -> _Snapshot:
-        """The compiled policy of the current version (recompiled only when the version moved).
+        """The compiled policy of the current version (recompiled only when the rules version moved).
 
         The version is the one read with `principal`'s credential when it was authenticated in this request
         (`_read_with`), else read now (`PolicyWatch`: no statement while PostgreSQL notifications are live).
@@ -155,17 +201,41 @@ class AuthService:
             if snap is not None and snap.version == version:
                 return snap
             async with self.store.transaction():  # one consistent read of version, roles and constraints
-                version = await self.store.policy_version()
-                role_rows = await self.store.list_roles()
-                constraint_rows = await self.store.all_constraints()
-            roles = {r["role_name"]: bool(r["mfa_required"]) for r in role_rows}
-            started = time.perf_counter()
-            policy = compile_policy([json.loads(r["data"]) for r in constraint_rows], roles)
-            if _observe.policy_compile is not None:
-                _observe.policy_compile(time.perf_counter() - started)
-            self.compiles += 1
-            self._snapshot = _Snapshot(version, policy, roles, {})
+                version, read = await self.read_rules()
+            self._snapshot = _Snapshot(version, self.compiled_rules(read), {}, {})  # compiled outside it
             return self._snapshot
+
+    async def read_rules(self) -> tuple[int, RulesRead]:
+        """(policy version, the compiled rules of the stored rules key if at hand, else that key with the role
+        and constraint rows), read in the caller's transaction; `compiled_rules` finishes the job."""
+        version, key = await self.store.rules_key()
+        cached = self._rules
+        if cached is not None and cached.key == key:
+            return version, cached
+        return version, (key, await self.store.list_roles(), await self.store.all_constraints())
+
+    def compiled_rules(self, read: RulesRead) -> Rules:
+        """What `read_rules` read, compiled (and kept) unless it was at hand already: only a change of the
+        constraints or roles moves the key, so a user-role write costs no compile."""
+        if isinstance(read, Rules):
+            return read
+        key, role_rows, constraint_rows = read
+        constraints = [json.loads(r["data"]) for r in constraint_rows]
+        roles = {r["role_name"]: bool(r["mfa_required"]) for r in role_rows}
+        started = time.perf_counter()
+        policy = compile_policy(constraints, roles)
+        if _observe.policy_compile is not None:
+            _observe.policy_compile(time.perf_counter() - started)
+        self.compiles += 1
+        self._rules = rules = Rules(key, policy, roles, constraints)
+        return rules
+
+    async def rules(self) -> tuple[int, Rules]:
+        """(policy version, compiled rules) as stored in the caller's transaction (the lock-out check of a policy
+        write, which compiles inside it). That compile is kept too: its key names the written state only once
+        the write commits (a rolled-back stamp is never seen again), so the next decision needs no compile."""
+        version, read = await self.read_rules()
+        return version, self.compiled_rules(read)
 
     async def with_roles(self, principal: Principal, snap: _Snapshot | None = None) -> Principal:
         """The principal with its roles resolved from assignments (never trusted from the caller)."""
@@ -256,8 +326,8 @@ class AuthService:
         if spec.policy.unauthenticated:
             return principal
         snap = await self.snapshot(principal)
-        p = await self.with_roles(self._local_admin(principal), snap)
-        self._check_routes(snap.policy, p, spec, op, route_path)
+        p = await self._resolve(principal, snap)
+        self._check_routes(snap, p, spec, op, route_path)
         object_type = spec.policy.object_type
         if object_type:
             await self._check_object(snap.policy, p, spec, op, object_type)
@@ -266,16 +336,37 @@ class AuthService:
             LockoutGuard.had_administrator.set(had)
         else:
             LockoutGuard.had_administrator.set(None)
+        _authorized_on.set((p, snap.version))
+        return p
+
+    async def _resolve(self, principal: Principal, snap: _Snapshot) -> Principal:
+        """`with_roles(_local_admin(principal))`, remembered for the last principal object and snapshot (both
+        immutable, and a snapshot is one policy version): an in-process SDK asks with the same object."""
+        last = self._resolved
+        if last is not None and last[0] is principal and last[1] is snap:
+            return last[2]
+        p = await self.with_roles(self._local_admin(principal), snap)
+        self._resolved = (principal, snap, p)
         return p
 
     @staticmethod
+    def authorized_version(principal: Principal) -> int | None:
+        """The policy version the current operation was authorized on, taken once: its handler (called with the
+        principal `authorize` returned) answers on it without reading the version again; None otherwise."""
+        seen = _authorized_on.get()
+        if seen is None or seen[0] is not principal:
+            return None
+        _authorized_on.set(None)
+        return seen[1]
+
+    @staticmethod
     def _check_routes(
-        policy: CompiledPolicy, p: Principal, spec: OperationSpec, op: Operation, route_path: str | None
+        snap: _Snapshot, p: Principal, spec: OperationSpec, op: Operation, route_path: str | None
     ) -> None:
         """Tier 1: every path `routes_to_check` names must be allowed for the operation's method."""
         method = spec.method
         for route in routes_to_check(spec, op, route_path):
-            if not policy.route_allowed(p, route, method):
+            if not snap.route_allowed(p, route, method):
                 _decided("route", "deny")
                 raise _route_denied(p, method, route_path or spec.route)
         _decided("route", "allow")
@@ -297,7 +388,7 @@ class AuthService:
     async def check_route(self, principal: Principal, method: str, path: str) -> None:
         snap = await self.snapshot(principal)
         p = await self.with_roles(principal, snap)
-        if not snap.policy.route_allowed(p, path, method):
+        if not snap.route_allowed(p, path, method):
             shown = path if len(path) <= 200 else path[:200] + "..."
             raise PermissionDeniedError(
                 f"Not authorized: '{p.user_id}' may not {method} {shown}.",

@@ -2,7 +2,13 @@
 
 Every write to constraints, roles or user roles bumps the policy version in
 `meta` within the same transaction, so each process sees the change on its
-next decision (one primary-key read of that row).
+next decision (one primary-key read of that row). A write of user-role
+assignments alone also counts itself in `auth.assignment_bumps`; any other
+bump through this store draws a new random `auth.rules_stamp`. `rules_key`
+(the version less that count, and the stamp) names what is compiled
+(constraints, roles): it stays put across user-role writes, moves with any
+other bump, whoever makes it (an unknown change is always recompiled), and
+never names the state of a write that rolled back (its stamp was never seen).
 """
 
 from __future__ import annotations
@@ -18,6 +24,8 @@ from ..store.db import Database, Row
 __all__ = ["AuthStore"]
 
 VERSION_KEY = "auth.policy_version"
+ASSIGNMENT_BUMPS_KEY = "auth.assignment_bumps"
+RULES_STAMP_KEY = "auth.rules_stamp"
 
 
 def _in(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
@@ -44,11 +52,33 @@ class AuthStore:
         row = await self.db.fetchone("SELECT value FROM meta WHERE key = :k", {"k": VERSION_KEY})
         return int(row["value"]) if row else 0
 
-    async def bump_policy_version(self) -> None:
-        """Bump the version (this row lock also orders concurrent policy writes), then run the guard."""
+    async def rules_key(self) -> tuple[int, str]:
+        """(policy version, rules key) in one statement; the key stays put across user-role writes (see the
+        module docstring)."""
+        rows = await self.db.fetchall(
+            "SELECT key, value FROM meta WHERE key IN (:v, :a, :t)",
+            {"v": VERSION_KEY, "a": ASSIGNMENT_BUMPS_KEY, "t": RULES_STAMP_KEY},
+        )
+        values = {r["key"]: str(r["value"]) for r in rows}
+        version = int(values.get(VERSION_KEY, 0))
+        return version, f"{version - int(values.get(ASSIGNMENT_BUMPS_KEY, 0))}:{values.get(RULES_STAMP_KEY, '')}"
+
+    async def bump_policy_version(self, *, assignments_only: bool = False) -> None:
+        """Bump the version (this row lock also orders concurrent policy writes), then run the guard.
+
+        `assignments_only`: the write changed user-role assignments and nothing else (the compiled rules stay).
+        """
         await self.db.execute(
             "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = :k", {"k": VERSION_KEY}
         )
+        if assignments_only:
+            await self.db.execute(
+                "INSERT INTO meta (key, value) VALUES (:k, '1') ON CONFLICT (key) "
+                "DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)",
+                {"k": ASSIGNMENT_BUMPS_KEY},
+            )
+        else:
+            await self.set_meta(RULES_STAMP_KEY, secrets.token_hex(8))
         if self.db.dialect == "postgresql":  # delivered to every listening process at commit (policy_watch.py)
             await self.db.execute("SELECT pg_notify('pluginsdk_policy', '')")
         for hook in self.on_bump:

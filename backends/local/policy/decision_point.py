@@ -80,6 +80,17 @@ class PolicyModel:
         self._crit_cache: dict[Any, Any] = {}
         self._subjects: dict[tuple[Any, ...], Principal] = {}
 
+    def reassigned(self, assignments: Mapping[str, Sequence[str]]) -> PolicyModel:
+        """This model with other user-role assignments; the constraint indexes (which do not depend on them)
+        are shared, so a user-role change costs no re-indexing."""
+        other = PolicyModel(
+            self.constraints, self.roles, assignments, default_role=self.default_role, policy=self.policy
+        )
+        if self._by_type is not None:  # `_rules` is keyed by the identity of `_by_type`'s entries: shared together
+            other._by_type, other._by_grant, other._grantees = self._by_type, self._by_grant, self._grantees
+            other._rules, other._crit_cache = self._rules, self._crit_cache
+        return other
+
     # -- subjects ---------------------------------------------------------------------
     def roles_of(self, user_id: str) -> tuple[str, ...]:
         """A user's effective roles, as the auth service resolves them (unknown roles dropped, default role)."""

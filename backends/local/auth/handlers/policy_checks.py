@@ -8,18 +8,20 @@ compiled policy, and shares the service's compiled policy when the versions agre
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import replace
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, cast
 
 from pluginsdk.errors import StateConflictError, ValidationError
 from pluginsdk.models.auth import validate_constraint
 from pluginsdk.models.auth_results import AllowedApiRoute, AllowedWebRoute, ConstraintImported
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
 from pluginsdk.models.policy_results import (
-    AccessQuestion,
+    AccessQuestionData,
+    BatchDecision,
     DecisionChange,
     Explanation,
     PolicyTest,
@@ -58,17 +60,23 @@ handlers = HandlerTable()
 __all__ = ["current_model", "dry_run_report", "import_dry_run", "route_questions"]
 
 _MODELS: weakref.WeakKeyDictionary[AuthService, tuple[int, PolicyModel]] = weakref.WeakKeyDictionary()
+_NO_ATTRIBUTES: Mapping[str, Any] = MappingProxyType({})
 _WAIT_STEP = 0.05
 _WAIT_MAX = 2.0
 
 
-async def current_model(svc: AuthService, at_least_revision: int | None = None) -> tuple[int, PolicyModel]:
+async def current_model(
+    svc: AuthService, at_least_revision: int | None = None, principal: Principal | None = None
+) -> tuple[int, PolicyModel]:
     """The policy model of the current version (at least `at_least_revision`: waits up to 2 s, else 409).
 
-    The version is read like the authorizer reads it (`svc.watch`: no statement while a PostgreSQL listener
-    is up); waiting for a revision reads the store itself.
+    The version is the one this operation was authorized on (`principal`: the one the handler was called
+    with), else read like the authorizer reads it (`svc.watch`: no statement while a PostgreSQL listener is
+    up); waiting for a revision reads the store itself.
     """
-    version = await svc.watch.version(svc.store.policy_version)
+    version = svc.authorized_version(principal) if principal is not None else None
+    if version is None:
+        version = await svc.watch.version(svc.store.policy_version)
     if at_least_revision is not None and version < at_least_revision:
         waited = 0.0
         while version < at_least_revision and waited < _WAIT_MAX:
@@ -83,23 +91,23 @@ async def current_model(svc: AuthService, at_least_revision: int | None = None) 
     cached = _MODELS.get(svc)
     if cached is not None and cached[0] == version:
         return cached
-    snap = await svc.snapshot()
     async with svc.store.transaction():
-        version = await svc.store.policy_version()
-        role_rows = await svc.store.list_roles()
-        constraint_rows = await svc.store.all_constraints()
+        version, read = await svc.read_rules()
         assignment_rows = await svc.store.user_role_rows(None)
-    roles = {r["role_name"]: bool(r["mfa_required"]) for r in role_rows}
+    rules = svc.compiled_rules(read)  # outside the transaction: a compile holds no lock
     assignments: dict[str, list[str]] = {}
     for r in assignment_rows:
         assignments.setdefault(r["user_id"], []).append(r["role_name"])
-    model = PolicyModel(
-        [json.loads(r["data"]) for r in constraint_rows],
-        roles,
-        assignments,
-        default_role=svc.config.default_user_role_name,
-        policy=snap.policy if snap.version == version else None,
-    )
+    if cached is not None and cached[1].policy is rules.policy:  # only assignments changed: keep the indexes
+        model = cached[1].reassigned(assignments)
+    else:
+        model = PolicyModel(
+            rules.constraints,
+            rules.roles,
+            assignments,
+            default_role=svc.config.default_user_role_name,
+            policy=rules.policy,
+        )
     _MODELS[svc] = (version, model)
     return version, model
 
@@ -140,28 +148,49 @@ def _explanation(e: Explained, revision: int) -> Explanation:
     )
 
 
-def _explain(model: PolicyModel, q: AccessQuestion | CheckAccessQuery | ExplainAccessQuery) -> Explained:
+def _explain(model: PolicyModel, q: CheckAccessQuery | ExplainAccessQuery) -> Explained:
     p = model.principal(q.user_id, q.roles, q.mfa, keep_unknown=True)
     return model.explain(p, q.object_type, q.attributes, q.method)
 
 
-def _decide(model: PolicyModel, revision: int, q: AccessQuestion | CheckAccessQuery, explain: bool) -> dict[str, Any]:
-    """One answer as the dict of a SubjectDecision: validated in bulk by the caller (one pydantic call for a
-    whole batch is cheaper than a model, or a `model_construct`, per answer)."""
-    p = model.subject(q.user_id, q.roles, q.mfa)
-    return {
-        "allowed": model.policy.is_allowed(p, q.object_type, q.attributes, q.method),
-        "object_type": q.object_type,
-        "method": q.method,
-        "user_id": q.user_id,
-        "roles": list(p.roles),
-        "mfa": q.mfa,
-        "revision": revision,
-        "explanation": _explanation(_explain(model, q), revision) if explain else None,
-    }
+def _answers(
+    model: PolicyModel, revision: int, questions: Sequence[AccessQuestionData], explain: bool
+) -> list[BatchDecision]:
+    """A batch's answers as `BatchDecision`s, built typed (no validation of our own output). Each (subject,
+    object type, method) looks its rules up once (`CompiledPolicy.decider`), and equal answers without an
+    explanation are one (immutable) object."""
+    known: dict[tuple[Any, ...], list[Any]] = {}
+    out = []
+    for q in questions:
+        user_id, roles, mfa = q.get("user_id"), q.get("roles"), q.get("mfa", False)
+        object_type, attributes, method = q["object_type"], q.get("attributes", _NO_ATTRIBUTES), q.get("method", "GET")
+        key = (user_id, None if roles is None else tuple(roles), mfa, object_type, method)
+        found = known.get(key)
+        if found is None:
+            p = model.subject(user_id, roles, mfa)
+            found = known[key] = [model.policy.decider(p, object_type, method), p.roles, None, None]
+        allowed = found[0](attributes)
+        answer = found[2 + allowed]  # built on first need: [decider, roles, the deny answer, the allow answer]
+        if answer is None:
+            answer = found[2 + allowed] = BatchDecision(
+                allowed=allowed,
+                object_type=object_type,
+                method=method,
+                user_id=user_id,
+                roles=found[1],
+                mfa=mfa,
+                revision=revision,
+            )
+        if explain:
+            named = model.principal(user_id, roles, mfa, keep_unknown=True)
+            answer = replace(
+                answer, explanation=_explanation(model.explain(named, object_type, attributes, method), revision)
+            )
+        out.append(answer)
+    return out
 
 
-async def _log(engine: Engine, principal: Principal, decisions: Sequence[SubjectDecision]) -> None:
+async def _log(engine: Engine, principal: Principal, decisions: Sequence[SubjectDecision | BatchDecision]) -> None:
     """Sampled decision logging (app.audit.decisionSampleRate; off by default)."""
     if decision_sample_rate(engine) <= 0:
         return
@@ -180,41 +209,52 @@ async def _log(engine: Engine, principal: Principal, decisions: Sequence[Subject
 @handlers.on(CheckAccessQuery)
 async def check_access(engine: Engine, op: CheckAccessQuery, principal: Principal) -> SubjectDecision:
     _known_type(op.object_type)
-    revision, model = await current_model(service(engine), op.at_least_revision)
-    decision = SubjectDecision.model_validate(_decide(model, revision, op, op.explain))
+    revision, model = await current_model(service(engine), op.at_least_revision, principal)
+    p = model.subject(op.user_id, op.roles, op.mfa)
+    decision = SubjectDecision(
+        allowed=model.policy.is_allowed(p, op.object_type, op.attributes, op.method),
+        object_type=op.object_type,
+        method=op.method,
+        user_id=op.user_id,
+        roles=list(p.roles),
+        mfa=op.mfa,
+        revision=revision,
+        explanation=_explanation(_explain(model, op), revision) if op.explain else None,
+    )
     await _log(engine, principal, [decision])
     return decision
 
 
 @handlers.on(CheckAccessBatchQuery)
 async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principal: Principal) -> SubjectDecisions:
-    for i, q in enumerate(op.questions):
-        _known_type(q.object_type, f"questions[{i}].object_type")
-    revision, model = await current_model(service(engine), op.at_least_revision)
-    answers = [_decide(model, revision, q, op.explain) for q in op.questions]
-    result = SubjectDecisions.model_validate({"decisions": answers, "revision": revision})
-    await _log(engine, principal, result.decisions)
+    questions = cast("list[AccessQuestionData]", op.questions)  # held as plain data (see the operation)
+    for i, q in enumerate(questions):
+        _known_type(q["object_type"], f"questions[{i}].object_type")
+    revision, model = await current_model(service(engine), op.at_least_revision, principal)
+    decisions = _answers(model, revision, questions, op.explain)
+    result = SubjectDecisions.model_construct(decisions=decisions, revision=revision)
+    await _log(engine, principal, decisions)
     return result
 
 
 @handlers.on(ExplainAccessQuery)
 async def explain_access(engine: Engine, op: ExplainAccessQuery, principal: Principal) -> Explanation:
     _known_type(op.object_type)
-    revision, model = await current_model(service(engine), op.at_least_revision)
+    revision, model = await current_model(service(engine), op.at_least_revision, principal)
     return _explanation(_explain(model, op), revision)
 
 
 @handlers.on(WhoCanQuery)
 async def who_can(engine: Engine, op: WhoCanQuery, principal: Principal) -> WhoCan:
     _known_type(op.object_type)
-    revision, model = await current_model(service(engine), op.at_least_revision)
+    revision, model = await current_model(service(engine), op.at_least_revision, principal)
     found = model.who_can(op.object_type, op.attributes, op.method, mfa=op.mfa)
     return WhoCan(object_type=op.object_type, method=op.method, revision=revision, **found)
 
 
 @handlers.on(ListSubjectRoutesQuery)
 async def list_subject_routes(engine: Engine, op: ListSubjectRoutesQuery, principal: Principal) -> SubjectRoutes:
-    revision, model = await current_model(service(engine), op.at_least_revision)
+    revision, model = await current_model(service(engine), op.at_least_revision, principal)
     p = model.principal(op.user_id, op.roles, op.mfa)
     policy = model.policy
     routes = []

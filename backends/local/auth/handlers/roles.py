@@ -136,7 +136,7 @@ async def create_user_roles(engine: Engine, op: CreateUserRolesCommand, principa
                 details={"field": "role_name", "value": dup[0]},
             )
         await store.add_user_roles(op.user_id, op.role_name, ts(now()))
-        await store.bump_policy_version()
+        await store.bump_policy_version(assignments_only=True)
         roles = await store.roles_of(op.user_id)
     return UserRolesWritten(
         user_id=op.user_id, operation="create", role_name=roles, message=f"Roles assigned to '{op.user_id}'."
@@ -151,7 +151,7 @@ async def update_user_roles(engine: Engine, op: UpdateUserRolesCommand, principa
         held = await store.roles_of(op.user_id)
         await store.delete_user_roles(op.user_id, [r for r in held if r not in op.role_name])
         await store.add_user_roles(op.user_id, [r for r in op.role_name if r not in held], ts(now()))
-        await store.bump_policy_version()
+        await store.bump_policy_version(assignments_only=True)
         roles = await store.roles_of(op.user_id)
     return UserRolesWritten(
         user_id=op.user_id, operation="update", role_name=roles, message=f"Roles of '{op.user_id}' replaced."
@@ -164,5 +164,5 @@ async def delete_user_roles(engine: Engine, op: DeleteUserRolesCommand, principa
     async with store.transaction():
         if not await store.delete_user_roles(op.user_id):
             raise NotFoundError("user_role", op.user_id, f"User '{op.user_id}' has no role assignments.")
-        await store.bump_policy_version()
+        await store.bump_policy_version(assignments_only=True)
     return UserRolesWritten(user_id=op.user_id, operation="delete", message=f"All roles of '{op.user_id}' removed.")
