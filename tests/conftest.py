@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -50,3 +50,17 @@ async def rest(tmp_path: Path) -> AsyncIterator[httpx.AsyncClient]:
     with running_server(config) as url:
         async with httpx.AsyncClient(base_url=url, headers={"Authorization": key}, timeout=30) as client:
             yield client
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
+    """A fresh configuration on a SQLite file, then on a fresh PostgreSQL database (skipped where none answers)."""
+    if request.param == "sqlite":
+        yield base_config(tmp_path)
+        return
+    from tests.support.postgres import fresh_database
+
+    async with fresh_database() as url:
+        yield base_config(
+            tmp_path, storage={"type": "postgresql", "url": url, "seal_key_file": str(tmp_path / "seal.key")}
+        )

@@ -213,17 +213,6 @@ async def test_processes_racing_on_postgres(pg_config: dict[str, Any]) -> None:
 # -- the mapping itself --------------------------------------------------------------------------------------
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
-    if request.param == "sqlite":
-        yield base_config(tmp_path)
-        return
-    async with fresh_database() as url:
-        yield base_config(
-            tmp_path, storage={"type": "postgresql", "url": url, "seal_key_file": str(tmp_path / "seal.key")}
-        )
-
-
 async def test_a_unique_key_collision_is_409_naming_only_the_identifier(any_store: dict[str, Any]) -> None:
     """An INSERT that loses the race (no check before it) is ALREADY_EXISTS; a secret column is never echoed."""
     async with PluginSDK(config=any_store) as sdk:

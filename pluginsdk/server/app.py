@@ -20,6 +20,7 @@ import functools
 import json
 import logging
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -143,15 +144,16 @@ _Routed = tuple["_Endpoint | None", dict[str, str], SDKError | None, list[tuple[
 """(endpoint, path parameters, refusal, extra response headers): what the door decided before any work."""
 
 
-class _Endpoint:
+class _Endpoint(ABC):
     """A served route: answers one request with a Reply."""
 
     content_type: bytes = _JSON
     route: str
     """Its path template: the `http_route` label of the request metrics."""
 
+    @abstractmethod
     async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
-        raise NotImplementedError
+        """The reply to one request routed here."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -14,6 +14,7 @@ import bisect
 import itertools
 import os
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
@@ -128,7 +129,7 @@ class Metrics:
         return text + await _store_gauges(backend)
 
 
-class _LoopFamily(Generic[C]):
+class _LoopFamily(ABC, Generic[C]):
     """A labelled instrument updated without locks: for instruments observed only on the event loop's thread
     (the server's requests, store statements, decisions), several times per request, and collected into the
     registry as the same text prometheus-client's own writes. A process among several workers uses
@@ -148,11 +149,13 @@ class _LoopFamily(Generic[C]):
             child = self.children[values] = self._make()
         return child
 
+    @abstractmethod
     def family(self) -> Any:
-        raise NotImplementedError
+        """An empty metric family of this instrument's kind."""
 
+    @abstractmethod
     def add(self, family: Any, values: tuple[str, ...], child: C) -> None:
-        raise NotImplementedError
+        """One label set's samples into `family`."""
 
     def describe(self) -> list[Metric]:
         return [self.family()]

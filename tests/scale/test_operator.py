@@ -95,15 +95,10 @@ def counter(exposition: str, name: str, **labels: str) -> float:
     return total
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
-async def config(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
-    if request.param == "sqlite":
-        yield base_config(tmp_path)
-        return
-    async with fresh_database() as url:
-        yield base_config(
-            tmp_path, storage={"type": "postgresql", "url": url, "seal_key_file": str(tmp_path / "seal.key")}
-        )
+@pytest.fixture
+def config(any_store: dict[str, Any]) -> dict[str, Any]:
+    """The store under test: SQLite, then PostgreSQL (`tests/conftest.py`)."""
+    return any_store
 
 
 @pytest.mark.slow
