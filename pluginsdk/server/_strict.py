@@ -5,6 +5,11 @@ Operations validate in pydantic's lax mode, which suits in-process callers, the 
 over REST a `0` where the document says boolean, or a string where it says array, is refused (400) instead
 of coerced: each body is first checked against a strict (JSON-mode) model of the operation's body fields
 with the same annotations. Values, required fields and unknown fields are the operation's own validation.
+
+The check reads the body the door parsed already (strict Python mode) where that is the same as strict
+JSON mode: for bodies of JSON's own types (strings, numbers, booleans, lists, objects, models and typed
+dicts of them, validator functions). A field of a type that JSON spells as a string or an array (an enum,
+a date, a tuple, a dataclass...) is checked on the raw bytes in JSON mode, as strict Python refuses them.
 """
 
 from __future__ import annotations
@@ -20,13 +25,39 @@ from ..operations._base import _alias_plan, validation_error
 __all__ = ["check_body"]
 
 
-_CHECKERS: dict[str, TypeAdapter[Any]] = {}
+_CHECKERS: dict[str, tuple[TypeAdapter[Any], bool]] = {}
+_JSON_NATIVE = frozenset(
+    {
+        "any", "none", "bool", "int", "float", "str", "literal", "list", "dict", "nullable", "default", "union",
+        "model", "model-fields", "model-field", "typed-dict", "typed-dict-field", "definitions", "definition-ref",
+        "function-plain", "function-before", "function-after", "no-info", "with-info",
+    }
+)  # fmt: skip
+"""Core-schema kinds whose strict Python validation of parsed JSON is strict JSON validation."""
 
 
-def _checker(spec: OperationSpec) -> TypeAdapter[Any]:
+def _checker(spec: OperationSpec) -> tuple[TypeAdapter[Any], bool]:
+    """The body's strict checker, and whether it may check the parsed body (see the module docstring)."""
     found = _CHECKERS.get(spec.name)
     if found is None:
-        found = _CHECKERS[spec.name] = _build(spec)
+        adapter = _build(spec)
+        found = _CHECKERS[spec.name] = (adapter, _kinds(adapter.core_schema) <= _JSON_NATIVE)
+    return found
+
+
+def _kinds(schema: Any) -> set[str]:
+    """Every schema kind named in a core schema (serialization schemas aside)."""
+    found: set[str] = set()
+    stack = [schema]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            kind = item.get("type")
+            if isinstance(kind, str):
+                found.add(kind)
+            stack.extend(v for k, v in item.items() if k not in ("serialization", "metadata"))
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
     return found
 
 
@@ -53,9 +84,14 @@ def _annotated(annotation: Any, metadata: list[Any]) -> Any:
     return Annotated[annotation, *metadata] if metadata else annotation
 
 
-def check_body(spec: OperationSpec, raw: bytes) -> None:
-    """Raise ValidationError (400) if a body value's JSON type is not the one its field states."""
+def check_body(spec: OperationSpec, raw: bytes, body: Any) -> None:
+    """Raise ValidationError (400) if a value of the body (`raw`, parsed as `body`) has not the JSON type its
+    field states."""
+    adapter, parsed = _checker(spec)
     try:
-        _checker(spec).validate_json(raw, strict=True)
+        if parsed:
+            adapter.validate_python(body, strict=True)
+        else:
+            adapter.validate_json(raw, strict=True)
     except pydantic.ValidationError as exc:
         raise validation_error(exc, spec.name) from None

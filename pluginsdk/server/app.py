@@ -254,7 +254,7 @@ class _Plan(_Endpoint):
             if raw is not None and raw.strip():
                 body = parse_json(raw)
                 if self.body_field is not None or isinstance(body, dict):
-                    check_body(self.spec, raw)  # JSON types as the document states them
+                    check_body(self.spec, raw, body)  # JSON types as the document states them
             try:
                 op = self.spec.build(self.gather(params, head.query_string, body))
             except ValidationError:
