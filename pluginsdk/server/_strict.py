@@ -11,7 +11,7 @@ JSON mode: for bodies of JSON's own types (strings, numbers, booleans, lists, ob
 dicts of them, validator functions). A field of a type that JSON spells as a string or an array (an enum,
 a date, a tuple, a dataclass...) is checked on the raw bytes in JSON mode, as strict Python refuses them.
 
-Where the body is the whole input (no path, query or REST default) of such an operation, the check and the
+Where the body is the whole input (no path or query fields, no REST default) of such an operation, the check and the
 build are one pass instead (`strict_operation`): the operation validated in strict mode (a subclass with
 `strict=True`, never registered), its fields then taken by the operation class as they are. Not where a
 field validator runs before the type check (it could turn a wrong type into a right one), nor for a body
@@ -114,7 +114,7 @@ def _strict_class(spec: OperationSpec) -> tuple[type[Operation], frozenset[str]]
     cls = spec.cls
     early = any(d.info.mode != "after" for d in cls.__pydantic_decorators__.field_validators.values())
     found: tuple[type[Operation], frozenset[str]] | None = None
-    if not early and _checker(spec)[1]:
+    if not early and set(spec.body_fields) == set(spec.input_fields) and _checker(spec)[1]:
         strict = type(f"{cls.__name__}StrictBody", (cls,), {"model_config": ConfigDict(strict=True)})
         strict.model_rebuild(force=True)  # built now (operations defer it), to read its schema
         if _kinds(strict.__pydantic_core_schema__) <= _JSON_NATIVE:
