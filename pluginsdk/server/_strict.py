@@ -115,7 +115,7 @@ def _strict_class(spec: OperationSpec) -> tuple[type[Operation], frozenset[str]]
     early = any(d.info.mode != "after" for d in cls.__pydantic_decorators__.field_validators.values())
     found: tuple[type[Operation], frozenset[str]] | None = None
     if not early and set(spec.body_fields) == set(spec.input_fields) and _checker(spec)[1]:
-        strict = type(f"{cls.__name__}StrictBody", (cls,), {"model_config": ConfigDict(strict=True)})
+        strict: type[Operation] = type(f"{cls.__name__}StrictBody", (cls,), {"model_config": ConfigDict(strict=True)})
         strict.model_rebuild(force=True)  # built now (operations defer it), to read its schema
         if _kinds(strict.__pydantic_core_schema__) <= _JSON_NATIVE:
             aliases, list_keys = _alias_plan(cls)
