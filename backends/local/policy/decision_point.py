@@ -19,6 +19,7 @@ from typing import Any
 from pluginsdk.principal import Principal
 
 from .evaluator import CompiledPolicy, Rule, _compile_rule, _Index, gc_paused, read_constraint
+from .matching import CriterionTest, values_of
 
 __all__ = ["Decision", "Explained", "PolicyModel", "Question", "diff_models"]
 
@@ -58,24 +59,40 @@ _Hit = tuple[int, str, str, str]
 
 
 class _Grant:
-    """One grant's (object type, METHOD, `role:X` | `user:Y`) rules keyed by their guards, each distinct rule
-    mapped back to the constraints that use it through this grant."""
+    """One grant's (object type, METHOD, `role:X` | `user:Y`) rules keyed by their guards (the evaluator's
+    `_Index`), each distinct rule mapped to the hits it contributes: those of the constraints that use it
+    through this grant."""
 
-    __slots__ = ("index", "uses")
+    __slots__ = ("fields", "unguarded", "uses")
 
-    def __init__(self, uses: dict[Rule, list[tuple[int, str, str]]]) -> None:
-        self.uses = uses
-        """rule -> [(position, constraint id, allow|deny)]."""
-        self.index = _Index(uses)
+    def __init__(self, via: str, uses: Mapping[Rule, list[tuple[int, str, str]]]) -> None:
+        index = _Index(uses)
+        self.unguarded = tuple(index.unguarded)
+        self.fields = tuple(index.fields)
+        self.uses: dict[Rule, tuple[CriterionTest | None, tuple[_Hit, ...]]] = {
+            rule: (None if _proven(rule) else rule.check, tuple((pos, cid, via, kind) for pos, cid, kind in found))
+            for rule, found in uses.items()
+        }
+        """rule -> (the test still to pass once a guard is hit: None when the guard proves it, its hits)."""
 
-    def hits(self, attributes: Mapping[str, Any], via: str, out: list[_Hit]) -> None:
-        """Append the constraints whose rule matches the object (each rule tested once)."""
-        seen: set[Rule] = set()
-        for rule in self.index.candidates(attributes):  # guarded hits (a rule may repeat) and unguarded rules
-            if rule not in seen:
-                seen.add(rule)
-                if rule.check(attributes):
-                    out.extend((position, cid, via, kind) for position, cid, kind in self.uses[rule])
+    def hits(self, attributes: Mapping[str, Any], out: list[_Hit]) -> None:
+        """Append the hits of every rule that matches the object (each rule tested once)."""
+        candidates = list(self.unguarded)
+        for fi in self.fields:
+            raw = attributes.get(fi.field)
+            for value in (raw,) if type(raw) is str else values_of(raw):
+                for entry in fi.hits(value):
+                    candidates += entry.rules
+        uses = self.uses
+        for rule in dict.fromkeys(candidates) if len(candidates) > 1 else candidates:  # a rule may repeat
+            check, found = uses[rule]
+            if check is None or check(attributes):
+                out += found
+
+
+def _proven(rule: Rule) -> bool:
+    """Whether finding the object under any of the rule's guards proves the match (no test needed)."""
+    return bool(rule.guards) and all(sure for *_, sure in rule.guards)
 
 
 Decision = tuple[str, str, str, str, bool, bool]
@@ -143,14 +160,16 @@ class PolicyModel:
         resolved = tuple(dict.fromkeys(r for r in roles if keep_unknown or r in self.roles))
         return Principal(user_id=user_id or "", roles=resolved, mfa=mfa)
 
-    def subject(self, user_id: str | None, roles: Sequence[str] | None, mfa: bool) -> Principal:
+    def subject(
+        self, user_id: str | None, roles: Sequence[str] | None, mfa: bool, *, keep_unknown: bool = False
+    ) -> Principal:
         """`principal(...)`, cached on this model (a version's subjects resolve the same way every time)."""
-        key = (user_id, None if roles is None else tuple(roles), mfa)
+        key = (user_id, None if roles is None else tuple(roles), mfa, keep_unknown)
         p = self._subjects.get(key)
         if p is None:
             if len(self._subjects) >= _SUBJECT_CACHE:
                 self._subjects.clear()
-            p = self._subjects[key] = self.principal(user_id, roles, mfa)
+            p = self._subjects[key] = self.principal(user_id, roles, mfa, keep_unknown=keep_unknown)
         return p
 
     def users(self) -> list[str]:
@@ -216,7 +235,7 @@ class PolicyModel:
                         if rule is not None:
                             uses.setdefault(rule, []).append((position, cid, kind))
                     if uses:
-                        explainers[key] = _Grant(uses)
+                        explainers[key] = _Grant(key[2], uses)
                 self._explainers = explainers
         return self._explainers
 
@@ -243,7 +262,7 @@ class PolicyModel:
         for via in vias:
             grant = explainers.get((object_type, method, via))
             if grant is not None:
-                grant.hits(attributes, via, hits)
+                grant.hits(attributes, hits)
         hits.sort()  # constraint order, then the grant order within it
         allowed_by = [(cid, via) for _, cid, via, kind in hits if kind == "allow"]
         denied_by = [(cid, via) for _, cid, via, kind in hits if kind == "deny"]
