@@ -507,7 +507,9 @@ class CompiledPolicy:
         """Distinct compiled conditions."""
         self._conditions = rules
 
-    def compiled_rule(self, object_type: str, criteria_and: _Criteria, criteria_or: _Criteria) -> tuple[bool, Rule | None]:
+    def compiled_rule(
+        self, object_type: str, criteria_and: _Criteria, criteria_or: _Criteria
+    ) -> tuple[bool, Rule | None]:
         """(known, rule) for one condition as `read_constraint` reads it: the `Rule` this policy compiled for it
         (None: it can match nothing), or (False, None) for a condition no grant of this policy uses."""
         key = (object_type, criteria_and, criteria_or)
