@@ -332,16 +332,19 @@ class _FieldIndex:
             self.parent.append(stack[-1] if stack else -1)
             stack.append(i)
 
-    def hits(self, value: str) -> Iterator[_Entry]:
+    def hits(self, value: str) -> list[_Entry]:
+        """The entries whose guard `value` hits: its exact value, then its stored prefixes, longest first."""
         entry = self.exact.get(value)
-        if entry is not None:
-            yield entry
-        keys, parent = self.keys, self.parent
-        i = bisect_right(keys, value) - 1
-        while i >= 0:
-            if value.startswith(keys[i]):
-                yield self.entries[i]
-            i = parent[i]
+        found = [] if entry is None else [entry]
+        keys = self.keys
+        if keys:
+            parent, entries = self.parent, self.entries
+            i = bisect_right(keys, value) - 1
+            while i >= 0:
+                if value.startswith(keys[i]):
+                    found.append(entries[i])
+                i = parent[i]
+        return found
 
 
 def _never(attrs: Mapping[str, Any]) -> bool:
