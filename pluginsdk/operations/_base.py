@@ -22,7 +22,7 @@ from pydantic_core import PydanticCustomError
 
 from ..errors import HandlerDiscoveryError, InvalidPaginationToken, ValidationError
 from ..models import BaseModel
-from ..models.values import value_problem
+from ..models.values import is_storable, value_problem
 
 __all__ = [
     "CATALOG",
@@ -227,10 +227,18 @@ class Operation(BaseModel, _Typed[R_co]):
                 out[key] = [out[key]]
         return out
 
+    def inputs_storable(self) -> bool:
+        """Whether every input value is storable (`pluginsdk.models.values`): the fast yes/no the check below runs
+        first; an operation with a large input of a known shape answers it more cheaply (it must never say yes
+        where `is_storable(self)` says no)."""
+        return is_storable(self)
+
     @model_validator(mode="after")
     def _storable(self) -> "Operation":
         """Free-form values (configuration, tags, additional data) too: no interface lets NaN, a lone
         surrogate, NUL or an out-of-range integer through to the store or a JSON encoder."""
+        if self.inputs_storable():
+            return self
         found = value_problem(self)
         if found is not None:
             where, problem = found

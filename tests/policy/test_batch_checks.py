@@ -6,10 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import pydantic
 import pytest
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
 
 from pluginsdk import PluginSDK, ValidationError
-from pluginsdk.models import AccessQuestion, BatchDecision
+from pluginsdk.models import AccessQuestion, AccessQuestionData, BatchDecision
+from pluginsdk.models.values import is_storable
+from pluginsdk.operations.policy_checks import CheckAccessBatchQuery, CheckAccessQuery
 from tests.policy.test_decision_point import _setup, project_constraint
 
 ASSET = {"databaseId": "proj-1"}
@@ -89,3 +94,87 @@ async def test_the_rest_body_and_answer_keep_their_json(rest: httpx.AsyncClient)
         bad = await rest.post("/auth/check/batch", json={"questions": [{**questions[1], **wrong}]})
         assert bad.status_code == 400, (wrong, bad.text)
         assert bad.json()["error_code"] == "VALIDATION_ERROR"
+
+
+async def test_identifiers_are_refused_as_a_single_check_refuses_them(sdk: PluginSDK) -> None:
+    """A batch question's user id and role names follow the identifier rules of `check_access` (and its message)."""
+    for bad, single in (
+        ({"userId": "u1"}, {"user_id": "u1"}),
+        ({"userId": "al ice"}, {"user_id": "al ice"}),
+        ({"roles": [" lead"]}, {"roles": [" lead"]}),
+        ({"roles": ["ok", "é"]}, {"roles": ["ok", "é"]}),
+    ):
+        with pytest.raises(ValidationError) as one:
+            await sdk.check_access("asset", "GET", **single)
+        with pytest.raises(ValidationError) as batch:
+            await sdk.check_access_batch([QUESTIONS[0], {**bad, "objectType": "asset"}])
+        assert one.value.details["expected"] in batch.value.message, (bad, batch.value.message)
+        assert "questions[1]" in batch.value.message
+
+
+async def test_answers_follow_the_policy_from_one_batch_to_the_next(sdk: PluginSDK) -> None:
+    """Answers are kept per policy revision (equal answers shared): a policy write is seen by the next batch."""
+    await _setup(sdk)
+    ask = [{"userId": "alice", "objectType": "asset", "attributes": {"databaseId": f"proj-{i}"}, "method": "DELETE"}
+           for i in range(3)]  # fmt: skip
+    before = await sdk.check_access_batch(ask)
+    assert [d.allowed for d in before.decisions] == [False, False, False]
+    assert before.decisions[0] == before.decisions[2]
+    again = await sdk.check_access_batch(ask)
+    assert again.model_dump() == before.model_dump()
+    written = await sdk.import_constraints_template(constraints=[project_constraint("del", {"editor": "DELETE"})])
+    after = await sdk.check_access_batch(ask, at_least_revision=written.revision)
+    assert [d.allowed for d in after.decisions] == [True, True, True]
+    assert after.revision == written.revision > before.revision
+    assert {d.revision for d in after.decisions} == {after.revision}
+
+
+def _nested(depth: int) -> Any:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**64), max_value=2**64)
+    | st.floats(allow_nan=True, allow_infinity=True)
+    | st.text(st.characters(codec=None, exclude_categories=()), max_size=4)  # NUL and lone surrogates included
+)
+_VALUES = st.recursive(_SCALARS, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(
+    st.text(st.characters(exclude_categories=()), max_size=3), inner, max_size=3), max_leaves=8)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(attributes=st.dictionaries(st.text(st.characters(exclude_categories=()), max_size=3), _VALUES, max_size=3),
+       object_type=st.sampled_from(["asset", "api", "as\x00set", "\ud800"]))  # fmt: skip
+@example(attributes={"deep": _nested(30)}, object_type="asset")
+@example(attributes={"deep": _nested(31)}, object_type="asset")
+def test_a_check_refuses_exactly_what_cannot_be_stored(attributes: dict[str, Any], object_type: str) -> None:
+    """The checks' own storable tests (`inputs_storable`, faster than the generic walk) agree with the generic
+    `is_storable` on every input: one check and a batch refuse exactly the unstorable attributes and object types."""
+    question = {"userId": "alice", "objectType": object_type, "attributes": attributes, "method": "GET"}
+    held = {"user_id": "alice", "object_type": object_type, "attributes": attributes, "method": "GET"}
+    cases = (  # each operation, and its input as the generic walk sees it (depths differ: a batch nests deeper)
+        (lambda: CheckAccessQuery(**question), {**held, "mfa": False}),
+        (lambda: CheckAccessBatchQuery(questions=[question]), {"questions": [held]}),
+    )
+    for build, walked in cases:
+        storable = is_storable(walked)
+        try:
+            op = build()
+        except pydantic.ValidationError as exc:
+            assert not storable, exc  # refused (by the storable check, or pydantic for a lone surrogate) only if so
+        else:
+            assert storable and is_storable(op)
+
+
+def test_the_storable_shortcuts_know_every_field() -> None:
+    """`inputs_storable` of the check operations names the free-text fields; a new field must be added there."""
+    assert set(CheckAccessQuery.model_fields) == {
+        "object_type", "attributes", "method", "user_id", "roles", "mfa", "at_least_revision", "explain"}  # fmt: skip
+    assert set(CheckAccessBatchQuery.model_fields) == {"questions", "explain", "at_least_revision"}
+    assert set(AccessQuestionData.__annotations__) == {
+        "user_id", "roles", "mfa", "object_type", "attributes", "method"}  # fmt: skip

@@ -18,6 +18,7 @@ import math
 import random
 import secrets
 import time
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -156,13 +157,20 @@ def _new_id() -> str:
     return f"{time.time_ns():020d}-{secrets.token_hex(4)}"
 
 
+_RATES: weakref.WeakKeyDictionary[Engine, float] = weakref.WeakKeyDictionary()
+
+
 def decision_sample_rate(engine: Engine) -> float:
-    raw = (engine.settings.app.get("audit") or {}).get("decisionSampleRate", 0)
-    try:
-        rate = float(raw)
-    except (TypeError, ValueError):
-        return 0.0
-    return min(max(rate, 0.0), 1.0) if math.isfinite(rate) else 0.0
+    """`app.audit.decisionSampleRate` clamped to 0..1 (0 when unusable); read once per engine, asked per decision."""
+    rate = _RATES.get(engine)
+    if rate is None:
+        raw = (engine.settings.app.get("audit") or {}).get("decisionSampleRate", 0)
+        try:
+            rate = float(raw)
+        except (TypeError, ValueError):
+            rate = 0.0
+        rate = _RATES[engine] = min(max(rate, 0.0), 1.0) if math.isfinite(rate) else 0.0
+    return rate
 
 
 async def log_decision(

@@ -4,8 +4,8 @@
 assignments) plus its `CompiledPolicy`. Plain decisions go through the compiled index (the hot path);
 an explanation tests each rule of the subject's grants on its own, so it names every constraint that
 matched and the grant (role or user permission) through which it applied — through one guard index per
-grant (the evaluator's `_Index` over the policy's own `Rule`s), so it tests only the rules an object's
-attributes can hit, as a plain decision does.
+grant (the policy's own `Rule`s filed by their guards, as the evaluator files them), so it tests only the
+rules an object's attributes can hit, as a plain decision does.
 What-if builds a second model from the candidate and compares decisions subject by subject.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from pluginsdk.principal import Principal
 
-from .evaluator import CompiledPolicy, Rule, _compile_rule, _Index, gc_paused, read_constraint
+from .evaluator import CompiledPolicy, Rule, _compile_rule, _FieldIndex, gc_paused, read_constraint
 from .matching import CriterionTest, values_of
 
 __all__ = ["Decision", "Explained", "PolicyModel", "Question", "diff_models"]
@@ -58,22 +58,32 @@ _Hit = tuple[int, str, str, str]
 """(position, constraint id, via, allow|deny) of a constraint that matched through one grant."""
 
 
-class _Grant:
-    """One grant's (object type, METHOD, `role:X` | `user:Y`) rules keyed by their guards (the evaluator's
-    `_Index`), each distinct rule mapped to the hits it contributes: those of the constraints that use it
-    through this grant."""
+_Filed = tuple[Rule, CriterionTest | None, tuple[_Hit, ...]]
+"""A rule as one grant files it under a guard: (rule, the test still to pass once the guard is hit — None
+when the guard proves the match —, the hits of the constraints that use the rule through this grant)."""
 
-    __slots__ = ("fields", "unguarded", "uses")
+
+class _Grant:
+    """One grant's (object type, METHOD, `role:X` | `user:Y`) rules, filed by their guards as the evaluator's
+    indexes file them (`_FieldIndex`: exact values, literal prefixes), so an explanation tests only the rules
+    an object's attributes hit, plus the unguarded ones."""
+
+    __slots__ = ("fields", "unguarded")
 
     def __init__(self, via: str, uses: Mapping[Rule, list[tuple[int, str, str]]]) -> None:
-        index = _Index(uses)
-        self.unguarded = tuple(index.unguarded)
-        self.fields = tuple(index.fields)
-        self.uses: dict[Rule, tuple[CriterionTest | None, tuple[_Hit, ...]]] = {
-            rule: (None if _proven(rule) else rule.check, tuple((pos, cid, via, kind) for pos, cid, kind in found))
-            for rule, found in uses.items()
-        }
-        """rule -> (the test still to pass once a guard is hit: None when the guard proves it, its hits)."""
+        unguarded: list[_Filed] = []
+        tables: dict[tuple[str, bool], dict[str, list[_Filed]]] = {}
+        for rule, found in uses.items():
+            hits = tuple((position, cid, via, kind) for position, cid, kind in found)
+            if not rule.guards:
+                unguarded.append((rule, rule.check, hits))
+            for name, is_exact, text, sure in rule.guards:
+                filed = tables.setdefault((name, is_exact), {}).setdefault(text, [])
+                filed.append((rule, None if sure else rule.check, hits))
+        self.unguarded = tuple(unguarded)
+        self.fields = tuple(
+            _FieldIndex(f, tables.get((f, True), {}), tables.get((f, False), {})) for f in {f for f, _ in tables}
+        )
 
     def hits(self, attributes: Mapping[str, Any], out: list[_Hit]) -> None:
         """Append the hits of every rule that matches the object (each rule tested once)."""
@@ -81,18 +91,14 @@ class _Grant:
         for fi in self.fields:
             raw = attributes.get(fi.field)
             for value in (raw,) if type(raw) is str else values_of(raw):
-                for entry in fi.hits(value):
-                    candidates += entry.rules
-        uses = self.uses
-        for rule in dict.fromkeys(candidates) if len(candidates) > 1 else candidates:  # a rule may repeat
-            check, found = uses[rule]
-            if check is None or check(attributes):
-                out += found
-
-
-def _proven(rule: Rule) -> bool:
-    """Whether finding the object under any of the rule's guards proves the match (no test needed)."""
-    return bool(rule.guards) and all(sure for *_, sure in rule.guards)
+                for filed in fi.hits(value):
+                    candidates += filed
+        seen: set[Rule] = set()
+        for rule, check, hits in candidates:
+            if rule not in seen:  # a rule may repeat (several guards hit, a list attribute): its first test decides
+                seen.add(rule)
+                if check is None or check(attributes):
+                    out += hits
 
 
 Decision = tuple[str, str, str, str, bool, bool]

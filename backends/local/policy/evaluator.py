@@ -160,7 +160,7 @@ class Rule:
     """One distinct condition (object type + criteria), compiled; shared by every constraint,
     role and method that uses it."""
 
-    __slots__ = ("all_of", "any_of", "check", "guards", "index")
+    __slots__ = ("all_of", "any_of", "check", "checks", "guards", "index")
 
     def __init__(
         self,
@@ -179,6 +179,8 @@ class Rule:
         """The cheapest full test: the criterion itself when there is only one."""
         if len(all_of) + len(any_of) == 1:
             self.check = (all_of or any_of)[0]
+        self.checks = (self.check,)
+        """`check` alone, shared by every index that files this rule alone under a guard text."""
 
     def matches(self, attrs: Mapping[str, Any]) -> bool:
         for test in self.all_of:
@@ -291,22 +293,15 @@ def _compile_rule(
     )
 
 
-class _Entry:
-    """The rules filed under one guard text: `sure` when one of them needs no further test."""
+_Hit = Any
+"""What one guard text files: `True` when some rule there needs no further test, else the tuple of the rules'
+checks (a rule's own `checks` 1-tuple when it is alone, so most entries allocate nothing)."""
 
-    __slots__ = ("checks", "rules", "sure")
 
-    def __init__(self) -> None:
-        self.sure = False
-        self.checks: list[CriterionTest] = []
-        self.rules: list[Rule] = []
-
-    def add(self, rule: Rule, sure: bool) -> None:
-        self.rules.append(rule)
-        if sure:
-            self.sure = True
-        else:
-            self.checks.append(rule.check)
+def _file(old: _Hit | None, rule: Rule, sure: bool) -> _Hit:
+    if old is True or sure:
+        return True
+    return rule.checks if old is None else (*old, rule.check)
 
 
 class _FieldIndex:
@@ -319,7 +314,7 @@ class _FieldIndex:
 
     __slots__ = ("entries", "exact", "field", "keys", "parent")
 
-    def __init__(self, field: str, exact: dict[str, _Entry], prefixes: dict[str, _Entry]) -> None:
+    def __init__(self, field: str, exact: dict[str, _Hit], prefixes: dict[str, _Hit]) -> None:
         self.field = field
         self.exact = exact
         self.keys = sorted(prefixes)
@@ -332,8 +327,8 @@ class _FieldIndex:
             self.parent.append(stack[-1] if stack else -1)
             stack.append(i)
 
-    def hits(self, value: str) -> list[_Entry]:
-        """The entries whose guard `value` hits: its exact value, then its stored prefixes, longest first."""
+    def hits(self, value: str) -> list[_Hit]:
+        """What the guards `value` hits file: its exact value's, then its stored prefixes', longest first."""
         entry = self.exact.get(value)
         found = [] if entry is None else [entry]
         keys = self.keys
@@ -351,43 +346,61 @@ def _never(attrs: Mapping[str, Any]) -> bool:
     return False
 
 
-class _Index:
-    """A principal's allow (or deny) rules for one object type and method, keyed by their guards."""
+def _hit(entry: _Hit, attrs: Mapping[str, Any]) -> bool:
+    if entry is True:
+        return True
+    for check in entry:  # noqa: SIM110 -- a plain loop is faster than any(genexpr) here
+        if check(attrs):
+            return True
+    return False
 
-    __slots__ = ("fields", "unguarded")
+
+class _Index:
+    """A principal's allow (or deny) rules for one object type and method, keyed by their guards.
+
+    Built for every new principal, object type and method (a bucket), so it allocates little: a few dicts and
+    lists per field, and no object per rule (the cyclic GC's work grows with every object a cached bucket
+    keeps; per-rule entry objects made it most of a bucket's build time at 10,000 constraints).
+    """
+
+    __slots__ = ("fields", "match", "rules", "unguarded")
 
     def __init__(self, rules: Iterable[Rule]) -> None:
-        self.unguarded: list[Rule] = []
-        exact: dict[str, dict[str, _Entry]] = {}
-        prefix: dict[str, dict[str, _Entry]] = {}
-        for rule in rules:
+        self.rules = tuple(rules)
+        unguarded: list[CriterionTest] = []
+        exact: dict[str, dict[str, _Hit]] = {}
+        prefix: dict[str, dict[str, _Hit]] = {}
+        for rule in self.rules:
             if not rule.guards:
-                self.unguarded.append(rule)
+                unguarded.append(rule.check)
             for field, is_exact, text, sure in rule.guards:
-                table = (exact if is_exact else prefix).setdefault(field, {})
-                entry = table.get(text)
-                if entry is None:
-                    entry = table[text] = _Entry()
-                entry.add(rule, sure)
-        self.fields = [_FieldIndex(f, exact.get(f, {}), prefix.get(f, {})) for f in {*exact, *prefix}]
+                table = exact if is_exact else prefix
+                texts = table.get(field)
+                if texts is None:
+                    texts = table[field] = {}
+                texts[text] = _file(texts.get(text), rule, sure)
+        self.unguarded = tuple(unguarded)
+        self.fields = tuple(_FieldIndex(f, exact.get(f, {}), prefix.get(f, {})) for f in {*exact, *prefix})
+        self.match: CriterionTest = _never if self.empty else self._matcher()
+        """`attrs -> does some rule here match`, specialised for this index's shape."""
 
     @property
     def empty(self) -> bool:
         return not self.unguarded and not self.fields
 
     def candidates(self, attrs: Mapping[str, Any]) -> Iterator[Rule]:
-        """The rules one object is tested against (a rule may repeat when a list attribute hits it twice)."""
-        yield from self.unguarded
-        for fi in self.fields:
-            for v in values_of(attrs.get(fi.field)):
-                for entry in fi.hits(v):
-                    yield from entry.rules
+        """The rules one object is tested against (a rule may repeat when a list attribute hits it twice): the
+        unguarded ones and those a guard of which the object's attributes hit (for tests and the benchmark)."""
+        for rule in self.rules:
+            if not rule.guards:
+                yield rule
+            for field, is_exact, text, _ in rule.guards:
+                for v in values_of(attrs.get(field)):
+                    if v == text or (not is_exact and v.startswith(text)):
+                        yield rule
 
-    def matcher(self) -> CriterionTest:
-        """`attrs -> does some rule here match`, specialised for this index's shape."""
-        if self.empty:
-            return _never
-        unguarded = tuple(r.check for r in self.unguarded)
+    def _matcher(self) -> CriterionTest:
+        unguarded = self.unguarded
         fields = tuple((fi.field, fi.exact, fi.keys, fi.entries, fi.parent) for fi in self.fields)
 
         def any_match(attrs: Mapping[str, Any]) -> bool:
@@ -399,21 +412,16 @@ class _Index:
                 for v in (raw,) if type(raw) is str else values_of(raw):
                     entry = exact.get(v)
                     if entry is not None:
-                        if entry.sure:
+                        if entry is True:
                             return True
-                        for check in entry.checks:
+                        for check in entry:
                             if check(attrs):
                                 return True
                     if keys:
                         i = bisect_right(keys, v) - 1
                         while i >= 0:
-                            if v.startswith(keys[i]):
-                                entry = entries[i]
-                                if entry.sure:
-                                    return True
-                                for check in entry.checks:
-                                    if check(attrs):
-                                        return True
+                            if v.startswith(keys[i]) and _hit(entries[i], attrs):
+                                return True
                             i = parent[i]
             return False
 
@@ -433,9 +441,9 @@ class _Bucket:
         if self.allow.empty:
             self.decide = _never
         elif self.deny.empty:
-            self.decide = self.allow.matcher()
+            self.decide = self.allow.match
         else:
-            denied, allowed = self.deny.matcher(), self.allow.matcher()
+            denied, allowed = self.deny.match, self.allow.match
 
             def decide(attrs: Mapping[str, Any]) -> bool:
                 return not denied(attrs) and allowed(attrs)
@@ -613,16 +621,14 @@ class CompiledPolicy:
     ) -> tuple[bool, bool]:
         """(some allow rule of this principal matches, some deny rule matches): the parts of a decision."""
         bucket = self._bucket(principal, object_type, method)
-        allow = not bucket.allow.empty and bucket.allow.matcher()(attributes)
-        deny = not bucket.deny.empty and bucket.deny.matcher()(attributes)
-        return allow, deny
+        return bucket.allow.match(attributes), bucket.deny.match(attributes)
 
     def denied_explicitly(
         self, principal: Principal, object_type: str, attributes: Mapping[str, Any], method: str
     ) -> bool:
         """Whether a deny rule of this principal matches the object (who-can: "denied by an explicit deny")."""
         bucket = self._bucket(principal, object_type, method)
-        return not bucket.deny.empty and bucket.deny.matcher()(attributes)
+        return bucket.deny.match(attributes)
 
     def candidates(self, principal: Principal, object_type: str, attributes: Mapping[str, Any], method: str) -> int:
         """How many rules one decision would test at most (for tests and the benchmark: the index at work)."""

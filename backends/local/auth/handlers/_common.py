@@ -8,17 +8,15 @@ from pluginsdk.errors import HandlerDiscoveryError
 from pluginsdk.models.auth_results import ApiKey, ManagedUser, Role
 
 from ..crypto import parse_ts
+from ..service import AuthService
 
 if TYPE_CHECKING:
     from ...engine import Engine
-    from ..service import AuthService
 
 __all__ = ["api_key_from_row", "role_from_row", "service", "user_from_row"]
 
 
 def service(engine: Engine) -> AuthService:
-    from ..service import AuthService
-
     svc = engine.authz
     if not isinstance(svc, AuthService):
         raise HandlerDiscoveryError("The auth service is not running in this engine.")

@@ -153,39 +153,51 @@ def _explain(model: PolicyModel, q: CheckAccessQuery | ExplainAccessQuery) -> Ex
     return model.explain(p, q.object_type, q.attributes, q.method)
 
 
+_Key = tuple[str | None, tuple[str, ...] | None, bool, str, str]
+"""(user id, explicit roles, mfa, object type, method): a question without its object."""
+_Entry = list[Any]
+"""[decide, the subject's roles, the deny answer, the allow answer]: one per distinct `_Key`."""
+_ANSWERS: weakref.WeakKeyDictionary[PolicyModel, dict[_Key, _Entry]] = weakref.WeakKeyDictionary()
+_ANSWERS_KEPT = 100_000
+"""Distinct `_Key` entries kept per policy model (cleared when full)."""
+
+
+def _entry(model: PolicyModel, key: _Key) -> _Entry:
+    user_id, roles, mfa, object_type, method = key
+    p = model.subject(user_id, roles, mfa)
+    return [model.policy.decider(p, object_type, method), p.roles, None, None]
+
+
 def _answers(
     model: PolicyModel, revision: int, questions: Sequence[AccessQuestionData], explain: bool
 ) -> list[BatchDecision]:
-    """A batch's answers as `BatchDecision`s, built typed (no validation of our own output). Each (subject,
-    object type, method) looks its rules up once (`CompiledPolicy.decider`), and equal answers without an
-    explanation are one (immutable) object."""
-    known: dict[tuple[Any, ...], list[Any]] = {}
+    """A batch's answers as `BatchDecision`s, built typed (no validation of our own output).
+
+    Each distinct (subject, object type, method) looks its rules up once per policy model
+    (`CompiledPolicy.decider`, kept with the model), and its two possible answers are built on first need and
+    shared: one immutable object for every equal answer of this model's revision, across batches.
+    """
+    entries = _ANSWERS.get(model)
+    if entries is None or len(entries) >= _ANSWERS_KEPT:
+        entries = _ANSWERS[model] = {}
     out = []
     for q in questions:
         user_id, roles, mfa = q.get("user_id"), q.get("roles"), q.get("mfa", False)
-        object_type, attributes, method = q["object_type"], q.get("attributes", _NO_ATTRIBUTES), q.get("method", "GET")
-        key = (user_id, None if roles is None else tuple(roles), mfa, object_type, method)
-        found = known.get(key)
-        if found is None:
-            p = model.subject(user_id, roles, mfa)
-            found = known[key] = [model.policy.decider(p, object_type, method), p.roles, None, None]
-        allowed = found[0](attributes)
-        answer = found[2 + allowed]  # built on first need: [decider, roles, the deny answer, the allow answer]
+        key: _Key = (user_id, None if roles is None else tuple(roles), mfa, q["object_type"], q.get("method", "GET"))
+        entry = entries.get(key)
+        if entry is None:
+            entry = entries[key] = _entry(model, key)
+        attributes = q.get("attributes", _NO_ATTRIBUTES)
+        allowed: bool = entry[0](attributes)
+        answer: BatchDecision | None = entry[2 + allowed]
         if answer is None:
-            answer = found[2 + allowed] = BatchDecision(
-                allowed=allowed,
-                object_type=object_type,
-                method=method,
-                user_id=user_id,
-                roles=found[1],
-                mfa=mfa,
-                revision=revision,
+            answer = entry[2 + allowed] = BatchDecision.of(
+                allowed, key[3], key[4], user_id=user_id, roles=entry[1], mfa=mfa, revision=revision
             )
         if explain:
             named = model.principal(user_id, roles, mfa, keep_unknown=True)
-            answer = replace(
-                answer, explanation=_explanation(model.explain(named, object_type, attributes, method), revision)
-            )
+            why = model.explain(named, key[3], attributes, key[4])
+            answer = replace(answer, explanation=_explanation(why, revision))
         out.append(answer)
     return out
 
@@ -229,7 +241,8 @@ async def check_access(engine: Engine, op: CheckAccessQuery, principal: Principa
 async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principal: Principal) -> SubjectDecisions:
     questions = cast("list[AccessQuestionData]", op.questions)  # held as plain data (see the operation)
     for i, q in enumerate(questions):
-        _known_type(q["object_type"], f"questions[{i}].object_type")
+        if q["object_type"] not in OBJECT_TYPES:
+            _known_type(q["object_type"], f"questions[{i}].object_type")
     revision, model = await current_model(service(engine), op.at_least_revision, principal)
     decisions = _answers(model, revision, questions, op.explain)
     result = SubjectDecisions.model_construct(decisions=decisions, revision=revision)
