@@ -199,18 +199,17 @@ class PolicyModel:
         if self._by_grant is None:
             by_grant: dict[tuple[str, str, str], list[tuple[int, str, Any, str]]] = {}
             position = 0
-            with gc_paused():
-                for object_type, entries in self._index().items():
-                    for cid, parsed in entries:
-                        position += 1
-                        seen: set[tuple[str, str, str, str]] = set()
-                        for prefix, perms in (("role:", parsed[3]), ("user:", parsed[4])):
-                            for who, method, kind in perms:
-                                key = (object_type, method, prefix + who)
-                                mark = (*key, kind)
-                                if kind in ("allow", "deny") and mark not in seen:
-                                    seen.add(mark)
-                                    by_grant.setdefault(key, []).append((position, cid, parsed, kind))
+            for object_type, entries in self._index().items():
+                for cid, parsed in entries:
+                    position += 1
+                    seen: set[tuple[str, str, str, str]] = set()
+                    for prefix, perms in (("role:", parsed[3]), ("user:", parsed[4])):
+                        for who, method, kind in perms:
+                            key = (object_type, method, prefix + who)
+                            mark = (*key, kind)
+                            if kind in ("allow", "deny") and mark not in seen:
+                                seen.add(mark)
+                                by_grant.setdefault(key, []).append((position, cid, parsed, kind))
             self._by_grant = by_grant
         return self._by_grant
 
