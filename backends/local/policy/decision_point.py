@@ -60,43 +60,51 @@ _Hit = tuple[int, str, str, str]
 
 _Filed = tuple[Rule, CriterionTest | None, tuple[_Hit, ...]]
 """A rule as one grant files it under a guard: (rule, the test still to pass once the guard is hit — None
-when the guard proves the match —, the hits of the constraints that use the rule through this grant)."""
+when the guard proves the match —, the hits of the constraints that use the rule through this grant: one
+tuple per grant and rule, so its identity tells a rule found twice through one grant)."""
+_Uses = Mapping[Rule, list[tuple[int, str, str]]]
+"""A grant's rules -> [(position, constraint id, allow|deny)] of the constraints that use them."""
 
 
-class _Grant:
-    """One grant's (object type, METHOD, `role:X` | `user:Y`) rules, filed by their guards as the evaluator's
-    indexes file them (`_FieldIndex`: exact values, literal prefixes), so an explanation tests only the rules
-    an object's attributes hit, plus the unguarded ones."""
+class _Explainer:
+    """Every grant's rules for one object type and method, filed by their guards as the evaluator's indexes
+    file them (`_FieldIndex`: exact values, literal prefixes) and under each guard by grantee, so an
+    explanation walks the index once for all of a subject's grants and tests only the rules an object's
+    attributes hit, plus the unguarded ones."""
 
     __slots__ = ("fields", "unguarded")
 
-    def __init__(self, via: str, uses: Mapping[Rule, list[tuple[int, str, str]]]) -> None:
-        unguarded: list[_Filed] = []
-        tables: dict[tuple[str, bool], dict[str, list[_Filed]]] = {}
-        for rule, found in uses.items():
-            hits = tuple((position, cid, via, kind) for position, cid, kind in found)
-            if not rule.guards:
-                unguarded.append((rule, rule.check, hits))
-            for name, is_exact, text, sure in rule.guards:
-                filed = tables.setdefault((name, is_exact), {}).setdefault(text, [])
-                filed.append((rule, None if sure else rule.check, hits))
-        self.unguarded = tuple(unguarded)
+    def __init__(self, grants: Iterable[tuple[str, _Uses]]) -> None:
+        """`grants`: (`role:X` | `user:Y`, its rules)."""
+        self.unguarded: dict[str, list[_Filed]] = {}
+        tables: dict[tuple[str, bool], dict[str, dict[str, list[_Filed]]]] = {}
+        for via, uses in grants:
+            for rule, found in uses.items():
+                hits = tuple((position, cid, via, kind) for position, cid, kind in found)
+                if not rule.guards:
+                    self.unguarded.setdefault(via, []).append((rule, rule.check, hits))
+                for name, is_exact, text, sure in rule.guards:
+                    by_via = tables.setdefault((name, is_exact), {}).setdefault(text, {})
+                    by_via.setdefault(via, []).append((rule, None if sure else rule.check, hits))
         self.fields = tuple(
             _FieldIndex(f, tables.get((f, True), {}), tables.get((f, False), {})) for f in {f for f, _ in tables}
         )
 
-    def hits(self, attributes: Mapping[str, Any], out: list[_Hit]) -> None:
-        """Append the hits of every rule that matches the object (each rule tested once)."""
-        candidates = list(self.unguarded)
+    def hits(self, attributes: Mapping[str, Any], vias: Sequence[str], out: list[_Hit]) -> None:
+        """Append the hits of every rule of these grants that matches the object (each tested once a grant)."""
+        candidates: list[_Filed] = []
+        for via in vias:
+            candidates += self.unguarded.get(via, ())
         for fi in self.fields:
             raw = attributes.get(fi.field)
             for value in (raw,) if type(raw) is str else values_of(raw):
-                for filed in fi.hits(value):
-                    candidates += filed
-        seen: set[Rule] = set()
-        for rule, check, hits in candidates:
-            if rule not in seen:  # a rule may repeat (several guards hit, a list attribute): its first test decides
-                seen.add(rule)
+                for by_via in fi.hits(value):
+                    for via in vias:
+                        candidates += by_via.get(via, ())
+        seen: set[int] = set()
+        for _, check, hits in candidates:
+            if id(hits) not in seen:  # a rule may repeat (several guards hit, a list attribute): its first test decides
+                seen.add(id(hits))
                 if check is None or check(attributes):
                     out += hits
 
@@ -126,7 +134,7 @@ class PolicyModel:
         self._by_grant: dict[tuple[str, str, str], list[tuple[int, str, Any, str]]] | None = None
         self._rules: dict[Any, Rule | None] = {}
         """Rules compiled here for conditions the policy does not know (keyed like `compiled_rule`)."""
-        self._explainers: dict[tuple[str, str, str], _Grant] | None = None
+        self._explainers: dict[tuple[str, str], _Explainer] | None = None
         self._users: list[str] | None = None
         self._grantees: set[str] | None = None
         self._crit_cache: dict[Any, Any] = {}
@@ -224,24 +232,24 @@ class PolicyModel:
             self._rules[key] = _compile_rule(len(self._rules), object_type, c_and, c_or, self._crit_cache)
         return self._rules[key]
 
-    def _explainers_index(self) -> dict[tuple[str, str, str], _Grant]:
-        """`_grants()` key -> that grant's guard index (grants without a usable rule left out).
+    def _explainers_index(self) -> dict[tuple[str, str], _Explainer]:
+        """(object type, METHOD) -> the guard index of every grant's rules for it.
 
         Built for every grant at once on the first explanation, with the GC paused (~50 ms at 10,000
         constraints): one grant at a time, under the GC, cost ~75 µs each, most of a first pass's time.
         """
         if self._explainers is None:
             with gc_paused():
-                explainers: dict[tuple[str, str, str], _Grant] = {}
-                for key, entries in self._grants().items():
+                grants: dict[tuple[str, str], list[tuple[str, _Uses]]] = {}
+                for (object_type, method, via), entries in self._grants().items():
                     uses: dict[Rule, list[tuple[int, str, str]]] = {}
                     for position, cid, parsed, kind in entries:
                         rule = self._rule(parsed)
                         if rule is not None:
                             uses.setdefault(rule, []).append((position, cid, kind))
                     if uses:
-                        explainers[key] = _Grant(key[2], uses)
-                self._explainers = explainers
+                        grants.setdefault((object_type, method), []).append((via, uses))
+                self._explainers = {key: _Explainer(found) for key, found in grants.items()}
         return self._explainers
 
     def _active_roles(self, p: Principal) -> tuple[list[str], list[tuple[str, str]]]:
@@ -261,13 +269,11 @@ class PolicyModel:
         """Every constraint that decided (allow and deny), and the roles that did not count."""
         method = method.upper()
         active, skipped = self._active_roles(p)
-        explainers = self._explainers_index()
+        explainer = self._explainers_index().get((object_type, method))
         hits: list[_Hit] = []
-        vias = [f"role:{r}" for r in active] + ([f"user:{p.user_id}"] if p.user_id else [])
-        for via in vias:
-            grant = explainers.get((object_type, method, via))
-            if grant is not None:
-                grant.hits(attributes, hits)
+        if explainer is not None:
+            vias = [f"role:{r}" for r in active] + ([f"user:{p.user_id}"] if p.user_id else [])
+            explainer.hits(attributes, vias, hits)
         hits.sort()  # constraint order, then the grant order within it
         allowed_by = [(cid, via) for _, cid, via, kind in hits if kind == "allow"]
         denied_by = [(cid, via) for _, cid, via, kind in hits if kind == "deny"]
