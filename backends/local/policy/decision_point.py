@@ -4,8 +4,8 @@
 assignments) plus its `CompiledPolicy`. Plain decisions go through the compiled index (the hot path);
 an explanation tests each rule of the subject's grants on its own, so it names every constraint that
 matched and the grant (role or user permission) through which it applied — through one guard index per
-grant (the policy's own `Rule`s filed by their guards, as the evaluator files them), so it tests only the
-rules an object's attributes can hit, as a plain decision does.
+object type and method (the policy's own `Rule`s filed by their guards as the evaluator files them, and by
+grant), so it tests only the rules an object's attributes can hit, as a plain decision does.
 What-if builds a second model from the candidate and compares decisions subject by subject.
 """
 
@@ -236,7 +236,8 @@ class PolicyModel:
         """(object type, METHOD) -> the guard index of every grant's rules for it.
 
         Built for every grant at once on the first explanation, with the GC paused (~50 ms at 10,000
-        constraints): one grant at a time, under the GC, cost ~75 µs each, most of a first pass's time.
+        constraints): built one grant at a time under the GC, the indexes cost ~75 µs a grant, most of a
+        first pass's time.
         """
         if self._explainers is None:
             with gc_paused():
