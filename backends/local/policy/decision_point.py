@@ -235,7 +235,7 @@ class PolicyModel:
     def _explainers_index(self) -> dict[tuple[str, str], _Explainer]:
         """(object type, METHOD) -> the guard index of every grant's rules for it.
 
-        Built for every grant at once on the first explanation, with the GC paused (~50 ms at 10,000
+        Built for every grant at once on the first explanation, with the GC paused (70-100 ms at 10,000
         constraints): built one grant at a time under the GC, the indexes cost ~75 µs a grant, most of a
         first pass's time.
         """
