@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from backends.local.policy import ReferencePolicy
 from backends.local.policy.decision_point import PolicyModel, Question, diff_models
+from backends.local.policy.evaluator import CompiledPolicy, read_constraint
+from backends.local.policy.reference import _constraint_matches
 from pluginsdk.principal import Principal
 from tests.policy.test_properties import METHODS, ROLES, USERS, assets, constraints, principals
+
+_Reasons = list[tuple[str, str]]
 
 
 def _with_ids(cs: list[dict[str, Any]], prefix: str = "c") -> list[dict[str, Any]]:
@@ -50,6 +55,65 @@ def test_explain_names_exactly_what_decided(
         assert without(deny_ids)  # removing the denying constraints flips it back to allow
     if not allow_ids:
         assert not without(set())
+
+
+def _walk_every_grant(
+    cs: list[dict[str, Any]], roles: dict[str, bool], p: Principal, object_type: str, attrs: dict[str, Any], method: str
+) -> tuple[_Reasons, _Reasons, list[str]]:
+    """The oracle: every constraint of every grant of the subject tested on its own (the explain of before
+    the per-grant guard indexes, matching by the reference policy): (allowed by, denied by, roles that count)."""
+    active = [r for r in dict.fromkeys(p.roles) if r in roles and (p.mfa or not roles[r])]
+    vias = [f"role:{r}" for r in active] + ([f"user:{p.user_id}"] if p.user_id else [])
+    hits: set[tuple[int, str, str, str]] = set()
+    for position, c in enumerate(cs):
+        c_type, c_and, c_or, group_perms, user_perms = read_constraint(c)
+        if c_type != object_type or not _constraint_matches(c_type, c_and, c_or, attrs):
+            continue
+        for prefix, perms in (("role:", group_perms), ("user:", user_perms)):
+            for who, m, kind in perms:
+                if m == method and prefix + who in vias and kind in ("allow", "deny"):
+                    hits.add((position, c["constraintId"], prefix + who, kind))
+    ordered = sorted(hits)  # constraint order, then grant
+    allowed = [(cid, via) for _, cid, via, kind in ordered if kind == "allow"]
+    return allowed, [(cid, via) for _, cid, via, kind in ordered if kind == "deny"], active
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cs=st.lists(constraints(), max_size=10),
+    repeated=st.integers(0, 3),
+    mfa_roles=st.sets(st.sampled_from(ROLES)),
+    missing_role=st.booleans(),
+    principal=principals,
+    attrs=assets,
+    object_type=st.sampled_from(("asset", "api", "spaceship")),
+    method=st.sampled_from(METHODS),
+)
+def test_explain_equals_a_walk_of_every_grant(
+    cs: list[dict[str, Any]],
+    repeated: int,
+    mfa_roles: set[str],
+    missing_role: bool,
+    principal: Principal,
+    attrs: dict[str, Any],
+    object_type: str,
+    method: str,
+) -> None:
+    """The guard indexes find exactly the constraints a brute-force walk finds, in the same order: list
+    attributes hitting one rule twice, prefix and unguarded rules, one condition in several constraints,
+    user permissions, MFA-skipped and unknown roles; through the policy's rules, rules compiled by the model
+    (a policy that does not know the condition) and a reassigned model sharing the indexes."""
+    cs = _with_ids(cs + cs[:repeated])  # repeated conditions: one rule behind several constraints
+    roles = {r: r in mfa_roles for r in ROLES[: 3 if missing_role else 4]}
+    allowed_by, denied_by, active = _walk_every_grant(cs, roles, principal, object_type, attrs, method)
+    model = PolicyModel(cs, roles)
+    partial = PolicyModel(cs, roles, policy=CompiledPolicy(cs[: len(cs) // 2], roles))
+    for m in (model, model.reassigned({"u9": ["r0"]}), partial):
+        e = m.explain(principal, object_type, attrs, method)
+        assert (e.allowed_by, e.denied_by, list(e.roles)) == (allowed_by, denied_by, active)
+        assert e.allowed == (bool(allowed_by) and not denied_by)
+    known = Principal(principal.user_id, tuple(r for r in principal.roles if r in roles), principal.mfa)
+    assert model.policy.is_allowed(known, object_type, attrs, method) == (bool(allowed_by) and not denied_by)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -106,3 +170,45 @@ def test_what_if_equals_evaluating_the_candidate(
             if a != b:
                 want.add((name, q.target, q.method, b, a))
     assert got == want
+
+
+def _c(cid: str, and_: list[tuple[str, str, str]], or_: list[tuple[str, str, str]], **grants: str) -> dict[str, Any]:
+    """A constraint on assets: criteria as (field, operator, value); grants as `role_or_user="METHOD:kind"`."""
+    crit = [[{"field": f, "operator": o, "value": v} for f, o, v in cs] for cs in (and_, or_)]
+    perms: dict[str, list[dict[str, str]]] = {"groupPermissions": [], "userPermissions": []}
+    for who, spec in grants.items():
+        method, kind = spec.split(":")
+        key, id_key = ("userPermissions", "userId") if who.startswith("u") else ("groupPermissions", "groupId")
+        perms[key].append({id_key: who, "permission": method, "permissionType": kind})
+    return {"constraintId": cid, "objectType": "asset", "criteriaAnd": crit[0], "criteriaOr": crit[1], **perms}
+
+
+_EDGE_POLICY = [
+    _c("two-criteria", [("databaseId", "equals", "db1"), ("assetName", "equals", "x")], [], r0="GET:allow"),
+    _c("tags-or", [], [("tags", "equals", "a"), ("tags", "equals", "b")], r0="GET:allow", r1="GET:allow"),
+    _c("prefix", [("assetName", "starts_with", "rep")], [], r1="GET:allow"),
+    _c("unguarded", [("assetName", "does_not_contain", "secret")], [], r2="GET:deny"),
+    _c("same-condition", [], [("tags", "equals", "a"), ("tags", "equals", "b")], r2="GET:allow", u0="GET:allow"),
+    _c("own", [("databaseId", "equals", "db1")], [], u0="GET:deny"),
+    _c("mfa-role", [("databaseId", "equals", "db1")], [], r3="GET:allow"),
+]
+
+
+@pytest.mark.parametrize(
+    "attrs",
+    [
+        {"databaseId": "db1", "assetName": "y"},  # guard hit, second criterion fails
+        {"databaseId": "db1", "assetName": "x", "tags": ["a", "a", "b"]},  # a list hitting one rule thrice
+        {"assetName": "report", "tags": "b"},
+        {"assetName": "secret report", "tags": ["c"]},
+        {},
+    ],
+)
+@pytest.mark.parametrize("mfa", [False, True])
+def test_explain_edge_cases_equal_a_walk_of_every_grant(attrs: dict[str, Any], mfa: bool) -> None:
+    roles = {"r0": False, "r1": False, "r2": False, "r3": True}
+    principal = Principal("u0", ("r0", "r1", "r2", "r3", "gone"), mfa)
+    allowed_by, denied_by, active = _walk_every_grant(_EDGE_POLICY, roles, principal, "asset", attrs, "GET")
+    e = PolicyModel(_EDGE_POLICY, roles).explain(principal, "asset", attrs, "GET")
+    assert (e.allowed_by, e.denied_by, list(e.roles)) == (allowed_by, denied_by, active)
+    assert [r for r, _ in e.skipped] == (["r3", "gone"] if not mfa else ["gone"])

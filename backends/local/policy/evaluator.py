@@ -23,6 +23,7 @@ from __future__ import annotations
 import gc
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES, PERMISSIONS
@@ -42,7 +43,7 @@ from .matching import (
     values_of,
 )
 
-__all__ = ["CompiledPolicy", "ConstraintSource", "compile_policy", "read_constraint"]
+__all__ = ["CompiledPolicy", "ConstraintSource", "compile_policy", "gc_paused", "read_constraint"]
 
 ConstraintSource: TypeAlias = "Constraint | Mapping[str, Any]"
 """A `Constraint`, or its dict form with camelCase (wire) or snake_case keys."""
@@ -58,6 +59,20 @@ _Criteria = tuple[tuple[str, str, str], ...]
 _Perms = tuple[tuple[str, str, str], ...]
 """Permissions as (group or user id, METHOD, allow|deny) triples."""
 _Parsed = tuple[str, _Criteria, _Criteria, _Perms, _Perms]
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic GC off while building an index: building allocates many small long-lived objects, and the
+    collector would rescan the growing heap over and over (it doubled the build time at 10,000 constraints)
+    with nothing to find."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def _is_mapping(v: Any) -> bool:
@@ -312,6 +327,20 @@ class _FieldIndex:
             self.parent.append(stack[-1] if stack else -1)
             stack.append(i)
 
+    def hits(self, value: str) -> list[_Hit]:
+        """What the guards `value` hits file: its exact value's, then its stored prefixes', longest first."""
+        entry = self.exact.get(value)
+        found = [] if entry is None else [entry]
+        keys = self.keys
+        if keys:
+            parent, entries = self.parent, self.entries
+            i = bisect_right(keys, value) - 1
+            while i >= 0:
+                if value.startswith(keys[i]):
+                    found.append(entries[i])
+                i = parent[i]
+        return found
+
 
 def _never(attrs: Mapping[str, Any]) -> bool:
     return False
@@ -452,15 +481,8 @@ class CompiledPolicy:
         self._cache: dict[tuple[Any, ...], _Bucket] = {}
         self.constraint_count = 0
         """Constraints that grant or deny something (unusable ones are dropped at compile)."""
-        # Compiling allocates many small long-lived objects; the cyclic GC would rescan the growing
-        # heap over and over (it doubled the build time at 10,000 constraints) and has nothing to find.
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with gc_paused():
             self._compile(constraints)
-        finally:
-            if gc_was_enabled:
-                gc.enable()
 
     def _compile(self, constraints: Iterable[ConstraintSource]) -> None:
         # Constraints with the same object type and criteria share one Rule (policies repeat them
@@ -494,6 +516,16 @@ class CompiledPolicy:
         self._users.update(who for per_who in by_user.values() for who in per_who)
         self.rule_count = sum(r is not None for r in rules.values())
         """Distinct compiled conditions."""
+        self._conditions = rules
+
+    def compiled_rule(
+        self, object_type: str, criteria_and: _Criteria, criteria_or: _Criteria
+    ) -> tuple[bool, Rule | None]:
+        """(known, rule) for one condition as `read_constraint` reads it: the `Rule` this policy compiled for it
+        (None: it can match nothing), or (False, None) for a condition no grant of this policy uses."""
+        key = (object_type, criteria_and, criteria_or)
+        conditions = self._conditions
+        return (True, conditions[key]) if key in conditions else (False, None)
 
     # -- buckets ------------------------------------------------------------------------
     def _bucket(self, principal: Principal, object_type: str, method: str) -> _Bucket:

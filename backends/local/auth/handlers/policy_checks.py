@@ -149,7 +149,7 @@ def _explanation(e: Explained, revision: int) -> Explanation:
 
 
 def _explain(model: PolicyModel, q: CheckAccessQuery | ExplainAccessQuery) -> Explained:
-    p = model.principal(q.user_id, q.roles, q.mfa, keep_unknown=True)
+    p = model.subject(q.user_id, q.roles, q.mfa, keep_unknown=True)
     return model.explain(p, q.object_type, q.attributes, q.method)
 
 
