@@ -34,11 +34,11 @@ from .._logs import new_request_id
 from .._logs import request_id as log_request_id
 from ..config import Settings
 from ..errors import MethodExecutionError, SDKError, ValidationError
-from ..operations import CATALOG, OperationSpec
+from ..operations import CATALOG, Operation, OperationSpec
 from ..principal import Principal
 from ._openapi import LISTING_B, build_document, docs_html, listing_b_created, route_key
 from ._routes import Router
-from ._strict import check_body
+from ._strict import check_body, strict_operation
 from ._wire import ClientGone, parse_json, read_body
 from .contract import ServedBackend
 from .limits import (
@@ -238,6 +238,19 @@ class _Plan(_Endpoint):
             if key not in given and _camel(key) not in given:
                 data[key] = value
 
+    def _checked(self, raw: bytes, body: Any, params: dict[str, str], query_string: bytes) -> Operation[Any] | None:
+        """A parsed body's JSON types checked as the document states them; the operation itself where the body
+        is its whole input and one strict pass builds it (`_strict.strict_operation`), else None (to build)."""
+        if self.body_field is not None:
+            check_body(self.spec, raw, body)
+        elif isinstance(body, dict):
+            if not (params or self.defaults or (query_string and self.query)):
+                op = strict_operation(self.spec, body)
+                if op is not None:
+                    return op
+            check_body(self.spec, raw, body)
+        return None
+
     async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
         backend = app.backend
         user: str | None = None
@@ -251,12 +264,13 @@ class _Plan(_Endpoint):
                 if self.reads_body:
                     await backend.check_route(principal, self.method, head.path)  # 403 before 400
             body: Any = _ABSENT
+            op: Operation[Any] | None = None
             if raw is not None and raw.strip():
                 body = parse_json(raw)
-                if self.body_field is not None or isinstance(body, dict):
-                    check_body(self.spec, raw)  # JSON types as the document states them
+                op = self._checked(raw, body, params, head.query_string)
             try:
-                op = self.spec.build(self.gather(params, head.query_string, body))
+                if op is None:
+                    op = self.spec.build(self.gather(params, head.query_string, body))
             except ValidationError:
                 if not self.public and not self.reads_body:  # path/query input: still 403 before 400
                     await backend.check_route(principal, self.method, head.path)
