@@ -9,7 +9,7 @@ service role the `/auth/check*` (or other) routes to let it ask (see docs/policy
 from typing import Annotated, Any, cast
 
 import pydantic
-from pydantic import Field, PlainValidator, TypeAdapter, ValidationInfo, model_validator
+from pydantic import Field, PlainSerializer, PlainValidator, TypeAdapter, ValidationInfo, model_validator
 from pydantic_core import PydanticCustomError
 
 from ..models.auth_results import WebRoute
@@ -129,6 +129,12 @@ def _questions(value: Any, info: ValidationInfo) -> list[AccessQuestionData]:
     return questions
 
 
+def _as_is(questions: list[AccessQuestionData]) -> list[AccessQuestionData]:
+    """The validated questions are plain JSON data already: serialized as they are (the union type the field
+    declares for its input made pydantic's serializer try each member per question, 4x slower)."""
+    return questions
+
+
 def _questions_storable(questions: list[AccessQuestionData]) -> bool:
     """`is_storable(questions)` for validated questions, ~3x faster: user ids, role names and methods are
     ASCII by their patterns, so only object types and attributes are checked, their texts in one joined pass.
@@ -156,7 +162,9 @@ class CheckAccessBatchQuery(Query[SubjectDecisions]):
     policy = _PDP
 
     questions: Annotated[
-        list[dict[str, Any] | AccessQuestion], PlainValidator(_questions, json_schema_input_type=_Questions)
+        list[dict[str, Any] | AccessQuestion],
+        PlainValidator(_questions, json_schema_input_type=_Questions),
+        PlainSerializer(_as_is, return_type=list[dict[str, Any]]),
     ]
     """1-10,000 questions, each {userId | roles (+mfa), objectType, attributes, method}: mappings or
     `AccessQuestion` objects, held as plain `AccessQuestionData`."""

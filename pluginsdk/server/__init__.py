@@ -38,12 +38,15 @@ def http_protocol() -> Any:
 
 def operator_app(settings: Settings) -> Any:
     """The served app: the REST app behind /metrics, /livez, /readyz and the request-id log context
-    (`ops.OperatorApp`); logging configured from `settings.logging`."""
+    (`ops.OperatorApp`); logging configured from `settings.logging` and the collector tuned for a server
+    (`pluginsdk._gc.tune_for_server`): this runs in the process that serves, each worker's included."""
+    from .._gc import tune_for_server
     from .._logs import configure
     from .app import create_app as _create
     from .ops import OperatorApp
 
     configure(settings.logging.level, settings.logging.format, settings.logging.file)
+    tune_for_server()
     metrics = None
     if settings.api.metrics != "off":
         from .metrics import Metrics

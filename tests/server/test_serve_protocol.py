@@ -71,3 +71,30 @@ def test_pipelined_and_closing_requests(served: tuple[int, str]) -> None:
             data += chunk
     assert data.count(b"HTTP/1.1 200 OK\r\n") == 3
     assert data.endswith(b"}") and b"connection: close" in data.lower()
+
+
+def test_the_served_process_lets_request_temporaries_die_young(tmp_path: Path) -> None:
+    """`operator_app` (what `serve()` and each worker run) raises the collector's young threshold, never lowers it."""
+    import gc
+    import logging
+
+    from pluginsdk._gc import SERVER_YOUNG_THRESHOLD
+    from pluginsdk.server import operator_app
+
+    before = gc.get_threshold()
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level  # operator_app configures logging too: put it back
+    try:
+        gc.set_threshold(700, 10, 10)
+        operator_app(load_settings(config={**base_config(tmp_path), "api": {"metrics": "off"}}, environ={}))
+        assert gc.get_threshold() == (SERVER_YOUNG_THRESHOLD, 10, 10)
+        gc.set_threshold(SERVER_YOUNG_THRESHOLD * 2, 5, 5)  # an operator's own, higher setting wins
+        operator_app(load_settings(config={**base_config(tmp_path), "api": {"metrics": "off"}}, environ={}))
+        assert gc.get_threshold() == (SERVER_YOUNG_THRESHOLD * 2, 5, 5)
+    finally:
+        gc.set_threshold(*before)
+        for h in list(root.handlers):
+            root.removeHandler(h)
+        for h in handlers:
+            root.addHandler(h)
+        root.setLevel(level)
