@@ -13,7 +13,7 @@ class SDKMethods:
         """Change the caller's managed-pool password; other sessions are signed out."""
     async def check_access(self, object_type: str, method: str, user_id: str | None = ..., roles: list[str] | None = ..., mfa: bool = ..., at_least_revision: int | None = ..., attributes: dict[str, Any] = ..., explain: bool = ...) -> SubjectDecision:
         """Whether a subject (not the caller) may use `method` on an object of `object_type` with these attributes."""
-    async def check_access_batch(self, questions: list[dict[str, Any] | AccessQuestion], explain: bool = ..., at_least_revision: int | None = ...) -> SubjectDecisions:
+    async def check_access_batch(self, questions: list[dict[str, Any] | AccessQuestion], explain: bool = ..., allowed_only: bool = ..., at_least_revision: int | None = ...) -> SubjectDecisions:
         """Many (subject, object, method) questions in one call; answers in question order."""
     async def cleanup_all_resources(self, older_than_days: float = ..., include_pending: bool = ...) -> CleanupResult:
         """Delete old finished requests and terminated machines in one go."""

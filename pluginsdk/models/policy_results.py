@@ -188,9 +188,12 @@ class BatchDecision:
 
 
 class SubjectDecisions(BaseModel):
-    """Answers to a batch of questions, in question order."""
+    """Answers to a batch of questions, in question order: a `BatchDecision` each, or with `allowed_only` the
+    decisions alone (`allowed`, and `decisions` empty)."""
 
     decisions: list[BatchDecision] = []
+    allowed: list[bool] | None = Field(None, exclude_if=_absent_if_none)
+    """With `allowed_only`: whether each question is allowed, in question order (absent otherwise)."""
     revision: int
 
 

@@ -119,6 +119,9 @@ async def test_decisions_are_logged_when_sampled(backend_kind: str, tmp_path: Pa
         await sdk.check_access_batch([admin, {"userId": "bob", "objectType": "asset", "method": "PUT"}])
         logged = await sdk.list_audit_records(action="decision")
         assert [(r.target_id, r.after["allowed"]) for r in logged.records] == [("roles:admin", True), ("bob", False)]
+        bare = await sdk.check_access_batch([admin], allowed_only=True)  # the decisions alone are logged too
+        assert bare.allowed == [True] and bare.decisions == []
+        assert len((await sdk.list_audit_records(action="decision")).records) == 3
     async with open_sdk(backend_kind, tmp_path / "off") as sdk:
         await sdk.check_access("asset", "GET", roles=["admin"])
         assert (await sdk.list_audit_records(action="decision")).records == []

@@ -175,6 +175,32 @@ def test_the_storable_shortcuts_know_every_field() -> None:
     """`inputs_storable` of the check operations names the free-text fields; a new field must be added there."""
     assert set(CheckAccessQuery.model_fields) == {
         "object_type", "attributes", "method", "user_id", "roles", "mfa", "at_least_revision", "explain"}  # fmt: skip
-    assert set(CheckAccessBatchQuery.model_fields) == {"questions", "explain", "at_least_revision"}
+    assert set(CheckAccessBatchQuery.model_fields) == {"questions", "explain", "allowed_only", "at_least_revision"}
     assert set(AccessQuestionData.__annotations__) == {
         "user_id", "roles", "mfa", "object_type", "attributes", "method"}  # fmt: skip
+
+
+async def test_allowed_only_answers_the_same_decisions_alone(sdk: PluginSDK) -> None:
+    await _setup(sdk)
+    full = await sdk.check_access_batch(QUESTIONS)
+    bare = await sdk.check_access_batch(QUESTIONS, allowed_only=True)
+    assert bare.allowed == [d.allowed for d in full.decisions] == [True, False, False, True, True, False, False]
+    assert bare.decisions == [] and bare.revision == full.revision
+    assert full.allowed is None and "allowed" not in full.model_dump(mode="json", by_alias=True, exclude_none=True)
+    with pytest.raises(ValidationError) as caught:
+        await sdk.check_access_batch(QUESTIONS, allowed_only=True, explain=True)
+    assert "allowed_only" in caught.value.message
+
+
+async def test_allowed_only_over_rest_is_booleans_in_order(rest: httpx.AsyncClient) -> None:
+    questions = [
+        {"roles": ["admin"], "objectType": "asset", "attributes": ASSET},
+        {"userId": "nobody", "objectType": "asset"},
+    ]
+    got = await rest.post("/auth/check/batch", json={"questions": questions, "allowedOnly": True})
+    assert got.status_code == 200, got.text
+    assert got.json() == {"decisions": [], "allowed": [True, False], "revision": got.json()["revision"]}
+    full = (await rest.post("/auth/check/batch", json={"questions": questions})).json()
+    assert "allowed" not in full and [d["allowed"] for d in full["decisions"]] == [True, False]
+    both = await rest.post("/auth/check/batch", json={"questions": questions, "allowedOnly": True, "explain": True})
+    assert both.status_code == 400 and both.json()["error_code"] == "VALIDATION_ERROR"

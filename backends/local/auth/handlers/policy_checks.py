@@ -168,6 +168,34 @@ def _entry(model: PolicyModel, key: _Key) -> _Entry:
     return [model.policy.decider(p, object_type, method), p.roles, None, None]
 
 
+def _lookup(entries: dict[_Key, _Entry], model: PolicyModel, q: AccessQuestionData) -> tuple[_Key, _Entry]:
+    roles = q.get("roles")
+    key: _Key = (
+        q.get("user_id"),
+        None if roles is None else tuple(roles),
+        q.get("mfa", False),
+        q["object_type"],
+        q.get("method", "GET"),
+    )
+    entry = entries.get(key)
+    if entry is None:
+        entry = entries[key] = _entry(model, key)
+    return key, entry
+
+
+def _entries(model: PolicyModel) -> dict[_Key, _Entry]:
+    entries = _ANSWERS.get(model)
+    if entries is None or len(entries) >= _ANSWERS_KEPT:
+        entries = _ANSWERS[model] = {}
+    return entries
+
+
+def _allowed(model: PolicyModel, questions: Sequence[AccessQuestionData]) -> list[bool]:
+    """A batch's decisions alone (`allowed_only`), through the same kept rules as `_answers`."""
+    entries = _entries(model)
+    return [_lookup(entries, model, q)[1][0](q.get("attributes", _NO_ATTRIBUTES)) for q in questions]
+
+
 def _answers(
     model: PolicyModel, revision: int, questions: Sequence[AccessQuestionData], explain: bool
 ) -> list[BatchDecision]:
@@ -177,26 +205,20 @@ def _answers(
     (`CompiledPolicy.decider`, kept with the model), and its two possible answers are built on first need and
     shared: one immutable object for every equal answer of this model's revision, across batches.
     """
-    entries = _ANSWERS.get(model)
-    if entries is None or len(entries) >= _ANSWERS_KEPT:
-        entries = _ANSWERS[model] = {}
+    entries = _entries(model)
     out = []
     for q in questions:
-        user_id, roles, mfa = q.get("user_id"), q.get("roles"), q.get("mfa", False)
-        key: _Key = (user_id, None if roles is None else tuple(roles), mfa, q["object_type"], q.get("method", "GET"))
-        entry = entries.get(key)
-        if entry is None:
-            entry = entries[key] = _entry(model, key)
+        (user_id, roles, mfa, object_type, method), entry = _lookup(entries, model, q)
         attributes = q.get("attributes", _NO_ATTRIBUTES)
         allowed: bool = entry[0](attributes)
         answer: BatchDecision | None = entry[2 + allowed]
         if answer is None:
             answer = entry[2 + allowed] = BatchDecision.of(
-                allowed, key[3], key[4], user_id=user_id, roles=entry[1], mfa=mfa, revision=revision
+                allowed, object_type, method, user_id=user_id, roles=entry[1], mfa=mfa, revision=revision
             )
         if explain:
             named = model.principal(user_id, roles, mfa, keep_unknown=True)
-            why = model.explain(named, key[3], attributes, key[4])
+            why = model.explain(named, object_type, attributes, method)
             answer = replace(answer, explanation=_explanation(why, revision))
         out.append(answer)
     return out
@@ -244,10 +266,13 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principa
         if q["object_type"] not in OBJECT_TYPES:
             _known_type(q["object_type"], f"questions[{i}].object_type")
     revision, model = await current_model(service(engine), op.at_least_revision, principal)
+    if op.allowed_only and decision_sample_rate(engine) <= 0:  # decisions logged: answers built to log them
+        return SubjectDecisions.model_construct(decisions=[], allowed=_allowed(model, questions), revision=revision)
     decisions = _answers(model, revision, questions, op.explain)
-    result = SubjectDecisions.model_construct(decisions=decisions, revision=revision)
     await _log(engine, principal, decisions)
-    return result
+    if op.allowed_only:
+        return SubjectDecisions.model_construct(decisions=[], allowed=[d.allowed for d in decisions], revision=revision)
+    return SubjectDecisions.model_construct(decisions=decisions, allowed=None, revision=revision)
 
 
 @handlers.on(ExplainAccessQuery)
