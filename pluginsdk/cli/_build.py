@@ -141,7 +141,8 @@ def _option_for(name: str, field: Any, secret: bool = False) -> click.Option:
     if base is bool:
         return FieldOption([f"{flag}/--no-{name.replace('_', '-')}"], default=None, **shown)
     if typing.get_origin(base) is list:
-        return FieldOption([flag], multiple=True, help="(repeatable, or comma-separated)", **shown)
+        items = "(repeatable JSON objects, or one JSON array)" if _objects(base) else "(repeatable, or comma-separated)"
+        return FieldOption([flag], multiple=True, help=items, **shown)
     if typing.get_origin(base) is dict or base is dict:
         return FieldOption(
             [flag], multiple=True, help="(key=value[,key=value...] or a JSON object; repeatable)", **shown
@@ -153,12 +154,42 @@ def _option_for(name: str, field: Any, secret: bool = False) -> click.Option:
     return FieldOption([flag], type=_param_type(annotation), default=None, required=False, **shown)
 
 
+def _objects(list_type: Any) -> bool:
+    """Whether a list field holds objects (mappings or models): its items are given as JSON, not split on commas."""
+    import types
+    import typing
+
+    args = typing.get_args(list_type)
+    item = args[0] if args else None
+    kinds = typing.get_args(item) if typing.get_origin(item) in (types.UnionType, typing.Union) else (item,)
+    return any(k is dict or typing.get_origin(k) is dict or hasattr(k, "model_fields") for k in kinds)
+
+
+def _list_items(value: Any, name: str) -> list[Any]:
+    """`--ids a,b --ids c` -> [a, b, c]; an item written as JSON (`'{...}'` or `'[...]'`) is taken whole: an
+    object as one item, an array as its items (a comma inside JSON never splits it)."""
+    out: list[Any] = []
+    for item in value:
+        text = str(item)
+        if text.lstrip()[:1] in ("{", "["):
+            try:
+                parsed = json.loads(text)
+            except ValueError as exc:
+                raise click.BadParameter(
+                    f"not valid JSON: {exc}.", param_hint=f"'--{name.replace('_', '-')}'"
+                ) from None
+            out.extend(parsed if isinstance(parsed, list) else [parsed])
+        else:
+            out.extend(v for v in text.split(",") if v != "")
+    return out
+
+
 def _coerce(value: Any, annotation: Any, name: str) -> Any:
     import typing
 
     base = _base(annotation)
     if typing.get_origin(base) is list:
-        return [v for item in value for v in str(item).split(",") if v != ""]
+        return _list_items(value, name)
     if typing.get_origin(base) is dict or base is dict:
         return _key_values(value, name)
     return value

@@ -513,3 +513,19 @@ def test_auth_login_asks_for_the_password_without_echo_on_a_terminal(env: dict[s
     assert proc.returncode == 0, out + err
     assert json.loads(out)["challenge_name"] == "NEW_PASSWORD_REQUIRED"
     assert temp.encode() not in seen and temp not in out + err  # never echoed
+
+
+def test_list_options_take_json_items_whole(env: dict[str, str]) -> None:
+    """A list of objects is given as repeated JSON objects or one JSON array (commas inside JSON never split an
+    item); a plain list still splits on commas; JSON that does not parse is a usage error naming the option."""
+    admin = '{"roles": ["admin"], "objectType": "asset", "attributes": {"databaseId": "d"}}'
+    nobody = '{"userId": "nobody", "objectType": "asset"}'
+    repeated = ok(env, "auth", "check-batch", "--questions", admin, "--questions", nobody, "--allowed-only")
+    array = ok(env, "auth", "check-batch", "--questions", f"[{admin}, {nobody}]", "--allowed-only")
+    assert repeated["allowed"] == array["allowed"] == [True, False] and array["decisions"] == []
+    broken = cli(env, "auth", "check-batch", "--questions", '{"roles": ["admin"],')
+    assert broken.code == 2 and "--questions" in broken.err and "not valid JSON" in broken.err
+    listed = ok(env, "auth", "check-batch", "--questions", admin, "--allowed-only", "--questions", nobody)
+    assert listed["allowed"] == [True, False]
+    roles = ok(env, "auth", "check", "asset", "GET", "--roles", "admin,reader", "--roles", "x")
+    assert roles["roles"] == ["admin"]  # three names split on commas; only the existing one counts
