@@ -293,12 +293,12 @@ def _compile_rule(
     )
 
 
-_Hit = Any
+_Filing = Any
 """What one guard text files: `True` when some rule there needs no further test, else the tuple of the rules'
 checks (a rule's own `checks` 1-tuple when it is alone, so most entries allocate nothing)."""
 
 
-def _file(old: _Hit | None, rule: Rule, sure: bool) -> _Hit:
+def _file(old: _Filing | None, rule: Rule, sure: bool) -> _Filing:
     if old is True or sure:
         return True
     return rule.checks if old is None else (*old, rule.check)
@@ -314,7 +314,7 @@ class _FieldIndex:
 
     __slots__ = ("entries", "exact", "field", "keys", "parent")
 
-    def __init__(self, field: str, exact: dict[str, _Hit], prefixes: dict[str, _Hit]) -> None:
+    def __init__(self, field: str, exact: dict[str, _Filing], prefixes: dict[str, _Filing]) -> None:
         self.field = field
         self.exact = exact
         self.keys = sorted(prefixes)
@@ -327,7 +327,7 @@ class _FieldIndex:
             self.parent.append(stack[-1] if stack else -1)
             stack.append(i)
 
-    def hits(self, value: str) -> list[_Hit]:
+    def hits(self, value: str) -> list[_Filing]:
         """What the guards `value` hits file: its exact value's, then its stored prefixes', longest first."""
         entry = self.exact.get(value)
         found = [] if entry is None else [entry]
@@ -346,7 +346,7 @@ def _never(attrs: Mapping[str, Any]) -> bool:
     return False
 
 
-def _hit(entry: _Hit, attrs: Mapping[str, Any]) -> bool:
+def _hit(entry: _Filing, attrs: Mapping[str, Any]) -> bool:
     if entry is True:
         return True
     for check in entry:  # noqa: SIM110 -- a plain loop is faster than any(genexpr) here
@@ -368,8 +368,8 @@ class _Index:
     def __init__(self, rules: Iterable[Rule]) -> None:
         self.rules = tuple(rules)
         unguarded: list[CriterionTest] = []
-        exact: dict[str, dict[str, _Hit]] = {}
-        prefix: dict[str, dict[str, _Hit]] = {}
+        exact: dict[str, dict[str, _Filing]] = {}
+        prefix: dict[str, dict[str, _Filing]] = {}
         for rule in self.rules:
             if not rule.guards:
                 unguarded.append(rule.check)
@@ -411,12 +411,8 @@ class _Index:
                 raw = attrs.get(field)
                 for v in (raw,) if type(raw) is str else values_of(raw):
                     entry = exact.get(v)
-                    if entry is not None:
-                        if entry is True:
-                            return True
-                        for check in entry:
-                            if check(attrs):
-                                return True
+                    if entry is not None and _hit(entry, attrs):
+                        return True
                     if keys:
                         i = bisect_right(keys, v) - 1
                         while i >= 0:

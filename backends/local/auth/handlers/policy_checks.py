@@ -217,7 +217,7 @@ def _answers(
                 allowed, object_type, method, user_id=user_id, roles=entry[1], mfa=mfa, revision=revision
             )
         if explain:
-            named = model.principal(user_id, roles, mfa, keep_unknown=True)
+            named = model.subject(user_id, roles, mfa, keep_unknown=True)
             why = model.explain(named, object_type, attributes, method)
             answer = replace(answer, explanation=_explanation(why, revision))
         out.append(answer)
@@ -266,13 +266,14 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principa
         if q["object_type"] not in OBJECT_TYPES:
             _known_type(q["object_type"], f"questions[{i}].object_type")
     revision, model = await current_model(service(engine), op.at_least_revision, principal)
-    if op.allowed_only and decision_sample_rate(engine) <= 0:  # decisions logged: answers built to log them
+    if op.allowed_only and decision_sample_rate(engine) <= 0:  # else the answers are built, to be logged
         return SubjectDecisions.model_construct(decisions=[], allowed=_allowed(model, questions), revision=revision)
     decisions = _answers(model, revision, questions, op.explain)
     await _log(engine, principal, decisions)
-    if op.allowed_only:
-        return SubjectDecisions.model_construct(decisions=[], allowed=[d.allowed for d in decisions], revision=revision)
-    return SubjectDecisions.model_construct(decisions=decisions, allowed=None, revision=revision)
+    allowed = [d.allowed for d in decisions] if op.allowed_only else None
+    return SubjectDecisions.model_construct(
+        decisions=[] if op.allowed_only else decisions, allowed=allowed, revision=revision
+    )
 
 
 @handlers.on(ExplainAccessQuery)
