@@ -23,7 +23,8 @@ WRITES = ("PUT", "POST", "DELETE")
 async def _writer(sdk: PluginSDK) -> None:
     """`writer` may change any template, request and role, and read only those not named `secret-*`."""
     await role(sdk, "writers", routes="*")
-    for object_type, field in (("template", "templateId"), ("request", "templateId"), ("role", "roleName")):
+    kinds = (("template", "templateId"), ("request", "templateId"), ("machine", "templateId"), ("role", "roleName"))
+    for object_type, field in kinds:
         await rule(sdk, "writers", object_type, [(field, "equals", "*")], ("GET", *WRITES))
         await rule(sdk, "writers", object_type, [(field, "starts_with", "secret-")], ("GET",), "deny")
     await sdk.create_user_roles("writer", ["writers"])
@@ -47,7 +48,8 @@ async def test_changing_what_the_caller_may_not_read_answers_like_a_missing_obje
     await sdk.create_role(role_name="secret-r", description="kept")
     await sdk.create_user_roles("owner", ["admin"])
     async with acting_as(sdk, "owner", tmp_path) as owner:
-        rid = (await owner.create_request("secret-t", 1, wait=True)).request_id
+        made = await owner.create_request("secret-t", 1, wait=True)
+    rid, machine = made.request_id, made.machines[0].machine_id
     missing_req = "req-00000000-0000-0000-0000-000000000000"
     await _writer(sdk)
     async with acting_as(sdk, "writer", tmp_path) as w:
@@ -59,11 +61,18 @@ async def test_changing_what_the_caller_may_not_read_answers_like_a_missing_obje
         await _same(w.delete_role("secret-r"), w.delete_role("nope-r"), "secret-r", "nope-r")
         for call in ("cancel_request", "sync_request", "complete_request"):
             await _same(getattr(w, call)(rid), getattr(w, call)(missing_req), rid, missing_req)
+        returned = await w.create_return_request(machine_ids=[machine, "i-nope"])
+        assert returned.request_id is None
+        assert [(m.machine_id, m.reason) for m in returned.skipped_machines] == [
+            (machine, "not found"),
+            ("i-nope", "not found"),
+        ]
         await w.update_template("open-t", description="readable, so changed")  # the grant itself works
     assert (await sdk.get_template("secret-t")).template.description == "kept"
     assert (await sdk.get_template("open-t")).template.description == "readable, so changed"
     assert any(r.role_name == "secret-r" and r.description == "kept" for r in (await sdk.list_roles()).message.items)
     assert (await sdk.get_request(rid)).status != "cancelled"
+    assert (await sdk.get_machine(machine)).status == "running"
 
 
 async def test_rest_bodies_for_a_hidden_and_a_missing_template_are_identical(tmp_path: Path) -> None:

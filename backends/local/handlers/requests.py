@@ -278,11 +278,10 @@ async def _screen(
     wanted: list[str],
     machines: dict[str, Machine],
 ) -> tuple[list[Machine], list[SkippedMachine]]:
-    """The machines to return, and the others skipped with why (one the caller may not return is "not found")."""
-    allowed = {
-        m.machine_id
-        for m in await engine.authz.filter_allowed(principal, "machine", list(machines.values()), machine_attrs, "POST")
-    }
+    """The machines to return, and the others skipped with why (one the caller may not read, or may read but not
+    return, is "not found")."""
+    returnable = await engine.authz.filter_allowed(principal, "machine", list(machines.values()), machine_attrs, "POST")
+    allowed = {m.machine_id for m in await engine.visible(principal, "machine", returnable, machine_attrs)}
     held = sorted(
         {
             m.return_request_id
