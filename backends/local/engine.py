@@ -66,6 +66,14 @@ class Authorizer(Protocol):
         path) and the stored object the operation names; raise PermissionDeniedError or NotFoundError."""
         ...
 
+    async def authorize_also(
+        self, principal: Principal, spec: OperationSpec, calls: Iterable[tuple[Operation, str]]
+    ) -> None:
+        """Tier 1 and tier 2 of `spec` for each (operation, concrete route path): what a call must also be allowed
+        when it does another operation's work (a create or an import that replaces a constraint needs what
+        `PUT /auth/constraints/{id}` needs). Raises like `authorize`; the principal is the handler's."""
+        ...
+
     async def check_route(self, principal: Principal, method: str, path: str) -> None:
         """Tier 1 alone, on the concrete request path: raise PermissionDeniedError unless it may be called.
 
@@ -102,6 +110,11 @@ class AllowAll:
         self, principal: Principal, spec: OperationSpec, op: Operation, *, route_path: str | None = None
     ) -> Principal:
         return principal
+
+    async def authorize_also(
+        self, principal: Principal, spec: OperationSpec, calls: Iterable[tuple[Operation, str]]
+    ) -> None:
+        return None
 
     async def check_route(self, principal: Principal, method: str, path: str) -> None:
         return None
