@@ -344,7 +344,7 @@ def _measure_provider(driver: ProviderDriver) -> None:
     """Wrap the driver's calls so /metrics times them and counts their errors (server only)."""
     from functools import wraps
 
-    for op in ("launch", "describe", "terminate", "reclaimed"):
+    for op in _observe.PROVIDER_OPERATIONS:
         call = getattr(driver, op, None)
         if call is None:
             continue
