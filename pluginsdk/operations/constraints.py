@@ -20,10 +20,11 @@ from ..models.auth import (
     GroupPermissionInput,
     UserPermissionInput,
 )
-from ..models.auth_results import ConstraintImported, ConstraintList, ConstraintWritten, PermissionObjects
+from ..models.auth_results import ConstraintList, ConstraintWritten, PermissionObjects
 from ..models.auth_vocabulary import OBJECT_TYPES
 from ..models.identifiers import CONSTRAINT_ID_PATTERN
 from ..models.identifiers import ConstraintId as _ConstraintIdText
+from ..models.policy_results import ConstraintImported
 from ._base import Cli, Command, Policy, Query, R_co, Rest
 
 __all__ = [

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from pluginsdk.errors import AlreadyExistsError, NotFoundError, ValidationError
 from pluginsdk.models.auth import Constraint, validate_constraint
 from pluginsdk.models.auth_results import (
-    ConstraintImported,
     ConstraintItems,
     ConstraintList,
     ConstraintWritten,
@@ -25,6 +24,7 @@ from pluginsdk.models.auth_results import (
     PermissionObjectsBody,
 )
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES, OPERATORS, PERMISSION_TYPES, PERMISSIONS
+from pluginsdk.models.policy_results import ConstraintImported
 from pluginsdk.operations.constraints import (
     CONSTRAINT_ID_PATTERN,
     RESERVED_ID,
