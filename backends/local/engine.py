@@ -310,6 +310,19 @@ class Engine:
         """Tier-2 filter for listings (GET)."""
         return await self.authz.filter_allowed(principal, object_type, list(items), attrs, "GET")
 
+    async def changeable(
+        self,
+        principal: Principal,
+        object_type: str,
+        items: Iterable[T],
+        attrs: Callable[[T], Mapping[str, Any]],
+        method: str,
+    ) -> list[T]:
+        """Tier-2 filter for a change to many stored objects: those the principal may read and change with
+        `method` (one it may not read is as good as missing to it, so it is neither changed nor named)."""
+        readable = await self.visible(principal, object_type, items, attrs)
+        return await self.authz.filter_allowed(principal, object_type, readable, attrs, method)
+
 
 class _NotStarted:
     """The authorizer of an engine that is not started: each of its methods refuses (fail closed)."""

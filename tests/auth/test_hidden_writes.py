@@ -91,3 +91,25 @@ async def test_rest_bodies_for_a_hidden_and_a_missing_template_are_identical(tmp
                     answers.append((r.status_code, r.headers["content-type"], r.content.replace(ident.encode(), b"ID")))
                 assert answers[0] == answers[1] and answers[0][0] == 404, (method, answers)
         assert (await sdk.get_template("secret-t")).template.template_id == "secret-t"
+
+
+async def test_cleanups_neither_touch_nor_name_what_the_caller_may_not_read(sdk: PluginSDK, tmp_path: Path) -> None:
+    from tests.test_requests import settle
+
+    finished: dict[str, tuple[str, str, str]] = {}  # template -> (request, return request, machine)
+    for template in ("secret-t", "open-t"):
+        await sdk.create_template(template_id=template, image_id="ami-1")
+        made = await sdk.create_request(template, 1, wait=True)
+        machine = made.machines[0].machine_id
+        returned = await sdk.create_return_request([machine])
+        await settle(sdk, returned.request_id or "")
+        await settle(sdk, made.request_id)
+        finished[template] = (made.request_id, returned.request_id or "", machine)
+    await _writer(sdk)
+    async with acting_as(sdk, "writer", tmp_path) as w:
+        dry = await w.cleanup_old_requests(older_than_days=0, dry_run=True)
+        assert finished["secret-t"][0] not in dry.request_ids_found
+        assert finished["open-t"][0] in dry.request_ids_found
+        assert (await w.cleanup_terminated_machines(older_than_days=0)).machines_cleaned == 1
+    assert (await sdk.get_machine(finished["secret-t"][2])).machine_id == finished["secret-t"][2]
+    assert isinstance(await failure(sdk.get_machine(finished["open-t"][2])), SDKError)
