@@ -29,7 +29,7 @@ MODELS: dict[str, str] = {
     "CleanupResult": "request_results",
     "ConfigurationView": "system_results",
     "Constraint": "auth",
-    "ConstraintImported": "auth_results",
+    "ConstraintImported": "policy_results",
     "ConstraintItems": "auth_results",
     "ConstraintList": "auth_results",
     "ConstraintWritten": "auth_results",

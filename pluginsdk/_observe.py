@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 statement: Callable[[str, str, float], None] | None = None
 """(dialect, verb, seconds) of one store statement."""
+PROVIDER_OPERATIONS = ("launch", "describe", "terminate", "reclaimed")
+"""The provider driver calls `provider_call` reports (the `operation` label)."""
 provider_call: Callable[[str, str, float, str | None], None] | None = None
 """(provider, operation, seconds, outcome: None | "error") of one provider driver call (launch, describe ...)."""
 provider_throttle: Callable[[str, str], None] | None = None

@@ -164,7 +164,7 @@ class SDKMethods:
         """Exchange a refresh token for new id and access tokens (same session, same MFA state)."""
     async def reset_managed_user_password(self, user_id: str, confirm_reset: bool | None = ...) -> ManagedUserWritten:
         """Reset a managed user's password: a new temporary one is mailed to them (without SMTP: in the answer, once)."""
-    async def run_policy_tests(self, tests: list[PolicyTest], fail_on_mismatch: bool = ..., add_constraints: list[dict[str, Any]] = ..., delete_constraint_ids: list[str] = ..., role_mfa: dict[str, bool] = ..., user_roles: dict[str, list[str]] = ...) -> PolicyTestReport:
+    async def run_policy_tests(self, tests: list[PolicyTest], fail_on_mismatch: bool = ..., add_constraints: list[dict[str, Any]] = ..., delete_constraint_ids: list[str] = ..., role_mfa: dict[str, bool] = ..., user_roles: dict[str, list[str]] = ..., at_least_revision: int | None = ...) -> PolicyTestReport:
         """Run a policy test suite (expected allow/deny decisions) against the current policy or a candidate."""
     async def setup_mfa(self) -> MfaSetup:
         """Start TOTP set-up for the caller: returns a secret for an authenticator app."""
@@ -192,7 +192,7 @@ class SDKMethods:
         """Validate a template configuration (errors and warnings); stores nothing."""
     async def verify_mfa(self, code: str) -> SessionTokens:
         """Confirm TOTP set-up with a code: MFA is enabled and the current session becomes multi-factor."""
-    async def what_if(self, add_constraints: list[dict[str, Any]] = ..., delete_constraint_ids: list[str] = ..., role_mfa: dict[str, bool] = ..., user_roles: dict[str, list[str]] = ..., objects: list[dict[str, Any]] = ..., user_ids: list[str] | None = ..., limit: int = ...) -> WhatIfReport:
+    async def what_if(self, add_constraints: list[dict[str, Any]] = ..., delete_constraint_ids: list[str] = ..., role_mfa: dict[str, bool] = ..., user_roles: dict[str, list[str]] = ..., objects: list[dict[str, Any]] = ..., user_ids: list[str] | None = ..., limit: int = ..., at_least_revision: int | None = ...) -> WhatIfReport:
         """The decisions a candidate policy change would flip, per subject, route and object — nothing is applied."""
     async def who_can(self, object_type: str, method: str, attributes: dict[str, Any] = ..., mfa: bool = ..., at_least_revision: int | None = ...) -> WhoCan:
         """Which roles and users may use `method` on an object, and which an explicit deny stops."""

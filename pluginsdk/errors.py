@@ -10,6 +10,7 @@ SDKError                         INTERNAL_ERROR            500
 │   ├── InvalidTemplateError     INVALID_TEMPLATE          400
 │   ├── InvalidPaginationToken   INVALID_PAGINATION_TOKEN  400
 │   └── StateConflictError       VALIDATION_ERROR          409  illegal state transition
+│       └── RevisionNotReachedError  REVISION_NOT_REACHED  409  the policy is behind `at_least_revision`
 ├── NotFoundError                <ENTITY>_NOT_FOUND        404  (after authorization)
 ├── AlreadyExistsError           ALREADY_EXISTS            409
 ├── AuthenticationError          UNAUTHENTICATED           401
@@ -50,6 +51,7 @@ __all__ = [
     "NotFoundError",
     "PermissionDeniedError",
     "ProviderError",
+    "RevisionNotReachedError",
     "SDKError",
     "StateConflictError",
     "ValidationError",
@@ -262,6 +264,13 @@ class StateConflictError(ValidationError):
     http_status = 409
 
 
+class RevisionNotReachedError(StateConflictError):
+    """The policy store is behind the `at_least_revision` a decision-point call asked for (another process has
+    not committed that write yet, or the revision was never written): ask again, or later."""
+
+    error_code = "REVISION_NOT_REACHED"
+
+
 class NotFoundError(SDKError, LookupError):
     """The entity does not exist (raised only after authorization allowed the call)."""
 
@@ -331,6 +340,7 @@ _BY_CODE: dict[str, type[SDKError]] = {
     "ALREADY_EXISTS": AlreadyExistsError,
     "UNAUTHENTICATED": AuthenticationError,
     "FORBIDDEN": PermissionDeniedError,
+    "REVISION_NOT_REACHED": RevisionNotReachedError,
 }
 
 

@@ -66,6 +66,14 @@ class Authorizer(Protocol):
         path) and the stored object the operation names; raise PermissionDeniedError or NotFoundError."""
         ...
 
+    async def authorize_also(
+        self, principal: Principal, spec: OperationSpec, calls: Iterable[tuple[Operation, str]]
+    ) -> None:
+        """Tier 1 and tier 2 of `spec` for each (operation, concrete route path): what a call must also be allowed
+        when it does another operation's work (a create or an import that replaces a constraint needs what
+        `PUT /auth/constraints/{id}` needs). Raises like `authorize`; the principal is the handler's."""
+        ...
+
     async def check_route(self, principal: Principal, method: str, path: str) -> None:
         """Tier 1 alone, on the concrete request path: raise PermissionDeniedError unless it may be called.
 
@@ -102,6 +110,11 @@ class AllowAll:
         self, principal: Principal, spec: OperationSpec, op: Operation, *, route_path: str | None = None
     ) -> Principal:
         return principal
+
+    async def authorize_also(
+        self, principal: Principal, spec: OperationSpec, calls: Iterable[tuple[Operation, str]]
+    ) -> None:
+        return None
 
     async def check_route(self, principal: Principal, method: str, path: str) -> None:
         return None
@@ -297,6 +310,19 @@ class Engine:
         """Tier-2 filter for listings (GET)."""
         return await self.authz.filter_allowed(principal, object_type, list(items), attrs, "GET")
 
+    async def changeable(
+        self,
+        principal: Principal,
+        object_type: str,
+        items: Iterable[T],
+        attrs: Callable[[T], Mapping[str, Any]],
+        method: str,
+    ) -> list[T]:
+        """Tier-2 filter for a change to many stored objects: those the principal may read and change with
+        `method` (one it may not read is as good as missing to it, so it is neither changed nor named)."""
+        readable = await self.visible(principal, object_type, items, attrs)
+        return await self.authz.filter_allowed(principal, object_type, readable, attrs, method)
+
 
 class _NotStarted:
     """The authorizer of an engine that is not started: each of its methods refuses (fail closed)."""
@@ -331,7 +357,7 @@ def _measure_provider(driver: ProviderDriver) -> None:
     """Wrap the driver's calls so /metrics times them and counts their errors (server only)."""
     from functools import wraps
 
-    for op in ("launch", "describe", "terminate", "reclaimed"):
+    for op in _observe.PROVIDER_OPERATIONS:
         call = getattr(driver, op, None)
         if call is None:
             continue

@@ -28,7 +28,6 @@ __all__ = [
     "ApiRoute",
     "ApiRouteList",
     "AuthorizationDecision",
-    "ConstraintImported",
     "ConstraintItems",
     "ConstraintList",
     "ConstraintWritten",
@@ -158,15 +157,6 @@ class ConstraintWritten(Result):
     operation: str
     constraint: str | None = Field(None, exclude_if=_absent_if_none)
     """JSON text of the stored constraint (with an `identifier` field); absent after delete."""
-
-
-class ConstraintImported(Result):
-    """Outcome of a constraint template import."""
-
-    constraint_ids: list[str] = []
-    """The constraints written, in template order."""
-    what_if: Any = Field(None, exclude_if=_absent_if_none)
-    """Dry run only: the decisions the import would change (a WhatIfReport); nothing was written."""
 
 
 class LabelValue(BaseModel):

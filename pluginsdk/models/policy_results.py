@@ -14,6 +14,7 @@ from typing_extensions import TypedDict  # pydantic needs typing_extensions' Typ
 from ._base import BaseModel
 from .auth_results import AllowedApiRoute, AllowedWebRoute
 from .identifiers import ROLE_NAME_PATTERN, USER_ID_PATTERN, RoleName, UserId
+from .results import Result
 
 __all__ = [
     "AccessQuestion",
@@ -21,6 +22,7 @@ __all__ = [
     "AuditPage",
     "AuditRecord",
     "BatchDecision",
+    "ConstraintImported",
     "DecisionChange",
     "Explanation",
     "PolicyTest",
@@ -253,6 +255,15 @@ class WhatIfReport(BaseModel):
     truncated: bool = False
     """More changes than `limit` were found; counts are complete."""
     revision: int
+
+
+class ConstraintImported(Result):
+    """Outcome of a constraint template import."""
+
+    constraint_ids: list[str] = []
+    """The constraints written, in template order."""
+    what_if: WhatIfReport | None = Field(None, exclude_if=_absent_if_none)
+    """Dry run only: the decisions the import would change, as `what_if` answers them; nothing was written."""
 
 
 class PolicyTestOutcome(BaseModel):

@@ -20,10 +20,11 @@ from ..models.auth import (
     GroupPermissionInput,
     UserPermissionInput,
 )
-from ..models.auth_results import ConstraintImported, ConstraintList, ConstraintWritten, PermissionObjects
+from ..models.auth_results import ConstraintList, ConstraintWritten, PermissionObjects
 from ..models.auth_vocabulary import OBJECT_TYPES
 from ..models.identifiers import CONSTRAINT_ID_PATTERN
 from ..models.identifiers import ConstraintId as _ConstraintIdText
+from ..models.policy_results import ConstraintImported
 from ._base import Cli, Command, Policy, Query, R_co, Rest
 
 __all__ = [
@@ -113,8 +114,8 @@ class CreateConstraintCommand(_ConstraintBody[ConstraintWritten]):
     """Create a permission constraint (409 if the id exists, unless `replace_existing`); the next decision uses it.
 
     Over REST `replace_existing` defaults to true: the VAMS web client edits a constraint by re-POSTing the
-    listed record to its id (the VAMS backend upserts there). Replacing needs tier 1 on `PUT` of the same
-    path as well, so a caller who may create but not update still gets 409.
+    listed record to its id (the VAMS backend upserts there). Replacing needs what `PUT` of the same path
+    needs, so a caller who may create but not update gets 403 and the constraint stays as it was.
     """
 
     rest = Rest("POST", "/auth/constraints/{constraint_id}", camel=True, defaults={"replace_existing": True})
@@ -169,7 +170,8 @@ class ImportConstraintsTemplateCommand(Command[ConstraintImported]):
     metadata: dict[str, Any] | None = None
     """Free-form information about the template; not stored."""
     overwrite: bool = False
-    """Replace constraints whose id exists already (otherwise such an import is rejected with 409)."""
+    """Replace constraints whose id exists already, each as its `PUT` would (403 when the caller may not);
+    otherwise such an import is rejected with 409."""
     dry_run: bool = False
     """Write nothing: validate and report in `what_if` the decisions the import would change."""
 

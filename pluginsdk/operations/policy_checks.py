@@ -244,6 +244,8 @@ class WhatIfQuery(Query[WhatIfReport]):
     """Only these users (default: every known user)."""
     limit: int = Field(1000, ge=1, le=100000)
     """Return at most this many changes (counts stay complete)."""
+    at_least_revision: int | None = Field(None, ge=0)
+    """Compare against at least this policy revision (read your own writes); 409 if the store is behind."""
 
 
 class RunPolicyTestsQuery(Query[PolicyTestReport]):
@@ -269,3 +271,5 @@ class RunPolicyTestsQuery(Query[PolicyTestReport]):
     """Candidate: role name -> mfaRequired."""
     user_roles: dict[str, list[str]] = {}
     """Candidate: user id -> roles."""
+    at_least_revision: int | None = Field(None, ge=0)
+    """Run on at least this policy revision (read your own writes); 409 if the store is behind."""

@@ -51,7 +51,7 @@ def operator_app(settings: Settings) -> Any:
     if settings.api.metrics != "off":
         from .metrics import Metrics
 
-        metrics = Metrics()
+        metrics = Metrics(providers=(settings.provider.type,))
         metrics.install()
     return OperatorApp(_create(settings), settings, metrics)
 

@@ -30,13 +30,16 @@ CONTENT_TYPE = b"text/plain; version=0.0.4; charset=utf-8"
 _FAST = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
 C = TypeVar("C")
 _CHILDREN_MAX = 4096
+_AUTHZ_TIERS = ("route", "object")
+_AUTHZ_OUTCOMES = ("allow", "deny")
 _HTTP = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
 class Metrics:
     """The instruments of one server process and the exposition of all of them."""
 
-    def __init__(self) -> None:
+    def __init__(self, providers: tuple[str, ...] = ()) -> None:
+        """`providers`: the configured provider names, whose error counters start at 0 for every operation."""
         self.multiprocess = bool(os.environ.get("PROMETHEUS_MULTIPROC_DIR"))
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
@@ -72,6 +75,12 @@ class Metrics:
             ["tier", "outcome"],
             registry=r,
         )
+        for provider in providers:
+            for operation in _observe.PROVIDER_OPERATIONS:
+                self.provider_errors.labels(provider, operation)
+        for tier in _AUTHZ_TIERS:  # every known label set from the start: a scrape before any traffic shows 0
+            for outcome in _AUTHZ_OUTCOMES:
+                self.authz.labels(tier, outcome)
         self.policy_compile = Histogram(
             "pluginsdk_policy_compile_duration_seconds", "Time to compile the policy.", buckets=_FAST, registry=r
         )

@@ -141,3 +141,76 @@ async def test_managed_user_changes_are_audited_without_secrets(backend_kind: st
     dumped = json.dumps([r.to_dict() for r in page.records]).lower()
     temporary = getattr(created, "temporary_password", None)
     assert not temporary or temporary.lower() not in dumped
+
+
+async def test_every_decision_point_call_takes_at_least_revision(
+    sdk: PluginSDK, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """what-if and policy tests read their own writes like check does; a revision the store has not reached is a
+    409 of its own code (REVISION_NOT_REACHED), on every one of them."""
+    from backends.local.auth.handlers import policy_checks
+    from pluginsdk import RevisionNotReachedError
+
+    monkeypatch.setattr(policy_checks, "_WAIT_MAX", 0.1)  # the server of the remote backend runs in this process
+    await sdk.create_role(role_name="editor", description="edits things")
+    written = await _constraint(sdk, "c1")
+    assert written is not None
+    test = {"name": "editor reads db1", "roles": ["editor"], "objectType": "asset",
+            "attributes": {"databaseId": "db1"}, "method": "GET", "expect": "allow"}  # fmt: skip
+    objects = [{"objectType": "asset", "attributes": {"databaseId": "db1"}}]
+    report = await sdk.what_if(delete_constraint_ids=["c1"], objects=objects, at_least_revision=written)
+    assert report.revision >= written and report.allowed_to_denied >= 1
+    ran = await sdk.run_policy_tests(tests=[test], at_least_revision=written)
+    assert ran.passed and ran.revision >= written
+    ahead = written + 1000
+    for call in (
+        sdk.check_access("asset", "GET", roles=["editor"], at_least_revision=ahead),
+        sdk.what_if(delete_constraint_ids=["c1"], at_least_revision=ahead),
+        sdk.run_policy_tests(tests=[test], at_least_revision=ahead),
+    ):
+        with pytest.raises(RevisionNotReachedError) as exc:
+            await call
+        assert (exc.value.status, exc.value.error_code) == (409, "REVISION_NOT_REACHED")
+        assert isinstance(exc.value, StateConflictError) and exc.value.details["field"] == "at_least_revision"
+
+
+async def test_an_imported_constraint_is_found_in_the_audit_log_by_its_own_id(sdk: PluginSDK) -> None:
+    await sdk.create_role(role_name="editor", description="edits things")
+    await _constraint(sdk, "c1")
+    body = {"name": "imported", "description": "imported", "objectType": "asset",
+            "criteriaOr": [{"field": "databaseId", "operator": "equals", "value": "db2"}],
+            "groupPermissions": [{"groupId": "editor", "permission": "GET", "permissionType": "allow"}]}  # fmt: skip
+    done = await sdk.import_constraints_template(
+        constraints=[{**body, "constraintId": "c1"}, {**body, "constraintId": "c2"}, body], overwrite=True
+    )
+    generated = done.constraint_ids[2]
+    for cid, existed in (("c1", True), ("c2", False), (generated, False)):
+        records = (await sdk.list_audit_records(target_type="constraint", target_id=cid)).records
+        imported = [r for r in records if r.action == "import_constraints_template"]
+        assert len(imported) == 1, (cid, records)
+        record = imported[0]
+        assert record.target_id == cid and record.after["constraintId"] == cid and record.after["name"] == "imported"
+        assert (record.before is not None) == existed and record.revision == done.revision
+        if existed:
+            assert record.before["name"] == "c1"
+
+
+async def test_the_dry_run_import_reports_what_if_in_its_json(tmp_path: Path) -> None:
+    """Over REST the dry run's `whatIf` is the `/auth/whatIf` answer, camelCase keys and all."""
+    import httpx
+
+    grant = {"constraintId": "reader-checks", "name": "reader checks", "description": "let readers ask",
+             "objectType": "api",
+             "criteriaOr": [{"field": "route__path", "operator": "equals", "value": "/auth/check"}],
+             "groupPermissions": [{"groupId": "basicReadOnly", "permission": "POST",
+                                   "permissionType": "allow"}]}  # fmt: skip
+    async with open_sdk("remote", tmp_path) as sdk:
+        await sdk.create_user_roles("reader", ["basicReadOnly"])
+        key = (await sdk.create_api_key(api_key_name="k", user_id="administrator", description="raw calls")).api_key
+        async with httpx.AsyncClient(base_url=sdk.settings.api.url, headers={"Authorization": key}) as http:
+            dry = await http.post("/auth/constraintsTemplateImport", json={"constraints": [grant], "dryRun": True})
+            what_if = await http.post("/auth/whatIf", json={"addConstraints": [grant]})
+    assert dry.status_code == 200 and what_if.status_code == 200, (dry.text, what_if.text)
+    assert dry.json()["whatIf"] == what_if.json()
+    assert {"deniedToAllowed", "allowedToDenied", "changes"} <= set(what_if.json())
+    assert "objectType" in what_if.json()["changes"][0]

@@ -165,7 +165,8 @@ async def test_what_if_and_import_dry_run(sdk: PluginSDK) -> None:
     flips = {(c.subject, c.method, c.after) for c in report.changes}
     assert ("user:alice", "PUT", False) in flips and ("user:bob", "DELETE", True) in flips
     dry = await sdk.import_constraints_template(constraints=[grant], dry_run=True)
-    assert dry.what_if is not None and dry.what_if["denied_to_allowed"] == 2
+    assert dry.what_if is not None and dry.what_if.denied_to_allowed == 2
+    assert dry.what_if.changes == (await sdk.what_if(add_constraints=[grant])).changes  # the same report
     assert (await sdk.list_constraints()).message.items == before  # nothing applied
     with pytest.raises(ValidationError):
         await sdk.what_if(add_constraints=[{"constraintId": "bad", "objectType": "asset"}])

@@ -84,15 +84,8 @@ async def _read(store: AuthStore, target_type: str, op: Operation, target_id: st
     if not target_id:
         return None
     if target_type == "constraint":
-        ids = target_id.split(",") if "," in target_id else [target_id]
-        found = {}
-        for cid in ids:
-            row = await store.get_constraint(cid)
-            if row is not None:
-                found[cid] = json.loads(row["data"])
-        if "," in target_id:
-            return found or None
-        return found.get(target_id)
+        row = await store.get_constraint(target_id)
+        return None if row is None else json.loads(row["data"])
     if target_type == "role":
         row = await store.get_role(target_id)
     elif target_type == "userRole":
@@ -104,9 +97,42 @@ async def _read(store: AuthStore, target_type: str, op: Operation, target_id: st
     return scrub(dict(row)) if row is not None else None
 
 
-def _import_ids(op: Operation) -> str:
-    ids = [str(c.get("constraintId") or c.get("constraint_id") or "") for c in getattr(op, "constraints", [])]
-    return ",".join(i for i in ids if i)[:_MAX_ID]
+async def _constraints(store: AuthStore, ids: list[str]) -> dict[str, Any]:
+    """The stored constraints among `ids`, by id."""
+    found = {}
+    for cid in ids:
+        row = await store.get_constraint(cid)
+        if row is not None:
+            found[cid] = json.loads(row["data"])
+    return found
+
+
+def _import_ids(op: Operation) -> list[str]:
+    """The ids a template import names (one it does not name gets a generated id, known from its result)."""
+    ids = (str(c.get("constraintId") or c.get("constraint_id") or "") for c in getattr(op, "constraints", []))
+    return [i[:_MAX_ID] for i in ids if i]
+
+
+_INSERT = (
+    "INSERT INTO auth_audit (record_id, at, actor, action, target_type, target_id, before_data, after_data,"
+    " revision) VALUES (:id, :at, :actor, :action, :tt, :tid, :before, :after, :rev)"
+)
+
+
+def _record(
+    principal: Principal, spec: OperationSpec, target_type: str, target: str, *, before: Any, after: Any, revision: int
+) -> dict[str, Any]:
+    return {
+        "id": _new_id(),
+        "at": ts(now()),
+        "actor": principal.user_id,
+        "action": spec.name,
+        "tt": target_type,
+        "tid": target,
+        "before": None if before is None else json.dumps(before, default=str),
+        "after": None if after is None else json.dumps(after, default=str),
+        "rev": revision,
+    }
 
 
 async def around_command(
@@ -116,38 +142,38 @@ async def around_command(
     principal: Principal,
     handler: Callable[[Engine, Any, Principal], Awaitable[Any]],
 ) -> Any:
-    """Run an auth command and record it (nothing is recorded when it fails: nothing changed)."""
+    """Run an auth command and record it (nothing is recorded when it fails: nothing changed). A template
+    import records each constraint it writes as its own record, found by that constraint's id."""
     target_type = AUDITED.get(spec.category or "")
     if target_type is None or getattr(op, "dry_run", False):
         return await handler(engine, op, principal)
     from .handlers._common import service
 
     store = service(engine).store
-    target = _import_ids(op) if spec.name == "import_constraints_template" else _target_id(target_type, op)
-    before = await _read(store, target_type, op, target)
-    result = await handler(engine, op, principal)
-    if not target:
-        target = _target_id(target_type, op, result)
-        if not target and spec.name == "import_constraints_template":
-            target = ",".join(getattr(result, "constraint_ids", []))[:_MAX_ID]
-    async with store.transaction():
-        after = await _read(store, target_type, op, target)
-        revision = await store.policy_version()
-        await store.db.execute(
-            "INSERT INTO auth_audit (record_id, at, actor, action, target_type, target_id, before_data, after_data,"
-            " revision) VALUES (:id, :at, :actor, :action, :tt, :tid, :before, :after, :rev)",
-            {
-                "id": _new_id(),
-                "at": ts(now()),
-                "actor": principal.user_id,
-                "action": spec.name,
-                "tt": target_type,
-                "tid": target,
-                "before": None if before is None else json.dumps(before, default=str),
-                "after": None if after is None else json.dumps(after, default=str),
-                "rev": revision,
-            },
-        )
+    if spec.name == "import_constraints_template":
+        before_all = await _constraints(store, _import_ids(op))
+        result = await handler(engine, op, principal)
+        ids = [str(i)[:_MAX_ID] for i in getattr(result, "constraint_ids", [])]
+        async with store.transaction():
+            after_all = await _constraints(store, ids)
+            revision = await store.policy_version()
+            rows = [
+                _record(
+                    principal, spec, target_type, i, before=before_all.get(i), after=after_all.get(i), revision=revision
+                )
+                for i in ids
+            ]
+            await store.db.executemany(_INSERT, rows)
+    else:
+        target = _target_id(target_type, op)
+        before = await _read(store, target_type, op, target)
+        result = await handler(engine, op, principal)
+        target = target or _target_id(target_type, op, result)
+        async with store.transaction():
+            after = await _read(store, target_type, op, target)
+            revision = await store.policy_version()
+            record = _record(principal, spec, target_type, target, before=before, after=after, revision=revision)
+            await store.db.execute(_INSERT, record)
     if target_type in ("constraint", "role", "userRole") and hasattr(result, "revision"):
         result.revision = revision
     return result

@@ -8,14 +8,16 @@ input gives. The attributes come from the same functions the listings filter wit
 Outcome for a principal and the operation's method M (no existence oracle):
 
 - the object is missing                                  -> 404, the type's not-found error
-- M is GET and the stored object may not be read         -> the same 404
-- M changes it, M is denied, and it may not be read      -> the same 404
-- M changes it, M is denied, but it may be read          -> 403
+- the stored object may not be read (GET), whatever M    -> the same 404 (a write allowed on an object
+                                                            the caller may not read is not reached)
+- it may be read, M changes it and M is denied           -> 403
 - an update that changes attributes (a template's providerApi) must also be allowed M on the result
 
-Replacing writes (`PUT /user-roles`) must be allowed for what they remove, and `DELETE /user-roles`
-for every assignment it deletes. Idempotent creates with a caller-chosen id (`request_id`) that names
-a request the caller may not read answer 409 without revealing anything about that request.
+User-role assignments are sets per user: an assignment the caller may not read is left alone by
+`PUT /user-roles` and `DELETE /user-roles` (and not shown in their answers), like one that does not exist;
+those it may read must be allowed what the write does to them. Idempotent creates with a caller-chosen id
+(`request_id`) that names a request the caller may not read answer 409 without revealing anything about
+that request.
 """
 
 from __future__ import annotations
@@ -261,11 +263,10 @@ def decide(
 ) -> None:
     """The rule of the module docstring for one stored object."""
     t = kind.object_type
-    if policy.is_allowed(principal, t, stored, method):
-        return
-    if method == "GET" or not policy.is_allowed(principal, t, stored, "GET"):
+    if not policy.is_allowed(principal, t, stored, "GET"):
         raise kind.not_found(ident)
-    raise denied(principal, method, t)
+    if method != "GET" and not policy.is_allowed(principal, t, stored, method):
+        raise denied(principal, method, t)
 
 
 async def _user_roles(
@@ -275,34 +276,36 @@ async def _user_roles(
     op: Operation,
     roles_of: Callable[[str], Awaitable[list[str]]],
 ) -> None:
-    """PUT replaces a user's assignments: every role named needs PUT, every role removed PUT and DELETE.
-    DELETE removes them all: each needs DELETE; a user none of whose assignments may be read reads as
-    one without assignments (404)."""
+    """PUT replaces the user's assignments the caller may read: every role named needs PUT, every readable one
+    it removes PUT and DELETE. DELETE removes the readable ones: each needs DELETE; a user none of whose
+    assignments may be read reads as one without assignments (404). Assignments the caller may not read are
+    neither decided nor touched (the handlers keep them)."""
     from pluginsdk.operations.roles import DeleteUserRolesCommand, UpdateUserRolesCommand
 
     assert isinstance(op, UpdateUserRolesCommand | DeleteUserRolesCommand)
     user_id = op.user_id
-    held = await roles_of(user_id)
-    pairs = {r: {"userId": user_id, "roleName": r} for r in held}
+    readable = [
+        {"userId": user_id, "roleName": r}
+        for r in await roles_of(user_id)
+        if policy.is_allowed(principal, "userRole", {"userId": user_id, "roleName": r}, "GET")
+    ]
     if isinstance(op, UpdateUserRolesCommand):
         named = list(op.role_name)
         for role in named:
             if not policy.is_allowed(principal, "userRole", {"userId": user_id, "roleName": role}, "PUT"):
                 raise denied(principal, "PUT", "userRole")
-        for role in held:
-            if role in named:
+        for attrs in readable:
+            if attrs["roleName"] in named:
                 continue
-            attrs = pairs[role]
             if not (
                 policy.is_allowed(principal, "userRole", attrs, "PUT")
                 and policy.is_allowed(principal, "userRole", attrs, "DELETE")
             ):
                 raise denied(principal, "PUT", "userRole")
         return
-    missing = NotFoundError("user_role", user_id, f"User '{user_id}' has no role assignments.")
-    if not held or not any(policy.is_allowed(principal, "userRole", a, "GET") for a in pairs.values()):
-        raise missing
-    for attrs in pairs.values():
+    if not readable:
+        raise NotFoundError("user_role", user_id, f"User '{user_id}' has no role assignments.")
+    for attrs in readable:
         if not policy.is_allowed(principal, "userRole", attrs, "DELETE"):
             raise denied(principal, "DELETE", "userRole")
 

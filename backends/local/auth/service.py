@@ -36,7 +36,7 @@ import hmac
 import itertools
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -79,6 +79,10 @@ _version_read: ContextVar[tuple[Principal, int] | None] = ContextVar("pluginsdk_
 
 _authorized_on: ContextVar[tuple[Principal, int] | None] = ContextVar("pluginsdk_policy_authorized_on", default=None)
 """The policy version the current operation was authorized on, with the principal `authorize` returned."""
+
+_route_counted: ContextVar[tuple[Principal, str, str] | None] = ContextVar("pluginsdk_route_counted", default=None)
+"""(principal, method, path) whose tier-1 allow `check_route` counted in this request: the same decision made
+again by `authorize` is not counted twice."""
 
 _ROUTE_CACHE = 65_536
 """Tier-1 answers kept per version (cleared when full)."""
@@ -327,7 +331,11 @@ class AuthService:
             return principal
         snap = await self.snapshot(principal)
         p = await self._resolve(principal, snap)
-        self._check_routes(snap, p, spec, op, route_path)
+        counted = _route_counted.get()
+        if counted is not None:
+            _route_counted.set(None)
+        again = counted is not None and counted == (principal, spec.method, route_path)
+        self._check_routes(snap, p, spec, op, route_path, count_allow=not again)
         object_type = spec.policy.object_type
         if object_type:
             await self._check_object(snap.policy, p, spec, op, object_type)
@@ -338,6 +346,19 @@ class AuthService:
             LockoutGuard.had_administrator.set(None)
         _authorized_on.set((p, snap.version))
         return p
+
+    async def authorize_also(
+        self, principal: Principal, spec: OperationSpec, calls: Iterable[tuple[Operation, str]]
+    ) -> None:
+        """Tier 1 and tier 2 of `spec` for each (operation, route path), on one policy snapshot and without the
+        bookkeeping of `authorize` (the running operation keeps its own)."""
+        snap = await self.snapshot(principal)
+        p = await self._resolve(principal, snap)
+        object_type = spec.policy.object_type
+        for op, route_path in calls:
+            self._check_routes(snap, p, spec, op, route_path)
+            if object_type:
+                await self._check_object(snap.policy, p, spec, op, object_type)
 
     async def _resolve(self, principal: Principal, snap: _Snapshot) -> Principal:
         """`with_roles(_local_admin(principal))`, remembered for the last principal object and snapshot (both
@@ -361,7 +382,13 @@ class AuthService:
 
     @staticmethod
     def _check_routes(
-        snap: _Snapshot, p: Principal, spec: OperationSpec, op: Operation, route_path: str | None
+        snap: _Snapshot,
+        p: Principal,
+        spec: OperationSpec,
+        op: Operation,
+        route_path: str | None,
+        *,
+        count_allow: bool = True,
     ) -> None:
         """Tier 1: every path `routes_to_check` names must be allowed for the operation's method."""
         method = spec.method
@@ -369,7 +396,8 @@ class AuthService:
             if not snap.route_allowed(p, route, method):
                 _decided("route", "deny")
                 raise _route_denied(p, method, route_path or spec.route)
-        _decided("route", "allow")
+        if count_allow:
+            _decided("route", "allow")
 
     async def _check_object(
         self, policy: CompiledPolicy, p: Principal, spec: OperationSpec, op: Operation, object_type: str
@@ -388,12 +416,16 @@ class AuthService:
     async def check_route(self, principal: Principal, method: str, path: str) -> None:
         snap = await self.snapshot(principal)
         p = await self.with_roles(principal, snap)
-        if not snap.route_allowed(p, path, method):
-            shown = path if len(path) <= 200 else path[:200] + "..."
-            raise PermissionDeniedError(
-                f"Not authorized: '{p.user_id}' may not {method} {shown}.",
-                details={"field": "route", "value": shown, "expected": method},
-            )
+        if snap.route_allowed(p, path, method):
+            _decided("route", "allow")
+            _route_counted.set((principal, method, path))
+            return
+        _decided("route", "deny")
+        shown = path if len(path) <= 200 else path[:200] + "..."
+        raise PermissionDeniedError(
+            f"Not authorized: '{p.user_id}' may not {method} {shown}.",
+            details={"field": "route", "value": shown, "expected": method},
+        )
 
     def _local_admin(self, principal: Principal) -> Principal:
         """An in-process caller left at the default user acts as the configured administrator."""

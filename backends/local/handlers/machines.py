@@ -126,6 +126,7 @@ async def cleanup_terminated_machines(
     gone, _ = await engine.db.list_machines(
         statuses=[MachineStatus.TERMINATED.value, MachineStatus.FAILED.value], updated_before=before
     )
+    gone = await engine.changeable(principal, "machine", gone, machine_attrs, "POST")
     deleted = await engine.db.delete_machines([m.machine_id for m in gone])
     return CleanupResult(
         machines_cleaned=deleted,

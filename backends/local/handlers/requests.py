@@ -278,11 +278,10 @@ async def _screen(
     wanted: list[str],
     machines: dict[str, Machine],
 ) -> tuple[list[Machine], list[SkippedMachine]]:
-    """The machines to return, and the others skipped with why (one the caller may not return is "not found")."""
-    allowed = {
-        m.machine_id
-        for m in await engine.authz.filter_allowed(principal, "machine", list(machines.values()), machine_attrs, "POST")
-    }
+    """The machines to return, and the others skipped with why (one the caller may not read, or may read but not
+    return, is "not found")."""
+    returnable = await engine.changeable(principal, "machine", machines.values(), machine_attrs, "POST")
+    allowed = {m.machine_id for m in returnable}
     held = sorted(
         {
             m.return_request_id
@@ -764,11 +763,13 @@ async def get_request_summary(engine: Engine, op: GetRequestSummaryQuery, princi
 
 
 async def _cleanup_requests(
-    engine: Engine, statuses: list[str], older_than_days: float, dry_run: bool
+    engine: Engine, principal: Principal, statuses: list[str], older_than_days: float, dry_run: bool
 ) -> tuple[list[str], int]:
-    """Delete finished requests older than the threshold whose machines are all gone (running machines are kept)."""
+    """Delete finished requests older than the threshold whose machines are all gone (running machines are kept),
+    among those the caller may read and change."""
     before = utcnow() - timedelta(days=older_than_days)
-    candidates, _ = await engine.db.list_requests(statuses=statuses, created_before=before)
+    found, _ = await engine.db.list_requests(statuses=statuses, created_before=before)
+    candidates = await engine.changeable(principal, "request", found, request_attrs, "POST")
     ids: list[str] = []
     for r in candidates:
         if r.request_type is RequestType.PROVISION:
@@ -788,7 +789,7 @@ async def _cleanup_requests(
 @handlers.on(CleanupOldRequestsCommand)
 async def cleanup_old_requests(engine: Engine, op: CleanupOldRequestsCommand, principal: Principal) -> CleanupResult:
     ids, machines = await _cleanup_requests(
-        engine, [s.value for s in op.statuses_to_cleanup], op.older_than_days, op.dry_run
+        engine, principal, [s.value for s in op.statuses_to_cleanup], op.older_than_days, op.dry_run
     )
     cleaned = 0 if op.dry_run else len(ids)
     return CleanupResult(
@@ -805,8 +806,8 @@ async def cleanup_old_requests(engine: Engine, op: CleanupOldRequestsCommand, pr
 async def cleanup_all_resources(engine: Engine, op: CleanupAllResourcesCommand, principal: Principal) -> CleanupResult:
     if op.include_pending:
         before = utcnow() - timedelta(days=op.older_than_days)
-        stale, _ = await engine.db.list_requests(statuses=[RequestStatus.PENDING.value], created_before=before)
-        for r in stale:
+        pending, _ = await engine.db.list_requests(statuses=[RequestStatus.PENDING.value], created_before=before)
+        for r in await engine.changeable(principal, "request", pending, request_attrs, "POST"):
             await engine.db.update_request(
                 r.model_copy(
                     update={
@@ -817,11 +818,12 @@ async def cleanup_all_resources(engine: Engine, op: CleanupAllResourcesCommand, 
                 )
             )
     statuses = [s.value for s in RequestStatus if s.terminal]
-    ids, machines = await _cleanup_requests(engine, statuses, op.older_than_days, False)
+    ids, machines = await _cleanup_requests(engine, principal, statuses, op.older_than_days, False)
     before = utcnow() - timedelta(days=op.older_than_days)
     gone, _ = await engine.db.list_machines(
         statuses=[MachineStatus.TERMINATED.value, MachineStatus.FAILED.value], updated_before=before
     )
+    gone = await engine.changeable(principal, "machine", gone, machine_attrs, "POST")
     machines += await engine.db.delete_machines([m.machine_id for m in gone])
     try:  # provider leftovers of finished requests (AWS launch templates) go too
         orphans = await sweep_orphans(engine)

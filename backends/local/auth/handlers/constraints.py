@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, Any
 from pluginsdk.errors import AlreadyExistsError, NotFoundError, ValidationError
 from pluginsdk.models.auth import Constraint, validate_constraint
 from pluginsdk.models.auth_results import (
-    ConstraintImported,
     ConstraintItems,
     ConstraintList,
     ConstraintWritten,
@@ -25,6 +24,7 @@ from pluginsdk.models.auth_results import (
     PermissionObjectsBody,
 )
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES, OPERATORS, PERMISSION_TYPES, PERMISSIONS
+from pluginsdk.models.policy_results import ConstraintImported
 from pluginsdk.operations.constraints import (
     CONSTRAINT_ID_PATTERN,
     RESERVED_ID,
@@ -45,7 +45,6 @@ from .policy_checks import import_dry_run
 
 if TYPE_CHECKING:
     from ...engine import Engine
-    from ..store import AuthStore
 
 handlers = HandlerTable()
 
@@ -109,7 +108,7 @@ async def create_constraint(engine: Engine, op: CreateConstraintCommand, princip
     store = service(engine).store
     c = _validated(op)
     if op.replace_existing and await store.get_constraint(c.constraint_id) is not None:
-        await engine.authz.check_route(principal, "PUT", f"/auth/constraints/{c.constraint_id}")
+        await _may_replace(engine, principal, [c])
         async with store.transaction():
             if await store.update_constraint(c.constraint_id, c.object_type, json.dumps(_wire(c)), ts(now())):
                 await store.bump_policy_version()
@@ -122,6 +121,30 @@ async def create_constraint(engine: Engine, op: CreateConstraintCommand, princip
         await store.insert_constraints([{"id": c.constraint_id, "type": c.object_type, "data": data, "at": at}])
         await store.bump_policy_version()
     return _written(c, "create", "created")
+
+
+async def _may_replace(engine: Engine, principal: Principal, replaced: list[Constraint]) -> None:
+    """Replacing stored constraints needs, for each, what `PUT /auth/constraints/{id}` needs (tier 1 on that
+    path, tier 2 if the operation has one), whatever route the replace comes through; 403 otherwise."""
+    spec = UpdateConstraintCommand.spec
+    calls = [(_as_update(c), f"/auth/constraints/{c.constraint_id}") for c in replaced]
+    await engine.authz.authorize_also(principal, spec, calls)
+
+
+def _as_update(c: Constraint) -> UpdateConstraintCommand:
+    return UpdateConstraintCommand.model_construct(**{name: getattr(c, name) for name in _UPDATE_FIELDS})
+
+
+_UPDATE_FIELDS = (
+    "constraint_id",
+    "name",
+    "description",
+    "object_type",
+    "criteria_and",
+    "criteria_or",
+    "group_permissions",
+    "user_permissions",
+)
 
 
 @handlers.on(UpdateConstraintCommand)
@@ -184,7 +207,7 @@ async def import_constraints_template(
     _check_unique(ids)
     if op.dry_run:  # issue 17: report the decisions it would change, write nothing
         return await import_dry_run(engine, ids, [_wire(c) for c in parsed])
-    replaced = await _write_imported(service(engine).store, parsed, overwrite=op.overwrite)
+    replaced = await _write_imported(engine, principal, parsed, overwrite=op.overwrite)
     return ConstraintImported(message=f"Imported {len(ids)} constraint(s) ({replaced} replaced).", constraint_ids=ids)
 
 
@@ -215,19 +238,31 @@ def _check_unique(ids: list[str]) -> None:
         seen.add(cid)
 
 
-async def _write_imported(store: AuthStore, parsed: list[Constraint], *, overwrite: bool) -> int:
-    """Insert the new constraints and replace the existing ones (only with `overwrite`), in one transaction;
-    the number replaced."""
+async def _write_imported(engine: Engine, principal: Principal, parsed: list[Constraint], *, overwrite: bool) -> int:
+    """Insert the new constraints and replace the existing ones (only with `overwrite`, each allowed as its
+    `PUT` would be), in one transaction; the number replaced.
+
+    The replaces are authorized before the transaction (a decision may read the policy, which waits for
+    the store); an id that came to exist after that was not authorized, so nothing is written (409)."""
+    store = service(engine).store
+    ids = [c.constraint_id for c in parsed]
+    checked = await store.existing_constraint_ids(ids) if overwrite else set()
+    if checked:
+        await _may_replace(engine, principal, [c for c in parsed if c.constraint_id in checked])
     at = ts(now())
     async with store.transaction():
-        existing = await store.existing_constraint_ids([c.constraint_id for c in parsed])
-        if existing and not overwrite:
-            first = sorted(existing)[0]
+        existing = await store.existing_constraint_ids(ids)
+        unchecked = existing - checked
+        if unchecked:
+            first = sorted(unchecked)[0]
             raise AlreadyExistsError(
                 "constraint",
                 first,
-                f"{len(existing)} constraint(s) of the template exist already (first: '{first}'); "
-                "nothing was imported. Send overwrite=true to replace them.",
+                f"{len(unchecked)} constraint(s) of the template exist already (first: '{first}'); "
+                "nothing was imported. Send overwrite=true to replace them."
+                if not overwrite
+                else f"Constraint '{first}' was created while the template was imported; nothing was imported. "
+                "Send the import again.",
             )
         fresh = []
         for c in parsed:

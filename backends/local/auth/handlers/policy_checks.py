@@ -15,13 +15,14 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
 
-from pluginsdk.errors import StateConflictError, ValidationError
+from pluginsdk.errors import RevisionNotReachedError, ValidationError
 from pluginsdk.models.auth import validate_constraint
-from pluginsdk.models.auth_results import AllowedApiRoute, AllowedWebRoute, ConstraintImported
+from pluginsdk.models.auth_results import AllowedApiRoute, AllowedWebRoute
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
 from pluginsdk.models.policy_results import (
     AccessQuestionData,
     BatchDecision,
+    ConstraintImported,
     DecisionChange,
     Explanation,
     PolicyTest,
@@ -68,7 +69,8 @@ _WAIT_MAX = 2.0
 async def current_model(
     svc: AuthService, at_least_revision: int | None = None, principal: Principal | None = None
 ) -> tuple[int, PolicyModel]:
-    """The policy model of the current version (at least `at_least_revision`: waits up to 2 s, else 409).
+    """The policy model of the current version (at least `at_least_revision`: waits up to 2 s, else 409
+    REVISION_NOT_REACHED).
 
     The version is the one this operation was authorized on (`principal`: the one the handler was called
     with), else read like the authorizer reads it (`svc.watch`: no statement while a PostgreSQL listener is
@@ -84,7 +86,7 @@ async def current_model(
             waited += _WAIT_STEP
             version = await svc.store.policy_version()
         if version < at_least_revision:
-            raise StateConflictError(
+            raise RevisionNotReachedError(
                 f"The policy is at revision {version}, behind the requested {at_least_revision}.",
                 details={"field": "at_least_revision", "value": at_least_revision, "expected": f"<= {version}"},
             )
@@ -383,7 +385,7 @@ def _report(
 async def what_if(engine: Engine, op: WhatIfQuery, principal: Principal) -> WhatIfReport:
     for i, o in enumerate(op.objects):
         _known_type(str(o.get("objectType") or o.get("object_type") or ""), f"objects[{i}].objectType")
-    revision, model = await current_model(service(engine))
+    revision, model = await current_model(service(engine), op.at_least_revision, principal)
     return _report(model, _candidate(model, op), revision, objects=op.objects, user_ids=op.user_ids, limit=op.limit)
 
 
@@ -399,7 +401,7 @@ async def import_dry_run(engine: Engine, ids: list[str], constraints: list[dict[
     return ConstraintImported(
         message=f"Dry run: importing {len(ids)} constraint(s) would change {len(report.changes)} decision(s).",
         constraint_ids=ids,
-        what_if=report.to_dict(),
+        what_if=report,
     )
 
 
@@ -428,7 +430,7 @@ def _mismatch(failed: Sequence[PolicyTestOutcome], total: int) -> ValidationErro
 async def run_policy_tests(engine: Engine, op: RunPolicyTestsQuery, principal: Principal) -> PolicyTestReport:
     for i, t in enumerate(op.tests):
         _known_type(t.object_type, f"tests[{i}].object_type")
-    revision, model = await current_model(service(engine))
+    revision, model = await current_model(service(engine), op.at_least_revision, principal)
     changed = op.add_constraints or op.delete_constraint_ids or op.role_mfa or op.user_roles
     outcomes = _outcomes(_candidate(model, op) if changed else model, op.tests)
     failed = [o for o in outcomes if not o.passed]

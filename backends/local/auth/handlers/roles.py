@@ -143,16 +143,27 @@ async def create_user_roles(engine: Engine, op: CreateUserRolesCommand, principa
     )
 
 
+async def _readable(engine: Engine, principal: Principal, user_id: str, roles: list[str]) -> list[str]:
+    """The roles of `user_id`'s assignments the caller may read: the only ones a write of the set touches or
+    shows (an assignment it may not read is as good as missing to it). Decided before the write's
+    transaction: an assignment added meanwhile is not among them, so it is left alone."""
+    return await engine.authz.filter_allowed(
+        principal, "userRole", roles, lambda r: {"userId": user_id, "roleName": r}, "GET"
+    )
+
+
 @handlers.on(UpdateUserRolesCommand)
 async def update_user_roles(engine: Engine, op: UpdateUserRolesCommand, principal: Principal) -> UserRolesWritten:
     store = service(engine).store
+    readable = await _readable(engine, principal, op.user_id, await store.roles_of(op.user_id))
     async with store.transaction():
         await _check_roles_exist(engine, op.role_name)
         held = await store.roles_of(op.user_id)
-        await store.delete_user_roles(op.user_id, [r for r in held if r not in op.role_name])
+        await store.delete_user_roles(op.user_id, [r for r in readable if r not in op.role_name])
         await store.add_user_roles(op.user_id, [r for r in op.role_name if r not in held], ts(now()))
         await store.bump_policy_version(assignments_only=True)
-        roles = await store.roles_of(op.user_id)
+        kept = set(readable) | set(op.role_name)
+        roles = [r for r in await store.roles_of(op.user_id) if r in kept]
     return UserRolesWritten(
         user_id=op.user_id, operation="update", role_name=roles, message=f"Roles of '{op.user_id}' replaced."
     )
@@ -161,8 +172,9 @@ async def update_user_roles(engine: Engine, op: UpdateUserRolesCommand, principa
 @handlers.on(DeleteUserRolesCommand)
 async def delete_user_roles(engine: Engine, op: DeleteUserRolesCommand, principal: Principal) -> UserRolesWritten:
     store = service(engine).store
+    readable = await _readable(engine, principal, op.user_id, await store.roles_of(op.user_id))
     async with store.transaction():
-        if not await store.delete_user_roles(op.user_id):
+        if not readable or not await store.delete_user_roles(op.user_id, readable):
             raise NotFoundError("user_role", op.user_id, f"User '{op.user_id}' has no role assignments.")
         await store.bump_policy_version(assignments_only=True)
     return UserRolesWritten(user_id=op.user_id, operation="delete", message=f"All roles of '{op.user_id}' removed.")
