@@ -20,7 +20,9 @@ requests, is answered 503 in the envelope with `Connection: close` (uvicorn's ow
 
 Upgrades: `serve()` runs uvicorn with `ws="none"`, so a request with `Upgrade: websocket` is answered as the
 plain HTTP request it also is (the header ignored, as HTTP allows); the parser stops at an upgrade, so the
-connection closes after that answer.
+connection closes after that answer. The parser takes whatever follows an upgrade request's head for the
+other protocol, never for its body, so a request that asks for an upgrade and declares a body is 400 (its
+body would otherwise be lost, and the request answered as if it had none).
 
 One write per response: uvicorn writes a response's status line and headers, then its body, as two
 `transport.write` calls; on the default asyncio loop each is a `send()` system call, and on loopback each
@@ -120,6 +122,19 @@ class _Refused(Exception):
     """Raised from a parser callback to stop parsing; `_refusal` says what to answer."""
 
 
+def _declares_body(headers: list[tuple[bytes, bytes]]) -> bool:
+    return any(
+        name == b"transfer-encoding" or (name == b"content-length" and value.strip() != b"0") for name, value in headers
+    )
+
+
+def _upgrade_with_body() -> ValidationError:
+    return ValidationError(
+        "This server speaks no protocol to upgrade to: send a request with a body without Upgrade.",
+        details={"field": "upgrade", "value": None, "expected": "no Upgrade header on a request with a body"},
+    )
+
+
 class DoorHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with head limits, timeouts, envelope errors and one write per response."""
 
@@ -204,6 +219,9 @@ class DoorHttpToolsProtocol(HttpToolsProtocol):
         limit = self._max_connections
         if limit is not None and (len(self.connections) > limit or len(self.tasks) >= limit):
             self._refusal = too_many_connections(limit)
+            raise _Refused
+        if self.parser.should_upgrade() and _declares_body(self.headers):
+            self._refusal = _upgrade_with_body()
             raise _Refused
         super().on_headers_complete()
 

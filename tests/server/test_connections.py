@@ -85,14 +85,16 @@ def test_a_head_sent_slowly_is_cut_at_the_header_timeout(tmp_path: Path) -> None
 
 def test_an_idle_keep_alive_connection_is_closed_after_the_keep_alive_timeout(tmp_path: Path) -> None:
     config = base_config(tmp_path, api={"header_timeout": 30, "keep_alive_timeout": 1.0})
-    with served_process(config, tmp_path / "server.log") as (port, _):
-        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-            for _ in range(2):  # kept alive between requests sent in time
-                sock.sendall(LIVEZ)
-                assert read_response(sock).status == 200
-            started = time.monotonic()
-            assert _closed_within(sock, 10) == b""
-            assert 0.9 < time.monotonic() - started < 5
+    with (
+        served_process(config, tmp_path / "server.log") as (port, _),
+        socket.create_connection(("127.0.0.1", port), timeout=10) as sock,
+    ):
+        for _ in range(2):  # kept alive between requests sent in time
+            sock.sendall(LIVEZ)
+            assert read_response(sock).status == 200
+        started = time.monotonic()
+        assert _closed_within(sock, 10) == b""
+        assert 0.9 < time.monotonic() - started < 5
 
 
 def test_past_the_connection_limit_requests_are_503_in_the_envelope_until_connections_close(tmp_path: Path) -> None:

@@ -103,6 +103,14 @@ def test_an_upgrade_request_is_answered_as_plain_http_in_the_envelope(served: tu
     assert_envelope(r, 401, "UNAUTHENTICATED")
     r = raw_request(port, f"POST /livez HTTP/1.1\r\n{UPGRADE}Content-Length: 0\r\n\r\n".encode())
     assert_envelope(r, 405, "METHOD_NOT_ALLOWED")
+    # the parser would take the body for the other protocol's data: refused, never answered as if bodiless
+    body = b'{"templateId": "up", "imageId": "ami-1"}'
+    for framing in (f"Content-Length: {len(body)}", "Transfer-Encoding: chunked"):
+        sent = body if framing.startswith("Content") else b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+        head = f"POST /api/v1/templates HTTP/1.1\r\n{UPGRADE}Authorization: {key}\r\n{framing}\r\n\r\n"
+        r = raw_request(port, head.encode() + sent)
+        env = assert_envelope(r, 400, "VALIDATION_ERROR")
+        assert env["details"]["field"] == "upgrade" and r.headers["connection"] == "close"
 
 
 def test_a_websocket_client_is_refused_in_the_envelope(served: tuple[int, str]) -> None:
@@ -129,9 +137,8 @@ def test_the_app_refuses_the_websocket_scope_in_the_envelope(tmp_path: Path) -> 
     from pluginsdk.server import create_app
 
     app = create_app(load_settings(config=base_config(tmp_path), environ={}))
-    with threaded_server(app, "auto") as port:
-        with pytest.raises(InvalidStatus) as refused:
-            connect(f"ws://127.0.0.1:{port}/api/v1/templates", open_timeout=10)
+    with threaded_server(app, "auto") as port, pytest.raises(InvalidStatus) as refused:
+        connect(f"ws://127.0.0.1:{port}/api/v1/templates", open_timeout=10)
     response = refused.value.response
     assert response.status_code == 404 and response.headers["x-request-id"]
     assert response.headers["content-type"] == "application/json"
