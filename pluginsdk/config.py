@@ -111,6 +111,8 @@ class ApiSettings(_Group):
     header_timeout: float = Field(10.0, gt=0)
     """Seconds a connection has to send a complete request head, from when it opens or its last response ends
     (then it is closed: with 408 if part of a head came)."""
+    body_timeout: float = Field(30.0, gt=0)
+    """Seconds a request's body has to arrive in full once its head has (then 408, and the connection closes)."""
     keep_alive_timeout: float = Field(5.0, gt=0)
     """Seconds an idle keep-alive connection stays open after a response."""
     max_connections: int = Field(512, ge=1)

@@ -13,8 +13,9 @@ header, a non-ASCII path) is 400. Each is the JSON error envelope with `Connecti
 
 Connection timeouts and limit: a connection has `header_timeout` seconds (`api.header_timeout`) to send a
 complete request head, counted from when it opens and from the end of each response; past it the connection
-is closed, with 408 in the envelope if part of a head came (`uvicorn`'s `timeout_keep_alive`,
-`api.keep_alive_timeout`, closes an idle keep-alive connection sooner). A request whose head completes while
+is closed, with 408 in the envelope if part of a head came (after a response, uvicorn's `timeout_keep_alive`,
+`api.keep_alive_timeout`, closes an idle connection too, whichever comes first; the body's deadline is the
+app's, `api.body_timeout`). A request whose head completes while
 the process holds more than `limit_concurrency` connections (`api.max_connections`), or runs that many
 requests, is answered 503 in the envelope with `Connection: close` (uvicorn's own check answers plain text).
 

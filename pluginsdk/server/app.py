@@ -3,7 +3,7 @@
 `PluginApp` is a plain ASGI app. Every request goes through `PluginApp.__call__`, which writes the request
 id, the access log line and the last-resort 500 envelope once, and applies the limits (`limits.py`) before
 any work: request target and head (414/431), declared body size (413), then the router (404, 405 with
-`Allow`, `OPTIONS`). A catalog route is a `_Plan`: read the body within the limit (413), authenticate
+`Allow`, `OPTIONS`). A catalog route is a `_Plan`: read the body within the limit (413) and time (408), authenticate
 (401, except `Policy.unauthenticated` operations), tier 1 on the concrete path before the body is parsed
 or validated (403 before 400), parse strict JSON (400), check its JSON types against the document
 (`_strict.py`, 400), build the operation (400), execute it through the
@@ -42,6 +42,7 @@ from ._strict import check_body, strict_operation
 from ._wire import ClientGone, parse_json, read_body
 from .contract import ServedBackend
 from .limits import (
+    BODY_TIMEOUT,
     MAX_BODY_BYTES,
     MAX_HEADER_BYTES,
     MAX_HEADER_LINE_BYTES,
@@ -271,7 +272,8 @@ class _Plan(_Endpoint):
         backend = app.backend
         user: str | None = None
         try:
-            raw = await read_body(receive, app.max_body_bytes) if self.reads_body else None  # 413 before auth
+            # 413 and 408 before authentication
+            raw = await read_body(receive, app.max_body_bytes, app.body_timeout) if self.reads_body else None
             if self.public:
                 principal = ANONYMOUS
             else:
@@ -342,13 +344,21 @@ class PluginApp:
     """The ASGI app: one door for every request (see the module docstring)."""
 
     def __init__(
-        self, backend: ServedBackend, *, owned: bool, max_body_bytes: int, metrics_access: str = "loopback"
+        self,
+        backend: ServedBackend,
+        *,
+        owned: bool,
+        max_body_bytes: int,
+        body_timeout: float = BODY_TIMEOUT,
+        metrics_access: str = "loopback",
     ) -> None:
         from .ops import OPERATOR_ROUTES
 
         self.backend = backend
         self.owned = owned
         self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout
+        """Seconds a body has to arrive in full (`api.body_timeout`; 408 past it)."""
         self.metrics: Any = None
         """The server's instruments (`metrics.Metrics`) once `pluginsdk.server.operator_app` installed them."""
         self.metrics_access = metrics_access
@@ -478,8 +488,8 @@ class PluginApp:
                 ctype = endpoint.content_type
             if endpoint.headers:
                 extra.extend(endpoint.headers)
-        if status == 413 or head.drops_body(endpoint):
-            extra.append((b"connection", b"close"))  # a body not read (oversized, or not wanted): drop it
+        if status in (408, 413) or head.drops_body(endpoint):
+            extra.append((b"connection", b"close"))  # a body not read (late, oversized, or not wanted): drop it
         head.sent = True
         await send({"type": "http.response.start", "status": status, "headers": _headers(body, head, extra, ctype)})
         await send({"type": "http.response.body", "body": body})
@@ -497,7 +507,7 @@ async def _refuse_websocket(scope: Scope, receive: Receive, send: Send) -> None:
         "No route serves WebSocket connections.",
         details={"field": "upgrade", "value": "websocket", "expected": None},
     )
-    if "websocket.http.response" not in scope.get("extensions", {}):
+    if "websocket.http.response" not in (scope.get("extensions") or {}):
         await send({"type": "websocket.close", "code": 1008})
         return
     body = error_body(err)
@@ -545,7 +555,8 @@ def create_app(backend_or_settings: ServedBackend | Settings, *, max_body_bytes:
 
     Give it Settings (the app builds the `local` backend through `pluginsdk.backend.load_backend`, starts it
     at startup and closes it at shutdown), or a backend satisfying `ServedBackend` that the caller starts.
-    The body limit is `max_body_bytes`, else the settings' `api.max_body_bytes` (default 1 MiB).
+    The body limit is `max_body_bytes`, else the settings' `api.max_body_bytes` (default 1 MiB); a body has
+    `api.body_timeout` seconds to arrive (default 30).
     """
     settings: Any
     if isinstance(backend_or_settings, Settings):
@@ -566,4 +577,7 @@ def create_app(backend_or_settings: ServedBackend | Settings, *, max_body_bytes:
     if max_body_bytes is None:
         max_body_bytes = int(getattr(api, "max_body_bytes", None) or MAX_BODY_BYTES)
     access = str(getattr(api, "metrics", None) or "loopback")
-    return PluginApp(backend, owned=owned, max_body_bytes=max_body_bytes, metrics_access=access)
+    body_timeout = float(getattr(api, "body_timeout", None) or BODY_TIMEOUT)
+    return PluginApp(
+        backend, owned=owned, max_body_bytes=max_body_bytes, body_timeout=body_timeout, metrics_access=access
+    )

@@ -12,6 +12,7 @@ from typing import ClassVar
 from ..errors import SDKError, ValidationError
 
 __all__ = [
+    "BODY_TIMEOUT",
     "HEADER_TIMEOUT",
     "MAX_BODY_BYTES",
     "MAX_HEADERS",
@@ -42,6 +43,8 @@ MAX_HEADERS = 100
 """Most header lines in one request; more is 431."""
 HEADER_TIMEOUT = 10.0
 """Default seconds to send a complete request head; configuration `api.header_timeout`."""
+BODY_TIMEOUT = 30.0
+"""Default seconds for a request's body to arrive in full once its head has; configuration `api.body_timeout`."""
 
 
 class PayloadTooLarge(ValidationError):
@@ -116,6 +119,13 @@ def head_timed_out(seconds: float) -> RequestTimeout:
     return RequestTimeout(
         f"The request head did not arrive within {seconds:g} seconds.",
         details={"field": "headers", "value": None, "expected": f"a complete head within {seconds:g} s"},
+    )
+
+
+def body_timed_out(seconds: float) -> RequestTimeout:
+    return RequestTimeout(
+        f"The request body did not arrive within {seconds:g} seconds.",
+        details={"field": "body", "value": None, "expected": f"the whole body within {seconds:g} s"},
     )
 
 

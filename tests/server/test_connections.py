@@ -1,8 +1,9 @@
 """Connections that hold the server without asking anything are closed, and the server serves a bounded number.
 
 Against a real served process (`serve()`, as `pluginsdk server start` runs it), counted: idle connections and
-half-sent request heads are closed after `api.header_timeout` (408 in the envelope for a partial head), an
-idle keep-alive connection after `api.keep_alive_timeout`, and past `api.max_connections` a request is 503 in
+half-sent request heads are closed after `api.header_timeout` (408 in the envelope for a partial head), a body
+that has not arrived after `api.body_timeout` is 408, an idle keep-alive connection is closed after
+`api.keep_alive_timeout`, and past `api.max_connections` a request is 503 in
 the envelope until connections close.
 """
 
@@ -80,6 +81,31 @@ def test_a_head_sent_slowly_is_cut_at_the_header_timeout(tmp_path: Path) -> None
             r = read_response(sock)
             assert_envelope(r, 408, "REQUEST_TIMEOUT")
             assert r.headers["connection"] == "close" and time.monotonic() - started < 4
+        _honest_request_succeeds(port)
+
+
+def test_a_body_that_does_not_arrive_in_time_is_408_and_the_connection_closes(tmp_path: Path) -> None:
+    """Half a body held open, or a body trickled byte by byte, holds the connection no longer than
+    `api.body_timeout` (before authentication: no credential is needed to be cut off)."""
+    config = base_config(tmp_path, api={"header_timeout": 30, "body_timeout": 1.0, "max_connections": 200})
+    head = b"POST /api/v1/templates HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n"
+    with served_process(config, tmp_path / "server.log") as (port, _):
+        with _sockets(port, 20, head + b'{"templateId": ') as held:
+            started = time.monotonic()
+            trickle = socket.create_connection(("127.0.0.1", port), timeout=10)
+            trickle.sendall(head)
+            with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                for _ in range(30):
+                    trickle.sendall(b" ")
+                    time.sleep(0.1)
+            _honest_request_succeeds(port)
+            for sock in [*held, trickle]:
+                data = _closed_within(sock, 10)
+                status, _, body = data.partition(b"\r\n\r\n")
+                assert status.startswith(b"HTTP/1.1 408 ") and b"connection: close" in status.lower(), data[:300]
+                assert b'"error_code":"REQUEST_TIMEOUT"' in body and b'"field":"body"' in body
+            trickle.close()
+            assert time.monotonic() - started < 8
         _honest_request_succeeds(port)
 
 
