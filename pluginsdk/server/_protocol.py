@@ -156,7 +156,7 @@ class DoorHttpToolsProtocol(HttpToolsProtocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # the connection limit is checked here (answered in the envelope), not by uvicorn (plain text)
-        self._max_connections, self.limit_concurrency = self.limit_concurrency, None
+        self._max_connections, self.limit_concurrency = getattr(self, "limit_concurrency", None), None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         self._corked = CorkedTransport(transport, self.loop)
