@@ -108,6 +108,16 @@ class ApiSettings(_Group):
     anyone, or nobody."""
     max_body_bytes: int = Field(1 << 20, ge=1)
     """Largest request body the REST server reads (413 beyond it)."""
+    header_timeout: float = Field(10.0, gt=0)
+    """Seconds a connection has to send a complete request head, from when it opens or its last response ends
+    (then it is closed: with 408 if part of a head came)."""
+    body_timeout: float = Field(30.0, gt=0)
+    """Seconds a request's body has to arrive in full once its head has (then 408, and the connection closes)."""
+    keep_alive_timeout: float = Field(5.0, gt=0)
+    """Seconds an idle keep-alive connection stays open after a response."""
+    max_connections: int = Field(512, ge=1)
+    """Connections one server process serves at once; a request on a connection past it is answered 503 (keep
+    it below the process's file-descriptor limit, `ulimit -n`)."""
     url: str | None = None
     """Base URL of a pluginsdk server (remote backend)."""
     key: str | None = None

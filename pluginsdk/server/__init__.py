@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -36,24 +37,29 @@ def http_protocol() -> Any:
     return DoorHttpToolsProtocol
 
 
-def operator_app(settings: Settings) -> Any:
-    """The served app: the REST app behind /metrics, /livez, /readyz and the request-id log context
-    (`ops.OperatorApp`); logging configured from `settings.logging` and the collector tuned for a server
-    (`pluginsdk._gc.tune_for_server`): this runs in the process that serves, each worker's included."""
+def operator_app(settings: Settings) -> PluginApp:
+    """The served app: the REST app with its metrics installed (/metrics, and every request timed by route
+    template through `PluginApp.observe`), logging configured from `settings.logging`, the collector tuned for
+    a server (`pluginsdk._gc.tune_for_server`) and the HTTP protocol's header timeout set
+    (`api.header_timeout`): this runs in the process that serves, each worker's included."""
     from .._gc import tune_for_server
     from .._logs import configure
     from .app import create_app as _create
-    from .ops import OperatorApp
 
     configure(settings.logging.level, settings.logging.format, settings.logging.file)
     tune_for_server()
-    metrics = None
+    with contextlib.suppress(Exception):  # on uvicorn's stock protocol (`http_protocol()`) there is none
+        from ._protocol import DoorHttpToolsProtocol
+
+        DoorHttpToolsProtocol.header_timeout = settings.api.header_timeout
+    app = _create(settings)
     if settings.api.metrics != "off":
         from .metrics import Metrics
 
-        metrics = Metrics(providers=(settings.provider.type,))
-        metrics.install()
-    return OperatorApp(_create(settings), settings, metrics)
+        app.metrics = Metrics(providers=(settings.provider.type,))
+        app.metrics.install()
+        app.observe = app.metrics.observe_http
+    return app
 
 
 def worker_app() -> Any:
@@ -69,8 +75,9 @@ def worker_app() -> Any:
 def serve(settings: Settings, host: str | None = None, port: int | None = None, workers: int | None = None) -> None:
     """Run the server in the foreground until SIGTERM/SIGINT (in-flight requests finish, the store closes).
 
-    One worker on the standard asyncio loop with uvicorn's httptools parser, request-head limits in the error
-    envelope and each response sent in one write (`http_protocol()`). uvloop is not used: measured at 64
+    One worker on the standard asyncio loop with uvicorn's httptools parser, request-head limits, the header
+    timeout and the connection limit in the error envelope, and each response sent in one write
+    (`http_protocol()`); no WebSocket support (an upgrade request is plain HTTP). uvloop is not used: measured at 64
     concurrent connections it gave no more throughput than the asyncio loop for this app, and a p99 of ~1 s
     against ~0.1 s (it serves some connections late), see docs/benchmarks.md.
     """
@@ -85,6 +92,9 @@ def serve(settings: Settings, host: str | None = None, port: int | None = None, 
         "log_level": settings.logging.level.lower(),
         "access_log": False,
         "lifespan": "on",
+        "ws": "none",
+        "timeout_keep_alive": settings.api.keep_alive_timeout,
+        "limit_concurrency": settings.api.max_connections,
         "timeout_graceful_shutdown": 30,
     }
     if settings.logging.format == "json":

@@ -342,7 +342,7 @@ def _with_default(prop: dict[str, Any], name: str, defaults: Any) -> dict[str, A
 
 
 def build_document(title: str, version: str, description: str) -> dict[str, Any]:
-    """The OpenAPI 3.1 document of every catalog route and /health."""
+    """The OpenAPI 3.1 document of every catalog route, /health and the operator routes."""
     from fastapi.openapi.utils import get_openapi
 
     schemas = _Schemas()
@@ -366,6 +366,7 @@ def build_document(title: str, version: str, description: str) -> dict[str, Any]
             },
         }
     }
+    paths.update(_operator_paths())
     doc = get_openapi(title=title, version=version, description=description, routes=[])
     doc["paths"] = paths
     doc["servers"] = [{"url": "/", "description": "This server"}]
@@ -381,6 +382,55 @@ _HEALTH = {
     "required": ["status", "store"],
     "properties": {"status": {"type": "string"}, "store": {"type": "string"}, "version": {"type": "string"}},
 }
+
+
+def _operator_paths() -> dict[str, Any]:
+    """/livez, /readyz and /metrics (`ops.py`): what orchestrators and Prometheus call."""
+
+    def answer(description: str, schema: dict[str, Any], media: str = "application/json") -> dict[str, Any]:
+        return {"description": description, "content": {media: {"schema": schema}}}
+
+    def get(operation_id: str, summary: str, description: str, responses: dict[str, Any]) -> dict[str, Any]:
+        return {"get": {"tags": ["system"], "summary": summary, "description": description,
+                        "operationId": operation_id, "security": [], "responses": responses}}  # fmt: skip
+
+    error = {"$ref": _REF.format(model="ErrorEnvelope")}
+    status = {"type": "string", "const": "ok"}
+    live = {"type": "object", "required": ["status"], "properties": {"status": status}}
+    ready = {
+        "type": "object",
+        "required": ["status", "store"],
+        "properties": {"status": status, "store": {"type": "string", "const": "ok"}, "schema": {"type": "integer"}},
+    }
+    metrics = get(
+        "metrics",
+        "Prometheus metrics",
+        "The Prometheus text exposition. Who may read it is the server's `api.metrics`: loopback clients, any "
+        "caller whose credential's policy allows GET /metrics, anyone, or no one (404).",
+        {
+            "200": answer("The metrics", {"type": "string"}, "text/plain"),
+            "401": answer("Missing or invalid credentials (`api.metrics: authenticated`)", error),
+            "403": answer("Not authorized, or not a loopback client (`api.metrics: loopback`)", error),
+            "404": answer("Metrics are off (`api.metrics: off`)", error),
+        },
+    )
+    metrics["get"]["security"] = [{}, *SECURITY]  # a credential only under `api.metrics: authenticated`
+    return {
+        "/livez": get(
+            "livez",
+            "Liveness",
+            "200 while the process serves; the store is not consulted.",
+            {"200": answer("The process serves", live)},
+        ),
+        "/metrics": metrics,
+        "/readyz": get(
+            "readyz",
+            "Readiness",
+            "200 when the store answers and its schema is at this build's migration; else 503 `NOT_READY`, "
+            "`details` saying what is missing (`store`, `schema`, `expected`).",
+            {"200": answer("Ready", ready), "503": answer("Not ready", error)},
+        ),
+    }
 
 
 def docs_html(openapi_url: str, title: str) -> bytes:

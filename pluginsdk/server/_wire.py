@@ -7,6 +7,7 @@ the body, before the input reaches the operation (so nothing is stored).
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import Any
 
@@ -14,7 +15,7 @@ from pydantic_core import from_json
 from starlette.types import Receive
 
 from ..errors import ValidationError
-from .limits import MAX_JSON_DEPTH, too_large
+from .limits import MAX_JSON_DEPTH, body_timed_out, too_large
 
 __all__ = ["ClientGone", "parse_json", "read_body"]
 
@@ -25,22 +26,26 @@ class ClientGone(Exception):
     """The client disconnected before its body arrived: there is no one to answer."""
 
 
-async def read_body(receive: Receive, limit: int) -> bytes:
-    """The whole body, refusing (413) the moment it grows past `limit` bytes."""
+async def read_body(receive: Receive, limit: int, seconds: float) -> bytes:
+    """The whole body within `seconds` (else 408), refusing (413) the moment it grows past `limit` bytes."""
     chunks: list[bytes] = []
     size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            raise ClientGone
-        chunk: bytes = message.get("body", b"")
-        if chunk:
-            size += len(chunk)
-            if size > limit:
-                raise too_large(limit)
-            chunks.append(chunk)
-        if not message.get("more_body", False):
-            break
+    try:
+        async with asyncio.timeout(seconds):
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    raise ClientGone
+                chunk: bytes = message.get("body", b"")
+                if chunk:
+                    size += len(chunk)
+                    if size > limit:
+                        raise too_large(limit)
+                    chunks.append(chunk)
+                if not message.get("more_body", False):
+                    break
+    except TimeoutError:
+        raise body_timed_out(seconds) from None
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 

@@ -3,7 +3,7 @@
 `PluginApp` is a plain ASGI app. Every request goes through `PluginApp.__call__`, which writes the request
 id, the access log line and the last-resort 500 envelope once, and applies the limits (`limits.py`) before
 any work: request target and head (414/431), declared body size (413), then the router (404, 405 with
-`Allow`, `OPTIONS`). A catalog route is a `_Plan`: read the body within the limit (413), authenticate
+`Allow`, `OPTIONS`). A catalog route is a `_Plan`: read the body within the limit (413) and time (408), authenticate
 (401, except `Policy.unauthenticated` operations), tier 1 on the concrete path before the body is parsed
 or validated (403 before 400), parse strict JSON (400), check its JSON types against the document
 (`_strict.py`, 400), build the operation (400), execute it through the
@@ -42,6 +42,7 @@ from ._strict import check_body, strict_operation
 from ._wire import ClientGone, parse_json, read_body
 from .contract import ServedBackend
 from .limits import (
+    BODY_TIMEOUT,
     MAX_BODY_BYTES,
     MAX_HEADER_BYTES,
     MAX_HEADER_LINE_BYTES,
@@ -94,7 +95,17 @@ def _render(result: Any, camel: bool) -> bytes:
 class _Head:
     """What the door read from the request head (one pass over the headers), for itself and the endpoints."""
 
-    __slots__ = ("authorization", "declared", "oversized", "path", "query_string", "request_id", "sent", "streamed")
+    __slots__ = (
+        "authorization",
+        "client",
+        "declared",
+        "oversized",
+        "path",
+        "query_string",
+        "request_id",
+        "sent",
+        "streamed",
+    )
 
     def __init__(self, scope: Scope) -> None:
         authorization: str | None = None
@@ -129,6 +140,9 @@ class _Head:
             path = path[len(root) :]
         self.path = path
         self.query_string: bytes = scope.get("query_string", b"")
+        client = scope.get("client")
+        self.client: str = client[0] if client else ""
+        """The peer's address (empty when the server does not say)."""
         self.sent = False
         """The response has started (a failure after that cannot send the 500 envelope)."""
 
@@ -148,6 +162,9 @@ class _Endpoint(ABC):
     """A served route: answers one request with a Reply."""
 
     content_type: bytes = _JSON
+    """Of a successful answer (an error is the JSON envelope)."""
+    headers: tuple[tuple[bytes, bytes], ...] = ()
+    """Added to every answer."""
     route: str
     """Its path template: the `http_route` label of the request metrics."""
 
@@ -255,7 +272,8 @@ class _Plan(_Endpoint):
         backend = app.backend
         user: str | None = None
         try:
-            raw = await read_body(receive, app.max_body_bytes) if self.reads_body else None  # 413 before auth
+            # 413 and 408 before authentication
+            raw = await read_body(receive, app.max_body_bytes, app.body_timeout) if self.reads_body else None
             if self.public:
                 principal = ANONYMOUS
             else:
@@ -325,10 +343,26 @@ class _Health(_Endpoint):
 class PluginApp:
     """The ASGI app: one door for every request (see the module docstring)."""
 
-    def __init__(self, backend: ServedBackend, *, owned: bool, max_body_bytes: int) -> None:
+    def __init__(
+        self,
+        backend: ServedBackend,
+        *,
+        owned: bool,
+        max_body_bytes: int,
+        body_timeout: float = BODY_TIMEOUT,
+        metrics_access: str = "loopback",
+    ) -> None:
+        from .ops import OPERATOR_ROUTES
+
         self.backend = backend
         self.owned = owned
         self.max_body_bytes = max_body_bytes
+        self.body_timeout = body_timeout
+        """Seconds a body has to arrive in full (`api.body_timeout`; 408 past it)."""
+        self.metrics: Any = None
+        """The server's instruments (`metrics.Metrics`) once `pluginsdk.server.operator_app` installed them."""
+        self.metrics_access = metrics_access
+        """Who may read /metrics (`api.metrics`)."""
         self.title, self.version, self.description = TITLE, VERSION, DESCRIPTION
         self._openapi: dict[str, Any] | None = None
         entries: list[tuple[str, str, _Endpoint]] = []
@@ -340,6 +374,7 @@ class PluginApp:
         entries.append(("GET", "/openapi.json", _Static("/openapi.json", lambda: _dumps(self.openapi()))))
         html = b"text/html; charset=utf-8"
         entries.append(("GET", "/docs", _Static("/docs", lambda: docs_html("/openapi.json", self.title), html)))
+        entries.extend((method, path, endpoint()) for method, path, endpoint in OPERATOR_ROUTES)
         self.router: Router[_Endpoint] = Router(entries)
         self.observe: Callable[[str, str, int, float], None] | None = None
         """Called with (route template, method, status, seconds) after each request (the server's metrics)."""
@@ -356,7 +391,8 @@ class PluginApp:
             await self._http(scope, receive, send)
         elif kind == "lifespan":
             await self._lifespan(receive, send)
-        # websockets are not served: returning without accepting closes them
+        elif kind == "websocket":
+            await _refuse_websocket(scope, receive, send)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -448,13 +484,38 @@ class PluginApp:
             status, body = 204, b""
         else:
             status, body, user = await endpoint.respond(self, head, params, receive)
-            ctype = endpoint.content_type
-        if status == 413 or head.drops_body(endpoint):
-            extra.append((b"connection", b"close"))  # a body not read (oversized, or not wanted): drop it
+            if status < 400:
+                ctype = endpoint.content_type
+            if endpoint.headers:
+                extra.extend(endpoint.headers)
+        if status in (408, 413) or head.drops_body(endpoint):
+            extra.append((b"connection", b"close"))  # a body not read (late, oversized, or not wanted): drop it
         head.sent = True
         await send({"type": "http.response.start", "status": status, "headers": _headers(body, head, extra, ctype)})
         await send({"type": "http.response.body", "body": body})
         return status, user
+
+
+async def _refuse_websocket(scope: Scope, receive: Receive, send: Send) -> None:
+    """No route serves WebSocket: a server that offers the denial-response extension sends the 404 envelope,
+    another closes the handshake (which it answers 403). `serve()` runs uvicorn without WebSocket support, so
+    there an upgrade request is plain HTTP and goes through the door like any other."""
+    message = await receive()
+    if message["type"] != "websocket.connect":
+        return
+    err = RouteNotFound(
+        "No route serves WebSocket connections.",
+        details={"field": "upgrade", "value": "websocket", "expected": None},
+    )
+    if "websocket.http.response" not in (scope.get("extensions") or {}):
+        await send({"type": "websocket.close", "code": 1008})
+        return
+    body = error_body(err)
+    head = _Head(scope)
+    await send(
+        {"type": "websocket.http.response.start", "status": err.http_status, "headers": _headers(body, head, [])}
+    )
+    await send({"type": "websocket.http.response.body", "body": body})
 
 
 def _declared_size(value: bytes) -> int:
@@ -494,7 +555,8 @@ def create_app(backend_or_settings: ServedBackend | Settings, *, max_body_bytes:
 
     Give it Settings (the app builds the `local` backend through `pluginsdk.backend.load_backend`, starts it
     at startup and closes it at shutdown), or a backend satisfying `ServedBackend` that the caller starts.
-    The body limit is `max_body_bytes`, else the settings' `api.max_body_bytes` (default 1 MiB).
+    The body limit is `max_body_bytes`, else the settings' `api.max_body_bytes` (default 1 MiB); a body has
+    `api.body_timeout` seconds to arrive (default 30).
     """
     settings: Any
     if isinstance(backend_or_settings, Settings):
@@ -511,7 +573,11 @@ def create_app(backend_or_settings: ServedBackend | Settings, *, max_body_bytes:
             f"{type(backend).__name__} cannot be served: it needs execute, authenticate, check_route and ping "
             "(pluginsdk.server.contract.ServedBackend), as the local backend has."
         )
+    api = getattr(settings, "api", None)
     if max_body_bytes is None:
-        api = getattr(settings, "api", None)
         max_body_bytes = int(getattr(api, "max_body_bytes", None) or MAX_BODY_BYTES)
-    return PluginApp(backend, owned=owned, max_body_bytes=max_body_bytes)
+    access = str(getattr(api, "metrics", None) or "loopback")
+    body_timeout = float(getattr(api, "body_timeout", None) or BODY_TIMEOUT)
+    return PluginApp(
+        backend, owned=owned, max_body_bytes=max_body_bytes, body_timeout=body_timeout, metrics_access=access
+    )

@@ -12,6 +12,8 @@ from typing import ClassVar
 from ..errors import SDKError, ValidationError
 
 __all__ = [
+    "BODY_TIMEOUT",
+    "HEADER_TIMEOUT",
     "MAX_BODY_BYTES",
     "MAX_HEADERS",
     "MAX_HEADER_BYTES",
@@ -21,7 +23,9 @@ __all__ = [
     "HeadersTooLarge",
     "MethodNotAllowed",
     "PayloadTooLarge",
+    "RequestTimeout",
     "RouteNotFound",
+    "TooManyConnections",
     "UriTooLong",
 ]
 
@@ -37,6 +41,10 @@ MAX_HEADER_BYTES = 65536
 """Largest request head (request line and headers) in bytes; larger is 431."""
 MAX_HEADERS = 100
 """Most header lines in one request; more is 431."""
+HEADER_TIMEOUT = 10.0
+"""Default seconds to send a complete request head; configuration `api.header_timeout`."""
+BODY_TIMEOUT = 30.0
+"""Default seconds for a request's body to arrive in full once its head has; configuration `api.body_timeout`."""
 
 
 class PayloadTooLarge(ValidationError):
@@ -55,6 +63,20 @@ class HeadersTooLarge(ValidationError):
     """A header line, or the whole head, is larger than the server accepts."""
 
     http_status: ClassVar[int] = 431
+
+
+class RequestTimeout(SDKError):
+    """The request head did not arrive in time (the connection closes)."""
+
+    error_code = "REQUEST_TIMEOUT"
+    http_status: ClassVar[int] = 408
+
+
+class TooManyConnections(SDKError):
+    """The server process serves as many connections as it may (`api.max_connections`); retry later."""
+
+    error_code = "SERVICE_UNAVAILABLE"
+    http_status: ClassVar[int] = 503
 
 
 class RouteNotFound(SDKError):
@@ -90,4 +112,25 @@ def headers_too_large() -> HeadersTooLarge:
         f"The request headers are too large (at most {MAX_HEADERS} lines of {MAX_HEADER_LINE_BYTES} bytes, "
         f"{MAX_HEADER_BYTES} bytes in all).",
         details={"field": "headers", "value": None, "expected": f"lines of at most {MAX_HEADER_LINE_BYTES} bytes"},
+    )
+
+
+def head_timed_out(seconds: float) -> RequestTimeout:
+    return RequestTimeout(
+        f"The request head did not arrive within {seconds:g} seconds.",
+        details={"field": "headers", "value": None, "expected": f"a complete head within {seconds:g} s"},
+    )
+
+
+def body_timed_out(seconds: float) -> RequestTimeout:
+    return RequestTimeout(
+        f"The request body did not arrive within {seconds:g} seconds.",
+        details={"field": "body", "value": None, "expected": f"the whole body within {seconds:g} s"},
+    )
+
+
+def too_many_connections(limit: int) -> TooManyConnections:
+    return TooManyConnections(
+        f"The server has {limit} connections open, as many as it serves; retry shortly.",
+        details={"field": "connection", "value": None, "expected": f"at most {limit} connections"},
     )

@@ -1,9 +1,7 @@
-"""What operators watch a server by, in front of the app: /metrics, /livez, /readyz, request-id log context.
+"""What operators watch a server by: /metrics, /livez, /readyz, routes of the app's one door like any other.
 
-`OperatorApp` wraps the REST app (ASGI): it answers its three paths itself and hands every other request to
-the app, whose one door sets the request id as the log context (`pluginsdk._logs.request_id`: the incoming
-X-Request-ID, clipped, or a new one) so every line the request causes carries it, and times the request
-into the HTTP duration histogram by route template (`PluginApp.observe`, pointed at the metrics here).
+Each is an endpoint of `PluginApp`'s router, so the common HTTP rules of docs/rest.md hold for them too
+(`X-Request-ID`, 405 with `Allow` for another method, `OPTIONS`, the access log and the request metrics).
 
 - /livez: 200 while the process serves (no store access: a slow database must not get it restarted).
 - /readyz: 200 only when the store answers and its schema is at this build's migration; else 503 in the
@@ -11,26 +9,25 @@ into the HTTP duration histogram by route template (`PluginApp.observe`, pointed
 - /metrics: `api.metrics` decides who may read it: `loopback` (default; clients on 127.0.0.1/::1 — behind
   a reverse proxy on the same host every client looks local, so do not route /metrics through it),
   `authenticated` (a credential whose policy allows GET /metrics), `open`, or `off` (404). Refusals are the
-  REST API's own errors in its envelope: 401 UNAUTHENTICATED, 403 FORBIDDEN, 404 NOT_FOUND.
+  REST API's own errors in its envelope: 401 UNAUTHENTICATED, 403 FORBIDDEN, 404 NOT_FOUND. The app serves
+  metrics once `pluginsdk.server.operator_app` gave it its instruments (`PluginApp.metrics`); until then 404.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any, ClassVar
 
+from starlette.types import Receive
+
 from ..errors import AuthenticationError, PermissionDeniedError, SDKError
+from .app import PluginApp, Reply, _Endpoint, _Head, error_body
 from .limits import RouteNotFound
 
-__all__ = ["NotReady", "OperatorApp"]
+__all__ = ["OPERATOR_ROUTES", "NotReady"]
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-ASGI = Callable[[Scope, Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]]
 _LOOPBACK = ("127.0.0.1", "::1", "localhost")
-_OPERATOR_PATHS = frozenset({"/livez", "/readyz", "/metrics"})
-_JSON = [(b"content-type", b"application/json")]
+_NO_STORE = ((b"cache-control", b"no-store"),)
 
 
 class NotReady(SDKError):
@@ -40,91 +37,85 @@ class NotReady(SDKError):
     http_status: ClassVar[int] = 503
 
 
-class OperatorApp:
-    def __init__(self, app: Any, settings: Any, metrics: Any | None) -> None:
-        self.app = app
-        self.settings = settings
-        self.metrics = metrics
-        self.access = getattr(getattr(settings, "api", None), "metrics", "loopback")
-        if metrics is not None:  # by route template, in the app's one door (`PluginApp.observe`)
-            app.observe = metrics.observe_http
+class _Livez(_Endpoint):
+    route = "/livez"
+    headers = _NO_STORE
 
-    def __getattr__(self, name: str) -> Any:  # the wrapped app's attributes (backend, router, openapi ...)
-        return getattr(self.app, name)
+    async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
+        return 200, b'{"status":"ok"}', None
 
-    @property
-    def backend(self) -> Any:
-        return self.app.backend
 
-    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope["type"] == "http" and scope["path"] in _OPERATOR_PATHS and scope["method"] in ("GET", "HEAD"):
-            await self._operator(scope["path"], scope, send)
-            return
-        await self.app(scope, receive, send)  # the app sets the request id context and times the request
+class _Readyz(_Endpoint):
+    route = "/readyz"
+    headers = _NO_STORE
 
-    async def _operator(self, path: str, scope: Scope, send: Any) -> None:
-        status, body, headers = 200, b"", list(_JSON)
-        if path == "/livez":
-            body = b'{"status":"ok"}'
-        elif path == "/readyz":
-            status, detail = await self._ready()
-            body = json.dumps(detail).encode()
-        else:
-            status, body, headers = await self._metrics(scope)
-        await send({"type": "http.response.start", "status": status, "headers": [
-            *headers, (b"content-length", str(len(body)).encode()), (b"cache-control", b"no-store"),
-        ]})  # fmt: skip
-        await send({"type": "http.response.body", "body": body if scope["method"] == "GET" else b""})
+    async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
+        status, detail = await _ready(app.backend)
+        return status, json.dumps(detail).encode(), None
 
-    async def _ready(self) -> tuple[int, dict[str, Any]]:
-        ready = getattr(self.backend, "ready", None)
-        try:
-            if ready is None:  # a backend without the check: its ping is all we can ask
-                await self.backend.ping()
-                return 200, {"status": "ok", "store": "ok"}
-            state = await ready()
-        except Exception:
-            return _refusal(NotReady("Not ready: the store does not answer.", details={"store": "unreachable"}))
-        if state["schema"] < state["expected"]:
-            message = f"Not ready: the store's schema is at migration {state['schema']} of {state['expected']}."
-            return _refusal(NotReady(message, details={"store": "ok", **state}))
-        return 200, {"status": "ok", "store": "ok", "schema": state["schema"]}
 
-    async def _metrics(self, scope: Scope) -> tuple[int, bytes, list[tuple[bytes, bytes]]]:
-        refused = await self._metrics_refusal(scope)
-        if refused is not None or self.metrics is None:
-            status, detail = _refusal(refused or RouteNotFound("No route has this path."))
-            return status, json.dumps(detail).encode(), list(_JSON)
+class _Metrics(_Endpoint):
+    route = "/metrics"
+    headers = _NO_STORE
+
+    def __init__(self) -> None:
         from .metrics import CONTENT_TYPE
 
-        return 200, await self.metrics.exposition(self.backend), [(b"content-type", CONTENT_TYPE)]
+        self.content_type = CONTENT_TYPE
 
-    async def _metrics_refusal(self, scope: Scope) -> SDKError | None:
-        """Why this caller may not read /metrics under `api.metrics`, or None."""
-        if self.metrics is None or self.access == "off":
-            return RouteNotFound("No route has this path.", details={"value": "/metrics"})
-        if self.access == "loopback":
-            client = scope.get("client") or ("", 0)
-            if client[0] not in _LOOPBACK:
-                return PermissionDeniedError("Not authorized: /metrics is served to loopback clients only.")
-            return None
-        return await self._denied(scope) if self.access == "authenticated" else None
+    async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
+        refused = await _metrics_refusal(app, head)
+        if refused is not None:
+            return refused.http_status, error_body(refused), None
+        return 200, await app.metrics.exposition(app.backend), None
 
-    async def _denied(self, scope: Scope) -> SDKError | None:
-        """Through the served backend's contract: authenticate (401), then tier 1 on GET /metrics (403)."""
-        backend = self.backend
-        header = next((v.decode("latin-1") for n, v in scope["headers"] if n == b"authorization"), None)
-        if backend is None or not hasattr(backend, "check_route"):
-            return PermissionDeniedError("Not authorized: /metrics needs the auth service.")
-        try:
-            principal = await backend.authenticate(header)
-        except SDKError as err:
-            return err if err.http_status == 401 else AuthenticationError("Authentication required to read /metrics.")
-        try:
-            await backend.check_route(principal, "GET", "/metrics")
-        except SDKError as err:
-            return err if err.http_status == 403 else PermissionDeniedError("Not authorized to read /metrics.")
+
+OPERATOR_ROUTES: tuple[tuple[str, str, type[_Endpoint]], ...] = (
+    ("GET", "/livez", _Livez),
+    ("GET", "/metrics", _Metrics),
+    ("GET", "/readyz", _Readyz),
+)
+"""(method, path, endpoint) of the operator routes, in the app's router."""
+
+
+async def _ready(backend: Any) -> tuple[int, dict[str, Any]]:
+    ready = getattr(backend, "ready", None)
+    try:
+        if ready is None:  # a backend without the check: its ping is all we can ask
+            await backend.ping()
+            return 200, {"status": "ok", "store": "ok"}
+        state = await ready()
+    except Exception:
+        return _refusal(NotReady("Not ready: the store does not answer.", details={"store": "unreachable"}))
+    if state["schema"] < state["expected"]:
+        message = f"Not ready: the store's schema is at migration {state['schema']} of {state['expected']}."
+        return _refusal(NotReady(message, details={"store": "ok", **state}))
+    return 200, {"status": "ok", "store": "ok", "schema": state["schema"]}
+
+
+async def _metrics_refusal(app: PluginApp, head: _Head) -> SDKError | None:
+    """Why this caller may not read /metrics under `api.metrics`, or None."""
+    access = app.metrics_access
+    if app.metrics is None or access == "off":
+        return RouteNotFound("No route has this path.", details={"value": "/metrics"})
+    if access == "loopback":
+        if head.client not in _LOOPBACK:
+            return PermissionDeniedError("Not authorized: /metrics is served to loopback clients only.")
         return None
+    return await _denied(app.backend, head.authorization) if access == "authenticated" else None
+
+
+async def _denied(backend: Any, authorization: str | None) -> SDKError | None:
+    """Through the served backend's contract: authenticate (401), then tier 1 on GET /metrics (403)."""
+    try:
+        principal = await backend.authenticate(authorization)
+    except SDKError as err:
+        return err if err.http_status == 401 else AuthenticationError("Authentication required to read /metrics.")
+    try:
+        await backend.check_route(principal, "GET", "/metrics")
+    except SDKError as err:
+        return err if err.http_status == 403 else PermissionDeniedError("Not authorized to read /metrics.")
+    return None
 
 
 def _refusal(err: SDKError) -> tuple[int, dict[str, Any]]:
