@@ -2,8 +2,9 @@
 
 One hook (`around_command`, installed on the engine by `start_auth`) wraps every auth command: it reads
 the target before, runs the handler, reads it after, and appends one record (who, when, what,
-before/after with secrets removed, the policy revision after the change). A policy write's result
-gets that revision too (`revision`), so a caller can ask a later check for `at_least_revision`.
+before/after with secrets removed, the policy revision the change made: its own, each write its own
+number). A policy write's result gets that revision too (`revision`), so a caller can ask a later check
+for `at_least_revision`.
 Records are append-only: no operation updates or deletes them. Ids sort by time (nanoseconds, then
 random), so paging is by id and concurrent writers never collide (no shared counter).
 
@@ -26,6 +27,7 @@ from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import Principal
 
 from .crypto import now, ts
+from .store import written_revision
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -125,6 +127,7 @@ async def around_command(
     store = service(engine).store
     target = _import_ids(op) if spec.name == "import_constraints_template" else _target_id(target_type, op)
     before = await _read(store, target_type, op, target)
+    written_revision(reset=True)
     result = await handler(engine, op, principal)
     if not target:
         target = _target_id(target_type, op, result)
@@ -132,7 +135,7 @@ async def around_command(
             target = ",".join(getattr(result, "constraint_ids", []))[:_MAX_ID]
     async with store.transaction():
         after = await _read(store, target_type, op, target)
-        revision = await store.policy_version()
+        revision = written_revision() or await store.policy_version()  # the write's own, else the current one
         await store.db.execute(
             "INSERT INTO auth_audit (record_id, at, actor, action, target_type, target_id, before_data, after_data,"
             " revision) VALUES (:id, :at, :actor, :action, :tt, :tid, :before, :after, :rev)",
