@@ -74,14 +74,14 @@ async def test_a_write_from_a_copy_read_before_a_claim_never_undoes_it(any_store
         first = await a.create_return_request([mid])
         assert first.processed_machines == [mid]
         await engine_b.db.upsert_machines([read_before.model_copy(update={"name": "late-write"})])
-        stored = await engine_b.db.get_machine(mid)
-        assert stored.return_request_id == first.request_id
+        claimed = await engine_b.db.get_machine(mid)
+        assert claimed.return_request_id == first.request_id
         second = await b.create_return_request([mid])
         assert second.processed_machines == [] and second.skipped_machines[0].reason.startswith("already")
         (done,) = await settled(a, [first.request_id])
         assert done.status is RequestStatus.COMPLETED
-        # gone now: a later copy still claiming nothing cannot bring it back either
-        await engine_b.db.upsert_machines([read_before])
+        # gone now: a copy read while it still ran (same claim) cannot bring it back
+        await engine_b.db.upsert_machines([claimed])
         assert (await a.get_machine(mid)).status is MachineStatus.TERMINATED
         third = await b.create_return_request([mid])
         assert "already gone" in third.message

@@ -250,9 +250,9 @@ class Store:
         """Insert new machines and update known ones, except their return claim.
 
         A stored machine is updated only when the write holds the same claim (`return_request_id`) as the
-        row and does not bring a gone machine back: a write built from a copy read before another process
-        claimed (or released) the machine is dropped for that row, never undoing the claim; the next
-        reconciliation folds the provider's view in again. Claims move only through `reassign_machines`.
+        row and a gone machine stays gone: a write built from a copy read before another process claimed
+        (or released) the machine is dropped for that row, never undoing the claim; the next reconciliation
+        folds the provider's view in again. Claims move only through `reassign_machines`.
         """
         await self.db.executemany(
             "INSERT INTO machines (machine_id, request_id, template_id, status, return_request_id, name,"
@@ -261,7 +261,7 @@ class Store:
             " ON CONFLICT (machine_id) DO UPDATE SET status = excluded.status, name = excluded.name,"
             " updated_at = excluded.updated_at, data = excluded.data"
             " WHERE COALESCE(machines.return_request_id, '') = COALESCE(excluded.return_request_id, '')"
-            f" AND (machines.status NOT IN {_GONE_SQL} OR machines.status = excluded.status)",
+            f" AND (machines.status NOT IN {_GONE_SQL} OR excluded.status IN {_GONE_SQL})",
             [self._machine_params(m) for m in machines],
         )
 
