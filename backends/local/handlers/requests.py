@@ -78,8 +78,8 @@ def request_attrs(r: Request) -> dict[str, Any]:
     return {"requestId": r.request_id, "templateId": r.template_id, "userId": r.created_by}
 
 
-async def load_request(engine: Engine, request_id: str) -> Request:
-    r = await engine.db.get_request(request_id)
+async def load_request(engine: Engine, request_id: str, *, for_update: bool = False) -> Request:
+    r = await engine.db.get_request(request_id, for_update=for_update)
     if r is None:
         raise NotFoundError("request", request_id, f"Request '{request_id}' not found.")
     return r
@@ -468,8 +468,8 @@ async def release_failed(engine: Engine, ret_id: str, failures: dict[str, str]) 
     with `machines return --force`), the return remembers them as failed, and it ends at once when
     nothing else is left to wait for (`failed`, or `partial` when some machines did go)."""
     now = utcnow()
-    async with engine.db.transaction():
-        ret = await load_request(engine, ret_id)
+    async with engine.db.transaction():  # the request's row, then its machines': the order every writer locks
+        ret = await load_request(engine, ret_id, for_update=True)
         stuck = await engine.db.get_machines(list(failures), for_update=True)
         released = [
             m.model_copy(
@@ -573,7 +573,8 @@ async def sync_request(
         # still adopt machines the provider holds (crash recovery), without moving the status
         driver = await engine.provider(r.provider_name)
         seen = await driver.describe(r, await engine.template(r.template_id or ""))
-        async with engine.db.transaction():
+        async with engine.db.transaction():  # the request's row, then its machines': the order every writer locks
+            r = await load_request(engine, r.request_id, for_update=True)
             stored = {m.machine_id: m for m in await engine.db.machines_of_request(r.request_id, for_update=True)}
             changed = apply_states(r, stored, seen)
             if changed:
