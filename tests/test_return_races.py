@@ -24,7 +24,7 @@ ROUNDS = 8
 
 
 async def returns_of(sdk: PluginSDK) -> list[Request]:
-    return [r for r in (await sdk.list_requests(request_type="return", limit=1000)).requests]
+    return list((await sdk.list_requests(request_type="return", limit=1000)).requests)
 
 
 async def settled(sdk: PluginSDK, request_ids: list[str], seconds: float = 20.0) -> list[Request]:
