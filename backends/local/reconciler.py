@@ -287,7 +287,7 @@ async def _launch_unrecorded(
 
 async def fold_states(engine: Engine, request: Request, seen: list[ProvisionedMachine]) -> dict[str, Machine]:
     """The request's stored machines with the provider's view folded in (`apply_states`), changes written."""
-    stored = {m.machine_id: m for m in await engine.db.machines_of_request(request.request_id)}
+    stored = {m.machine_id: m for m in await engine.db.machines_of_request(request.request_id, for_update=True)}
     changed = apply_states(request, stored, seen)
     if changed:
         await engine.db.upsert_machines(changed)
@@ -360,17 +360,20 @@ async def sweep_orphans(engine: Engine) -> list[str]:
 
 
 async def terminate_machines(engine: Engine, request: Request, machines: list[Machine]) -> None:
-    """Ask the provider to take machines of one provisioning request back and record what it says."""
+    """Ask the provider to take machines of one provisioning request back and record what it says, on the
+    machines as stored when the answer is written (another process may have claimed or moved them since
+    the caller read them)."""
     driver = await engine.provider(request.provider_name)
     states = await driver.terminate(request, machines)
     now = utcnow()
-    updated = []
-    for m in machines:
-        new = states.get(m.machine_id, MachineStatus.SHUTTING_DOWN)
-        if can_transition(m.status, new) and new != m.status:
-            updated.append(m.model_copy(update={"status": new, "updated_at": now}))
-    if updated:
-        async with engine.db.transaction():
+    async with engine.db.transaction():
+        stored = await engine.db.get_machines([m.machine_id for m in machines], for_update=True)
+        updated = []
+        for m in stored.values():
+            new = states.get(m.machine_id, MachineStatus.SHUTTING_DOWN)
+            if can_transition(m.status, new) and new != m.status:
+                updated.append(m.model_copy(update={"status": new, "updated_at": now}))
+        if updated:
             await engine.db.upsert_machines(updated)
 
 
@@ -387,7 +390,7 @@ async def _reconcile_return(engine: Engine, ret: Request) -> Request:
         current = await engine.db.get_request(ret.request_id, for_update=True)
         if current is None or current.status.terminal:
             return current or ret
-        stored = {m.machine_id: m for m in await engine.db.machines_of_return(ret.request_id)}
+        stored = {m.machine_id: m for m in await engine.db.machines_of_return(ret.request_id, for_update=True)}
         changed = _fold_return(stored, seen, by_request)
         if changed:
             await engine.db.upsert_machines(changed)
@@ -468,30 +471,34 @@ async def record_reclaimed(engine: Engine) -> list[str]:
     if not fresh:
         return []
     now = utcnow()
-    ret = Request(
-        request_id=f"ret-{uuid.uuid4()}",
-        request_type=RequestType.RETURN,
-        status=RequestStatus.COMPLETED,
-        count=len(fresh),
-        provider_name=driver.name,
-        message=f"{RECLAIMED}: {fresh[0].reason or 'spot interruption'}.",
-        machine_ids=[pm.machine_id for pm in fresh],
-        completed_at=now,
-        created_by="provider",
-    )
-    async with engine.db.transaction():
-        await engine.db.insert_request(ret)
-        await engine.db.upsert_machines(
-            known[pm.machine_id].model_copy(
-                update={
-                    "status": MachineStatus.TERMINATED,
-                    "return_request_id": ret.request_id,
-                    "status_reason": f"{RECLAIMED}: {pm.reason or 'spot interruption'}",
-                    "updated_at": now,
-                }
-            )
-            for pm in fresh
+    ret_id = f"ret-{uuid.uuid4()}"
+    marked = [
+        known[pm.machine_id].model_copy(
+            update={
+                "status": MachineStatus.TERMINATED,
+                "return_request_id": ret_id,
+                "status_reason": f"{RECLAIMED}: {pm.reason or 'spot interruption'}",
+                "updated_at": now,
+            }
         )
+        for pm in fresh
+    ]
+    async with engine.db.transaction():  # a machine a return claimed meanwhile stays that return's
+        taken = await engine.db.reassign_machines(marked, {})
+        if not taken:
+            return []
+        ret = Request(
+            request_id=ret_id,
+            request_type=RequestType.RETURN,
+            status=RequestStatus.COMPLETED,
+            count=len(taken),
+            provider_name=driver.name,
+            message=f"{RECLAIMED}: {fresh[0].reason or 'spot interruption'}.",
+            machine_ids=[m.machine_id for m in taken],
+            completed_at=now,
+            created_by="provider",
+        )
+        await engine.db.insert_request(ret)
     return ret.machine_ids
 
 

@@ -2,8 +2,9 @@
 
 One hook (`around_command`, installed on the engine by `start_auth`) wraps every auth command: it reads
 the target before, runs the handler, reads it after, and appends one record (who, when, what,
-before/after with secrets removed, the policy revision after the change). A policy write's result
-gets that revision too (`revision`), so a caller can ask a later check for `at_least_revision`.
+before/after with secrets removed, the policy revision the change made: its own, each write its own
+number). A policy write's result gets that revision too (`revision`), so a caller can ask a later check
+for `at_least_revision`.
 Records are append-only: no operation updates or deletes them. Ids sort by time (nanoseconds, then
 random), so paging is by id and concurrent writers never collide (no shared counter).
 
@@ -26,6 +27,7 @@ from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import Principal
 
 from .crypto import now, ts
+from .store import written_revision
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -152,11 +154,12 @@ async def around_command(
     store = service(engine).store
     if spec.name == "import_constraints_template":
         before_all = await _constraints(store, _import_ids(op))
+        written_revision(reset=True)
         result = await handler(engine, op, principal)
         ids = [str(i)[:_MAX_ID] for i in getattr(result, "constraint_ids", [])]
         async with store.transaction():
             after_all = await _constraints(store, ids)
-            revision = await store.policy_version()
+            revision = written_revision() or await store.policy_version()  # the write's own, else the current one
             rows = [
                 _record(
                     principal, spec, target_type, i, before=before_all.get(i), after=after_all.get(i), revision=revision
@@ -167,11 +170,12 @@ async def around_command(
     else:
         target = _target_id(target_type, op)
         before = await _read(store, target_type, op, target)
+        written_revision(reset=True)
         result = await handler(engine, op, principal)
         target = target or _target_id(target_type, op, result)
         async with store.transaction():
             after = await _read(store, target_type, op, target)
-            revision = await store.policy_version()
+            revision = written_revision() or await store.policy_version()  # the write's own, else the current one
             record = _record(principal, spec, target_type, target, before=before, after=after, revision=revision)
             await store.db.execute(_INSERT, record)
     if target_type in ("constraint", "role", "userRole") and hasattr(result, "revision"):

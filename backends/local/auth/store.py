@@ -15,17 +15,30 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Any
 
 from pluginsdk.errors import AlreadyExistsError
 
 from ..store.db import Database, Row
 
-__all__ = ["AuthStore"]
+__all__ = ["AuthStore", "written_revision"]
 
 VERSION_KEY = "auth.policy_version"
 ASSIGNMENT_BUMPS_KEY = "auth.assignment_bumps"
 RULES_STAMP_KEY = "auth.rules_stamp"
+
+
+_WRITTEN: ContextVar[int | None] = ContextVar("pluginsdk_policy_revision", default=None)
+
+
+def written_revision(*, reset: bool = False) -> int | None:
+    """The revision the last policy write of this task (an operation's call) got from `bump_policy_version`;
+    `reset`: forget it (before the next operation runs)."""
+    if reset:
+        _WRITTEN.set(None)
+        return None
+    return _WRITTEN.get()
 
 
 def _in(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
@@ -63,14 +76,18 @@ class AuthStore:
         version = int(values.get(VERSION_KEY, 0))
         return version, f"{version - int(values.get(ASSIGNMENT_BUMPS_KEY, 0))}:{values.get(RULES_STAMP_KEY, '')}"
 
-    async def bump_policy_version(self, *, assignments_only: bool = False) -> None:
-        """Bump the version (this row lock also orders concurrent policy writes), then run the guard.
+    async def bump_policy_version(self, *, assignments_only: bool = False) -> int:
+        """Bump the version (this row lock also orders concurrent policy writes), then run the guard; returns
+        the write's own revision, read in the same statement (another write's bump cannot come between).
 
         `assignments_only`: the write changed user-role assignments and nothing else (the compiled rules stay).
         """
-        await self.db.execute(
-            "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = :k", {"k": VERSION_KEY}
+        row = await self.db.fetchone(
+            "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = :k RETURNING value",
+            {"k": VERSION_KEY},
         )
+        revision = int(row["value"]) if row else 0
+        _WRITTEN.set(revision)
         if assignments_only:
             await self.db.execute(
                 "INSERT INTO meta (key, value) VALUES (:k, '1') ON CONFLICT (key) "
@@ -85,6 +102,7 @@ class AuthStore:
             hook()
         if self.on_policy_change is not None:
             await self.on_policy_change()
+        return revision
 
     async def meta(self, key: str) -> str | None:
         row = await self.db.fetchone("SELECT value FROM meta WHERE key = :k", {"k": key})
@@ -137,6 +155,16 @@ class AuthStore:
             )
             found.update(r["constraint_id"] for r in rows)
         return found
+
+    async def insert_constraint(self, constraint_id: str, object_type: str, data: str, at: str) -> bool:
+        """Insert a constraint unless its id exists (one statement: two callers racing never both insert, and
+        the loser is told, not refused); whether it was inserted."""
+        n = await self.db.execute(
+            "INSERT INTO auth_constraints (constraint_id, object_type, data, created_at, updated_at)"
+            " VALUES (:id, :type, :data, :at, :at) ON CONFLICT (constraint_id) DO NOTHING",
+            {"id": constraint_id, "type": object_type, "data": data, "at": at},
+        )
+        return n > 0
 
     async def insert_constraints(self, rows: Iterable[Mapping[str, Any]]) -> None:
         await self.db.executemany(

@@ -78,8 +78,8 @@ def request_attrs(r: Request) -> dict[str, Any]:
     return {"requestId": r.request_id, "templateId": r.template_id, "userId": r.created_by}
 
 
-async def load_request(engine: Engine, request_id: str) -> Request:
-    r = await engine.db.get_request(request_id)
+async def load_request(engine: Engine, request_id: str, *, for_update: bool = False) -> Request:
+    r = await engine.db.get_request(request_id, for_update=for_update)
     if r is None:
         raise NotFoundError("request", request_id, f"Request '{request_id}' not found.")
     return r
@@ -331,7 +331,7 @@ async def _nothing_returned(
             request_type=RequestType.RETURN,
             status=RequestStatus.COMPLETED,
             count=0,
-            machine_ids=[k.machine_id for k in gone],
+            machine_ids=[],  # it took none back: each machine stays in the one return that did (its skip says which)
             created_by=principal.user_id,
             completed_at=utcnow(),
             message=f"No active machine to return: {len(gone)} already gone.",
@@ -353,29 +353,34 @@ async def _nothing_returned(
 async def _claim(
     engine: Engine, op: CreateReturnRequestCommand, principal: Principal, ret_id: str, chosen: list[Machine]
 ) -> tuple[Request | None, list[Machine], list[SkippedMachine]]:
-    """Record the return request and mark its machines, under the write lock: another process may have
-    claimed one since it was read. Returns (the return or None when nothing is left, the claimed machines,
-    those lost to another claim)."""
+    """Record the return request and mark its machines, in one transaction. The store decides each machine
+    (`reassign_machines`: taken only while it is still held as it was screened), so of two returns racing
+    for a machine — any process, SQLite or PostgreSQL — one takes it and the other skips it. Returns (the
+    return or None when nothing is left, the claimed machines, those lost to another claim)."""
+    screened = {m.machine_id: m.return_request_id for m in chosen}
     async with engine.db.transaction():
-        latest = await engine.db.get_machines([m.machine_id for m in chosen], for_update=True)
-        claimed: list[Machine] = []
-        lost: list[SkippedMachine] = []
-        for m in chosen:
-            cur = latest.get(m.machine_id)
-            if cur is not None and not cur.status.gone and cur.return_request_id == m.return_request_id:
-                claimed.append(cur)
-                continue
-            by = cur.return_request_id if cur is not None else None
-            lost.append(
-                SkippedMachine(machine_id=m.machine_id, reason=f"already being returned by {by}" if by else "not found")
-            )
+        latest = await engine.db.get_machines(list(screened), for_update=True)  # their current state, locked
+        current = [m for mid in screened if (m := latest.get(mid)) is not None and m.return_request_id == screened[mid]]
+        claimed = await engine.db.reassign_machines(_marked(ret_id, current), screened)
+        taken = {m.machine_id for m in claimed}
+        if len(taken) < len(screened):
+            latest.update(await engine.db.get_machines([mid for mid in screened if mid not in taken]))
+        lost = [_lost(mid, latest.get(mid)) for mid in screened if mid not in taken]
         if not claimed:
             return None, [], lost
         origins = await engine.db.get_requests(sorted({m.request_id for m in claimed}))
-        ret, claimed = _return_record(op, principal, ret_id, claimed, origins)
+        ret = _return_record(op, principal, ret_id, claimed, origins)
         await engine.db.insert_request(ret)
-        await engine.db.upsert_machines(claimed)
     return ret, claimed, lost
+
+
+def _lost(machine_id: str, m: Machine | None) -> SkippedMachine:
+    """Why a screened machine was not claimed: another return took it (or it went) since it was read."""
+    if m is None:
+        return SkippedMachine(machine_id=machine_id, reason="not found")
+    if m.status.gone:
+        return SkippedMachine(machine_id=machine_id, reason=_not_returnable(m, set(), force=True) or "already gone")
+    return SkippedMachine(machine_id=machine_id, reason=f"already being returned by {m.return_request_id}")
 
 
 def _return_record(
@@ -384,9 +389,9 @@ def _return_record(
     ret_id: str,
     claimed: list[Machine],
     origins: dict[str, Request],
-) -> tuple[Request, list[Machine]]:
-    """The new return request and its machines marked as claimed by it (one still starting is withdrawn)."""
-    ret = Request(
+) -> Request:
+    """The new return request of the claimed machines."""
+    return Request(
         request_id=ret_id,
         request_type=RequestType.RETURN,
         status=RequestStatus.RUNNING,
@@ -406,8 +411,12 @@ def _return_record(
             }
         },
     )
+
+
+def _marked(ret_id: str, machines: list[Machine]) -> list[Machine]:
+    """The machines marked as claimed by the return (one still starting is withdrawn)."""
     now = utcnow()
-    marked = [
+    return [
         m.model_copy(
             update={
                 "return_request_id": ret_id,
@@ -415,9 +424,8 @@ def _return_record(
                 **({"status_reason": RETURNED_BEFORE_RUNNING} if m.status is MachineStatus.PENDING else {}),
             }
         )
-        for m in claimed
+        for m in machines
     ]
-    return ret, marked
 
 
 async def _terminate(engine: Engine, machines: list[Machine]) -> dict[str, str]:
@@ -459,10 +467,10 @@ async def release_failed(engine: Engine, ret_id: str, failures: dict[str, str]) 
     with `machines return --force`), the return remembers them as failed, and it ends at once when
     nothing else is left to wait for (`failed`, or `partial` when some machines did go)."""
     now = utcnow()
-    async with engine.db.transaction():
-        ret = await load_request(engine, ret_id)
+    async with engine.db.transaction():  # the request's row, then its machines': the order every writer locks
+        ret = await load_request(engine, ret_id, for_update=True)
         stuck = await engine.db.get_machines(list(failures), for_update=True)
-        await engine.db.upsert_machines(
+        released = [
             m.model_copy(
                 update={
                     "return_request_id": None,
@@ -473,7 +481,8 @@ async def release_failed(engine: Engine, ret_id: str, failures: dict[str, str]) 
             )
             for m in stuck.values()
             if m.return_request_id == ret_id
-        )
+        ]
+        await engine.db.reassign_machines(released, {m.machine_id: ret_id for m in released})
         failed = dict(ret.provider_data.get("failed_machines") or {})
         failed.update(
             {
@@ -563,8 +572,9 @@ async def sync_request(
         # still adopt machines the provider holds (crash recovery), without moving the status
         driver = await engine.provider(r.provider_name)
         seen = await driver.describe(r, await engine.template(r.template_id or ""))
-        async with engine.db.transaction():
-            stored = {m.machine_id: m for m in await engine.db.machines_of_request(r.request_id)}
+        async with engine.db.transaction():  # the request's row, then its machines': the order every writer locks
+            r = await load_request(engine, r.request_id, for_update=True)
+            stored = {m.machine_id: m for m in await engine.db.machines_of_request(r.request_id, for_update=True)}
             changed = apply_states(r, stored, seen)
             if changed:
                 await engine.db.upsert_machines(changed)

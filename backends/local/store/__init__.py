@@ -8,7 +8,7 @@ the provisioning service lives in this module.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the classes are read through `models` when first used: a ca
 __all__ = ["Store", "open_store"]
 
 _ACTIVE_MACHINE = tuple(s.value for s in MachineStatus if s.active)
+_GONE_SQL = "(" + ", ".join(f"'{s.value}'" for s in MachineStatus if s.gone) + ")"
 
 
 def _ts(dt: datetime | None) -> str | None:
@@ -230,31 +231,59 @@ class Store:
             return await self.db.execute(f"DELETE FROM requests WHERE request_id IN {clause}", params)
 
     # -- machines ---------------------------------------------------------
+    @staticmethod
+    def _machine_params(m: Machine) -> dict[str, Any]:
+        return {
+            "id": m.machine_id,
+            "req": m.request_id,
+            "tpl": m.template_id,
+            "status": m.status.value,
+            "ret": m.return_request_id,
+            "name": m.name,
+            "prov": m.provider_name,
+            "c": _ts(m.created_at),
+            "u": _ts(m.updated_at),
+            "data": m.model_dump_json(),
+        }
+
     async def upsert_machines(self, machines: Iterable[Machine]) -> None:
-        rows = [
-            {
-                "id": m.machine_id,
-                "req": m.request_id,
-                "tpl": m.template_id,
-                "status": m.status.value,
-                "ret": m.return_request_id,
-                "name": m.name,
-                "prov": m.provider_name,
-                "c": _ts(m.created_at),
-                "u": _ts(m.updated_at),
-                "data": m.model_dump_json(),
-            }
-            for m in machines
-        ]
+        """Insert new machines and update known ones, except their return claim.
+
+        A stored machine is updated only when the write holds the same claim (`return_request_id`) as the
+        row and a gone machine stays gone: a write built from a copy read before another process claimed
+        (or released) the machine is dropped for that row, never undoing the claim; the next reconciliation
+        folds the provider's view in again. Claims move only through `reassign_machines`.
+        """
         await self.db.executemany(
             "INSERT INTO machines (machine_id, request_id, template_id, status, return_request_id, name,"
             " provider_name, created_at, updated_at, data)"
             " VALUES (:id, :req, :tpl, :status, :ret, :name, :prov, :c, :u, :data)"
-            " ON CONFLICT (machine_id) DO UPDATE SET status = excluded.status,"
-            " return_request_id = excluded.return_request_id, name = excluded.name,"
-            " updated_at = excluded.updated_at, data = excluded.data",
-            rows,
+            " ON CONFLICT (machine_id) DO UPDATE SET status = excluded.status, name = excluded.name,"
+            " updated_at = excluded.updated_at, data = excluded.data"
+            " WHERE COALESCE(machines.return_request_id, '') = COALESCE(excluded.return_request_id, '')"
+            f" AND (machines.status NOT IN {_GONE_SQL} OR excluded.status IN {_GONE_SQL})",
+            [self._machine_params(m) for m in machines],
         )
+
+    async def reassign_machines(self, machines: Sequence[Machine], held_by: Mapping[str, str | None]) -> list[Machine]:
+        """Write machines whose return claim changes (claimed by a return, released, reclaimed), each only
+        while it is not gone and its stored claim is still `held_by[machine_id]`, what the caller read.
+
+        One conditional UPDATE per machine decides it, on SQLite and PostgreSQL alike: of two returns racing
+        for a machine (any process, any host), one takes it. Returns the machines written.
+        """
+        taken: list[Machine] = []
+        async with self.db.transaction():
+            for m in machines:
+                written = await self.db.execute(
+                    "UPDATE machines SET status = :status, return_request_id = :ret, name = :name, updated_at = :u,"
+                    " data = :data WHERE machine_id = :id AND COALESCE(return_request_id, '') = :held"
+                    f" AND status NOT IN {_GONE_SQL}",
+                    {**self._machine_params(m), "held": held_by.get(m.machine_id) or ""},
+                )
+                if written:
+                    taken.append(m)
+        return taken
 
     async def get_machine(self, machine_id: str) -> Machine | None:
         row = await self.db.fetchone("SELECT data FROM machines WHERE machine_id = :id", {"id": machine_id})
@@ -264,32 +293,47 @@ class Store:
         if not machine_ids:
             return {}
         clause, params = _in("m", list(machine_ids))
-        lock = " FOR UPDATE" if for_update and self.db.dialect == "postgresql" else ""
-        rows = await self.db.fetchall(f"SELECT data FROM machines WHERE machine_id IN {clause}{lock}", params)
+        rows = await self.db.fetchall(
+            f"SELECT data FROM machines WHERE machine_id IN {clause}{self._lock(for_update)}", params
+        )
         out = (models.Machine.model_validate_json(r["data"]) for r in rows)
         return {m.machine_id: m for m in out}
 
-    async def machines_of_request(self, request_id: str) -> list[Machine]:
-        return (await self.machines_of_requests([request_id]))[request_id]
+    async def machines_of_request(self, request_id: str, *, for_update: bool = False) -> list[Machine]:
+        return (await self.machines_of_requests([request_id], for_update=for_update))[request_id]
 
-    async def machines_of_return(self, return_request_id: str) -> list[Machine]:
-        return (await self.machines_of_requests([return_request_id], returns=True))[return_request_id]
+    async def machines_of_return(self, return_request_id: str, *, for_update: bool = False) -> list[Machine]:
+        found = await self.machines_of_requests([return_request_id], returns=True, for_update=for_update)
+        return found[return_request_id]
 
     async def machines_of_requests(
-        self, request_ids: Sequence[str], *, returns: bool = False
+        self, request_ids: Sequence[str], *, returns: bool = False, for_update: bool = False
     ) -> dict[str, list[Machine]]:
-        """Machines of many requests in one query (of return requests with `returns`), in each one's usual order."""
+        """Machines of many requests in one query (of return requests with `returns`), in each one's usual order
+        (`for_update`: their rows locked until the transaction ends, see `_lock`)."""
         out: dict[str, list[Machine]] = {rid: [] for rid in request_ids}
         if not out:
             return out
         column, order = ("return_request_id", "machine_id") if returns else ("request_id", "created_at, machine_id")
+        lock = self._lock(for_update)
         clause, params = _in("r", list(out))
         rows = await self.db.fetchall(
-            f"SELECT {column} AS owner_id, data FROM machines WHERE {column} IN {clause} ORDER BY {order}", params
+            f"SELECT {column} AS owner_id, data FROM machines WHERE {column} IN {clause}"
+            + (lock or f" ORDER BY {order}"),
+            params,
         )
         for row in rows:
             out[row["owner_id"]].append(models.Machine.model_validate_json(row["data"]))
+        if lock and not returns:
+            for machines in out.values():
+                machines.sort(key=lambda m: (m.created_at, m.machine_id))
         return out
+
+    def _lock(self, for_update: bool) -> str:
+        """The clause that locks the machine rows read until the transaction ends: PostgreSQL only (SQLite's
+        BEGIN IMMEDIATE already serialises writers), always in machine id order, so two transactions locking
+        overlapping machines wait for each other and never deadlock."""
+        return " ORDER BY machine_id FOR UPDATE" if for_update and self.db.dialect == "postgresql" else ""
 
     async def list_machines(
         self,

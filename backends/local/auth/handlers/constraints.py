@@ -12,7 +12,7 @@ import re
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from pluginsdk.errors import AlreadyExistsError, NotFoundError, ValidationError
+from pluginsdk.errors import AlreadyExistsError, NotFoundError, StateConflictError, ValidationError
 from pluginsdk.models.auth import Constraint, validate_constraint
 from pluginsdk.models.auth_results import (
     ConstraintItems,
@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 handlers = HandlerTable()
 
 PAGE_MAX = 3000
+_UPSERT_TRIES = 3
+"""Rounds of insert-then-replace before an upsert gives up (only while others create and delete the id)."""
 _VARIABLE = re.compile(r"{{\s*([A-Za-z_][A-Za-z0-9_]*)\s*}}")
 
 
@@ -107,20 +109,25 @@ async def get_constraint(engine: Engine, op: GetConstraintQuery, principal: Prin
 async def create_constraint(engine: Engine, op: CreateConstraintCommand, principal: Principal) -> ConstraintWritten:
     store = service(engine).store
     c = _validated(op)
-    if op.replace_existing and await store.get_constraint(c.constraint_id) is not None:
+    data = json.dumps(_wire(c))
+    # insert-if-new and replace are each one statement, so callers racing on one id (any process) each get
+    # created or updated; a replace that finds the constraint deleted meanwhile inserts it again
+    for _ in range(_UPSERT_TRIES):
+        async with store.transaction():
+            if await store.insert_constraint(c.constraint_id, c.object_type, data, ts(now())):
+                await store.bump_policy_version()
+                return _written(c, "create", "created")
+        if not op.replace_existing:
+            raise AlreadyExistsError("constraint", c.constraint_id)
         await _may_replace(engine, principal, [c])
         async with store.transaction():
-            if await store.update_constraint(c.constraint_id, c.object_type, json.dumps(_wire(c)), ts(now())):
+            if await store.update_constraint(c.constraint_id, c.object_type, data, ts(now())):
                 await store.bump_policy_version()
                 return _written(c, "update", "updated")
-    async with store.transaction():
-        if await store.get_constraint(c.constraint_id) is not None:
-            raise AlreadyExistsError("constraint", c.constraint_id)
-        at = ts(now())
-        data = json.dumps(_wire(c))
-        await store.insert_constraints([{"id": c.constraint_id, "type": c.object_type, "data": data, "at": at}])
-        await store.bump_policy_version()
-    return _written(c, "create", "created")
+    raise StateConflictError(
+        f"Constraint '{c.constraint_id}' is being created and deleted by other callers; retry.",
+        details={"field": "constraint_id", "value": c.constraint_id},
+    )
 
 
 async def _may_replace(engine: Engine, principal: Principal, replaced: list[Constraint]) -> None:
