@@ -18,7 +18,7 @@ import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 import pydantic
 from pydantic import ConfigDict, Field
@@ -350,6 +350,12 @@ class AppSettings(_Group):
     webDeployedUrl: Any = None
 
 
+class KeysOf(NamedTuple):
+    """Marker of a plain mapping field whose keys (and secrets) a group model describes."""
+
+    model: type[_Group]
+
+
 class Settings(pydantic.BaseModel):
     """The effective configuration, validated. `sources` maps dotted keys to their origin.
 
@@ -368,7 +374,7 @@ class Settings(pydantic.BaseModel):
     templates: TemplateSettings = Field(default_factory=TemplateSettings)
     sdk: SdkSettings = Field(default_factory=SdkSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
-    app: Annotated[dict[str, Any], AppSettings] = {}
+    app: Annotated[dict[str, Any], KeysOf(AppSettings)] = {}
     """Auth service settings (`app.authProvider`); its keys are those of `AppSettings`."""
     sources: dict[str, str] = Field({}, exclude=True)
 
@@ -459,7 +465,8 @@ def _inputs(model: type[pydantic.BaseModel]) -> dict[str, Any]:
 def _model_of(field: Any) -> type[_Group] | None:
     """The group model a field holds (`_UseManaged | None` -> _UseManaged), else None."""
     annotation = field.annotation
-    for candidate in (annotation, *getattr(annotation, "__args__", ()), *field.metadata):
+    keys = (m.model for m in field.metadata if isinstance(m, KeysOf))
+    for candidate in (annotation, *getattr(annotation, "__args__", ()), *keys):
         if isinstance(candidate, type) and issubclass(candidate, _Group):
             return candidate
     return None
