@@ -13,7 +13,6 @@ the configuration is shown, and every shown text has the credentials of URLs and
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -496,19 +495,21 @@ def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _read_file(path: Path) -> dict[str, Any]:
+    from ._yaml import InputTooLargeError, load_json, load_yaml, read_bounded
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path)
+        data = (load_yaml(text, str(path)) or {}) if path.suffix.lower() in (".yaml", ".yml") else load_json(text)
     except OSError as exc:
         raise ConfigurationError(
             f"Cannot read configuration file {str(path)!r}: {exc.strerror}.", key="config_path", source=str(path)
         ) from exc
-    try:
-        if path.suffix.lower() in (".yaml", ".yml"):
-            from ._yaml import load_yaml
-
-            data = load_yaml(text, str(path)) or {}
-        else:
-            data = json.loads(text) if text.strip() else {}
+    except InputTooLargeError as exc:
+        raise ConfigurationError(
+            f"Configuration file {str(path)!r} is refused: {exc} (docs/input.md).",
+            key="config_path",
+            source=str(path),
+        ) from None
     except (ValueError, ImportError) as exc:
         raise ConfigurationError(
             f"Configuration file {str(path)!r} is not valid {path.suffix.lstrip('.').upper() or 'JSON'}: {exc}",
