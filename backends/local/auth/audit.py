@@ -31,7 +31,16 @@ if TYPE_CHECKING:
     from ..engine import Engine
     from .store import AuthStore
 
-__all__ = ["AUDITED", "around_command", "decision_sample_rate", "log_decision", "page_records", "scrub"]
+__all__ = [
+    "AUDITED",
+    "append_record",
+    "around_command",
+    "decision_sample_rate",
+    "log_decision",
+    "operator",
+    "page_records",
+    "scrub",
+]
 
 AUDITED: dict[str, str] = {
     "constraints": "constraint",
@@ -132,25 +141,51 @@ async def around_command(
             target = ",".join(getattr(result, "constraint_ids", []))[:_MAX_ID]
     async with store.transaction():
         after = await _read(store, target_type, op, target)
-        revision = await store.policy_version()
-        await store.db.execute(
-            "INSERT INTO auth_audit (record_id, at, actor, action, target_type, target_id, before_data, after_data,"
-            " revision) VALUES (:id, :at, :actor, :action, :tt, :tid, :before, :after, :rev)",
-            {
-                "id": _new_id(),
-                "at": ts(now()),
-                "actor": principal.user_id,
-                "action": spec.name,
-                "tt": target_type,
-                "tid": target,
-                "before": None if before is None else json.dumps(before, default=str),
-                "after": None if after is None else json.dumps(after, default=str),
-                "rev": revision,
-            },
-        )
+        revision = await append_record(
+            store, actor=principal.user_id, action=spec.name, target_type=target_type, target_id=target,
+            before=before, after=after,
+        )  # fmt: skip
     if target_type in ("constraint", "role", "userRole") and hasattr(result, "revision"):
         result.revision = revision
     return result
+
+
+async def append_record(
+    store: AuthStore, *, actor: str, action: str, target_type: str, target_id: str, before: Any, after: Any
+) -> int:
+    """Append one record (in the caller's transaction, so it is written with the change or not at all);
+    returns the policy revision it carries. Also used by the operator commands that work on the store
+    directly (break-glass, sealing-key rotation), whose actor is `operator:<OS login>`."""
+    revision = await store.policy_version()
+    await store.db.execute(
+        "INSERT INTO auth_audit (record_id, at, actor, action, target_type, target_id, before_data, after_data,"
+        " revision) VALUES (:id, :at, :actor, :action, :tt, :tid, :before, :after, :rev)",
+        {
+            "id": _new_id(),
+            "at": ts(now()),
+            "actor": actor[:256],
+            "action": action,
+            "tt": target_type,
+            "tid": target_id[:_MAX_ID],
+            "before": None if before is None else json.dumps(scrub(before), default=str),
+            "after": None if after is None else json.dumps(scrub(after), default=str),
+            "rev": revision,
+        },
+    )
+    return revision
+
+
+def operator() -> str:
+    """The actor of an operator command: the OS login that ran it."""
+    import getpass
+
+    try:
+        login = getpass.getuser()
+    except (OSError, KeyError):  # no login name (a container's anonymous uid)
+        import os
+
+        login = f"uid-{os.getuid()}" if hasattr(os, "getuid") else "unknown"
+    return f"operator:{login}"
 
 
 def _new_id() -> str:
