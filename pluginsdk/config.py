@@ -108,6 +108,11 @@ class _Group(pydantic.BaseModel):
         """The model of the open sub-group `name`; None when no model describes it (its keys stay open)."""
         return None
 
+    def __repr_args__(self) -> Any:
+        """Reprs (logs, tracebacks) show what `Settings.redacted` shows: no secret, no credential."""
+        shown = _masked(type(self), self.model_dump(mode="json"))
+        return list(shown.items())
+
 
 class LocalProviderSettings(_Group):
     """`provider.local`: the simulated provider (backends/local/providers/local.py)."""
@@ -376,6 +381,9 @@ class Settings(pydantic.BaseModel):
     app: Annotated[dict[str, Any], KeysOf(AppSettings)] = {}
     """Auth service settings (`app.authProvider`); its keys are those of `AppSettings`."""
     sources: dict[str, str] = Field({}, exclude=True)
+
+    def __repr_args__(self) -> Any:
+        return list(self.redacted().items())
 
     def source_of(self, key: str) -> str:
         return self.sources.get(key, "default")

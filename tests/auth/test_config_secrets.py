@@ -130,3 +130,17 @@ async def test_a_store_seeded_with_the_earlier_default_is_upgraded_an_edited_one
             await db.execute("DELETE FROM meta WHERE key = 'auth.defaults_revision'")  # a store of the earlier release
         async with PluginSDK(config=config) as sdk:
             assert (await sdk.get_constraint(cid)).to_dict(by_alias=True)["description"] == expected["description"]
+
+
+def test_reprs_of_the_settings_show_no_credential() -> None:
+    """Settings end up in logs and tracebacks: their repr masks like the shown configuration."""
+    settings = load_settings(
+        config={
+            "api": {"key": PASSWORD},
+            "storage": {"url": f"postgresql://u:{PASSWORD}@h/db"},
+            "app": {"authProvider": {"smtp": {"password": PASSWORD}}},
+        },
+        environ={},
+    )
+    for shown in (repr(settings), str(settings), repr(settings.api), repr(settings.storage), str(settings.storage)):
+        assert PASSWORD not in shown and "***" in shown
