@@ -213,10 +213,11 @@ def test_a_driver_groups_values_and_retired_keys_fail_at_load() -> None:
 
 
 def test_the_auth_services_keys_are_the_ones_the_model_knows() -> None:
-    """Every key the auth service reads from `app` is a key of `AppSettings` (else it would be refused)."""
+    """Every key the auth service reads from `app` is a key of `AppSettings` (else it would be refused):
+    the reads are recorded, then given back as a configuration that must load."""
     from backends.local.auth.config import load_auth_config
 
-    read: list[str] = []
+    read: dict[str, bool] = {}  # dotted key -> read as a group
 
     class Spy(dict):  # type: ignore[type-arg]
         def __init__(self, prefix: str) -> None:
@@ -224,33 +225,28 @@ def test_the_auth_services_keys_are_the_ones_the_model_knows() -> None:
             self.prefix = prefix
 
         def get(self, key: str, default: object = None) -> object:
-            read.append(f"{self.prefix}.{key}")
-            return Spy(f"{self.prefix}.{key}") if key[:1].islower() and key in _GROUPS else default
+            group = isinstance(default, dict)  # `_Reader.sub` reads a group with the default {}
+            read[f"{self.prefix}.{key}"] = group
+            return Spy(f"{self.prefix}.{key}") if group else default
 
-    _GROUPS = {"authProvider", "useManaged", "passwordHashing", "useExternalOAuthIdp", "authorizerOptions", "smtp"}
     settings = load_settings(environ={})
     settings.app = Spy("app")
     load_auth_config(settings)
     config: dict[str, object] = {}
-    for dotted in read:
+    for dotted, group in read.items():
         node = config
         *groups, leaf = dotted.split(".")[1:]
         for g in groups:
             node = node.setdefault(g, {})  # type: ignore[assignment]
-        node.setdefault(leaf, {} if leaf in _GROUPS else 1)
-    assert "authProvider" in config
+        node.setdefault(leaf, {"_": 1} if group else 1)
+    for dotted, group in read.items():  # a group holds only what was read in it
+        if group:
+            node = config
+            for part in dotted.split(".")[1:]:
+                node = node[part]  # type: ignore[assignment]
+            node.pop("_", None)  # type: ignore[attr-defined]
+    assert {"authProvider", "region", "apiUrl"} <= set(config)
     load_settings(config={"app": config}, environ={})  # no key refused
-
-
-def test_remote_client_settings_and_their_environment(tmp_path: Path) -> None:
-    s = load_settings(environ={})
-    assert s.api.verify is True and s.api.trust_env is True and s.api.ca_bundle is None
-    assert (s.api.connect_timeout, s.api.read_timeout, s.api.write_timeout, s.api.pool_timeout) == (5, 30, 30, 10)
-    env = {"PLUGIN_API_VERIFY": "false", "PLUGIN_API_CA_BUNDLE": "/ca.pem", "PLUGIN_API_CLIENT_CERT": "/c.pem",
-           "PLUGIN_API_CLIENT_KEY": "/c.key"}  # fmt: skip
-    s = load_settings(environ=env)
-    assert s.api.verify is False and s.api.ca_bundle == "/ca.pem" and s.api.client_key == "/c.key"
-    assert s.source_of("api.client_cert") == "environment PLUGIN_API_CLIENT_CERT"
 
 
 async def test_the_sdk_refuses_a_nested_typo_before_any_call(tmp_path: Path) -> None:
