@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from pluginsdk.errors import ConfigurationError
 
 from .db import Database
-from .files import read_private, replace_private, write_private_once
+from .files import read_private, rename_durably, replace_private, write_private_once
 
 if TYPE_CHECKING:
     from pluginsdk.config import Settings
@@ -284,7 +284,7 @@ async def rotate(settings: Settings, new_key: bytes | None = None, *, wait: floa
                     "resealed": count},
                 )  # fmt: skip
             if current.path is not None:
-                os.replace(_pending(current.path), current.path)
+                rename_durably(_pending(current.path), current.path)
                 return SealKey(fresh, str(current.path), current.path), count
             return SealKey(fresh, NEW_KEY_ENV, None), count
         finally:
