@@ -379,7 +379,7 @@ GROUPS: dict[str, dict[str, str]] = {
     },
     "system": {
         "cleanup": "Delete old finished requests and terminated machines in one go.",
-        "config": "The effective configuration (secrets masked) and where each value came from.",
+        "config": "The effective configuration (credentials masked) and where each value came from (administrators).",
         "health": "Check that a provider answers.",
         "metrics": "Operation counters and timings of this engine.",
         "status": "Version, backend, provider, store and request counts at a glance.",

@@ -73,7 +73,7 @@ class SDKMethods:
     async def get_api_key(self, api_key_id: str) -> ApiKeyResult:
         """Show one API key (never its secret)."""
     async def get_configuration(self, group: Literal['provider', 'api', 'storage', 'logging', 'scheduler', 'templates', 'sdk', 'app'] | None = ...) -> ConfigurationView:
-        """The effective configuration (secrets masked) and where each value came from."""
+        """The effective configuration (credentials masked) and where each value came from (administrators)."""
     async def get_constraint(self, constraint_id: str) -> Constraint:
         """Get one permission constraint by id."""
     async def get_jwks(self) -> Jwks:

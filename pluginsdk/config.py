@@ -2,25 +2,29 @@
 
 Every value remembers where it came from, so a wrong one becomes a
 `ConfigurationError` that names the key and the source ("storage.path from
-PLUGIN_STORAGE_PATH"). A key no group knows is an error too, with the closest valid key: a misspelling
-must not silently fall back to a default (`provider: {tpye: aws}` would run the local provider).
-File formats: JSON or YAML.
+PLUGIN_STORAGE_PATH"). A key no group knows is an error too, at every level (`provider.aws`,
+`app.authProvider.useManaged`, ...), with the closest valid key: a misspelling must not silently fall back
+to a default (`provider: {tpye: aws}` would run the local provider, `provider.aws.endpont_url` would call
+the real AWS endpoint). File formats: JSON or YAML.
+
+Secrecy is a property of the model: a field annotated `Annotated[..., SECRET]` is shown as `***` wherever
+the configuration is shown, and every shown text has the credentials of URLs and DSNs masked.
 """
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator, Mapping
+import re
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, NamedTuple
 
 import pydantic
 from pydantic import ConfigDict, Field
 
 from .errors import ConfigurationError
 
-__all__ = ["ENV_VARS", "Settings", "default_data_dir", "load_settings"]
+__all__ = ["ENV_VARS", "SECRET", "Settings", "SettingsGroup", "default_data_dir", "load_settings", "mask_credentials"]
 
 ENV_VARS: dict[str, str] = {
     "PLUGIN_PROVIDER": "provider.type",
@@ -79,12 +83,76 @@ def default_data_dir() -> Path:
     return current
 
 
+class _Secret:
+    """Marker of a configuration field whose value is a secret (`Annotated[str | None, SECRET]`)."""
+
+    def __repr__(self) -> str:
+        return "SECRET"
+
+
+SECRET = _Secret()
+"""Put in a field's `Annotated[...]`: the value is shown as `***` wherever the configuration is shown."""
+
+
 class _Group(pydantic.BaseModel):
     model_config = ConfigDict(extra="allow", validate_by_alias=True, validate_by_name=True, defer_build=True)
 
     open_groups: ClassVar[bool] = False
     """Whether a key that is not a field may hold a sub-group (a mapping): the provider drivers' own
     groups (`provider.local`, `provider.aws`, a third party's). Any other unknown key is an error."""
+    retired: ClassVar[dict[str, str]] = {}
+    """Keys that once meant something -> the error that says what replaces them."""
+
+    @classmethod
+    def sub_group(cls, name: str) -> type[_Group] | None:
+        """The model of the open sub-group `name`; None when no model describes it (its keys stay open)."""
+        return None
+
+    def __repr_args__(self) -> Any:
+        """Reprs (logs, tracebacks) show what `Settings.redacted` shows: no secret, no credential."""
+        shown = _masked(type(self), self.model_dump(mode="json"))
+        return list(shown.items())
+
+
+class LocalProviderSettings(_Group):
+    """`provider.local`: the simulated provider (backends/local/providers/local.py)."""
+
+    boot_delay: float = Field(2.0, ge=0)
+    terminate_delay: float = Field(1.0, ge=0)
+    failure_rate: float = Field(0.0, ge=0, le=1)
+    terminate_failure_rate: float = Field(0.0, ge=0, le=1)
+    capacity: int = Field(1000, ge=0)
+    seed: str | int | None = None
+    region: str | None = None
+    profile: str | None = None
+
+
+class AwsProviderSettings(_Group):
+    """`provider.aws`: the AWS driver (docs/aws.md)."""
+
+    retired: ClassVar[dict[str, str]] = dict.fromkeys(
+        ("retry_base_delay", "retry_max_delay"),
+        "is gone: botocore's retry mode sets the backoff (provider.aws.retry_mode: standard or adaptive; "
+        "provider.aws.max_attempts)",
+    )
+
+    endpoint_url: str | None = None
+    region: str | None = None
+    profile: str | None = None
+    default_instance_type: str | None = None
+    fleet_role: str | None = None
+    availability_zones: list[str] | str | None = None
+    retry_mode: Literal["standard", "adaptive", "legacy"] | None = None
+    max_attempts: int = Field(5, ge=1, le=100)
+    timeout: float = Field(30.0, gt=0)
+
+
+_PROVIDER_GROUPS: dict[str, type[_Group]] = {"local": LocalProviderSettings, "aws": AwsProviderSettings}
+
+SettingsGroup = _Group
+"""Base of a configuration group's model: a third party's provider driver names its own as the class
+attribute `settings_model` (fields annotated `Annotated[..., SECRET]` are masked when shown)."""
+_GroupModel = type[_Group]  # ProviderSettings' field `type` hides the builtin in its body
 
 
 class ProviderSettings(_Group):
@@ -96,6 +164,20 @@ class ProviderSettings(_Group):
     profile: str | None = None
     max_machines_per_request: int = Field(1000, ge=1)
     """Global cap on a request's machine count."""
+
+    @classmethod
+    def sub_group(cls, name: str) -> _GroupModel | None:
+        """A built-in driver's model, else the `settings_model` of the installed driver of that name (a third
+        party's driver without one keeps its group open, and shown masked). A name no driver has is unknown."""
+        if name in _PROVIDER_GROUPS:
+            return _PROVIDER_GROUPS[name]
+        from importlib.metadata import entry_points
+
+        found = [ep for ep in entry_points(group="pluginsdk.providers") if ep.name == name]
+        if not found:
+            raise LookupError(name)
+        model = getattr(found[0].load(), "settings_model", None)
+        return model if isinstance(model, type) and issubclass(model, _Group) else None
 
 
 class ApiSettings(_Group):
@@ -120,9 +202,9 @@ class ApiSettings(_Group):
     it below the process's file-descriptor limit, `ulimit -n`)."""
     url: str | None = None
     """Base URL of a pluginsdk server (remote backend)."""
-    key: str | None = None
+    key: Annotated[str | None, SECRET] = None
     """API key for the remote backend (better: `pluginsdk login`, kept in the OS keyring)."""
-    token: str | None = None
+    token: Annotated[str | None, SECRET] = None
     """Bearer token for the remote backend."""
     verify: bool = True
     """Verify the server's TLS certificate (remote backend). Off only for a test server."""
@@ -152,7 +234,7 @@ class StorageSettings(_Group):
     path: str | None = None
     """SQLite file (default: <user data dir>/pluginsdk.db)."""
     url: str | None = None
-    """Database URL, e.g. postgresql://user@127.0.0.1:5432/db."""
+    """Database URL, e.g. postgresql://user@127.0.0.1:5432/db (a password in it is masked when shown)."""
     seal_key_file: str | None = None
     """Owner-only file of the key that seals secrets in the store (default: beside the SQLite file)."""
 
@@ -193,6 +275,101 @@ class McpSettings(_Group):
     """Tool profile(s) `pluginsdk mcp serve` lists: provisioning (default), auth or all; comma-separated."""
 
 
+class _PasswordHashing(_Group):
+    timeCost: Any = None
+    memoryKib: Any = None
+    parallelism: Any = None
+
+
+class _UseManaged(_Group):
+    enabled: Any = None
+    useOidc: Any = None
+    useSaml: Any = None
+    userPoolId: Any = None
+    appClientId: Any = None
+    identityPoolId: Any = None
+    userPoolEndpoint: Any = None
+    issuer: Any = None
+    signingAlgorithm: Any = None
+    tokenMinutes: Any = None
+    refreshTokenDays: Any = None
+    temporaryPasswordDays: Any = None
+    passwordMinLength: Any = None
+    passwordHashing: _PasswordHashing | None = None
+
+
+class _UseExternalOAuthIdp(_Group):
+    enabled: Any = None
+    idpUrl: Any = None
+    clientId: Any = None
+    scope: Any = None
+    scopeMfa: Any = None
+    tokenEndpoint: Any = None
+    authorizationEndpoint: Any = None
+    discoveryEndpoint: Any = None
+    jwksUrl: Any = None
+    issuer: Any = None
+    audience: Any = None
+    userIdClaim: Any = None
+    emailClaim: Any = None
+    mfaClaim: Any = None
+    mfaValues: Any = None
+    algorithms: Any = None
+    jwksCacheSeconds: Any = None
+    jwksMinRefreshSeconds: Any = None
+    httpTimeout: Any = None
+
+
+class _AuthorizerOptions(_Group):
+    defaultUserRoleName: Any = None
+
+
+class _Smtp(_Group):
+    host: Any = None
+    port: Any = None
+    username: Any = None
+    password: Annotated[Any, SECRET] = None
+    startTls: Any = None
+    useTls: Any = None
+    sender: Any = Field(None, alias="from")
+    timeout: Any = None
+
+
+class _AuthProvider(_Group):
+    useManaged: _UseManaged | None = None
+    useExternalOAuthIdp: _UseExternalOAuthIdp | None = None
+    authorizerOptions: _AuthorizerOptions | None = None
+    adminUserId: Any = None
+    disableAuthorization: Any = None
+    secretsKey: Annotated[Any, SECRET] = None
+    smtp: _Smtp | None = None
+
+
+class _Audit(_Group):
+    decisionSampleRate: Any = None
+
+
+class AppSettings(_Group):
+    """The keys of `app` (docs/auth.md). Only the keys are checked here; the auth service reads and checks
+    the values (backends/local/auth/config.py), so `Settings.app` stays the plain mapping it reads."""
+
+    authProvider: _AuthProvider | None = None
+    audit: _Audit | None = None
+    region: Any = None
+    apiUrl: Any = None
+    contentSecurityPolicy: Any = None
+    bannerHtmlMessage: Any = None
+    featuresEnabled: Any = None
+    locationServiceApiUrl: Any = None
+    webDeployedUrl: Any = None
+
+
+class KeysOf(NamedTuple):
+    """Marker of a plain mapping field whose keys (and secrets) a group model describes."""
+
+    model: type[_Group]
+
+
 class Settings(pydantic.BaseModel):
     """The effective configuration, validated. `sources` maps dotted keys to their origin.
 
@@ -211,9 +388,12 @@ class Settings(pydantic.BaseModel):
     templates: TemplateSettings = Field(default_factory=TemplateSettings)
     sdk: SdkSettings = Field(default_factory=SdkSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
-    app: dict[str, Any] = {}
-    """Auth service settings (`app.authProvider`)."""
+    app: Annotated[dict[str, Any], KeysOf(AppSettings)] = {}
+    """Auth service settings (`app.authProvider`); its keys are those of `AppSettings`."""
     sources: dict[str, str] = Field({}, exclude=True)
+
+    def __repr_args__(self) -> Any:
+        return list(self.redacted().items())
 
     def source_of(self, key: str) -> str:
         return self.sources.get(key, "default")
@@ -238,25 +418,75 @@ class Settings(pydantic.BaseModel):
         return self.storage.path or str(default_data_dir() / "pluginsdk.db")
 
     def redacted(self) -> dict[str, Any]:
-        """The configuration with secrets masked, for display."""
+        """The configuration for display: every field the model marks SECRET is `***`, a group no model
+        describes (a third party's driver without a settings model) has every value `***`, and the
+        credentials in every other text (URL passwords, DSN `password=`) are masked."""
         data = self.model_dump(mode="json")
-        _redact(data)
-        return data
+        shown: dict[str, Any] = _masked(Settings, data)
+        return shown
 
 
-_SECRET_WORDS = ("key", "token", "password", "secret")
+_CREDENTIALS = (
+    re.compile(r"(?P<keep>[A-Za-z][A-Za-z0-9+.\-]*://[^:@/\s?#]*:)[^@\s]*(?=@)"),  # scheme://user:PASSWORD@
+    re.compile(r"(?i)(?P<keep>\b(?:password|passwd|pwd|sslpassword)\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s&;]*)"),
+)
+"""A URL's userinfo password, and a DSN's or query string's `password=` part (libpq's keywords)."""
 
 
-def _redact(node: Any) -> None:
-    if isinstance(node, dict):
-        for k, v in node.items():
-            if isinstance(v, str) and v and any(w in k.lower() for w in _SECRET_WORDS):
-                node[k] = "***"
-            else:
-                _redact(v)
-    elif isinstance(node, list):
-        for v in node:
-            _redact(v)
+def mask_credentials(text: str) -> str:
+    """`text` with the passwords of URLs (`scheme://user:***@host`) and DSNs (`password=***`) masked."""
+    for pattern in _CREDENTIALS:
+        text = pattern.sub(lambda m: m.group("keep") + "***", text)
+    return text
+
+
+def _masked(model: type[pydantic.BaseModel] | None, node: Any) -> Any:
+    """`node` (a value of `model`, or of no model when None) as shown: see `Settings.redacted`."""
+    if isinstance(node, str):
+        return mask_credentials(node)
+    if isinstance(node, list):
+        return [_masked(None, v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    fields = _inputs(model) if model is not None else {}
+    for key, value in node.items():
+        field = fields.get(key)
+        if field is not None and SECRET in field.metadata and value not in (None, ""):
+            out[key] = "***"
+        elif field is not None:
+            out[key] = _masked(_model_of(field), value)
+        elif model is not None and issubclass(model, _Group) and model.open_groups and isinstance(value, dict):
+            out[key] = _masked_open(model, key, value)
+        else:
+            out[key] = _masked(None, value)
+    return out
+
+
+def _masked_open(model: type[_Group], key: str, value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        sub = model.sub_group(key)
+    except LookupError:
+        sub = None
+    if sub is None:  # nothing says which of its values are secret: none is shown
+        return {k: "***" if v not in (None, "") else v for k, v in value.items()}
+    shown: dict[str, Any] = _masked(sub, value)
+    return shown
+
+
+def _inputs(model: type[pydantic.BaseModel]) -> dict[str, Any]:
+    """A model's fields by the name a configuration gives them (the alias, when it has one)."""
+    return {info.alias or name: info for name, info in model.model_fields.items()}
+
+
+def _model_of(field: Any) -> type[_Group] | None:
+    """The group model a field holds (`_UseManaged | None` -> _UseManaged), else None."""
+    annotation = field.annotation
+    keys = (m.model for m in field.metadata if isinstance(m, KeysOf))
+    for candidate in (annotation, *getattr(annotation, "__args__", ()), *keys):
+        if isinstance(candidate, type) and issubclass(candidate, _Group):
+            return candidate
+    return None
 
 
 def _set(tree: dict[str, Any], dotted: str, value: Any) -> None:
@@ -283,19 +513,21 @@ def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _read_file(path: Path) -> dict[str, Any]:
+    from ._yaml import InputTooLargeError, load_json, load_yaml, read_bounded
+
     try:
-        text = path.read_text(encoding="utf-8")
+        text = read_bounded(path)
+        data = (load_yaml(text, str(path)) or {}) if path.suffix.lower() in (".yaml", ".yml") else load_json(text)
     except OSError as exc:
         raise ConfigurationError(
             f"Cannot read configuration file {str(path)!r}: {exc.strerror}.", key="config_path", source=str(path)
         ) from exc
-    try:
-        if path.suffix.lower() in (".yaml", ".yml"):
-            from ._yaml import load_yaml
-
-            data = load_yaml(text, str(path)) or {}
-        else:
-            data = json.loads(text) if text.strip() else {}
+    except InputTooLargeError as exc:
+        raise ConfigurationError(
+            f"Configuration file {str(path)!r} is refused: {exc} (docs/input.md).",
+            key="config_path",
+            source=str(path),
+        ) from None
     except (ValueError, ImportError) as exc:
         raise ConfigurationError(
             f"Configuration file {str(path)!r} is not valid {path.suffix.lstrip('.').upper() or 'JSON'}: {exc}",
@@ -378,7 +610,7 @@ def _validate(merged: dict[str, Any], sources: Mapping[str, str]) -> Settings:
             continue
         raw = data.pop(name, None)
         if isinstance(raw, Mapping):
-            _check_keys(name, model, raw, sources)
+            raw = _checked(name, model, raw, sources)
         try:
             values[name] = model.model_construct() if raw is None else model.model_validate(raw)
         except pydantic.ValidationError as exc:
@@ -386,24 +618,63 @@ def _validate(merged: dict[str, Any], sources: Mapping[str, str]) -> Settings:
     app = data.pop("app", {})
     if not isinstance(app, dict):
         raise _invalid(None, ("app",), sources, value=app, expected="an object")
+    _checked("app", AppSettings, app, sources)
     for key in data:
         groups = [k for k in Settings.model_fields if k != "sources"]
         raise _unknown(key, [*groups, *_FLAT_ALIASES], sources)
     return Settings.model_construct(**values, app=app)
 
 
-def _check_keys(name: str, model: type[_Group], raw: Mapping[str, Any], sources: Mapping[str, str]) -> None:
-    """Raise for the first key of group `name` that is not one of its settings."""
+def _checked(prefix: str, model: type[_Group], raw: Mapping[str, Any], sources: Mapping[str, str]) -> dict[str, Any]:
+    """`raw` with every key checked against `model`, at every level: an unknown key raises (naming the
+    closest valid one), a retired one raises with what replaces it, and an open sub-group (a provider
+    driver's) is validated by its own model."""
+    fields = _inputs(model)
     for key, value in raw.items():
-        if key not in model.model_fields and not (model.open_groups and isinstance(value, Mapping)):
-            raise _unknown(f"{name}.{key}", [f"{name}.{k}" for k in model.model_fields], sources)
+        dotted = f"{prefix}.{key}"
+        if key in model.retired:
+            source = sources.get(dotted, "default")
+            raise ConfigurationError(
+                f"Configuration key {dotted!r} (from {source}) {model.retired[key]}.",
+                key=dotted,
+                source=source,
+                details={"field": dotted, "expected": None},
+            )
+        field = fields.get(key)
+        if field is not None:
+            sub = _model_of(field)
+            if sub is not None and isinstance(value, Mapping):
+                _checked(dotted, sub, value, sources)
+            continue
+        if model.open_groups and isinstance(value, Mapping):
+            try:
+                sub = model.sub_group(key)
+            except LookupError:
+                raise _unknown(dotted, [*(f"{prefix}.{k}" for k in fields), *_open_names(prefix)], sources) from None
+            if sub is not None:
+                _checked(dotted, sub, value, sources)
+                try:
+                    sub.model_validate(value)
+                except pydantic.ValidationError as exc:
+                    raise _invalid(exc, (*prefix.split("."), key), sources) from None
+            continue
+        raise _unknown(dotted, [f"{prefix}.{k}" for k in fields], sources)
+    return dict(raw)
+
+
+def _open_names(prefix: str) -> list[str]:
+    """The sub-groups an open group may hold (the provider drivers installed), for an unknown key's hint."""
+    from importlib.metadata import entry_points
+
+    names = {*_PROVIDER_GROUPS, *(ep.name for ep in entry_points(group="pluginsdk.providers"))}
+    return [f"{prefix}.{n}" for n in sorted(names)]
 
 
 def _unknown(key: str, valid: list[str], sources: Mapping[str, str]) -> ConfigurationError:
     """The ConfigurationError of an unknown key: where it was given, and the valid key it most resembles."""
     import difflib  # only on this error path: the CLI's cold start never pays for it
 
-    source = sources.get(key) or next(_sources_under(key, sources), "default")
+    source = _source(key, sources)
     leaf = key.rpartition(".")[2]
     by_leaf = {v.rpartition(".")[2]: v for v in valid}  # compared within the group: its prefix is no likeness
     close = [by_leaf[m] for m in difflib.get_close_matches(leaf, list(by_leaf), n=1, cutoff=0.6)]
@@ -416,9 +687,16 @@ def _unknown(key: str, valid: list[str], sources: Mapping[str, str]) -> Configur
     )
 
 
-def _sources_under(key: str, sources: Mapping[str, str]) -> Iterator[str]:
-    """Sources of the keys inside the sub-group `key` (an unknown key holding a mapping)."""
-    return (source for k, source in sources.items() if k.startswith(key + "."))
+def _source(key: str, sources: Mapping[str, str]) -> str:
+    """Where `key` was given: its own source, else that of a key inside it (an unknown key holding a mapping),
+    else that of the group holding it (`app` is one value of its layer)."""
+    if key in sources:
+        return sources[key]
+    inside = next((source for k, source in sources.items() if k.startswith(key + ".")), None)
+    if inside is not None:
+        return inside
+    parent = key.rpartition(".")[0]
+    return _source(parent, sources) if parent else "default"
 
 
 def _invalid(
@@ -433,7 +711,7 @@ def _invalid(
         err = exc.errors()[0]
         prefix, value, expected = (*prefix, *(str(p) for p in err["loc"])), err.get("input"), err["msg"]
     key = ".".join(prefix)
-    source = sources.get(key, "default")
+    source = _source(key, sources)
     return ConfigurationError(
         f"Invalid configuration value for {key!r} (from {source}): {expected}.",
         key=key,
@@ -443,6 +721,31 @@ def _invalid(
 
 
 def _safe_value(key: str, value: Any) -> Any:
-    if any(w in key.lower() for w in _SECRET_WORDS):
+    """A wrong value as an error may show it: `***` for a field the model marks SECRET, credentials masked."""
+    if _is_secret(key):
         return "***"
-    return value if isinstance(value, str | int | float | bool) or value is None else str(value)
+    shown = value if isinstance(value, str | int | float | bool) or value is None else str(value)
+    return mask_credentials(shown) if isinstance(shown, str) else shown
+
+
+def _is_secret(dotted: str) -> bool:
+    """Whether the model marks the field at `dotted` SECRET (a key of a group no model describes counts as one)."""
+    model: type[pydantic.BaseModel] | None = Settings
+    parts = dotted.split(".")
+    for i, part in enumerate(parts):
+        field = _inputs(model).get(part) if model is not None else None
+        if field is not None:
+            if SECRET in field.metadata:
+                return True
+            model = _model_of(field)
+            continue
+        if model is not None and issubclass(model, _Group) and model.open_groups and i < len(parts) - 1:
+            try:
+                model = model.sub_group(part)
+            except LookupError:
+                model = None
+            if model is None:
+                return True
+            continue
+        return False
+    return False

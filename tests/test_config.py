@@ -152,25 +152,117 @@ def test_an_unknown_key_in_a_file_is_an_error_not_a_silent_default(tmp_path: Pat
     assert "did you mean 'provider.type'?" in exc.value.message
 
 
-def test_driver_groups_and_instance_types_stay_open(tmp_path: Path) -> None:
+def test_driver_groups_are_checked_and_instance_types_stay_open(tmp_path: Path) -> None:
     config = {
-        "provider": {"type": "local", "local": {"boot_delay": 0.1}, "acme": {"endpoint": "x"}},
+        "provider": {"type": "local", "local": {"boot_delay": 0.1}, "aws": {"endpoint_url": "http://127.0.0.1:9"}},
         "scheduler": {"instance_types": {"m5": {"xlarge": {"ncpus": 4}}}},
-        "app": {"authProvider": {"anything": True}},
+        "app": {"authProvider": {"useManaged": {"enabled": True}}},
     }
     s = load_settings(config=config, environ={})
-    assert s.group("provider.local") == {"boot_delay": 0.1} and s.group("provider.acme") == {"endpoint": "x"}
-    assert s.group("scheduler.instance_types") == {"m5": {"xlarge": {"ncpus": 4}}}
+    assert s.group("provider.local") == {"boot_delay": 0.1}
+    assert s.group("provider.aws") == {"endpoint_url": "http://127.0.0.1:9"}
+    assert s.group("scheduler.instance_types") == {"m5": {"xlarge": {"ncpus": 4}}}  # a table of names, not keys
     with pytest.raises(ConfigurationError, match=r"provider\.regoin"):
         load_settings(config={"provider": {"regoin": "eu-west-1"}}, environ={})  # a value, not a driver group
+    with pytest.raises(ConfigurationError, match=r"'provider\.acme'.*valid keys: .*provider\.aws, provider\.local"):
+        load_settings(config={"provider": {"acme": {"endpoint": "x"}}}, environ={})  # no driver of that name
 
 
-def test_remote_client_settings_and_their_environment(tmp_path: Path) -> None:
-    s = load_settings(environ={})
-    assert s.api.verify is True and s.api.trust_env is True and s.api.ca_bundle is None
-    assert (s.api.connect_timeout, s.api.read_timeout, s.api.write_timeout, s.api.pool_timeout) == (5, 30, 30, 10)
-    env = {"PLUGIN_API_VERIFY": "false", "PLUGIN_API_CA_BUNDLE": "/ca.pem", "PLUGIN_API_CLIENT_CERT": "/c.pem",
-           "PLUGIN_API_CLIENT_KEY": "/c.key"}  # fmt: skip
-    s = load_settings(environ=env)
-    assert s.api.verify is False and s.api.ca_bundle == "/ca.pem" and s.api.client_key == "/c.key"
-    assert s.source_of("api.client_cert") == "environment PLUGIN_API_CLIENT_CERT"
+@pytest.mark.parametrize(
+    ("config", "key", "closest"),
+    [
+        ({"provider": {"aws": {"endpont_url": "http://127.0.0.1:9"}}}, "provider.aws.endpont_url", "endpoint_url"),
+        ({"provider": {"local": {"boot_dleay": 0.1}}}, "provider.local.boot_dleay", "boot_delay"),
+        ({"provider": {"lcoal": {"boot_delay": 0.1}}}, "provider.lcoal", "local"),
+        ({"app": {"authProvider": {"useManged": {"enabled": True}}}}, "app.authProvider.useManged", "useManaged"),
+        (
+            {"app": {"authProvider": {"useManaged": {"enabeld": True}}}},
+            "app.authProvider.useManaged.enabeld",
+            "enabled",
+        ),
+        ({"app": {"authProvider": {"smtp": {"pasword": "x"}}}}, "app.authProvider.smtp.pasword", "password"),
+        ({"app": {"authProvidr": {"adminUserId": "x"}}}, "app.authProvidr", "authProvider"),
+        ({"app": {"audit": {"decisionSampleRat": 1}}}, "app.audit.decisionSampleRat", "decisionSampleRate"),
+    ],
+)
+def test_every_level_refuses_an_unknown_key_with_the_closest_valid_one(
+    tmp_path: Path, config: dict[str, object], key: str, closest: str
+) -> None:
+    """A typo in a nested group never falls back to a default, whichever layer holds it."""
+    with pytest.raises(ConfigurationError) as exc:
+        load_settings(config=config, environ={})
+    assert exc.value.key == key and exc.value.source == "config dict"
+    assert f"did you mean '{key.rpartition('.')[0]}.{closest}'?" in exc.value.message
+    cfg = tmp_path / "plugin.yaml"
+    cfg.write_text(json.dumps(config))  # JSON is YAML
+    with pytest.raises(ConfigurationError) as exc:
+        load_settings(environ={"PLUGIN_CONFIG": str(cfg)})
+    assert exc.value.key == key and exc.value.source == f"file {cfg}"
+
+
+def test_a_driver_groups_values_and_retired_keys_fail_at_load() -> None:
+    with pytest.raises(ConfigurationError) as exc:
+        load_settings(config={"provider": {"local": {"failure_rate": 3}}}, environ={})
+    assert exc.value.key == "provider.local.failure_rate"
+    with pytest.raises(ConfigurationError) as exc:
+        load_settings(config={"provider": {"aws": {"retry_mode": "sometimes"}}}, environ={})
+    assert exc.value.key == "provider.aws.retry_mode"
+    with pytest.raises(ConfigurationError) as exc:  # at load, not at the first AWS call
+        load_settings(config={"provider": {"aws": {"retry_base_delay": 0.5}}}, environ={})
+    assert exc.value.key == "provider.aws.retry_base_delay" and "provider.aws.retry_mode" in exc.value.message
+
+
+def test_the_auth_services_keys_are_the_ones_the_model_knows() -> None:
+    """Every key the auth service reads from `app` is a key of `AppSettings` (else it would be refused):
+    the reads are recorded, then given back as a configuration that must load."""
+    from backends.local.auth.config import load_auth_config
+
+    read: dict[str, bool] = {}  # dotted key -> read as a group
+
+    class Spy(dict):  # type: ignore[type-arg]
+        def __init__(self, prefix: str) -> None:
+            super().__init__()
+            self.prefix = prefix
+
+        def get(self, key: str, default: object = None) -> object:
+            group = isinstance(default, dict)  # `_Reader.sub` reads a group with the default {}
+            read[f"{self.prefix}.{key}"] = group
+            return Spy(f"{self.prefix}.{key}") if group else default
+
+    settings = load_settings(environ={})
+    settings.app = Spy("app")
+    load_auth_config(settings)
+    config: dict[str, object] = {}
+    for dotted, group in read.items():
+        node = config
+        *groups, leaf = dotted.split(".")[1:]
+        for g in groups:
+            node = node.setdefault(g, {})  # type: ignore[assignment]
+        node.setdefault(leaf, {"_": 1} if group else 1)
+    for dotted, group in read.items():  # a group holds only what was read in it
+        if group:
+            node = config
+            for part in dotted.split(".")[1:]:
+                node = node[part]  # type: ignore[assignment]
+            node.pop("_", None)  # type: ignore[attr-defined]
+    assert {"authProvider", "region", "apiUrl"} <= set(config)
+    load_settings(config={"app": config}, environ={})  # no key refused
+
+
+async def test_the_sdk_refuses_a_nested_typo_before_any_call(tmp_path: Path) -> None:
+    config = {"storage": {"path": str(tmp_path / "s.db")}, "provider": {"type": "aws", "aws": {"endpont_url": "x"}}}
+    with pytest.raises(ConfigurationError, match=r"did you mean 'provider\.aws\.endpoint_url'\?"):
+        async with PluginSDK(config=config) as sdk:
+            await sdk.list_templates()
+
+
+def test_the_cli_refuses_a_nested_typo_in_its_config_file(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from pluginsdk.cli import cli
+
+    cfg = tmp_path / "plugin.yaml"
+    cfg.write_text(f"storage:\n  path: {tmp_path / 's.db'}\nprovider:\n  local:\n    boot_dleay: 0.1\n")
+    res = CliRunner().invoke(cli, ["--config", str(cfg), "--format", "json", "templates", "list"])
+    assert res.exit_code != 0
+    assert "CONFIGURATION_ERROR" in res.output and "did you mean 'provider.local.boot_delay'?" in res.output

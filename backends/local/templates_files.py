@@ -7,7 +7,6 @@ re-read only when their size or mtime changes; `load(force=True)` re-reads all.
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -90,14 +89,11 @@ class TemplateFiles:
         return out
 
     def _read(self, path: Path) -> list[Template]:
-        try:
-            text = path.read_text(encoding="utf-8")
-            if path.suffix.lower() == ".json":
-                data: Any = json.loads(text)
-            else:
-                from pluginsdk._yaml import load_yaml
+        from pluginsdk._yaml import load_json, load_yaml, read_bounded
 
-                data = load_yaml(text, str(path))
+        try:
+            text = read_bounded(path)  # bounded like every file read (docs/input.md)
+            data: Any = load_json(text) if path.suffix.lower() == ".json" else load_yaml(text, str(path))
         except (OSError, ValueError) as exc:
             self.errors[str(path)] = str(exc)
             log.warning("template file %s skipped: %s", path, exc)

@@ -66,10 +66,14 @@ class Group(click.Group):
         return sorted(self.actions)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        if (self.name, cmd_name) == ("auth", "break-glass"):  # not a catalog operation: local store only
+        if (self.name, cmd_name) == ("auth", "break-glass"):  # not catalog operations: local store only
             from ._break_glass import break_glass
 
             return break_glass
+        if (self.name, cmd_name) == ("auth", "rotate-seal-key"):
+            from ._rotate_seal_key import rotate_seal_key
+
+            return rotate_seal_key
         from ._build import command_for, find_spec
 
         spec = find_spec(self.name or "", cmd_name)
@@ -99,7 +103,12 @@ def _extra_command(name: str) -> click.Command:
 
 EXTRA = ("login", "mcp", "server")
 """Commands that are not catalog operations."""
-GROUP_EXTRA = {"auth": {"break-glass": "Re-grant the admin role to a user directly in the local store (recovery)."}}
+GROUP_EXTRA = {
+    "auth": {
+        "break-glass": "Re-grant the admin role to a user directly in the local store (recovery).",
+        "rotate-seal-key": "Rotate the key that seals secrets in the local store (servers stopped).",
+    }
+}
 """Actions of catalog groups that are not catalog operations."""
 
 

@@ -2,7 +2,8 @@
 
 The active scheduler strategy (`--scheduler`, else `scheduler.type`) turns the `-f FILE` / `-d JSON`
 object into parameters and renders the result; arguments and options given on the command line win
-over the input object. Every failure, bad input included, becomes the error envelope and exit 1; a
+over the input object. Every failure, bad input included, becomes the error envelope and exit 1 (a file
+input past the bounds of `pluginsdk._yaml` — size, alias expansion, nesting — exits 2, a usage error); a
 result short of what was asked exits with the code `_exit.outcome` gives it (the result still printed).
 
 `--output` is checked before anything runs; a write that fails afterwards prints the result on stdout
@@ -12,15 +13,14 @@ the request it leaves running.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..errors import ValidationError
 from ._output import check_output, emit, emit_error, output_format, render
 
 if TYPE_CHECKING:
@@ -39,8 +39,13 @@ _LISTINGS = {
 REST and MCP callers share them)."""
 
 
+class InputFileRefused(ValidationError):
+    """A file input that cannot be used as given (too large, aliases expanding past the limit, nested too
+    deep, unreadable): a usage error, exit code 2 (1 under a scheduler strategy)."""
+
+
 def _read_input(input_file: str | None, input_data: str | None) -> dict[str, Any]:
-    from ..errors import ValidationError
+    from .._yaml import InputTooLargeError, load_json
 
     data: dict[str, Any] = {}
     for label, text, name in (
@@ -57,7 +62,9 @@ def _read_input(input_file: str | None, input_data: str | None) -> dict[str, Any
 
                 value = load_yaml(text, name)
             else:
-                value = json.loads(text) if text.strip() else {}
+                value = load_json(text)
+        except InputTooLargeError as exc:
+            raise _refused(f"The {where} is refused: {exc}.", label, name) from None
         except ValueError as exc:
             details: dict[str, Any] = {"field": label.lstrip("-"), "expected": "a JSON object"}
             if name:
@@ -78,11 +85,23 @@ def _read_input(input_file: str | None, input_data: str | None) -> dict[str, Any
     return data
 
 
+def _refused(message: str, label: str, name: str) -> InputFileRefused:
+    from .._yaml import MAX_INPUT_BYTES, MAX_NESTING
+
+    details: dict[str, Any] = {"field": label.lstrip("-"), "expected": f"at most {MAX_INPUT_BYTES} bytes, "
+                               f"aliases expanded, and {MAX_NESTING} levels (docs/input.md)"}  # fmt: skip
+    if name:
+        details["value"] = name
+    return InputFileRefused(message, details=details)
+
+
 def _read_text(path: str) -> str:
-    from ..errors import ValidationError
+    from .._yaml import InputTooLargeError, read_bounded
 
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return read_bounded(path)
+    except InputTooLargeError as exc:
+        raise _refused(f"The input file {path!r} is refused: {exc}.", "--file", path) from None
     except OSError as exc:
         raise ValidationError(
             f"Cannot read input file {path!r}: {exc.strerror}.", details={"field": "file", "value": path}
@@ -130,7 +149,7 @@ def run_operation(
 
     from ..errors import SDKError
     from ..schedulers import get_strategy
-    from ._exit import ERROR, INTERRUPTED, OK, outcome
+    from ._exit import ERROR, INTERRUPTED, OK, USAGE, outcome
 
     check_output(ctx.options.get("output"))
     _check_dry_run(ctx, spec)
@@ -178,7 +197,8 @@ def run_operation(
         emit_error(ctx, envelope, strategy.render_error(envelope) if strategy else None)
         if envelope["error_code"] in _LISTINGS:
             click.echo(f"See `pluginsdk {_LISTINGS[envelope['error_code']]}` for the ones that exist.", err=True)
-        sys.exit(ERROR)
+        usage = isinstance(err, InputFileRefused) and (strategy is None or strategy.name == "default")
+        sys.exit(USAGE if usage else ERROR)
     except KeyboardInterrupt:
         _interrupted(ctx, state)
         sys.exit(INTERRUPTED)

@@ -17,7 +17,7 @@ _SYSTEM = Policy(category="system")
 
 
 class GetConfigurationQuery(Query[ConfigurationView]):
-    """The effective configuration (secrets masked) and where each value came from."""
+    """The effective configuration (credentials masked) and where each value came from (administrators)."""
 
     rest = Rest("GET", "/api/v1/config")
     cli = Cli("system", "config")

@@ -23,7 +23,7 @@ async def test_version_and_amplify_config_need_no_sign_in(sdk: PluginSDK) -> Non
 
 
 async def test_amplify_config_with_the_managed_pool(tmp_path: Path) -> None:
-    app = managed_app(region="eu-west-1")
+    app = managed_app()
     app.update({"region": "eu-west-1", "apiUrl": "https://api.example/stage/", "bannerHtmlMessage": "<b>hi</b>"})
     async with open_sdk("local", tmp_path, app=app) as sdk:
         cfg = (await sdk.get_amplify_config()).model_dump(by_alias=True)

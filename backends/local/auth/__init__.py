@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..store.sealing import load_seal_key
+from ..store.seal_hold import hold_store
+from ..store.sealing import key_check, load_seal_key
 from .audit import around_command
 from .config import AuthConfig, load_auth_config
 from .crypto import PageTokens, SecretBox, b64d, derive_key
@@ -28,8 +29,16 @@ async def start_auth(engine: Engine) -> AuthService:
     """Prepare the store, install the audit hook and return the engine's Authorizer."""
     config = load_auth_config(engine.settings)
     store = AuthStore(engine.db.db)
-    seal = await load_seal_key(engine.settings, engine.db.db, config.secrets_key)  # kept apart from the store
+    # held while the engine runs, so the key cannot be rotated under it (a rotation under way is waited for)
+    hold = await hold_store(engine.db.db, exclusive=False, wait=30)
+    engine.on_close.append(hold.release)
+    try:
+        seal = await load_seal_key(engine.settings, engine.db.db, config.secrets_key)  # kept apart from the store
+    except BaseException:
+        await hold.release()
+        raise
     box = SecretBox(seal.key)
+    hold.guard(key_check(seal.key), box.retire)
     pages = PageTokens(derive_key(seal.key, "page-tokens", b64d(await store.secret("auth.page_secret"))))
     await seed(store, config.admin_user_id)
     service = AuthService(engine, config, store, box, pages)

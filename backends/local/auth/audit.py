@@ -33,7 +33,16 @@ if TYPE_CHECKING:
     from ..engine import Engine
     from .store import AuthStore
 
-__all__ = ["AUDITED", "around_command", "decision_sample_rate", "log_decision", "page_records", "scrub"]
+__all__ = [
+    "AUDITED",
+    "append_record",
+    "around_command",
+    "decision_sample_rate",
+    "log_decision",
+    "operator",
+    "page_records",
+    "scrub",
+]
 
 AUDITED: dict[str, str] = {
     "constraints": "constraint",
@@ -122,17 +131,18 @@ _INSERT = (
 
 
 def _record(
-    principal: Principal, spec: OperationSpec, target_type: str, target: str, *, before: Any, after: Any, revision: int
+    *, actor: str, action: str, target_type: str, target_id: str, before: Any, after: Any, revision: int
 ) -> dict[str, Any]:
+    """The row of one record (secrets scrubbed from `before` and `after`)."""
     return {
         "id": _new_id(),
         "at": ts(now()),
-        "actor": principal.user_id,
-        "action": spec.name,
+        "actor": actor[:256],
+        "action": action,
         "tt": target_type,
-        "tid": target,
-        "before": None if before is None else json.dumps(before, default=str),
-        "after": None if after is None else json.dumps(after, default=str),
+        "tid": target_id[:_MAX_ID],
+        "before": None if before is None else json.dumps(scrub(before), default=str),
+        "after": None if after is None else json.dumps(scrub(after), default=str),
         "rev": revision,
     }
 
@@ -162,7 +172,13 @@ async def around_command(
             revision = written_revision() or await store.policy_version()  # the write's own, else the current one
             rows = [
                 _record(
-                    principal, spec, target_type, i, before=before_all.get(i), after=after_all.get(i), revision=revision
+                    actor=principal.user_id,
+                    action=spec.name,
+                    target_type=target_type,
+                    target_id=i,
+                    before=before_all.get(i),
+                    after=after_all.get(i),
+                    revision=revision,
                 )
                 for i in ids
             ]
@@ -176,11 +192,54 @@ async def around_command(
         async with store.transaction():
             after = await _read(store, target_type, op, target)
             revision = written_revision() or await store.policy_version()  # the write's own, else the current one
-            record = _record(principal, spec, target_type, target, before=before, after=after, revision=revision)
+            record = _record(
+                actor=principal.user_id,
+                action=spec.name,
+                target_type=target_type,
+                target_id=target,
+                before=before,
+                after=after,
+                revision=revision,
+            )
             await store.db.execute(_INSERT, record)
     if target_type in ("constraint", "role", "userRole") and hasattr(result, "revision"):
         result.revision = revision
     return result
+
+
+async def append_record(
+    store: AuthStore, *, actor: str, action: str, target_type: str, target_id: str, before: Any, after: Any
+) -> int:
+    """Append one record (in the caller's transaction, so it is written with the change or not at all);
+    returns the policy revision it carries. Also used by the operator commands that work on the store
+    directly (break-glass, sealing-key rotation), whose actor is `operator:<OS login>`."""
+    revision = await store.policy_version()
+    await store.db.execute(
+        _INSERT,
+        _record(
+            actor=actor,
+            action=action,
+            target_type=target_type,
+            target_id=target_id,
+            before=before,
+            after=after,
+            revision=revision,
+        ),
+    )
+    return revision
+
+
+def operator() -> str:
+    """The actor of an operator command: the OS login that ran it."""
+    import getpass
+
+    try:
+        login = getpass.getuser()
+    except (OSError, KeyError):  # no login name (a container's anonymous uid)
+        import os
+
+        login = f"uid-{os.getuid()}" if hasattr(os, "getuid") else "unknown"
+    return f"operator:{login}"
 
 
 def _new_id() -> str:

@@ -9,8 +9,10 @@ over the network can run it, and it bypasses authorization and the lock-out guar
    default content;
 3. assigns `admin` to the user;
 
-then bumps the policy version (every process sees it on its next decision) and reports whether the user
-can now administer roles and user roles (a deny constraint naming `admin` still wins; the report says so).
+then bumps the policy version (every process sees it on its next decision), appends a record to the audit
+log (action `break_glass`, actor `operator:<OS login>`, the user's roles before and after, what was
+restored) in the same transaction, and reports whether the user can now administer roles and user roles
+(a deny constraint naming `admin` still wins; the report says so).
 CLI: `pluginsdk auth break-glass --user ID`.
 """
 
@@ -45,6 +47,7 @@ async def break_glass(settings: Settings, user_id: str) -> dict[str, Any]:
         )
     from ..engine import Engine
     from . import start_auth
+    from .audit import append_record, operator
     from .crypto import now, ts
     from .lockout import administers
     from .service import AuthService
@@ -91,10 +94,25 @@ async def break_glass(settings: Settings, user_id: str) -> dict[str, Any]:
                 else:
                     continue
                 restored.append(c["constraintId"])
-            assigned = ADMIN_ROLE not in await store.roles_of(user_id)
+            held = sorted(await store.roles_of(user_id))
+            assigned = ADMIN_ROLE not in held
             if assigned:
                 await store.add_user_roles(user_id, [ADMIN_ROLE], at)
             await store.bump_policy_version()
+            await append_record(
+                store,
+                actor=operator(),
+                action="break_glass",
+                target_type="userRole",
+                target_id=user_id,
+                before=held or None,
+                after={
+                    "roles": sorted(await store.roles_of(user_id)),
+                    "roleCreated": created,
+                    "mfaRequirementCleared": mfa_cleared,
+                    "constraintsRestored": restored,
+                },
+            )
         snap = await svc.snapshot()
         principal = await svc.with_roles(Principal(user_id=user_id), snap)
         ok = administers(snap.policy, principal)

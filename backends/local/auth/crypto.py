@@ -129,10 +129,24 @@ class SecretBox:
     def __init__(self, key: bytes) -> None:
         self._key = key
         self._cipher: AESGCM | None = None
+        self._retired = False
+
+    def retire(self) -> None:
+        """The key was rotated under this process (backends/local/store/seal_hold.py): refuse from now on
+        rather than seal with a retired key or fail to open what the new key sealed."""
+        self._retired = True
+        self._cipher = None
 
     @property
     def _aead(self) -> AESGCM:
         # cryptography costs ~35 ms to import; most CLI calls never seal or open a secret
+        if self._retired:
+            from pluginsdk.errors import ConfigurationError
+
+            raise ConfigurationError(
+                "The store's sealing key was rotated while this process ran: restart it to load the new key.",
+                key="storage.seal_key_file",
+            )
         if self._cipher is None:
             from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 

@@ -1,7 +1,8 @@
 """Default roles and constraints, created once when a store is first opened.
 
 `admin` may do everything; `basicReadOnly` may read data objects and the
-`/api/v1` read routes, check its routes, read and write its login profile,
+`/api/v1` read routes except the effective configuration (`/api/v1/config`:
+administrators only), check its routes, read and write its login profile,
 read `/secure-config`, and manage its own session and keys under
 `/auth/user/`. The configured admin user (default `administrator`) holds
 `admin`; each newly configured admin user id receives it once.
@@ -26,6 +27,9 @@ ALL_METHODS = ("GET", "PUT", "POST", "DELETE")
 
 ADMIN_ONLY = ("role", "userRole", "api", "web")
 """Object types only `admin` reaches by default; basicReadOnly may read every other (data) type."""
+ADMIN_ONLY_READS = "/api/v1/config,/api/v1/config/*"
+"""`/api/v1` read routes only `admin` reaches by default: the effective configuration names the store, its
+files and the identity provider's endpoints, which a read-only caller has no need to know."""
 DATA_TYPES: dict[str, tuple[str, ...]] = {t: f for t, f in OBJECT_TYPES.items() if t not in ADMIN_ONLY}
 
 
@@ -70,8 +74,10 @@ def default_constraints() -> list[dict[str, Any]]:
         {
             "constraintId": "psdk-default-readonly-api-read",
             "name": "basicReadOnly: read routes",
-            "description": "Default: basicReadOnly may call the /api/v1 read routes and /secure-config.",
+            "description": "Default: basicReadOnly may call the /api/v1 read routes, except the effective "
+            "configuration (administrators only), and /secure-config.",
             "objectType": "api",
+            "criteriaAnd": [{"field": "route__path", "operator": "is_not_one_of", "value": ADMIN_ONLY_READS}],
             "criteriaOr": _routes("/api/v1/*", "/secure-config"),
             "groupPermissions": _perm(READ_ONLY_ROLE, ("GET",)),
         },
@@ -93,6 +99,35 @@ def default_constraints() -> list[dict[str, Any]]:
         },
     ]
     return out
+
+
+EARLIER_DEFAULTS: dict[str, tuple[dict[str, Any], ...]] = {
+    "psdk-default-readonly-api-read": (
+        {
+            "constraintId": "psdk-default-readonly-api-read",
+            "name": "basicReadOnly: read routes",
+            "description": "Default: basicReadOnly may call the /api/v1 read routes and /secure-config.",
+            "objectType": "api",
+            "criteriaOr": _routes("/api/v1/*", "/secure-config"),
+            "groupPermissions": _perm(READ_ONLY_ROLE, ("GET",)),
+        },
+    ),
+}
+"""Earlier contents of default constraints: a store that still holds one unchanged gets the current default
+(an operator's edit is kept as it is)."""
+DEFAULTS_REVISION = "2"
+
+
+async def _upgrade_defaults(store: AuthStore, at: str) -> bool:
+    """Replace default constraints still in an earlier default content; True if any was."""
+    current = {c["constraintId"]: c for c in default_constraints()}
+    changed = False
+    for constraint_id, earlier in EARLIER_DEFAULTS.items():
+        row = await store.get_constraint(constraint_id)
+        if row is not None and json.loads(row["data"]) in earlier:
+            new = current[constraint_id]
+            changed = await store.update_constraint(constraint_id, new["objectType"], json.dumps(new), at) or changed
+    return changed
 
 
 async def seed(store: AuthStore, admin_user_id: str) -> bool:
@@ -119,7 +154,11 @@ async def seed(store: AuthStore, admin_user_id: str) -> bool:
                     {"id": c["constraintId"], "type": c["objectType"], "data": json.dumps(c), "at": at},
                 )
             await store.set_meta("auth.seeded", at)
+            await store.set_meta("auth.defaults_revision", DEFAULTS_REVISION)
             changed = True
+        if await store.meta("auth.defaults_revision") != DEFAULTS_REVISION:
+            changed = await _upgrade_defaults(store, at) or changed
+            await store.set_meta("auth.defaults_revision", DEFAULTS_REVISION)
         flag = f"auth.admin_seeded.{admin_user_id}"
         if await store.meta(flag) is None:
             await db.execute(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from pluginsdk._constants import VERSION
 from pluginsdk._words import counted
+from pluginsdk.config import mask_credentials
 from pluginsdk.errors import ValidationError
 from pluginsdk.models import (
     ConfigurationView,
@@ -40,7 +41,7 @@ async def get_configuration(engine: Engine, op: GetConfigurationQuery, principal
     sources = dict(engine.settings.sources)
     storage = config.get("storage", {})
     if storage.get("type") == "sqlite" and not storage.get("path"):  # the file the store really opens
-        storage["path"] = engine.settings.storage_target
+        storage["path"] = mask_credentials(engine.settings.storage_target)
         sources.setdefault("storage.path", "default (user data directory)")
     if op.group is not None:
         if op.group not in config:

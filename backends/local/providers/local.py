@@ -12,7 +12,8 @@ processes — how HPC schedulers call us — see the same machines.
 Config (`provider.local`): boot_delay (s, default 2), terminate_delay
 (s, default 1), failure_rate (0..1, default 0), terminate_failure_rate (0..1, default 0: the share
 of terminate calls that fail with a ProviderError, to exercise failed returns), capacity (default
-1000), seed (default none: random).
+1000), seed (default none: random). The keys and their ranges are checked when the configuration is loaded
+(`pluginsdk.config.LocalProviderSettings`).
 """
 
 from __future__ import annotations

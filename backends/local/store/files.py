@@ -13,7 +13,7 @@ import stat
 import uuid
 from pathlib import Path
 
-__all__ = ["open_private", "private_dirs", "read_private", "replace_private", "write_private_once"]
+__all__ = ["open_private", "private_dirs", "read_private", "rename_durably", "replace_private", "write_private_once"]
 
 _OTHERS = stat.S_IRWXG | stat.S_IRWXO
 
@@ -94,6 +94,18 @@ def write_private_once(path: Path, data: bytes) -> bytes:
 
 
 def replace_private(path: Path, data: bytes) -> None:
-    """Write `path` (0600) atomically, replacing what was there."""
+    """Write `path` (0600) atomically and durably, replacing what was there."""
     private_dirs(path.parent)
-    os.replace(_temp_with(path, data), path)
+    rename_durably(_temp_with(path, data), path)
+
+
+def rename_durably(source: Path, target: Path) -> None:
+    """`os.replace(source, target)`, then the directory synced, so the new name survives a power loss (the
+    sealing key file: the store's check value must never point at a key the disk has forgotten)."""
+    os.replace(source, target)
+    with contextlib.suppress(OSError):  # a file system or platform without directory fsync (Windows)
+        fd = os.open(target.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

@@ -13,10 +13,11 @@ or lost key fails at start with a message instead of garbling secrets later. Sto
 moved out kept it in `meta` (`auth.secrets_key`): the first start writes it to the key file (or re-seals
 with the key from 1./2.) and deletes the row, in one transaction.
 
-Rotation (`rotate`, also `python -m backends.local.store.sealing rotate`): the new key is written to
-`<key file>.new` first, every sealed value is re-sealed in one transaction, then the file is renamed over
-the old one. A crash between commit and rename is finished on the next start (the check value says which
-file is right).
+Rotation (`rotate`: `pluginsdk auth rotate-seal-key`, also `python -m backends.local.store.sealing rotate`)
+is refused while any process holds the store (`seal_hold`: running processes keep the key in memory). The
+new key is written to `<key file>.new` first, every sealed value is re-sealed and the audit record appended
+in one transaction, then the file is renamed over the old one. A crash between commit and rename is
+finished on the next start (the check value says which file is right).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from pluginsdk.errors import ConfigurationError
 
 from .db import Database
-from .files import read_private, replace_private, write_private_once
+from .files import read_private, rename_durably, replace_private, write_private_once
 
 if TYPE_CHECKING:
     from pluginsdk.config import Settings
@@ -45,7 +46,9 @@ __all__ = [
     "key_check",
     "key_file",
     "load_seal_key",
+    "new_key_from_env",
     "rotate",
+    "rotated_message",
 ]
 
 SEAL_KEY_ENV = "PLUGIN_SEAL_KEY"
@@ -240,44 +243,59 @@ async def reseal(db: Database, old: bytes, new: bytes) -> int:
     return count
 
 
-async def rotate(settings: Settings, new_key: bytes | None = None) -> tuple[SealKey, int]:
+async def rotate(settings: Settings, new_key: bytes | None = None, *, wait: float = 5.0) -> tuple[SealKey, int]:
     """Replace the store's sealing key; returns the new key's origin and how many values were re-sealed.
 
-    Stop the servers of the store first (running processes keep the old key in memory). With a key from
+    Refused (ConfigurationError, nothing changed) while any process holds the store: running processes keep
+    the key in memory (`seal_hold`); short CLI calls are waited for up to `wait` seconds. With a key from
     PLUGIN_SEAL_KEY or the configuration, pass the new key (PLUGIN_SEAL_KEY_NEW) and put it in place of the
-    old one afterwards; with a key file, the file is replaced.
+    old one afterwards; with a key file, the file is replaced. The audit log records the rotation (action
+    `rotate_seal_key`) in the transaction that re-seals.
     """
+    from backends.local.auth.audit import append_record, operator
     from backends.local.auth.config import load_auth_config
+    from backends.local.auth.store import AuthStore
 
     from . import open_store
+    from .seal_hold import hold_store
 
     store = await open_store(settings.storage_target)
     try:
         db = store.db
-        current = await load_seal_key(settings, db, load_auth_config(settings).secrets_key)
-        if current.path is None and new_key is None:
-            raise ConfigurationError(
-                f"The sealing key comes from {current.source}: give the new one in {NEW_KEY_ENV} "
-                "(32 bytes, base64url) and set it there after the rotation.",
-                key=NEW_KEY_ENV,
-            )
-        fresh = new_key or secrets.token_bytes(KEY_BYTES)
-        if current.path is not None:
-            replace_private(_pending(current.path), (encode_key(fresh) + "\n").encode("ascii"))
-        async with db.transaction():
-            count = await reseal(db, current.key, fresh)
-            await db.execute("UPDATE meta SET value = :v WHERE key = :k", {"k": CHECK_ROW, "v": key_check(fresh)})
-        if current.path is not None:
-            os.replace(_pending(current.path), current.path)
-            return SealKey(fresh, str(current.path), current.path), count
-        return SealKey(fresh, NEW_KEY_ENV, None), count
+        hold = await hold_store(db, exclusive=True, wait=wait)
+        try:
+            current = await load_seal_key(settings, db, load_auth_config(settings).secrets_key)
+            if current.path is None and new_key is None:
+                raise ConfigurationError(
+                    f"The sealing key comes from {current.source}: give the new one in {NEW_KEY_ENV} "
+                    "(32 bytes, base64url) and set it there after the rotation.",
+                    key=NEW_KEY_ENV,
+                )
+            fresh = new_key or secrets.token_bytes(KEY_BYTES)
+            if current.path is not None:
+                replace_private(_pending(current.path), (encode_key(fresh) + "\n").encode("ascii"))
+            async with db.transaction():
+                count = await reseal(db, current.key, fresh)
+                await db.execute("UPDATE meta SET value = :v WHERE key = :k", {"k": CHECK_ROW, "v": key_check(fresh)})
+                where = str(current.path) if current.path is not None else NEW_KEY_ENV
+                await append_record(
+                    AuthStore(db), actor=operator(), action="rotate_seal_key", target_type="sealKey",
+                    target_id="store", before={"keySource": current.source}, after={"keySource": where,
+                    "resealed": count},
+                )  # fmt: skip
+            if current.path is not None:
+                rename_durably(_pending(current.path), current.path)
+                return SealKey(fresh, str(current.path), current.path), count
+            return SealKey(fresh, NEW_KEY_ENV, None), count
+        finally:
+            await hold.release()
     finally:
         await store.aclose()
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m backends.local.store.sealing rotate [--config FILE]`: rotate the sealing key of the
-    store the configuration names (needs local access to the store and its key; no network call)."""
+    """`python -m backends.local.store.sealing rotate [--config FILE]`: the same as `pluginsdk auth
+    rotate-seal-key` (needs local access to the store and its key; no network call)."""
     import argparse
     import asyncio
     import sys
@@ -290,14 +308,23 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         settings = load_settings(config_path=args.config)
-        new = os.environ.get(NEW_KEY_ENV)
-        key, count = asyncio.run(rotate(settings, decode_key(new, NEW_KEY_ENV) if new else None))
+        key, count = asyncio.run(rotate(settings, new_key_from_env()))
     except ConfigurationError as exc:
         print(f"Error: {exc.message}", file=sys.stderr)
         return 2
-    where = f"written to {key.path}" if key.path else f"now set {NEW_KEY_ENV}'s value as {SEAL_KEY_ENV}"
-    print(f"Sealing key rotated: {count} sealed value(s) re-sealed; new key {where}.")
+    print(rotated_message(key, count))
     return 0
+
+
+def new_key_from_env() -> bytes | None:
+    """The new key given in PLUGIN_SEAL_KEY_NEW, if any."""
+    new = os.environ.get(NEW_KEY_ENV)
+    return decode_key(new, NEW_KEY_ENV) if new else None
+
+
+def rotated_message(key: SealKey, count: int) -> str:
+    where = f"written to {key.path}" if key.path else f"now set {NEW_KEY_ENV}'s value as {SEAL_KEY_ENV}"
+    return f"Sealing key rotated: {count} sealed value(s) re-sealed; new key {where}."
 
 
 if __name__ == "__main__":

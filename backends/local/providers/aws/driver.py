@@ -12,7 +12,8 @@ PLUGIN_REGION / PLUGIN_PROFILE, over the usual AWS chain): endpoint_url,
 default_instance_type (t3.micro), fleet_role (SpotFleet IAM role ARN),
 availability_zones (ASG without subnets), retry_mode (botocore's: standard,
 adaptive or legacy; standard), max_attempts (5, throttled ones included),
-timeout (30 s).
+timeout (30 s). The keys and their types are checked when the configuration is loaded
+(`pluginsdk.config.AwsProviderSettings`).
 """
 
 from __future__ import annotations
@@ -60,13 +61,6 @@ class AwsProvider:
     def __init__(self, name: str = "aws", config: Mapping[str, Any] | None = None, **_: Any) -> None:
         cfg = dict(config or {})
         self.name = name
-        retired = sorted({"retry_base_delay", "retry_max_delay"} & set(cfg))
-        if retired:
-            raise ConfigurationError(
-                f"provider.aws.{retired[0]} is gone: botocore's retry mode sets the backoff now"
-                " (provider.aws.retry_mode: standard or adaptive; max_attempts).",
-                key=f"provider.aws.{retired[0]}",
-            )
         try:
             self.aws = AwsClients(
                 region=cfg.get("region") or None,

@@ -1,0 +1,98 @@
+"""Files the CLI reads are bounded: size, YAML alias expansion, nesting (docs/input.md).
+
+A 528-byte alias bomb given to `templates create -f` once expanded to a 77 MB stored row; now every file
+input — `-f/--file`, `--config`, the templates directory — is refused past the limits, before it is built,
+with a usage error (exit 2) that names the file.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from pluginsdk import ConfigurationError, PluginSDK
+from pluginsdk._yaml import MAX_INPUT_BYTES, MAX_NESTING, InputTooLargeError, load_yaml
+from pluginsdk.cli import cli
+from pluginsdk.config import load_settings
+from tests.support.backends import base_config
+
+
+def bomb(levels: int = 9) -> str:
+    """The "billion laughs": each level lists the previous one nine times (9**levels scalars)."""
+    lines = ['l0: &l0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    for n in range(1, levels):
+        lines.append(f"l{n}: &l{n} [{','.join([f'*l{n - 1}'] * 9)}]")
+    return "\n".join(lines) + "\n"
+
+
+def template_bomb() -> str:
+    body = "\n".join("  " + line for line in bomb(7).splitlines())  # 9**7 scalars: ~30 MB once written out
+    return f"template_id: boom\nimage_id: ami-1\nconfiguration:\n{body}\n"
+
+
+def invoke(tmp_path: Path, *args: str) -> tuple[int, str]:
+    cfg = tmp_path / "plugin.json"
+    cfg.write_text(json.dumps(base_config(tmp_path)))
+    res = CliRunner().invoke(cli, ["--config", str(cfg), "--format", "json", *args])
+    return res.exit_code, res.output
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "says"),
+    [
+        ("bomb.yaml", template_bomb(), "once its aliases are expanded"),
+        ("self.yaml", "template_id: loop\nimage_id: ami-1\nconfiguration: &c {inner: *c}\n", "recursive"),
+        ("deep.yaml", "template_id: d\nimage_id: a\nconfiguration: " + "[" * 200 + "]" * 200 + "\n", "nested"),
+        ("deep.json", '{"template_id": "d", "configuration": ' + "[" * 5000 + "]" * 5000 + "}", "nested too deeply"),
+        ("big.json", '{"template_id": "b", "image_id": "a", "description": "' + "x" * MAX_INPUT_BYTES + '"}', "MiB"),
+    ],
+)
+def test_a_file_input_past_the_limits_is_a_usage_error_and_nothing_is_stored(
+    tmp_path: Path, name: str, content: str, says: str
+) -> None:
+    assert len(bomb().encode()) < 600  # the size of the attack: small
+    path = tmp_path / name
+    path.write_text(content)
+    code, output = invoke(tmp_path, "templates", "create", "-f", str(path))
+    assert code == 2, output
+    assert "VALIDATION_ERROR" in output and name in output and says in output
+    code, output = invoke(tmp_path, "templates", "list")
+    assert code == 0 and json.loads(output)["total_count"] == 0
+
+
+def test_anchors_and_aliases_within_the_limits_still_work(tmp_path: Path) -> None:
+    path = tmp_path / "shared.yaml"
+    path.write_text("template_id: web\nimage_id: ami-1\ntags: &t {team: web}\nconfiguration: {tags: *t}\n")
+    code, output = invoke(tmp_path, "templates", "create", "-f", str(path))
+    assert code == 0, output
+    assert json.loads(output)["template_id"] == "web"
+
+
+def test_a_configuration_file_past_the_limits_is_refused(tmp_path: Path) -> None:
+    cfg = tmp_path / "plugin.yaml"
+    cfg.write_text("app:\n" + "\n".join("  " + line for line in bomb().splitlines()) + "\n")
+    with pytest.raises(ConfigurationError, match="aliases are expanded") as exc:
+        load_settings(config_path=cfg, environ={})
+    assert exc.value.key == "config_path"
+
+
+async def test_a_template_file_past_the_limits_is_skipped(tmp_path: Path) -> None:
+    tdir = tmp_path / "templates"
+    tdir.mkdir()
+    (tdir / "bomb.yaml").write_text(template_bomb())
+    (tdir / "ok.yaml").write_text("template_id: fine\nimage_id: ami-1\n")
+    async with PluginSDK(config=base_config(tmp_path, templates={"dir": str(tdir)})) as sdk:
+        assert [t.template_id for t in (await sdk.list_templates()).templates] == ["fine"]
+
+
+def test_the_expansion_check_is_linear_and_exact_at_the_edges() -> None:
+    with pytest.raises(InputTooLargeError):
+        load_yaml(bomb(12), "x")  # 9**12 scalars: refused at once, never built
+    assert load_yaml(bomb(3), "x")["l2"][0][0] == ["lol"] * 9
+    deep = "[" * MAX_NESTING + "]" * MAX_NESTING
+    assert load_yaml(deep, "x") is not None
+    with pytest.raises(InputTooLargeError, match="nested deeper"):
+        load_yaml("[" + deep + "]", "x")
