@@ -24,6 +24,7 @@ from .errors import (
     ProviderError,
     SDKError,
     StateConflictError,
+    TooManyRequestsError,
     ValidationError,
 )
 
@@ -48,6 +49,7 @@ __all__ = [
     "ProviderError",
     "SDKError",
     "StateConflictError",
+    "TooManyRequestsError",
     "ValidationError",
     "__version__",
 ]

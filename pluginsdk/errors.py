@@ -14,6 +14,7 @@ SDKError                         INTERNAL_ERROR            500
 ├── AlreadyExistsError           ALREADY_EXISTS            409
 ├── AuthenticationError          UNAUTHENTICATED           401
 ├── PermissionDeniedError        FORBIDDEN                 403
+├── TooManyRequestsError         TOO_MANY_REQUESTS         429  throttled: try again after `retry_after` s
 └── APIConnectionError           CONNECTION_ERROR          —    remote backend: no answer from the server
     └── APITimeoutError          TIMEOUT                   —    remote backend: the server did not answer in time
 ```
@@ -52,6 +53,7 @@ __all__ = [
     "ProviderError",
     "SDKError",
     "StateConflictError",
+    "TooManyRequestsError",
     "ValidationError",
     "clean_details",
     "error_from_envelope",
@@ -303,6 +305,20 @@ class PermissionDeniedError(SDKError):
     http_status = 403
 
 
+class TooManyRequestsError(SDKError):
+    """Refused for now, not for good: too many failed sign-ins, or the server's password hashing is saturated.
+
+    `details.retry_after` (and the HTTP `Retry-After` header) says after how many seconds to try again."""
+
+    error_code = "TOO_MANY_REQUESTS"
+    http_status = 429
+
+    @property
+    def retry_after(self) -> int:
+        value = self.details.get("retry_after", 1)
+        return max(int(value), 1) if isinstance(value, int | float) and math.isfinite(value) else 1
+
+
 class APIConnectionError(SDKError):
     """The remote backend could not reach the server, or the connection broke before an answer came.
 
@@ -331,6 +347,7 @@ _BY_CODE: dict[str, type[SDKError]] = {
     "ALREADY_EXISTS": AlreadyExistsError,
     "UNAUTHENTICATED": AuthenticationError,
     "FORBIDDEN": PermissionDeniedError,
+    "TOO_MANY_REQUESTS": TooManyRequestsError,
 }
 
 

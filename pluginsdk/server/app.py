@@ -33,7 +33,7 @@ from .._constants import VERSION
 from .._logs import new_request_id
 from .._logs import request_id as log_request_id
 from ..config import Settings
-from ..errors import MethodExecutionError, SDKError, ValidationError
+from ..errors import MethodExecutionError, SDKError, TooManyRequestsError, ValidationError
 from ..operations import CATALOG, Operation, OperationSpec
 from ..principal import Principal
 from ._openapi import LISTING_B, build_document, docs_html, listing_b_created, route_key
@@ -94,7 +94,18 @@ def _render(result: Any, camel: bool) -> bytes:
 class _Head:
     """What the door read from the request head (one pass over the headers), for itself and the endpoints."""
 
-    __slots__ = ("authorization", "declared", "oversized", "path", "query_string", "request_id", "sent", "streamed")
+    __slots__ = (
+        "authorization",
+        "client",
+        "declared",
+        "oversized",
+        "path",
+        "query_string",
+        "request_id",
+        "retry_after",
+        "sent",
+        "streamed",
+    )
 
     def __init__(self, scope: Scope) -> None:
         authorization: str | None = None
@@ -131,6 +142,11 @@ class _Head:
         self.query_string: bytes = scope.get("query_string", b"")
         self.sent = False
         """The response has started (a failure after that cannot send the 500 envelope)."""
+        peer = scope.get("client")
+        self.client: str | None = str(peer[0]) if peer else None
+        """The peer's address (the sign-in limits count failures per client)."""
+        self.retry_after: int | None = None
+        """Seconds for the `Retry-After` header of a throttled answer."""
 
     def drops_body(self, endpoint: _Endpoint | None) -> bool:
         """A body came (or may come) that this answer does not read: the connection must close after it."""
@@ -257,7 +273,7 @@ class _Plan(_Endpoint):
         try:
             raw = await read_body(receive, app.max_body_bytes) if self.reads_body else None  # 413 before auth
             if self.public:
-                principal = ANONYMOUS
+                principal = ANONYMOUS if head.client is None else _anonymous(head.client)
             else:
                 principal = await backend.authenticate(head.authorization)
                 user = principal.user_id
@@ -277,11 +293,19 @@ class _Plan(_Endpoint):
                 raise
             result = await backend.execute(op, principal, route_path=head.path)
         except SDKError as err:
+            if isinstance(err, TooManyRequestsError):
+                head.retry_after = err.retry_after
             return err.http_status, error_body(err, self.camel), user
         status = 200 if self.dry_run is not None and getattr(op, self.dry_run) else self.status
         if self.reshape is not None:
             return status, _dumps(self.reshape(result)), user
         return status, _render(result, self.camel), user
+
+
+@functools.lru_cache(maxsize=1024)
+def _anonymous(client: str) -> Principal:
+    """The unauthenticated caller at this address (sign-in limits count per client)."""
+    return Principal(user_id="anonymous", auth_method="none", claims={"client": client})
 
 
 def _add_path(data: dict[str, Any], path_params: dict[str, str]) -> None:
@@ -449,6 +473,8 @@ class PluginApp:
         else:
             status, body, user = await endpoint.respond(self, head, params, receive)
             ctype = endpoint.content_type
+        if head.retry_after is not None:
+            extra.append((b"retry-after", str(head.retry_after).encode()))
         if status == 413 or head.drops_body(endpoint):
             extra.append((b"connection", b"close"))  # a body not read (oversized, or not wanted): drop it
         head.sent = True

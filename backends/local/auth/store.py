@@ -334,6 +334,28 @@ class AuthStore:
         )
         return n > 0
 
+    async def confirm_totp(self, user_id: str, pending: str, session_id: str, step: int, at: str) -> bool:
+        """Make the pending TOTP secret the active one, if it is still the one `session_id` started (a set-up
+        started since, or a reset, leaves it pending or gone: False)."""
+        n = await self.db.execute(
+            "UPDATE auth_users SET totp_secret = totp_pending, totp_pending = NULL, totp_pending_session = NULL,"
+            " totp_last_step = :s, mfa_enabled = 1, updated_at = :at"
+            " WHERE user_id = :u AND totp_pending = :p AND totp_pending_session = :sid",
+            {"u": user_id, "p": pending, "sid": session_id, "s": step, "at": at},
+        )
+        return n > 0
+
+    async def clear_mfa(self, user_id: str, at: str) -> bool:
+        """Turn the user's MFA off (secret and any pending set-up gone); their sessions stop being multi-factor.
+        False when there is no such user."""
+        n = await self.db.execute(
+            "UPDATE auth_users SET totp_secret = NULL, totp_pending = NULL, totp_pending_session = NULL,"
+            " mfa_enabled = 0, updated_at = :at WHERE user_id = :u",
+            {"u": user_id, "at": at},
+        )
+        await self.db.execute("UPDATE auth_sessions SET mfa = 0 WHERE user_id = :u AND mfa <> 0", {"u": user_id})
+        return n > 0
+
     # -- sessions -----------------------------------------------------------------------
     async def insert_session(self, row: Mapping[str, Any]) -> None:
         cols = ", ".join(row)
