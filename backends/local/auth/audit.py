@@ -1,7 +1,7 @@
 """The audit log: every change to constraints, roles, user roles, API keys and managed users, recorded centrally.
 
 Changes a signed-in user makes to their own account (MFA set-up, verification and disabling, password changes)
-are recorded by their handlers (`user_change`), and sign-in locks by `throttle.py` (`append`).
+are recorded by their handlers (`user_change`), and sign-in locks by `throttle.py` (`AuthStore.append_audit`).
 
 One hook (`around_command`, installed on the engine by `start_auth`) wraps every auth command: it reads
 the target before, runs the handler, reads it after, and appends one record (who, when, what,
@@ -19,8 +19,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import secrets
-import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -29,6 +27,7 @@ from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import Principal
 
 from .crypto import now, ts
+from .store import new_record_id
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -36,7 +35,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUDITED",
-    "append",
     "around_command",
     "decision_sample_rate",
     "log_decision",
@@ -144,53 +142,25 @@ async def around_command(
             target = ",".join(getattr(result, "constraint_ids", []))[:_MAX_ID]
     async with store.transaction():
         after = await _read(store, target_type, op, target)
-        revision = await append(
-            store, actor=principal.user_id, action=spec.name, target=(target_type, target), before=before, after=after
+        revision = await store.append_audit(
+            actor=principal.user_id, action=spec.name, target=(target_type, target), before=before, after=after
         )
     if target_type in ("constraint", "role", "userRole") and hasattr(result, "revision"):
         result.revision = revision
     return result
 
 
-async def append(
-    store: AuthStore, *, actor: str, action: str, target: tuple[str, str], before: Any = None, after: Any = None
-) -> int:
-    """Append one record (`before`/`after` already free of secrets) in the caller's transaction; its revision."""
-    revision = await store.policy_version()
-    await store.db.execute(
-        "INSERT INTO auth_audit (record_id, at, actor, action, target_type, target_id, before_data, after_data,"
-        " revision) VALUES (:id, :at, :actor, :action, :tt, :tid, :before, :after, :rev)",
-        {
-            "id": _new_id(),
-            "at": ts(now()),
-            "actor": actor[:_MAX_ID],
-            "action": action,
-            "tt": target[0],
-            "tid": target[1][:_MAX_ID],
-            "before": None if before is None else json.dumps(before, default=str),
-            "after": None if after is None else json.dumps(after, default=str),
-            "rev": revision,
-        },
-    )
-    return revision
-
-
 async def user_change(store: AuthStore, actor: str, action: str, user_id: str, before: Any) -> None:
     """Record a change a session made to its own managed user (MFA, password): the user row before (as read
     by the handler) and after, without secrets; in the caller's transaction."""
     after = await store.get_user(user_id)
-    await append(
-        store,
+    await store.append_audit(
         actor=actor,
         action=action,
         target=("managedUser", user_id),
         before=None if before is None else scrub(dict(before)),
         after=None if after is None else scrub(dict(after)),
     )
-
-
-def _new_id() -> str:
-    return f"{time.time_ns():020d}-{secrets.token_hex(4)}"
 
 
 _RATES: weakref.WeakKeyDictionary[Engine, float] = weakref.WeakKeyDictionary()
@@ -220,7 +190,7 @@ async def log_decision(
         "INSERT INTO auth_audit (record_id, at, actor, action, target_type, target_id, before_data, after_data,"
         " revision) VALUES (:id, :at, :actor, 'decision', :tt, :tid, NULL, :after, :rev)",
         {
-            "id": _new_id(),
+            "id": new_record_id(),
             "at": ts(now()),
             "actor": actor,
             "tt": str(about.get("object_type", "")),

@@ -13,19 +13,29 @@ never names the state of a write that rolled back (its stamp was never seen).
 
 from __future__ import annotations
 
+import json
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from pluginsdk.errors import AlreadyExistsError
 
 from ..store.db import Database, Row
+from .crypto import now, ts
 
-__all__ = ["AuthStore"]
+__all__ = ["AuthStore", "new_record_id"]
 
 VERSION_KEY = "auth.policy_version"
 ASSIGNMENT_BUMPS_KEY = "auth.assignment_bumps"
 RULES_STAMP_KEY = "auth.rules_stamp"
+_MAX_ID = 1024
+"""Longest audit actor and target id kept."""
+
+
+def new_record_id() -> str:
+    """An audit record id: sorts by time (nanoseconds, then random), so concurrent writers never collide."""
+    return f"{time.time_ns():020d}-{secrets.token_hex(4)}"
 
 
 def _in(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
@@ -108,6 +118,30 @@ class AuthStore:
     async def secret(self, key: str, nbytes: int = 32) -> str:
         """A random secret kept in `meta`, made once per store."""
         return await self.meta_once(key, secrets.token_urlsafe(nbytes))
+
+    # -- audit log --------------------------------------------------------------
+    async def append_audit(
+        self, *, actor: str, action: str, target: tuple[str, str], before: Any = None, after: Any = None
+    ) -> int:
+        """Append one audit record (`before`/`after` already free of secrets) in the caller's transaction; the
+        policy revision it carries."""
+        revision = await self.policy_version()
+        await self.db.execute(
+            "INSERT INTO auth_audit (record_id, at, actor, action, target_type, target_id, before_data, after_data,"
+            " revision) VALUES (:id, :at, :actor, :action, :tt, :tid, :before, :after, :rev)",
+            {
+                "id": new_record_id(),
+                "at": ts(now()),
+                "actor": actor[:_MAX_ID],
+                "action": action,
+                "tt": target[0],
+                "tid": target[1][:_MAX_ID],
+                "before": None if before is None else json.dumps(before, default=str),
+                "after": None if after is None else json.dumps(after, default=str),
+                "rev": revision,
+            },
+        )
+        return revision
 
     # -- constraints ----------------------------------------------------------
     async def all_constraints(self) -> list[Row]:

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from pluginsdk.errors import TooManyRequestsError
 
-from .audit import append
 from .crypto import ts
 
 if TYPE_CHECKING:
@@ -87,7 +86,7 @@ class SignInThrottle:
                 )
                 if locked:
                     after = self._lock(limit, until, kind, client)
-                    await append(self.store, actor=actor, action="sign_in_locked", target=target, after=after)
+                    await self.store.append_audit(actor=actor, action="sign_in_locked", target=target, after=after)
             if random.random() < _SWEEP_CHANCE:  # housekeeping, not security
                 await self.store.db.execute(
                     f"DELETE FROM {_TABLE} WHERE first_at < :start AND (locked_until IS NULL OR locked_until < :now)",
