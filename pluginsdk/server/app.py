@@ -273,7 +273,7 @@ class _Plan(_Endpoint):
         try:
             raw = await read_body(receive, app.max_body_bytes) if self.reads_body else None  # 413 before auth
             if self.public:
-                principal = ANONYMOUS if head.client is None else _anonymous(head.client)
+                principal = _anonymous(head.client)
             else:
                 principal = await backend.authenticate(head.authorization)
                 user = principal.user_id
@@ -293,9 +293,7 @@ class _Plan(_Endpoint):
                 raise
             result = await backend.execute(op, principal, route_path=head.path)
         except SDKError as err:
-            if isinstance(err, TooManyRequestsError):
-                head.retry_after = err.retry_after
-            return err.http_status, error_body(err, self.camel), user
+            return _refused(head, err), error_body(err, self.camel), user
         status = 200 if self.dry_run is not None and getattr(op, self.dry_run) else self.status
         if self.reshape is not None:
             return status, _dumps(self.reshape(result)), user
@@ -303,9 +301,18 @@ class _Plan(_Endpoint):
 
 
 @functools.lru_cache(maxsize=1024)
-def _anonymous(client: str) -> Principal:
+def _anonymous(client: str | None) -> Principal:
     """The unauthenticated caller at this address (sign-in limits count per client)."""
+    if client is None:
+        return ANONYMOUS
     return Principal(user_id="anonymous", auth_method="none", claims={"client": client})
+
+
+def _refused(head: _Head, err: SDKError) -> int:
+    """The status of an error answer; a throttled one also sets the `Retry-After` header."""
+    if isinstance(err, TooManyRequestsError):
+        head.retry_after = err.retry_after
+    return err.http_status
 
 
 def _add_path(data: dict[str, Any], path_params: dict[str, str]) -> None:
