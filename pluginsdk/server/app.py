@@ -143,7 +143,7 @@ class _Head:
         self.sent = False
         """The response has started (a failure after that cannot send the 500 envelope)."""
         peer = scope.get("client")
-        self.client: str | None = str(peer[0]) if peer else None
+        self.client: str | None = peer[0] if peer else None
         """The peer's address (the sign-in limits count failures per client)."""
         self.retry_after: int | None = None
         """Seconds for the `Retry-After` header of a throttled answer."""
