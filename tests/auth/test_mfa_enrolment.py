@@ -16,7 +16,14 @@ import httpx
 import pyotp
 import pytest
 
-from pluginsdk import AuthenticationError, NotFoundError, PermissionDeniedError, PluginSDK, ValidationError
+from pluginsdk import (
+    AuthenticationError,
+    NotFoundError,
+    PermissionDeniedError,
+    PluginSDK,
+    StateConflictError,
+    ValidationError,
+)
 from pluginsdk.models.auth_results import SessionTokens
 from tests.auth.conftest import Mailbox, authenticate, call_as, managed_app
 from tests.support.backends import open_sdk
@@ -174,6 +181,21 @@ async def test_an_administrator_resets_a_lost_authenticator(pool: PluginSDK, mai
     assert (await pool.login("lea", PASSWORD)).id_token
     with pytest.raises(NotFoundError):
         await pool.reset_managed_user_mfa("ghost")
+
+
+async def test_the_last_administrator_able_to_sign_in_with_mfa_keeps_it(pool: PluginSDK, mailbox: Mailbox) -> None:
+    """With `admin` MFA-only, turning off the MFA of its last MFA-capable holder is refused like any lock-out."""
+    await new_user(pool, mailbox, "root")
+    await pool.create_user_roles("root", ["admin"])
+    async with session(pool, await sign_in(pool, "root")) as me:
+        await enrol(me)
+        await pool.update_role("admin", mfa_required=True)  # root can still administer, with MFA
+        with pytest.raises(StateConflictError) as refused:
+            await me("disable_mfa")
+        assert refused.value.status == 409 and "break-glass" in refused.value.message
+        await me("update_role", role_name="admin", mfa_required=False)
+        assert (await me("disable_mfa")).mfa is False
+    assert (await pool.login("root", PASSWORD)).id_token  # no MFA challenge any more
 
 
 async def test_every_mfa_and_password_change_is_audited(pool: PluginSDK, mailbox: Mailbox) -> None:

@@ -36,7 +36,7 @@ from ...store.db import Row
 from ..audit import user_change
 from ..crypto import new_refresh_token, now, parse_ts, sha256_hex, ts
 from ..service import AuthService
-from ._common import service
+from ._common import clear_mfa, service
 from .users import CONFIRMED, FORCE_CHANGE
 
 if TYPE_CHECKING:
@@ -396,7 +396,7 @@ async def disable_mfa(engine: Engine, op: DisableMfaCommand, principal: Principa
     step = await _current_factor(svc, user, principal, op.code, "turn MFA off")
     async with svc.store.transaction():
         await _claim(svc, user["user_id"], step)
-        await svc.store.clear_mfa(user["user_id"], ts(now()))
+        await clear_mfa(svc, user["user_id"])
         await user_change(svc.store, user["user_id"], "disable_mfa", user["user_id"], user)
     return SessionTokens(mfa=False, message="MFA disabled; no session of this user is multi-factor any more.")
 

@@ -27,7 +27,7 @@ from pluginsdk.principal import Principal
 from ...registry import HandlerTable
 from ..crypto import now, temporary_password, ts
 from ..service import AuthService
-from ._common import service, user_from_row
+from ._common import clear_mfa, service, user_from_row
 
 if TYPE_CHECKING:
     from ...engine import Engine
@@ -181,7 +181,7 @@ async def reset_managed_user_mfa(
     svc = service(engine)
     svc.require_managed()
     async with svc.store.transaction():
-        if not await svc.store.clear_mfa(op.user_id, ts(now())):
+        if not await clear_mfa(svc, op.user_id):
             raise NotFoundError("user", op.user_id, f"User '{op.user_id}' not found.")
         stored = await svc.store.get_user(op.user_id)
     assert stored is not None
