@@ -25,6 +25,7 @@ from .errors import (
     RevisionNotReachedError,
     SDKError,
     StateConflictError,
+    TooManyRequestsError,
     ValidationError,
 )
 
@@ -50,6 +51,7 @@ __all__ = [
     "RevisionNotReachedError",
     "SDKError",
     "StateConflictError",
+    "TooManyRequestsError",
     "ValidationError",
     "__version__",
 ]

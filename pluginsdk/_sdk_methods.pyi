@@ -62,6 +62,8 @@ class SDKMethods:
         """Delete a template."""
     async def delete_user_roles(self, user_id: str) -> UserRolesWritten:
         """Remove every role of a user."""
+    async def disable_mfa(self, code: str | None = ...) -> SessionTokens:
+        """Turn the caller's MFA off; needs the current factor (a multi-factor session, or `code`)."""
     async def explain_access(self, object_type: str, method: str, user_id: str | None = ..., roles: list[str] | None = ..., mfa: bool = ..., at_least_revision: int | None = ..., attributes: dict[str, Any] = ...) -> Explanation:
         """Why a subject may or may not use `method` on an object: the constraints that allowed or denied it."""
     async def filter_allowed(self, object_type: str, objects: list[dict[str, Any]] = ..., method: str = ...) -> FilteredObjects:
@@ -162,12 +164,14 @@ class SDKMethods:
         """Reload template files from the templates directory."""
     async def refresh_tokens(self, refresh_token: str) -> SessionTokens:
         """Exchange a refresh token for new id and access tokens (same session, same MFA state)."""
+    async def reset_managed_user_mfa(self, user_id: str) -> ManagedUserWritten:
+        """Clear a managed user's MFA (a lost authenticator): they sign in with their password alone and may enrol again."""
     async def reset_managed_user_password(self, user_id: str, confirm_reset: bool | None = ...) -> ManagedUserWritten:
         """Reset a managed user's password: a new temporary one is mailed to them (without SMTP: in the answer, once)."""
     async def run_policy_tests(self, tests: list[PolicyTest], fail_on_mismatch: bool = ..., add_constraints: list[dict[str, Any]] = ..., delete_constraint_ids: list[str] = ..., role_mfa: dict[str, bool] = ..., user_roles: dict[str, list[str]] = ..., at_least_revision: int | None = ...) -> PolicyTestReport:
         """Run a policy test suite (expected allow/deny decisions) against the current policy or a candidate."""
-    async def setup_mfa(self) -> MfaSetup:
-        """Start TOTP set-up for the caller: returns a secret for an authenticator app."""
+    async def setup_mfa(self, code: str | None = ...) -> MfaSetup:
+        """Start TOTP set-up for the caller's signed-in session: returns a secret for an authenticator app."""
     async def sync_request(self, request_id: str) -> Request:
         """Refresh a request and its machines from the provider now."""
     async def update_api_key(self, api_key_id: str, description: str | None = ..., expires_at: str | None = ..., is_active: str | None = ..., api_key_name: str | None = ...) -> ApiKeyResult:
@@ -191,7 +195,7 @@ class SDKMethods:
     async def validate_template(self, template_config: dict[str, Any] | None = ..., template_id: str | None = ...) -> TemplateValidation:
         """Validate a template configuration (errors and warnings); stores nothing."""
     async def verify_mfa(self, code: str) -> SessionTokens:
-        """Confirm TOTP set-up with a code: MFA is enabled and the current session becomes multi-factor."""
+        """Confirm the TOTP set-up this session started with a code: MFA is enabled and the session becomes multi-factor."""
     async def what_if(self, add_constraints: list[dict[str, Any]] = ..., delete_constraint_ids: list[str] = ..., role_mfa: dict[str, bool] = ..., user_roles: dict[str, list[str]] = ..., objects: list[dict[str, Any]] = ..., user_ids: list[str] | None = ..., limit: int = ..., at_least_revision: int | None = ...) -> WhatIfReport:
         """The decisions a candidate policy change would flip, per subject, route and object — nothing is applied."""
     async def who_can(self, object_type: str, method: str, attributes: dict[str, Any] = ..., mfa: bool = ..., at_least_revision: int | None = ...) -> WhoCan:

@@ -15,6 +15,7 @@ SDKError                         INTERNAL_ERROR            500
 ├── AlreadyExistsError           ALREADY_EXISTS            409
 ├── AuthenticationError          UNAUTHENTICATED           401
 ├── PermissionDeniedError        FORBIDDEN                 403
+├── TooManyRequestsError         TOO_MANY_REQUESTS         429  throttled: try again after `retry_after` s
 └── APIConnectionError           CONNECTION_ERROR          —    remote backend: no answer from the server
     └── APITimeoutError          TIMEOUT                   —    remote backend: the server did not answer in time
 ```
@@ -54,6 +55,7 @@ __all__ = [
     "RevisionNotReachedError",
     "SDKError",
     "StateConflictError",
+    "TooManyRequestsError",
     "ValidationError",
     "clean_details",
     "error_from_envelope",
@@ -312,6 +314,20 @@ class PermissionDeniedError(SDKError):
     http_status = 403
 
 
+class TooManyRequestsError(SDKError):
+    """Refused for now, not for good: too many failed sign-ins, or the server's password hashing is saturated.
+
+    `details.retry_after` (and the HTTP `Retry-After` header) says after how many seconds to try again."""
+
+    error_code = "TOO_MANY_REQUESTS"
+    http_status = 429
+
+    @property
+    def retry_after(self) -> int:
+        value = self.details.get("retry_after", 1)
+        return max(int(value), 1) if isinstance(value, int | float) and math.isfinite(value) else 1
+
+
 class APIConnectionError(SDKError):
     """The remote backend could not reach the server, or the connection broke before an answer came.
 
@@ -341,6 +357,7 @@ _BY_CODE: dict[str, type[SDKError]] = {
     "UNAUTHENTICATED": AuthenticationError,
     "FORBIDDEN": PermissionDeniedError,
     "REVISION_NOT_REACHED": RevisionNotReachedError,
+    "TOO_MANY_REQUESTS": TooManyRequestsError,
 }
 
 

@@ -8,6 +8,7 @@ from .auth_fields import Sensitive, UserId
 
 __all__ = [
     "ChangePasswordCommand",
+    "DisableMfaCommand",
     "GetJwksQuery",
     "LoginCommand",
     "LogoutCommand",
@@ -75,15 +76,23 @@ class ChangePasswordCommand(Sensitive[SessionTokens], Command):
 
 
 class SetupMfaCommand(Command[MfaSetup]):
-    """Start TOTP set-up for the caller: returns a secret for an authenticator app."""
+    """Start TOTP set-up for the caller's signed-in session: returns a secret for an authenticator app.
+
+    With MFA already enabled this replaces the authenticator, so it needs the current factor: a
+    multi-factor session, or `code` from the enrolled authenticator. The new secret takes over only when
+    this same session verifies it (`verify_mfa`). API keys cannot set up MFA.
+    """
 
     rest = Rest("POST", "/auth/user/mfa/setup", camel=True)
     cli = Cli("auth", "mfa-setup")
     policy = Policy(category="session")
 
+    code: str | None = Field(None, pattern=r"^[0-9]{6}$")
+    """Six-digit code of the enrolled authenticator, when MFA is enabled and this session is not multi-factor."""
+
 
 class VerifyMfaCommand(Command[SessionTokens]):
-    """Confirm TOTP set-up with a code: MFA is enabled and the current session becomes multi-factor."""
+    """Confirm the TOTP set-up this session started with a code: MFA is enabled and the session becomes multi-factor."""
 
     rest = Rest("POST", "/auth/user/mfa/verify", camel=True)
     cli = Cli("auth", "mfa-verify", args=("code",))
@@ -91,6 +100,21 @@ class VerifyMfaCommand(Command[SessionTokens]):
 
     code: str = Field(pattern=r"^[0-9]{6}$")
     """Six-digit code from the authenticator app."""
+
+
+class DisableMfaCommand(Command[SessionTokens]):
+    """Turn the caller's MFA off; needs the current factor (a multi-factor session, or `code`).
+
+    The user's sessions stop being multi-factor. A lost authenticator is cleared by an administrator
+    (`reset_managed_user_mfa`).
+    """
+
+    rest = Rest("POST", "/auth/user/mfa/disable", camel=True)
+    cli = Cli("auth", "mfa-disable")
+    policy = Policy(category="session")
+
+    code: str | None = Field(None, pattern=r"^[0-9]{6}$")
+    """Six-digit code of the enrolled authenticator, when this session is not multi-factor."""
 
 
 class GetJwksQuery(Query[Jwks]):

@@ -11,6 +11,7 @@ __all__ = [
     "CreateManagedUserCommand",
     "DeleteManagedUserCommand",
     "ListManagedUsersQuery",
+    "ResetManagedUserMfaCommand",
     "ResetManagedUserPasswordCommand",
     "UpdateManagedUserCommand",
 ]
@@ -115,3 +116,17 @@ class ResetManagedUserPasswordCommand(Command[ManagedUserWritten]):
         if self.confirm_reset is not True:
             raise ValueError("confirmReset must be true to reset the password")
         return self
+
+
+class ResetManagedUserMfaCommand(Command[ManagedUserWritten]):
+    """Clear a managed user's MFA (a lost authenticator): they sign in with their password alone and may enrol again.
+
+    The user's sessions stop being multi-factor; the reset is in the audit log.
+    """
+
+    rest = Rest("POST", "/user/managed/{user_id}/resetMfa", camel=True)
+    cli = Cli("users", "reset-mfa", args=("user_id",))
+    policy = _USERS
+
+    user_id: UserId
+    """User whose MFA is cleared."""

@@ -45,6 +45,13 @@ _ERRORS = (
     ("502", "Provider error"),
 )
 
+_THROTTLED = frozenset(
+    {"login", "change_password", "setup_mfa", "disable_mfa", "create_managed_user", "reset_managed_user_password"}
+)
+"""Operations that check or hash a password or check a TOTP code: the sign-in limits and the bound on
+concurrent password hashing answer them 429 with `Retry-After` (docs/auth.md, "Sign-in limits")."""
+_RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying again", "schema": {"type": "integer"}}}
+
 SECURITY: list[dict[str, list[str]]] = [{"apiKey": []}, {"bearer": []}]
 """Either scheme: an API key, or a bearer JWT from /auth/login. Public routes say `security: []`."""
 SECURITY_SCHEMES = {
@@ -283,10 +290,20 @@ def _responses(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, A
         checked = {
             "200": {"description": f"`{spec.rest.dry_run}`: checked, nothing stored", "content": success["content"]}
         }
+    throttled = {}
+    if spec.name in _THROTTLED:
+        throttled = {
+            "429": {
+                "description": "Too many failed attempts, or password hashing saturated: try again after Retry-After",
+                "headers": _RETRY_AFTER,
+                "content": {"application/json": {"schema": error}},
+            }
+        }
     return {
         **checked,
         str(spec.rest.status): success,
         **{code: {"description": why, "content": {"application/json": {"schema": error}}} for code, why in _ERRORS},
+        **throttled,
     }
 
 

@@ -33,7 +33,7 @@ from .._constants import VERSION
 from .._logs import new_request_id
 from .._logs import request_id as log_request_id
 from ..config import Settings
-from ..errors import MethodExecutionError, SDKError, ValidationError
+from ..errors import MethodExecutionError, SDKError, TooManyRequestsError, ValidationError
 from ..operations import CATALOG, Operation, OperationSpec
 from ..principal import Principal
 from ._openapi import LISTING_B, build_document, docs_html, listing_b_created, route_key
@@ -103,6 +103,7 @@ class _Head:
         "path",
         "query_string",
         "request_id",
+        "retry_after",
         "sent",
         "streamed",
     )
@@ -140,11 +141,14 @@ class _Head:
             path = path[len(root) :]
         self.path = path
         self.query_string: bytes = scope.get("query_string", b"")
-        client = scope.get("client")
-        self.client: str = client[0] if client else ""
-        """The peer's address (empty when the server does not say)."""
         self.sent = False
         """The response has started (a failure after that cannot send the 500 envelope)."""
+        peer = scope.get("client")
+        self.client: str | None = peer[0] if peer else None
+        """The peer's address, None when the server does not say (the sign-in limits count failures per
+        client; /metrics may be for loopback clients only)."""
+        self.retry_after: int | None = None
+        """Seconds for the `Retry-After` header of a throttled answer."""
 
     def drops_body(self, endpoint: _Endpoint | None) -> bool:
         """A body came (or may come) that this answer does not read: the connection must close after it."""
@@ -275,7 +279,7 @@ class _Plan(_Endpoint):
             # 413 and 408 before authentication
             raw = await read_body(receive, app.max_body_bytes, app.body_timeout) if self.reads_body else None
             if self.public:
-                principal = ANONYMOUS
+                principal = _anonymous(head.client)
             else:
                 principal = await backend.authenticate(head.authorization)
                 user = principal.user_id
@@ -295,11 +299,26 @@ class _Plan(_Endpoint):
                 raise
             result = await backend.execute(op, principal, route_path=head.path)
         except SDKError as err:
-            return err.http_status, error_body(err, self.camel), user
+            return _refused(head, err), error_body(err, self.camel), user
         status = 200 if self.dry_run is not None and getattr(op, self.dry_run) else self.status
         if self.reshape is not None:
             return status, _dumps(self.reshape(result)), user
         return status, _render(result, self.camel), user
+
+
+@functools.lru_cache(maxsize=1024)
+def _anonymous(client: str | None) -> Principal:
+    """The unauthenticated caller at this address (sign-in limits count per client)."""
+    if client is None:
+        return ANONYMOUS
+    return Principal(user_id="anonymous", auth_method="none", claims={"client": client})
+
+
+def _refused(head: _Head, err: SDKError) -> int:
+    """The status of an error answer; a throttled one also sets the `Retry-After` header."""
+    if isinstance(err, TooManyRequestsError):
+        head.retry_after = err.retry_after
+    return err.http_status
 
 
 def _add_path(data: dict[str, Any], path_params: dict[str, str]) -> None:
@@ -488,6 +507,8 @@ class PluginApp:
                 ctype = endpoint.content_type
             if endpoint.headers:
                 extra.extend(endpoint.headers)
+        if head.retry_after is not None:
+            extra.append((b"retry-after", str(head.retry_after).encode()))
         if status in (408, 413) or head.drops_body(endpoint):
             extra.append((b"connection", b"close"))  # a body not read (late, oversized, or not wanted): drop it
         head.sent = True

@@ -120,6 +120,7 @@ def test_every_command(cli: Cli, tmp_path: Path) -> None:
     assert any(u["user_id"] == "bob" for u in cli("users", "list")["users"])
     cli("users", "update", "bob", "--phone", "+15551234567")
     cli("users", "reset-password", "bob", ok=False)  # no mail server to send the new password
+    assert cli("users", "reset-mfa", "bob")["operation"] == "resetMfa"
     cli("user-roles", "create", "bob", "ops")
     cli("user-roles", "replace", "bob", "ops")
     assert any(u["user_id"] == "bob" for u in cli("user-roles", "list")["message"]["items"])
@@ -176,6 +177,7 @@ def test_every_command(cli: Cli, tmp_path: Path) -> None:
     cli("auth", "change-password", "--previous-password", "a-b-c-d-e-1", "--proposed-password", "Z-y-x-w-v-2", ok=False)
     cli("auth", "mfa-setup", ok=False)
     cli("auth", "mfa-verify", "123456", ok=False)
+    cli("auth", "mfa-disable", ok=False, code="FORBIDDEN")
 
     # the decision point (issue 17)
     assert cli("auth", "check", "template", "GET", "--roles", "admin", "--attributes", "templateId=web")["allowed"]

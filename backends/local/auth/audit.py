@@ -1,5 +1,8 @@
 """The audit log: every change to constraints, roles, user roles, API keys and managed users, recorded centrally.
 
+Changes a signed-in user makes to their own account (MFA set-up, verification and disabling, password changes)
+are recorded by their handlers (`user_change`), and sign-in locks by `throttle.py` (`AuthStore.append_audit`).
+
 One hook (`around_command`, installed on the engine by `start_auth`) wraps every auth command: it reads
 the target before, runs the handler, reads it after, and appends one record (who, when, what,
 before/after with secrets removed, the policy revision the change made: its own, each write its own
@@ -17,8 +20,6 @@ from __future__ import annotations
 import json
 import math
 import random
-import secrets
-import time
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -27,7 +28,7 @@ from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import Principal
 
 from .crypto import now, ts
-from .store import written_revision
+from .store import new_record_id, written_revision
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -35,13 +36,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUDITED",
-    "append_record",
     "around_command",
     "decision_sample_rate",
     "log_decision",
     "operator",
     "page_records",
     "scrub",
+    "user_change",
 ]
 
 AUDITED: dict[str, str] = {
@@ -124,29 +125,6 @@ def _import_ids(op: Operation) -> list[str]:
     return [i[:_MAX_ID] for i in ids if i]
 
 
-_INSERT = (
-    "INSERT INTO auth_audit (record_id, at, actor, action, target_type, target_id, before_data, after_data,"
-    " revision) VALUES (:id, :at, :actor, :action, :tt, :tid, :before, :after, :rev)"
-)
-
-
-def _record(
-    *, actor: str, action: str, target_type: str, target_id: str, before: Any, after: Any, revision: int
-) -> dict[str, Any]:
-    """The row of one record (secrets scrubbed from `before` and `after`)."""
-    return {
-        "id": _new_id(),
-        "at": ts(now()),
-        "actor": actor[:256],
-        "action": action,
-        "tt": target_type,
-        "tid": target_id[:_MAX_ID],
-        "before": None if before is None else json.dumps(scrub(before), default=str),
-        "after": None if after is None else json.dumps(scrub(after), default=str),
-        "rev": revision,
-    }
-
-
 async def around_command(
     engine: Engine,
     spec: OperationSpec,
@@ -170,19 +148,15 @@ async def around_command(
         async with store.transaction():
             after_all = await _constraints(store, ids)
             revision = written_revision() or await store.policy_version()  # the write's own, else the current one
-            rows = [
-                _record(
+            for i in ids:
+                await store.append_audit(
                     actor=principal.user_id,
                     action=spec.name,
-                    target_type=target_type,
-                    target_id=i,
-                    before=before_all.get(i),
-                    after=after_all.get(i),
+                    target=(target_type, i),
+                    before=scrub(before_all.get(i)),
+                    after=scrub(after_all.get(i)),
                     revision=revision,
                 )
-                for i in ids
-            ]
-            await store.db.executemany(_INSERT, rows)
     else:
         target = _target_id(target_type, op)
         before = await _read(store, target_type, op, target)
@@ -192,41 +166,30 @@ async def around_command(
         async with store.transaction():
             after = await _read(store, target_type, op, target)
             revision = written_revision() or await store.policy_version()  # the write's own, else the current one
-            record = _record(
+            await store.append_audit(
                 actor=principal.user_id,
                 action=spec.name,
-                target_type=target_type,
-                target_id=target,
-                before=before,
-                after=after,
+                target=(target_type, target),
+                before=scrub(before),
+                after=scrub(after),
                 revision=revision,
             )
-            await store.db.execute(_INSERT, record)
     if target_type in ("constraint", "role", "userRole") and hasattr(result, "revision"):
         result.revision = revision
     return result
 
 
-async def append_record(
-    store: AuthStore, *, actor: str, action: str, target_type: str, target_id: str, before: Any, after: Any
-) -> int:
-    """Append one record (in the caller's transaction, so it is written with the change or not at all);
-    returns the policy revision it carries. Also used by the operator commands that work on the store
-    directly (break-glass, sealing-key rotation), whose actor is `operator:<OS login>`."""
-    revision = await store.policy_version()
-    await store.db.execute(
-        _INSERT,
-        _record(
-            actor=actor,
-            action=action,
-            target_type=target_type,
-            target_id=target_id,
-            before=before,
-            after=after,
-            revision=revision,
-        ),
+async def user_change(store: AuthStore, actor: str, action: str, user_id: str, before: Any) -> None:
+    """Record a change a session made to its own managed user (MFA, password): the user row before (as read
+    by the handler) and after, without secrets; in the caller's transaction."""
+    after = await store.get_user(user_id)
+    await store.append_audit(
+        actor=actor,
+        action=action,
+        target=("managedUser", user_id),
+        before=None if before is None else scrub(dict(before)),
+        after=None if after is None else scrub(dict(after)),
     )
-    return revision
 
 
 def operator() -> str:
@@ -240,10 +203,6 @@ def operator() -> str:
 
         login = f"uid-{os.getuid()}" if hasattr(os, "getuid") else "unknown"
     return f"operator:{login}"
-
-
-def _new_id() -> str:
-    return f"{time.time_ns():020d}-{secrets.token_hex(4)}"
 
 
 _RATES: weakref.WeakKeyDictionary[Engine, float] = weakref.WeakKeyDictionary()
@@ -273,7 +232,7 @@ async def log_decision(
         "INSERT INTO auth_audit (record_id, at, actor, action, target_type, target_id, before_data, after_data,"
         " revision) VALUES (:id, :at, :actor, 'decision', :tt, :tid, NULL, :after, :rev)",
         {
-            "id": _new_id(),
+            "id": new_record_id(),
             "at": ts(now()),
             "actor": actor,
             "tt": str(about.get("object_type", "")),

@@ -47,7 +47,7 @@ async def break_glass(settings: Settings, user_id: str) -> dict[str, Any]:
         )
     from ..engine import Engine
     from . import start_auth
-    from .audit import append_record, operator
+    from .audit import operator
     from .crypto import now, ts
     from .lockout import administers
     from .service import AuthService
@@ -99,12 +99,10 @@ async def break_glass(settings: Settings, user_id: str) -> dict[str, Any]:
             if assigned:
                 await store.add_user_roles(user_id, [ADMIN_ROLE], at)
             await store.bump_policy_version()
-            await append_record(
-                store,
+            await store.append_audit(
                 actor=operator(),
                 action="break_glass",
-                target_type="userRole",
-                target_id=user_id,
+                target=("userRole", user_id),
                 before=held or None,
                 after={
                     "roles": sorted(await store.roles_of(user_id)),

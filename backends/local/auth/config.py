@@ -19,10 +19,20 @@ from urllib.parse import urlparse
 from pluginsdk.config import Settings
 from pluginsdk.errors import ConfigurationError
 
-__all__ = ["AuthConfig", "ExternalIdpConfig", "ManagedPoolConfig", "SmtpConfig", "load_auth_config"]
+__all__ = ["AuthConfig", "ExternalIdpConfig", "ManagedPoolConfig", "SignInLimits", "SmtpConfig", "load_auth_config"]
 
 _BASE = "app.authProvider"
 _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
+
+
+class SignInLimits(NamedTuple):
+    """`useManaged.signInLimits`: failed sign-ins (wrong password or TOTP code) counted in the store per account
+    name and per client address, so every server on one store agrees (docs/auth.md, "Sign-in limits")."""
+
+    account_failures: int = 5
+    client_failures: int = 30
+    window_seconds: float = 900.0
+    lock_seconds: float = 300.0
 
 
 class ManagedPoolConfig(NamedTuple):
@@ -42,6 +52,11 @@ class ManagedPoolConfig(NamedTuple):
     argon2_time_cost: int = 3
     argon2_memory_kib: int = 65536
     argon2_parallelism: int = 4
+    hashing_concurrency: int = 2
+    """Password hashes computed at once in this process (each takes `argon2_memory_kib`)."""
+    hashing_queue: int = 8
+    """Sign-ins and password changes that may wait for a hashing slot; more are answered 429 at once."""
+    limits: SignInLimits = SignInLimits()
 
 
 class ExternalIdpConfig(NamedTuple):
@@ -250,6 +265,9 @@ def _managed_config(ap: _Reader) -> ManagedPoolConfig:
         argon2_time_cost=hashing.integer("timeCost", 3, minimum=1),
         argon2_memory_kib=hashing.integer("memoryKib", 65536, minimum=8 * parallelism),  # argon2's own floor
         argon2_parallelism=parallelism,
+        hashing_concurrency=hashing.integer("concurrency", 2, minimum=1),
+        hashing_queue=hashing.integer("queue", 8, minimum=0),
+        limits=_sign_in_limits(m.sub("signInLimits")),
     )
     if managed.signing_algorithm not in ("EdDSA", "RS256"):
         raise m._bad("signingAlgorithm", managed.signing_algorithm, "EdDSA or RS256")
@@ -264,6 +282,15 @@ def _managed_config(ap: _Reader) -> ManagedPoolConfig:
             f"{_BASE}.useManaged.useOidc/useSaml need {_BASE}.useManaged.enabled true.", key=f"{_BASE}.useManaged"
         )
     return managed
+
+
+def _sign_in_limits(r: _Reader) -> SignInLimits:
+    return SignInLimits(
+        account_failures=r.integer("accountFailures", 5, minimum=1),
+        client_failures=r.integer("clientFailures", 30, minimum=1),
+        window_seconds=r.number("failureWindowSeconds", 900.0, minimum=1),
+        lock_seconds=r.number("lockSeconds", 300.0, minimum=0.1),
+    )
 
 
 def _external_config(ap: _Reader, managed: ManagedPoolConfig) -> ExternalIdpConfig:

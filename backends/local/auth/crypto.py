@@ -12,14 +12,15 @@ import hmac
 import json
 import secrets
 import string
+from collections.abc import Callable
 from datetime import UTC, date, datetime, time, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from pluginsdk._constants import API_KEY_PREFIX
-from pluginsdk.errors import InvalidPaginationToken, ValidationError
+from pluginsdk.errors import InvalidPaginationToken, TooManyRequestsError, ValidationError
 
 __all__ = [
     "PageTokens",
@@ -35,6 +36,8 @@ __all__ = [
     "temporary_password",
     "ts",
 ]
+
+T = TypeVar("T")
 
 API_KEY_BYTES = 32
 """256 bits of randomness after the prefix."""
@@ -165,13 +168,21 @@ class SecretBox:
 
 
 class Passwords:
-    """argon2id hashing with the configured cost."""
+    """argon2id hashing with the configured cost, `concurrency` hashes at a time in this process.
 
-    def __init__(self, time_cost: int, memory_kib: int, parallelism: int) -> None:
+    Each hash takes `memory_kib` for its duration, so unbounded concurrent sign-ins would grow the process
+    without limit and make every sign-in wait: at most `concurrency` run at once, at most `queue` more wait
+    for a slot, and any further caller is refused at once (`TooManyRequestsError`, retry after 1 s).
+    """
+
+    def __init__(self, time_cost: int, memory_kib: int, parallelism: int, concurrency: int = 2, queue: int = 8) -> None:
         from argon2 import PasswordHasher
 
         self._ph = PasswordHasher(time_cost=time_cost, memory_cost=memory_kib, parallelism=parallelism)
         self._dummy = self._ph.hash(secrets.token_urlsafe(16))
+        self._slots = asyncio.Semaphore(concurrency)
+        self._admitted = 0
+        self._bound = concurrency + queue
 
     def hash(self, password: str) -> str:
         return str(self._ph.hash(password))
@@ -186,12 +197,28 @@ class Passwords:
             return False
 
     async def ahash(self, password: str) -> str:
-        """`hash` off the event loop (argon2 is deliberately slow)."""
-        return await asyncio.to_thread(self.hash, password)
+        """`hash` off the event loop, within the bound."""
+        return await self._bounded(self.hash, password)
 
     async def averify(self, stored: str | None, password: str) -> bool:
-        """`verify` off the event loop."""
-        return await asyncio.to_thread(self.verify, stored, password)
+        """`verify` off the event loop, within the bound."""
+        return await self._bounded(self.verify, stored, password)
+
+    async def _bounded(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._admitted >= self._bound:
+            raise TooManyRequestsError(
+                "The server is busy checking passwords; try again in a moment.", details={"retry_after": 1}
+            )
+        self._admitted += 1
+        try:
+            await self._slots.acquire()
+            # the slot is released when the thread ends, not when a cancelled caller leaves: a hash still
+            # running keeps its memory, so it keeps its slot
+            work = asyncio.ensure_future(asyncio.to_thread(fn, *args))
+            work.add_done_callback(lambda _: self._slots.release())
+            return await asyncio.shield(work)
+        finally:
+            self._admitted -= 1
 
 
 class PageTokens:

@@ -58,6 +58,7 @@ from .objects import CREATE_ATTRIBUTES, OBJECT_OPERATIONS, SPECIAL_OPERATIONS, c
 from .policy_watch import PolicyWatch
 from .routes import routes_to_check
 from .store import AuthStore
+from .throttle import SignInThrottle
 
 if TYPE_CHECKING:
     from ..engine import Engine
@@ -163,6 +164,7 @@ class AuthService:
         store.on_bump.append(self.watch.bumped_here)
         self.guard = LockoutGuard(store, config, rules=self.rules)
         store.on_policy_change = self.guard.check
+        self.throttle = SignInThrottle(store, config.managed.limits)
 
     async def start(self) -> None:
         if self.store.db.dialect == "postgresql":
@@ -184,7 +186,9 @@ class AuthService:
     def passwords(self) -> Passwords:
         if self._passwords is None:
             m = self.config.managed
-            self._passwords = Passwords(m.argon2_time_cost, m.argon2_memory_kib, m.argon2_parallelism)
+            self._passwords = Passwords(
+                m.argon2_time_cost, m.argon2_memory_kib, m.argon2_parallelism, m.hashing_concurrency, m.hashing_queue
+            )
         return self._passwords
 
     # -- policy ------------------------------------------------------------------

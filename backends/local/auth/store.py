@@ -13,7 +13,9 @@ never names the state of a write that rolled back (its stamp was never seen).
 
 from __future__ import annotations
 
+import json
 import secrets
+import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any
@@ -21,12 +23,20 @@ from typing import Any
 from pluginsdk.errors import AlreadyExistsError
 
 from ..store.db import Database, Row
+from .crypto import now, ts
 
-__all__ = ["AuthStore", "written_revision"]
+__all__ = ["AuthStore", "new_record_id", "written_revision"]
 
 VERSION_KEY = "auth.policy_version"
 ASSIGNMENT_BUMPS_KEY = "auth.assignment_bumps"
 RULES_STAMP_KEY = "auth.rules_stamp"
+_MAX_ID = 1024
+"""Longest audit actor and target id kept."""
+
+
+def new_record_id() -> str:
+    """An audit record id: sorts by time (nanoseconds, then random), so concurrent writers never collide."""
+    return f"{time.time_ns():020d}-{secrets.token_hex(4)}"
 
 
 _WRITTEN: ContextVar[int | None] = ContextVar("pluginsdk_policy_revision", default=None)
@@ -126,6 +136,38 @@ class AuthStore:
     async def secret(self, key: str, nbytes: int = 32) -> str:
         """A random secret kept in `meta`, made once per store."""
         return await self.meta_once(key, secrets.token_urlsafe(nbytes))
+
+    # -- audit log --------------------------------------------------------------
+    async def append_audit(
+        self,
+        *,
+        actor: str,
+        action: str,
+        target: tuple[str, str],
+        before: Any = None,
+        after: Any = None,
+        revision: int | None = None,
+    ) -> int:
+        """Append one audit record (`before`/`after` already free of secrets) in the caller's transaction; the
+        policy revision it carries: `revision` (the write's own) or the current one."""
+        if revision is None:
+            revision = await self.policy_version()
+        await self.db.execute(
+            "INSERT INTO auth_audit (record_id, at, actor, action, target_type, target_id, before_data, after_data,"
+            " revision) VALUES (:id, :at, :actor, :action, :tt, :tid, :before, :after, :rev)",
+            {
+                "id": new_record_id(),
+                "at": ts(now()),
+                "actor": actor[:_MAX_ID],
+                "action": action,
+                "tt": target[0],
+                "tid": target[1][:_MAX_ID],
+                "before": None if before is None else json.dumps(before, default=str),
+                "after": None if after is None else json.dumps(after, default=str),
+                "rev": revision,
+            },
+        )
+        return revision
 
     # -- constraints ----------------------------------------------------------
     async def all_constraints(self) -> list[Row]:
@@ -360,6 +402,28 @@ class AuthStore:
             " WHERE user_id = :u AND (totp_last_step IS NULL OR totp_last_step < :s)",
             {"u": user_id, "s": step},
         )
+        return n > 0
+
+    async def confirm_totp(self, user_id: str, pending: str, session_id: str, step: int, at: str) -> bool:
+        """Make the pending TOTP secret the active one, if it is still the one `session_id` started (a set-up
+        started since, or a reset, leaves it pending or gone: False)."""
+        n = await self.db.execute(
+            "UPDATE auth_users SET totp_secret = totp_pending, totp_pending = NULL, totp_pending_session = NULL,"
+            " totp_last_step = :s, mfa_enabled = 1, updated_at = :at"
+            " WHERE user_id = :u AND totp_pending = :p AND totp_pending_session = :sid",
+            {"u": user_id, "p": pending, "sid": session_id, "s": step, "at": at},
+        )
+        return n > 0
+
+    async def clear_mfa(self, user_id: str, at: str) -> bool:
+        """Turn the user's MFA off (secret and any pending set-up gone); their sessions stop being multi-factor.
+        False when there is no such user."""
+        n = await self.db.execute(
+            "UPDATE auth_users SET totp_secret = NULL, totp_pending = NULL, totp_pending_session = NULL,"
+            " mfa_enabled = 0, updated_at = :at WHERE user_id = :u",
+            {"u": user_id, "at": at},
+        )
+        await self.db.execute("UPDATE auth_sessions SET mfa = 0 WHERE user_id = :u AND mfa <> 0", {"u": user_id})
         return n > 0
 
     # -- sessions -----------------------------------------------------------------------

@@ -161,6 +161,15 @@ MIGRATIONS: dict[int, Sequence[str]] = {
         "CREATE INDEX ix_auth_audit_target ON auth_audit (target_type, target_id)",
         "CREATE INDEX ix_auth_audit_actor ON auth_audit (actor)",
     ),
+    8: (  # sign-in limits shared by every process on the store (backends/local/auth/throttle.py); the session
+        # that started a pending TOTP set-up (only it may verify it)
+        """CREATE TABLE auth_sign_in_failures (
+            key TEXT PRIMARY KEY,
+            failures INTEGER NOT NULL,
+            first_at DOUBLE PRECISION NOT NULL,
+            locked_until DOUBLE PRECISION)""",
+        "ALTER TABLE auth_users ADD COLUMN totp_pending_session TEXT",
+    ),
 }
 
 

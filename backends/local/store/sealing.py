@@ -252,7 +252,7 @@ async def rotate(settings: Settings, new_key: bytes | None = None, *, wait: floa
     old one afterwards; with a key file, the file is replaced. The audit log records the rotation (action
     `rotate_seal_key`) in the transaction that re-seals.
     """
-    from backends.local.auth.audit import append_record, operator
+    from backends.local.auth.audit import operator
     from backends.local.auth.config import load_auth_config
     from backends.local.auth.store import AuthStore
 
@@ -278,11 +278,13 @@ async def rotate(settings: Settings, new_key: bytes | None = None, *, wait: floa
                 count = await reseal(db, current.key, fresh)
                 await db.execute("UPDATE meta SET value = :v WHERE key = :k", {"k": CHECK_ROW, "v": key_check(fresh)})
                 where = str(current.path) if current.path is not None else NEW_KEY_ENV
-                await append_record(
-                    AuthStore(db), actor=operator(), action="rotate_seal_key", target_type="sealKey",
-                    target_id="store", before={"keySource": current.source}, after={"keySource": where,
-                    "resealed": count},
-                )  # fmt: skip
+                await AuthStore(db).append_audit(
+                    actor=operator(),
+                    action="rotate_seal_key",
+                    target=("sealKey", "store"),
+                    before={"keySource": current.source},
+                    after={"keySource": where, "resealed": count},
+                )
             if current.path is not None:
                 rename_durably(_pending(current.path), current.path)
                 return SealKey(fresh, str(current.path), current.path), count

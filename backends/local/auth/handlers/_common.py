@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING, Any
 from pluginsdk.errors import HandlerDiscoveryError
 from pluginsdk.models.auth_results import ApiKey, ManagedUser, Role
 
-from ..crypto import parse_ts
+from ..crypto import now, parse_ts, ts
 from ..service import AuthService
 
 if TYPE_CHECKING:
     from ...engine import Engine
 
-__all__ = ["api_key_from_row", "role_from_row", "service", "user_from_row"]
+__all__ = ["api_key_from_row", "clear_mfa", "role_from_row", "service", "user_from_row"]
 
 
 def service(engine: Engine) -> AuthService:
@@ -60,3 +60,15 @@ def user_from_row(r: Any) -> ManagedUser:
         user_last_modified_date=parse_ts(r["updated_at"]),
         mfa_enabled=bool(r["mfa_enabled"]),
     )
+
+
+async def clear_mfa(svc: AuthService, user_id: str) -> bool:
+    """Turn the user's MFA off (`AuthStore.clear_mfa`) in the caller's transaction; False when there is no such
+    user. Refused (409, the lock-out guard) when it leaves no one able to administer roles while someone could:
+    the last administrator able to sign in with MFA, when the administrator role needs MFA."""
+    could = await svc.guard.administrator() is not None
+    if not await svc.store.clear_mfa(user_id, ts(now())):
+        return False
+    if could:
+        await svc.guard.check()
+    return True

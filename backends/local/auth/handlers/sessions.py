@@ -3,6 +3,12 @@
 A session row holds the refresh token's hash, the MFA flag and the revoked
 flag; id and access tokens name it (`sid`), and every request reads it, so a
 sign-out, password change or user deletion ends the session at once.
+
+A session is multi-factor only when it proved the factor: signed in with a TOTP code, or verified the
+set-up it started itself. Replacing or turning off an enrolled factor needs that factor (a multi-factor
+session, or a code of the enrolled secret); API keys and in-process calls never set up MFA. Failed
+passwords and codes count towards the sign-in limits (`throttle.py`); every MFA and password change is
+in the audit log.
 """
 
 from __future__ import annotations
@@ -11,10 +17,11 @@ import uuid
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from pluginsdk.errors import AuthenticationError, ValidationError
+from pluginsdk.errors import AuthenticationError, PermissionDeniedError, SDKError, ValidationError
 from pluginsdk.models.auth_results import Jwks, MfaSetup, SessionTokens
 from pluginsdk.operations.auth_sessions import (
     ChangePasswordCommand,
+    DisableMfaCommand,
     GetJwksQuery,
     LoginCommand,
     LogoutCommand,
@@ -26,9 +33,10 @@ from pluginsdk.principal import Principal
 
 from ...registry import HandlerTable
 from ...store.db import Row
+from ..audit import user_change
 from ..crypto import new_refresh_token, now, parse_ts, sha256_hex, ts
 from ..service import AuthService
-from ._common import service
+from ._common import clear_mfa, service
 from .users import CONFIRMED, FORCE_CHANGE
 
 if TYPE_CHECKING:
@@ -138,9 +146,12 @@ async def _open_session(svc: AuthService, user: Row, mfa: bool) -> SessionTokens
 
 @handlers.on(LoginCommand)
 async def login(engine: Engine, op: LoginCommand, principal: Principal) -> SessionTokens:
-    """Password, then the pending password change, then the MFA code; each missing step answers a challenge."""
+    """Sign-in limits, password, then the pending password change, then the MFA code; each missing step answers
+    a challenge."""
     svc = _managed(engine)
-    user = await _signed_in_user(svc, op.username, op.password)
+    client = _client(principal)
+    await svc.throttle.check(op.username, client)  # before any hashing: a locked name costs nothing
+    user = await _signed_in_user(svc, op.username, op.password, client)
     changes: dict[str, Any] = {}
     if user["status"] == FORCE_CHANGE:
         _check_temporary_password_live(user)
@@ -157,20 +168,33 @@ async def login(engine: Engine, op: LoginCommand, principal: Principal) -> Sessi
                 challenge_name="SOFTWARE_TOKEN_MFA",
                 message="Multi-factor sign-in: sign in again with totp_code from the authenticator app.",
             )
-        step = _valid_totp_step(svc, user, op.totp_code)
+        step = await _proved_step(
+            svc, user, op.totp_code, AuthenticationError("The MFA code is not valid."), client=client
+        )
     async with svc.store.transaction():
         if step is not None and not await svc.store.claim_totp_step(user["user_id"], step):
             raise AuthenticationError("The MFA code was used already; wait for the next one.")
         if changes:
             await svc.store.update_user(user["user_id"], changes)
-        return await _open_session(svc, user, step is not None)
+            await user_change(svc.store, user["user_id"], "change_password", user["user_id"], user)
+        tokens = await _open_session(svc, user, step is not None)
+    await svc.throttle.succeeded(user["user_id"])
+    return tokens
 
 
-async def _signed_in_user(svc: AuthService, username: str, password: str) -> Row:
-    """The enabled user these credentials name; one message for every failure (no user enumeration)."""
+def _client(principal: Principal) -> str | None:
+    """The client address the server saw for an unauthenticated request (None in-process)."""
+    client = principal.claims.get("client") if principal.auth_method == "none" else None
+    return str(client) if client else None
+
+
+async def _signed_in_user(svc: AuthService, username: str, password: str, client: str | None) -> Row:
+    """The enabled user these credentials name; one message for every failure (no user enumeration), and
+    every failure counted, known user or not."""
     user = await svc.store.get_user(username)
     ok = await svc.passwords.averify(user["password_hash"] if user else None, password)
     if user is None or not ok or not user["enabled"]:
+        await svc.throttle.failed(username, client, kind="password")
         raise AuthenticationError(_BAD_LOGIN)
     return user
 
@@ -194,10 +218,15 @@ async def _replace_temporary_password(svc: AuthService, user: Row, old: str, new
     }
 
 
-def _valid_totp_step(svc: AuthService, user: Row, code: str) -> int:
+async def _proved_step(
+    svc: AuthService, user: Row, code: str, wrong: SDKError, *, client: str | None = None, actor: str = "anonymous"
+) -> int:
+    """The time-step of `code` under the user's enrolled secret; a wrong code counts towards the sign-in
+    limits and raises `wrong`. The caller claims the step."""
     step = _totp_step(svc, user["totp_secret"], user["user_id"], code)
     if step is None:
-        raise AuthenticationError("The MFA code is not valid.")
+        await svc.throttle.failed(user["user_id"], client, actor=actor, kind="totp")
+        raise wrong
     return step
 
 
@@ -242,7 +271,9 @@ async def logout(engine: Engine, op: LogoutCommand, principal: Principal) -> Ses
 async def change_password(engine: Engine, op: ChangePasswordCommand, principal: Principal) -> SessionTokens:
     svc = _managed(engine)
     user = await _user(svc, principal)
+    await svc.throttle.check(user["user_id"])
     if not await svc.passwords.averify(user["password_hash"], op.previous_password):
+        await svc.throttle.failed(user["user_id"], actor=user["user_id"], kind="password")
         raise AuthenticationError("The current password is not correct.")
     _check_password(svc, user["user_id"], op.proposed_password)
     new_hash = await svc.passwords.ahash(op.proposed_password)
@@ -252,19 +283,66 @@ async def change_password(engine: Engine, op: ChangePasswordCommand, principal: 
             {"password_hash": new_hash, "password_expires_at": None, "status": CONFIRMED, "updated_at": ts(now())},
         )
         await svc.store.revoke_sessions(user["user_id"], keep=_session_id(principal))
+        await user_change(svc.store, principal.user_id, "change_password", user["user_id"], user)
     return SessionTokens(message="Password changed; other sessions were signed out.")
+
+
+def _own_session(principal: Principal, doing: str) -> str:
+    """The caller's managed-pool session id; PermissionDeniedError for API keys and in-process calls."""
+    sid = _session_id(principal)
+    if sid is None:
+        raise PermissionDeniedError(
+            f"Only a signed-in session of the managed user pool (Bearer token) can {doing}: "
+            "API keys and in-process calls cannot.",
+            details={"field": "Authorization"},
+        )
+    return sid
+
+
+async def _current_factor(
+    svc: AuthService, user: Row, principal: Principal, code: str | None, doing: str
+) -> int | None:
+    """What changing an enrolled factor needs: nothing when none is enrolled or the session is multi-factor,
+    else the time-step of `code` under the enrolled secret (throttled; the caller claims it)."""
+    if not user["mfa_enabled"] or principal.mfa:
+        return None
+    await svc.throttle.check(user["user_id"])
+    denied = PermissionDeniedError(
+        f"MFA is enabled: to {doing}, prove the current factor: use a multi-factor session, or give `code` "
+        "from the enrolled authenticator (an administrator can reset a lost one).",
+        details={"field": "code"},
+    )
+    if code is None:
+        raise denied
+    return await _proved_step(svc, user, code, denied, actor=user["user_id"])
+
+
+async def _claim(svc: AuthService, user_id: str, step: int | None) -> None:
+    if step is not None and not await svc.store.claim_totp_step(user_id, step):
+        raise PermissionDeniedError("The MFA code was used already; wait for the next one.", details={"field": "code"})
 
 
 @handlers.on(SetupMfaCommand)
 async def setup_mfa(engine: Engine, op: SetupMfaCommand, principal: Principal) -> MfaSetup:
+    """A pending secret bound to this session; the enrolled one (if any) stays in force until it is verified."""
     import pyotp
 
     svc = _managed(engine)
+    sid = _own_session(principal, "set up MFA")
     user = await _user(svc, principal)
+    step = await _current_factor(svc, user, principal, op.code, "replace the authenticator")
     secret = pyotp.random_base32()
-    await svc.store.update_user(
-        user["user_id"], {"totp_pending": svc.box.seal(secret, f"totp:{user['user_id']}"), "updated_at": ts(now())}
-    )
+    async with svc.store.transaction():
+        await _claim(svc, user["user_id"], step)
+        await svc.store.update_user(
+            user["user_id"],
+            {
+                "totp_pending": svc.box.seal(secret, f"totp:{user['user_id']}"),
+                "totp_pending_session": sid,
+                "updated_at": ts(now()),
+            },
+        )
+        await user_change(svc.store, user["user_id"], "setup_mfa", user["user_id"], user)
     uri = pyotp.TOTP(secret).provisioning_uri(name=user["user_id"], issuer_name=svc.config.managed.issuer)
     return MfaSetup(
         secret_code=secret, otpauth_uri=uri, message="Add the secret to an authenticator app, then verify a code."
@@ -273,32 +351,28 @@ async def setup_mfa(engine: Engine, op: SetupMfaCommand, principal: Principal) -
 
 @handlers.on(VerifyMfaCommand)
 async def verify_mfa(engine: Engine, op: VerifyMfaCommand, principal: Principal) -> SessionTokens:
+    """The pending secret this session started becomes the enrolled one, and this session multi-factor: it
+    either had no factor to prove or proved it when it started the set-up."""
     svc = _managed(engine)
     assert svc.tokens is not None
+    sid = _own_session(principal, "verify MFA")
     user = await _user(svc, principal)
-    if not user["totp_pending"]:
-        raise ValidationError("No MFA set-up is pending: call setup_mfa first.", details={"field": "code"})
-    step = _totp_step(svc, user["totp_pending"], user["user_id"], op.code)
+    pending = user["totp_pending"]
+    none_pending = ValidationError(
+        "No MFA set-up is pending in this session: call setup_mfa first.", details={"field": "code"}
+    )
+    if not pending or user["totp_pending_session"] != sid:
+        raise none_pending
+    step = _totp_step(svc, pending, user["user_id"], op.code)
     if step is None:
         raise ValidationError(
             "The MFA code is not valid; check the authenticator app's clock.", details={"field": "code"}
         )
-    sid = _session_id(principal)
     async with svc.store.transaction():
-        await svc.store.update_user(
-            user["user_id"],
-            {
-                "totp_secret": user["totp_pending"],
-                "totp_pending": None,
-                "totp_last_step": step,  # the code that enabled MFA cannot then sign in
-                "mfa_enabled": 1,
-                "updated_at": ts(now()),
-            },
-        )
-        if sid is not None:
-            await svc.store.set_session_mfa(sid)
-    if sid is None:
-        return SessionTokens(mfa=False, message="MFA enabled; sign in with a TOTP code for a multi-factor session.")
+        if not await svc.store.confirm_totp(user["user_id"], pending, sid, step, ts(now())):
+            raise none_pending  # replaced or cleared meanwhile
+        await svc.store.set_session_mfa(sid)
+        await user_change(svc.store, user["user_id"], "verify_mfa", user["user_id"], user)
     id_token, access, lifetime = svc.tokens.issue(
         user_id=user["user_id"], email=user["email"], session_id=sid, mfa=True
     )
@@ -310,6 +384,21 @@ async def verify_mfa(engine: Engine, op: VerifyMfaCommand, principal: Principal)
         mfa=True,
         message="MFA enabled; this session is now multi-factor.",
     )
+
+
+@handlers.on(DisableMfaCommand)
+async def disable_mfa(engine: Engine, op: DisableMfaCommand, principal: Principal) -> SessionTokens:
+    svc = _managed(engine)
+    _own_session(principal, "turn MFA off")
+    user = await _user(svc, principal)
+    if not user["mfa_enabled"]:
+        raise ValidationError("MFA is not enabled for this user.", details={"field": "code"})
+    step = await _current_factor(svc, user, principal, op.code, "turn MFA off")
+    async with svc.store.transaction():
+        await _claim(svc, user["user_id"], step)
+        await clear_mfa(svc, user["user_id"])
+        await user_change(svc.store, user["user_id"], "disable_mfa", user["user_id"], user)
+    return SessionTokens(mfa=False, message="MFA disabled; no session of this user is multi-factor any more.")
 
 
 @handlers.on(GetJwksQuery)

@@ -18,6 +18,7 @@ from pluginsdk.operations.users import (
     CreateManagedUserCommand,
     DeleteManagedUserCommand,
     ListManagedUsersQuery,
+    ResetManagedUserMfaCommand,
     ResetManagedUserPasswordCommand,
     UpdateManagedUserCommand,
 )
@@ -26,7 +27,7 @@ from pluginsdk.principal import Principal
 from ...registry import HandlerTable
 from ..crypto import now, temporary_password, ts
 from ..service import AuthService
-from ._common import service, user_from_row
+from ._common import clear_mfa, service, user_from_row
 
 if TYPE_CHECKING:
     from ...engine import Engine
@@ -169,4 +170,24 @@ async def reset_managed_user_password(
         if shown is None
         else f"Password reset; {_SHOWN_ONCE}",
         temporary_password=shown,
+    )
+
+
+@handlers.on(ResetManagedUserMfaCommand)
+async def reset_managed_user_mfa(
+    engine: Engine, op: ResetManagedUserMfaCommand, principal: Principal
+) -> ManagedUserWritten:
+    """An administrator's reset for a lost authenticator (audited like every managed-user change)."""
+    svc = service(engine)
+    svc.require_managed()
+    async with svc.store.transaction():
+        if not await clear_mfa(svc, op.user_id):
+            raise NotFoundError("user", op.user_id, f"User '{op.user_id}' not found.")
+        stored = await svc.store.get_user(op.user_id)
+    assert stored is not None
+    return ManagedUserWritten(
+        user_id=op.user_id,
+        operation="resetMfa",
+        user=user_from_row(stored),
+        message=f"MFA cleared for '{op.user_id}': they sign in with their password and may set up MFA again.",
     )

@@ -1,0 +1,109 @@
+"""Sign-in limits: failed attempts counted per account name and per client address, and temporary locks.
+
+The counts live in the store (`auth_sign_in_failures`: one row per key with its failures, when the count
+started and until when the key is locked), so every process sharing the store counts together and agrees
+on a lock. A key that reaches its limit within the window is locked for `lockSeconds` (audited once, when
+it locks) and its count starts again. While the account name or the client is locked, a sign-in is
+refused before any password is hashed. Names are counted whether or not such a user exists: an unknown
+name locks exactly like a known one, so a lock says nothing about which accounts exist. A successful
+sign-in clears its account's count (never the client's). Policy and defaults: docs/auth.md, "Sign-in limits".
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from typing import TYPE_CHECKING, Any
+
+from pluginsdk.errors import TooManyRequestsError
+
+from .crypto import ts
+
+if TYPE_CHECKING:
+    from .config import SignInLimits
+    from .store import AuthStore
+
+__all__ = ["SignInThrottle"]
+
+_TABLE = "auth_sign_in_failures"
+_SWEEP_CHANCE = 1 / 64
+"""How often a failure also deletes rows whose count and lock have run out (the table stays small)."""
+
+
+class SignInThrottle:
+    """Counts failed sign-ins in the store and refuses attempts while the account or client is locked."""
+
+    def __init__(self, store: AuthStore, limits: SignInLimits) -> None:
+        self.store = store
+        self.limits = limits
+
+    def _keys(self, user_id: str, client: str | None) -> list[tuple[str, int, tuple[str, str]]]:
+        """(store key, limit, audit target) of the account name and, when known, the client address."""
+        keys = [("user:" + user_id, self.limits.account_failures, ("managedUser", user_id))]
+        if client:
+            keys.append(("client:" + client, self.limits.client_failures, ("client", client)))
+        return keys
+
+    async def check(self, user_id: str, client: str | None = None) -> None:
+        """Raise TooManyRequestsError while the account name or the client is locked."""
+        keys = [k for k, _, _ in self._keys(user_id, client)]
+        params = {f"k{i}": k for i, k in enumerate(keys)}
+        rows = await self.store.db.fetchall(
+            f"SELECT locked_until FROM {_TABLE} WHERE key IN ({', '.join(':' + p for p in params)})"
+            " AND locked_until IS NOT NULL",
+            params,
+        )
+        moment = time.time()
+        wait = max((float(r["locked_until"]) - moment for r in rows), default=0.0)
+        if wait > 0:
+            raise TooManyRequestsError(
+                f"Too many failed sign-in attempts; try again in {math.ceil(wait)} s.",
+                details={"retry_after": math.ceil(wait)},
+            )
+
+    async def failed(self, user_id: str, client: str | None = None, *, actor: str = "anonymous", kind: str) -> None:
+        """Count one failure (`kind`: password or totp) against the account name and the client; lock a key
+        that reaches its limit, and audit that lock."""
+        moment = time.time()
+        start = moment - self.limits.window_seconds
+        until = moment + self.limits.lock_seconds
+        async with self.store.transaction():
+            for key, limit, target in self._keys(user_id, client):
+                row = await self.store.db.fetchone(
+                    f"INSERT INTO {_TABLE} (key, failures, first_at, locked_until) VALUES (:k, 1, :now, NULL)"
+                    f" ON CONFLICT (key) DO UPDATE SET failures = CASE WHEN {_TABLE}.first_at < :start THEN 1"
+                    f" ELSE {_TABLE}.failures + 1 END, first_at = CASE WHEN {_TABLE}.first_at < :start THEN :now"
+                    f" ELSE {_TABLE}.first_at END RETURNING failures",
+                    {"k": key, "now": moment, "start": start},
+                )
+                if row is None or int(row["failures"]) < limit:
+                    continue
+                locked = await self.store.db.execute(
+                    f"UPDATE {_TABLE} SET failures = 0, first_at = :now, locked_until = :until"
+                    " WHERE key = :k AND failures >= :limit",
+                    {"k": key, "now": moment, "until": until, "limit": limit},
+                )
+                if locked:
+                    after = self._lock(limit, until, kind, client)
+                    await self.store.append_audit(actor=actor, action="sign_in_locked", target=target, after=after)
+            if random.random() < _SWEEP_CHANCE:  # housekeeping, not security
+                await self.store.db.execute(
+                    f"DELETE FROM {_TABLE} WHERE first_at < :start AND (locked_until IS NULL OR locked_until < :now)",
+                    {"start": start, "now": moment},
+                )
+
+    async def succeeded(self, user_id: str) -> None:
+        """A sign-in of `user_id` succeeded: its account count starts again."""
+        await self.store.db.execute(f"DELETE FROM {_TABLE} WHERE key = :k", {"k": "user:" + user_id})
+
+    def _lock(self, limit: int, until: float, kind: str, client: str | None) -> dict[str, Any]:
+        from datetime import UTC, datetime
+
+        return {
+            "failures": limit,
+            "kind": kind,
+            "lockedUntil": ts(datetime.fromtimestamp(until, UTC)),
+            "lockSeconds": self.limits.lock_seconds,
+            "client": client,
+        }
