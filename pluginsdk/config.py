@@ -279,6 +279,15 @@ class _PasswordHashing(_Group):
     timeCost: Any = None
     memoryKib: Any = None
     parallelism: Any = None
+    concurrency: Any = None
+    queue: Any = None
+
+
+class _SignInLimits(_Group):
+    accountFailures: Any = None
+    clientFailures: Any = None
+    failureWindowSeconds: Any = None
+    lockSeconds: Any = None
 
 
 class _UseManaged(_Group):
@@ -296,6 +305,7 @@ class _UseManaged(_Group):
     temporaryPasswordDays: Any = None
     passwordMinLength: Any = None
     passwordHashing: _PasswordHashing | None = None
+    signInLimits: _SignInLimits | None = None
 
 
 class _UseExternalOAuthIdp(_Group):
