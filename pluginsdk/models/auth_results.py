@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from ._base import BaseModel
+from ._display import Decided, ManyDecided
 from .auth import Constraint
 from .results import Result
 
@@ -437,7 +438,7 @@ class Jwks(BaseModel):
 
 
 # -- authorization checks for embedding services ------------------------------------
-class AuthorizationDecision(BaseModel):
+class AuthorizationDecision(Decided, BaseModel):
     """Whether the caller may act on one object."""
 
     allowed: bool
@@ -446,7 +447,7 @@ class AuthorizationDecision(BaseModel):
     user_id: str
 
 
-class FilteredObjects(BaseModel):
+class FilteredObjects(ManyDecided, BaseModel):
     """The objects the caller may act on, in input order, and their input positions."""
 
     allowed: list[dict[str, Any]] = []

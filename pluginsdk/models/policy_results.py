@@ -12,6 +12,7 @@ from pydantic.alias_generators import to_camel
 from typing_extensions import TypedDict  # pydantic needs typing_extensions' TypedDict before 3.12
 
 from ._base import BaseModel
+from ._display import Decided, ManyDecided
 from .auth_results import AllowedApiRoute, AllowedWebRoute
 from .identifiers import ROLE_NAME_PATTERN, USER_ID_PATTERN, RoleName, UserId
 
@@ -113,7 +114,7 @@ class Reason(BaseModel):
     detail: str = ""
 
 
-class Explanation(BaseModel):
+class Explanation(Decided, BaseModel):
     """Why a decision came out as it did; `reasons` reads top to bottom (`pluginsdk auth explain` prints it)."""
 
     reasons: list[Reason] = []
@@ -127,15 +128,16 @@ class Explanation(BaseModel):
     revision: int
 
 
-class SubjectDecision(BaseModel):
+class SubjectDecision(Decided, BaseModel):
     """The decision for one (subject, object, method) question."""
 
     allowed: bool
     object_type: str
     method: str
     user_id: str | None = Field(None, exclude_if=_absent_if_none)
-    roles: list[str] = []
-    """The roles the decision was made with (resolved from assignments for a user id)."""
+    roles: list[str] | None = Field(None, exclude_if=_absent_if_none)
+    """The roles the decision was made with (resolved from assignments for a user id); absent unless the caller
+    may read roles and user roles (docs/policy.md, "What each decision route reveals")."""
     mfa: bool = False
     revision: int
     explanation: Explanation | None = Field(None, exclude_if=_absent_if_none)
@@ -143,7 +145,7 @@ class SubjectDecision(BaseModel):
 
 @with_config(_PLAIN)
 @dataclass(frozen=True, kw_only=True)
-class BatchDecision:
+class BatchDecision(Decided):
     """One answer of a batch: `SubjectDecision`'s fields and JSON, as a plain immutable dataclass — built without
     validation and serialized with the batch in one pass (a model per answer cost more than the decision), and
     one object for the questions whose answers are equal (the same subject, object type, method and outcome on
@@ -153,8 +155,9 @@ class BatchDecision:
     object_type: str
     method: str
     user_id: Annotated[str | None, Field(exclude_if=_absent_if_none)] = None
-    roles: tuple[str, ...] = ()
-    """The roles the decision was made with (resolved from assignments for a user id)."""
+    roles: Annotated[tuple[str, ...] | None, Field(exclude_if=_absent_if_none)] = None
+    """The roles the decision was made with (resolved from assignments for a user id); absent unless the caller
+    may read roles and user roles."""
     mfa: bool = False
     revision: int
     explanation: Annotated[Explanation | None, Field(exclude_if=_absent_if_none)] = None
@@ -167,7 +170,7 @@ class BatchDecision:
         method: str,
         *,
         user_id: str | None,
-        roles: tuple[str, ...],
+        roles: tuple[str, ...] | None,
         mfa: bool,
         revision: int,
     ) -> "BatchDecision":
@@ -187,7 +190,7 @@ class BatchDecision:
         return answer
 
 
-class SubjectDecisions(BaseModel):
+class SubjectDecisions(ManyDecided, BaseModel):
     """Answers to a batch of questions, in question order: a `BatchDecision` each, or with `allowed_only` the
     decisions alone (`allowed`, and `decisions` empty)."""
 

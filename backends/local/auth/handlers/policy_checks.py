@@ -15,7 +15,7 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, cast
 
-from pluginsdk.errors import StateConflictError, ValidationError
+from pluginsdk.errors import PermissionDeniedError, StateConflictError, ValidationError
 from pluginsdk.models.auth import validate_constraint
 from pluginsdk.models.auth_results import AllowedApiRoute, AllowedWebRoute, ConstraintImported
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
@@ -43,6 +43,7 @@ from pluginsdk.operations.policy_checks import (
     WhatIfQuery,
     WhoCanQuery,
 )
+from pluginsdk.operations.roles import ListRolesQuery, ListUserRolesQuery
 from pluginsdk.principal import Principal
 
 from ...policy.decision_point import Explained, PolicyModel, Question, diff_models, object_questions
@@ -121,6 +122,22 @@ def _known_type(object_type: str, where: str = "object_type") -> None:
         )
 
 
+def _may_explain(svc: AuthService, principal: Principal) -> None:
+    """An explanation (`explain` on a check) is what `/auth/explain` answers: refused as that route refuses."""
+    spec = ExplainAccessQuery.spec
+    if not svc.may_call(principal, spec):
+        raise PermissionDeniedError(
+            f"Not authorized: '{principal.user_id}' may not {spec.method} {spec.route} (asked for by explain).",
+            details={"field": "explain", "value": True, "expected": f"{spec.method} {spec.route}"},
+        )
+
+
+def _may_read_roles(svc: AuthService, principal: Principal) -> bool:
+    """Whether a check may name the subject's roles: they tell which roles a user holds and which role names
+    exist, what the caller reads through the user-roles and roles listings — so only a caller that may call both."""
+    return svc.may_call(principal, ListUserRolesQuery.spec) and svc.may_call(principal, ListRolesQuery.spec)
+
+
 def _explanation(e: Explained, revision: int) -> Explanation:
     allowed_by = [Reason(kind="allowed-by", constraint_id=c, via=v) for c, v in e.allowed_by]
     denied_by = [
@@ -156,7 +173,8 @@ def _explain(model: PolicyModel, q: CheckAccessQuery | ExplainAccessQuery) -> Ex
 _Key = tuple[str | None, tuple[str, ...] | None, bool, str, str]
 """(user id, explicit roles, mfa, object type, method): a question without its object."""
 _Entry = list[Any]
-"""[decide, the subject's roles, the deny answer, the allow answer]: one per distinct `_Key`."""
+"""[decide, the subject's roles, the deny answer, the allow answer, and both again without the roles]: one per
+distinct `_Key`."""
 _ANSWERS: weakref.WeakKeyDictionary[PolicyModel, dict[_Key, _Entry]] = weakref.WeakKeyDictionary()
 _ANSWERS_KEPT = 100_000
 """Distinct `_Key` entries kept per policy model (cleared when full)."""
@@ -165,7 +183,7 @@ _ANSWERS_KEPT = 100_000
 def _entry(model: PolicyModel, key: _Key) -> _Entry:
     user_id, roles, mfa, object_type, method = key
     p = model.subject(user_id, roles, mfa)
-    return [model.policy.decider(p, object_type, method), p.roles, None, None]
+    return [model.policy.decider(p, object_type, method), p.roles, None, None, None, None]
 
 
 def _lookup(entries: dict[_Key, _Entry], model: PolicyModel, q: AccessQuestionData) -> tuple[_Key, _Entry]:
@@ -197,24 +215,37 @@ def _allowed(model: PolicyModel, questions: Sequence[AccessQuestionData]) -> lis
 
 
 def _answers(
-    model: PolicyModel, revision: int, questions: Sequence[AccessQuestionData], explain: bool
+    model: PolicyModel,
+    revision: int,
+    questions: Sequence[AccessQuestionData],
+    explain: bool,
+    show_roles: bool = True,
 ) -> list[BatchDecision]:
     """A batch's answers as `BatchDecision`s, built typed (no validation of our own output).
 
     Each distinct (subject, object type, method) looks its rules up once per policy model
-    (`CompiledPolicy.decider`, kept with the model), and its two possible answers are built on first need and
-    shared: one immutable object for every equal answer of this model's revision, across batches.
+    (`CompiledPolicy.decider`, kept with the model), and its possible answers (allowed or not, with the roles or
+    without) are built on first need and shared: one immutable object for every equal answer of this model's
+    revision, across batches.
     """
     entries = _entries(model)
+    hidden = 0 if show_roles else 2
     out = []
     for q in questions:
         (user_id, roles, mfa, object_type, method), entry = _lookup(entries, model, q)
         attributes = q.get("attributes", _NO_ATTRIBUTES)
         allowed: bool = entry[0](attributes)
-        answer: BatchDecision | None = entry[2 + allowed]
+        slot = 2 + hidden + allowed
+        answer: BatchDecision | None = entry[slot]
         if answer is None:
-            answer = entry[2 + allowed] = BatchDecision.of(
-                allowed, object_type, method, user_id=user_id, roles=entry[1], mfa=mfa, revision=revision
+            answer = entry[slot] = BatchDecision.of(
+                allowed,
+                object_type,
+                method,
+                user_id=user_id,
+                roles=entry[1] if show_roles else None,
+                mfa=mfa,
+                revision=revision,
             )
         if explain:
             named = model.subject(user_id, roles, mfa, keep_unknown=True)
@@ -225,14 +256,15 @@ def _answers(
 
 
 async def _log(engine: Engine, principal: Principal, decisions: Sequence[SubjectDecision | BatchDecision]) -> None:
-    """Sampled decision logging (app.audit.decisionSampleRate; off by default)."""
+    """Sampled decision logging (app.audit.decisionSampleRate; off by default), of answers with their roles."""
     if decision_sample_rate(engine) <= 0:
         return
     store = service(engine).store
     for d in decisions:
+        roles = d.roles or ()
         about = {
-            "subject": d.user_id or "roles:" + ",".join(d.roles),
-            "roles": d.roles,
+            "subject": d.user_id or "roles:" + ",".join(roles),
+            "roles": roles,
             "mfa": d.mfa,
             "object_type": d.object_type,
             "method": d.method,
@@ -243,7 +275,10 @@ async def _log(engine: Engine, principal: Principal, decisions: Sequence[Subject
 @handlers.on(CheckAccessQuery)
 async def check_access(engine: Engine, op: CheckAccessQuery, principal: Principal) -> SubjectDecision:
     _known_type(op.object_type)
-    revision, model = await current_model(service(engine), op.at_least_revision, principal)
+    svc = service(engine)
+    if op.explain:
+        _may_explain(svc, principal)
+    revision, model = await current_model(svc, op.at_least_revision, principal)
     p = model.subject(op.user_id, op.roles, op.mfa)
     decision = SubjectDecision(
         allowed=model.policy.is_allowed(p, op.object_type, op.attributes, op.method),
@@ -256,7 +291,7 @@ async def check_access(engine: Engine, op: CheckAccessQuery, principal: Principa
         explanation=_explanation(_explain(model, op), revision) if op.explain else None,
     )
     await _log(engine, principal, [decision])
-    return decision
+    return decision if _may_read_roles(svc, principal) else decision.model_copy(update={"roles": None})
 
 
 @handlers.on(CheckAccessBatchQuery)
@@ -265,11 +300,18 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principa
     for i, q in enumerate(questions):
         if q["object_type"] not in OBJECT_TYPES:
             _known_type(q["object_type"], f"questions[{i}].object_type")
-    revision, model = await current_model(service(engine), op.at_least_revision, principal)
-    if op.allowed_only and decision_sample_rate(engine) <= 0:  # else the answers are built, to be logged
+    svc = service(engine)
+    if op.explain:
+        _may_explain(svc, principal)
+    revision, model = await current_model(svc, op.at_least_revision, principal)
+    logged = decision_sample_rate(engine) > 0
+    if op.allowed_only and not logged:  # else the answers are built, to be logged
         return SubjectDecisions.model_construct(decisions=[], allowed=_allowed(model, questions), revision=revision)
-    decisions = _answers(model, revision, questions, op.explain)
+    show_roles = _may_read_roles(svc, principal)
+    decisions = _answers(model, revision, questions, op.explain, show_roles or logged)
     await _log(engine, principal, decisions)
+    if not show_roles and logged:
+        decisions = [replace(d, roles=None) for d in decisions]
     allowed = [d.allowed for d in decisions] if op.allowed_only else None
     return SubjectDecisions.model_construct(
         decisions=[] if op.allowed_only else decisions, allowed=allowed, revision=revision
