@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import uuid
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from pluginsdk.errors import PermissionDeniedError, StateConflictError, ValidationError
 from pluginsdk.models.auth import validate_constraint
@@ -35,6 +35,7 @@ from pluginsdk.models.policy_results import (
     WhoCan,
 )
 from pluginsdk.operations.policy_checks import (
+    WHAT_IF_MAX_DECISIONS,
     CheckAccessBatchQuery,
     CheckAccessQuery,
     ExplainAccessQuery,
@@ -47,6 +48,7 @@ from pluginsdk.operations.roles import ListRolesQuery, ListUserRolesQuery
 from pluginsdk.principal import Principal
 
 from ...policy.decision_point import Explained, PolicyModel, Question, diff_models, object_questions
+from ...policy.evaluator import read_constraint
 from ...registry import HandlerTable
 from ..audit import decision_sample_rate, log_decision
 from ..service import AuthService
@@ -394,6 +396,52 @@ def _candidate(model: PolicyModel, op: WhatIfQuery | RunPolicyTestsQuery) -> Pol
     )
 
 
+_T = TypeVar("_T")
+_WORKERS = 2
+"""What-ifs, dry runs and policy test runs computed at once per service (each in a worker thread); more wait."""
+_SLOTS: weakref.WeakKeyDictionary[AuthService, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+async def _off_loop(svc: AuthService, work: Callable[[], _T]) -> _T:
+    """`work()` in a worker thread, at most `_WORKERS` at once: a what-if or a candidate's compile costs up to
+    seconds of CPU, and the event loop keeps answering (/livez, decisions) meanwhile. The policy models it
+    reads are shared with the loop; their caches are plain dicts filled idempotently."""
+    slots = _SLOTS.get(svc)
+    if slots is None:
+        slots = _SLOTS[svc] = asyncio.Semaphore(_WORKERS)
+    async with slots:
+        return await asyncio.to_thread(work)
+
+
+def _check_size(
+    model: PolicyModel,
+    questions: int,
+    *,
+    added: Sequence[Mapping[str, Any]] = (),
+    user_roles: Mapping[str, Any] | None = None,
+    user_ids: Sequence[str] | None = None,
+    field: str = "objects",
+) -> None:
+    """Refuse a comparison larger than `WHAT_IF_MAX_DECISIONS` before any of it is done: subjects (the users
+    it would compare — as given, or every user the current policy and the candidate know — and every role)
+    x questions."""
+    if user_ids is not None:
+        users = len(user_ids)
+    else:
+        known = {*model.users(), *(user_roles or {})}
+        for c in added:
+            known.update(who for who, _, _ in read_constraint(c)[4])
+        users = len(known)
+    subjects = users + len(model.roles)
+    size = subjects * questions
+    if size > WHAT_IF_MAX_DECISIONS:
+        raise ValidationError(
+            f"The comparison is too large: {subjects:,} subjects x {questions:,} questions = {size:,} decisions, "
+            f"more than the {WHAT_IF_MAX_DECISIONS:,} allowed; name fewer users (user_ids) or objects.",
+            details={"field": field, "value": size, "expected": f"at most {WHAT_IF_MAX_DECISIONS} decisions"},
+        )
+
+
 def _report(
     before: PolicyModel,
     after: PolicyModel,
@@ -404,19 +452,19 @@ def _report(
     limit: int = 1000,
 ) -> WhatIfReport:
     questions = route_questions() + object_questions(objects)
-    changes, subjects, compared = diff_models(before, after, questions, user_ids=user_ids)
+    diff = diff_models(before, after, questions, user_ids=user_ids, keep=limit)
     return WhatIfReport(
         changes=[
             DecisionChange(
                 subject=s, kind=q.kind, object_type=q.object_type, target=q.target, method=q.method, before=b, after=a
             )
-            for s, q, b, a in changes[:limit]
+            for s, q, b, a in diff.changes
         ],
-        allowed_to_denied=sum(1 for *_, b, a in changes if b and not a),
-        denied_to_allowed=sum(1 for *_, b, a in changes if a and not b),
-        subjects=subjects,
-        questions=compared,
-        truncated=len(changes) > limit,
+        allowed_to_denied=diff.allowed_to_denied,
+        denied_to_allowed=diff.denied_to_allowed,
+        subjects=diff.subjects,
+        questions=diff.compared,
+        truncated=diff.found > limit,
         revision=revision,
     )
 
@@ -426,13 +474,30 @@ async def what_if(engine: Engine, op: WhatIfQuery, principal: Principal) -> What
     for i, o in enumerate(op.objects):
         _known_type(str(o.get("objectType") or o.get("object_type") or ""), f"objects[{i}].objectType")
     revision, model = await current_model(service(engine))
-    return _report(model, _candidate(model, op), revision, objects=op.objects, user_ids=op.user_ids, limit=op.limit)
+    return await _what_if(service(engine), model, revision, op)
+
+
+async def _what_if(svc: AuthService, model: PolicyModel, revision: int, op: WhatIfQuery) -> WhatIfReport:
+    """Validate the candidate and bound the comparison on the loop, then compile and compare off it."""
+    added = _validated_constraints(op.add_constraints, "add_constraints")
+    questions = len(route_questions()) + 4 * len(op.objects)
+    _check_size(model, questions, added=added, user_roles=op.user_roles, user_ids=op.user_ids)
+
+    def work() -> WhatIfReport:
+        after = model.candidate(
+            add=added, delete=op.delete_constraint_ids, role_mfa=op.role_mfa, user_roles=op.user_roles
+        )
+        return _report(model, after, revision, objects=op.objects, user_ids=op.user_ids, limit=op.limit)
+
+    return await _off_loop(svc, work)
 
 
 async def dry_run_report(engine: Engine, constraints: Sequence[Mapping[str, Any]]) -> WhatIfReport:
     """What importing these (validated, wire-shaped) constraints would change (constraintsTemplateImport dry run)."""
-    revision, model = await current_model(service(engine))
-    return _report(model, model.candidate(add=constraints), revision)
+    svc = service(engine)
+    revision, model = await current_model(svc)
+    _check_size(model, len(route_questions()), added=constraints, field="constraints")
+    return await _off_loop(svc, lambda: _report(model, model.candidate(add=constraints), revision))
 
 
 async def import_dry_run(engine: Engine, ids: list[str], constraints: list[dict[str, Any]]) -> ConstraintImported:
@@ -472,7 +537,9 @@ async def run_policy_tests(engine: Engine, op: RunPolicyTestsQuery, principal: P
         _known_type(t.object_type, f"tests[{i}].object_type")
     revision, model = await current_model(service(engine))
     changed = op.add_constraints or op.delete_constraint_ids or op.role_mfa or op.user_roles
-    outcomes = _outcomes(_candidate(model, op) if changed else model, op.tests)
+    outcomes = await _off_loop(
+        service(engine), lambda: _outcomes(_candidate(model, op) if changed else model, op.tests)
+    )
     failed = [o for o in outcomes if not o.passed]
     if failed and op.fail_on_mismatch:
         raise _mismatch(failed, len(outcomes))
