@@ -18,6 +18,7 @@ from .auth import Constraint
 from .results import Result
 
 __all__ = [
+    "AccessGranted",
     "AllowedApiRoute",
     "AllowedApiRoutes",
     "AllowedWebRoute",
@@ -159,6 +160,18 @@ class ConstraintWritten(Result):
     operation: str
     constraint: str | None = Field(None, exclude_if=_absent_if_none)
     """JSON text of the stored constraint (with an `identifier` field); absent after delete."""
+
+
+class AccessGranted(Result):
+    """Outcome of `grant_access`: the object constraint (tier 2) and the route constraints (tier 1) that together let
+    a role act on the objects."""
+
+    constraint_ids: list[str] = []
+    """The object constraint's id, then one route constraint's per method that has routes for the object type."""
+    routes: list[str] = []
+    """The routes opened, as `METHOD route__path-pattern` (`GET /api/v1/templates/web-*`)."""
+    created: bool = True
+    """False when every constraint existed already as asked (nothing was written)."""
 
 
 class ConstraintImported(Result):

@@ -28,6 +28,7 @@ __all__ = [
     "PolicyTestOutcome",
     "PolicyTestReport",
     "Reason",
+    "RouteAccess",
     "SubjectDecision",
     "SubjectDecisions",
     "SubjectRoutes",
@@ -114,6 +115,18 @@ class Reason(BaseModel):
     detail: str = ""
 
 
+class RouteAccess(BaseModel):
+    """One API route acting on the object asked about, and whether tier 1 lets the subject call it: a call on the
+    object needs both this and the object decision (docs/policy.md, "Two tiers")."""
+
+    method: str
+    path: str
+    """The path for this object (its id from the attributes), else the route's template."""
+    operation: str
+    allowed: bool | None = None
+    """Whether the subject may call it; None when the path needs an id the attributes do not give."""
+
+
 class Explanation(Decided, BaseModel):
     """Why a decision came out as it did; `reasons` reads top to bottom (`pluginsdk auth explain` prints it)."""
 
@@ -126,6 +139,11 @@ class Explanation(Decided, BaseModel):
     roles: list[str] = []
     """The roles the decision was made with (after resolution)."""
     revision: int
+    routes: list[RouteAccess] | None = Field(None, exclude_if=_absent_if_none)
+    """The API routes acting on such an object with this method, each with tier 1's answer for the subject
+    (absent for an object type without routes here, or when the caller may not ask `/auth/subjectRoutes`)."""
+    route_allowed: bool | None = Field(None, exclude_if=_absent_if_none)
+    """Whether tier 1 allows every one of `routes` (None: none, or one depends on an id not given)."""
 
 
 class SubjectDecision(Decided, BaseModel):
@@ -141,6 +159,12 @@ class SubjectDecision(Decided, BaseModel):
     mfa: bool = False
     revision: int
     explanation: Explanation | None = Field(None, exclude_if=_absent_if_none)
+    routes: list[RouteAccess] | None = Field(None, exclude_if=_absent_if_none)
+    """The API routes acting on such an object with this method, each with tier 1's answer for the subject
+    (absent for an object type without routes here, or when the caller may not ask `/auth/subjectRoutes`)."""
+    route_allowed: bool | None = Field(None, exclude_if=_absent_if_none)
+    """Whether tier 1 allows every one of `routes`: the object decision and this together say whether the
+    subject's call would pass (None: no routes, or one depends on an id not given)."""
 
 
 @with_config(_PLAIN)

@@ -28,6 +28,7 @@ from pluginsdk.models.policy_results import (
     PolicyTestOutcome,
     PolicyTestReport,
     Reason,
+    RouteAccess,
     SubjectDecision,
     SubjectDecisions,
     SubjectRoutes,
@@ -51,6 +52,7 @@ from ...policy.decision_point import Explained, PolicyModel, Question, diff_mode
 from ...policy.evaluator import read_constraint
 from ...registry import HandlerTable
 from ..audit import decision_sample_rate, log_decision
+from ..object_routes import object_routes
 from ..service import AuthService
 from ._common import service
 from .routes import api_routes
@@ -140,7 +142,34 @@ def _may_read_roles(svc: AuthService, principal: Principal) -> bool:
     return svc.may_call(principal, ListUserRolesQuery.spec) and svc.may_call(principal, ListRolesQuery.spec)
 
 
-def _explanation(e: Explained, revision: int) -> Explanation:
+_Routes = tuple[list[RouteAccess] | None, bool | None]
+"""The routes acting on the object asked about, each with tier 1's answer, and whether it allows them all."""
+_NO_ROUTES: _Routes = (None, None)
+
+
+def _may_see_routes(svc: AuthService, principal: Principal) -> bool:
+    """Whether a check may tell which routes the subject may call: what `/auth/subjectRoutes` answers."""
+    return svc.may_call(principal, ListSubjectRoutesQuery.spec)
+
+
+def _routes(model: PolicyModel, p: Principal, object_type: str, method: str, attributes: Mapping[str, Any]) -> _Routes:
+    """(the routes acting on such an object with this method and tier 1's answer on each for the subject, whether
+    it allows them all); (None, None) for an object type without such routes here."""
+    found = object_routes(object_type, (method,))
+    if not found:
+        return None, None
+    routes = []
+    for r in found:
+        path = r.concrete(attributes)
+        allowed = None if path is None else model.policy.route_allowed(p, path, r.method)
+        routes.append(RouteAccess(method=r.method, path=path or r.template, operation=r.operation, allowed=allowed))
+    verdict = (
+        False if any(r.allowed is False for r in routes) else None if any(r.allowed is None for r in routes) else True
+    )
+    return routes, verdict
+
+
+def _explanation(e: Explained, revision: int, routes: _Routes = _NO_ROUTES) -> Explanation:
     allowed_by = [Reason(kind="allowed-by", constraint_id=c, via=v) for c, v in e.allowed_by]
     denied_by = [
         Reason(kind="denied-by", constraint_id=c, via=v, detail="an explicit deny wins") for c, v in e.denied_by
@@ -155,6 +184,8 @@ def _explanation(e: Explained, revision: int) -> Explanation:
     if no_allow:
         reasons.append(Reason(kind="no-allow", detail="no allow constraint matched"))
     reasons += skipped
+    shown = {True: "tier 1 allows", False: "tier 1 denies", None: "tier 1 decides by the id"}
+    reasons += [Reason(kind="route", detail=f"{r.method} {r.path}: {shown[r.allowed]}") for r in routes[0] or ()]
     return Explanation(
         reasons=reasons,
         allowed=e.allowed,
@@ -164,6 +195,8 @@ def _explanation(e: Explained, revision: int) -> Explanation:
         skipped_roles=skipped,
         roles=list(e.roles),
         revision=revision,
+        routes=routes[0],
+        route_allowed=routes[1],
     )
 
 
@@ -221,7 +254,9 @@ def _answers(
     revision: int,
     questions: Sequence[AccessQuestionData],
     explain: bool,
+    *,
     show_roles: bool = True,
+    show_routes: bool = False,
 ) -> list[BatchDecision]:
     """A batch's answers as `BatchDecision`s, built typed (no validation of our own output).
 
@@ -252,7 +287,8 @@ def _answers(
         if explain:
             named = model.subject(user_id, roles, mfa, keep_unknown=True)
             why = model.explain(named, object_type, attributes, method)
-            answer = replace(answer, explanation=_explanation(why, revision))
+            routes = _routes(model, model.subject(user_id, roles, mfa), object_type, method, attributes)
+            answer = replace(answer, explanation=_explanation(why, revision, routes if show_routes else _NO_ROUTES))
         out.append(answer)
     return out
 
@@ -282,6 +318,9 @@ async def check_access(engine: Engine, op: CheckAccessQuery, principal: Principa
         _may_explain(svc, principal)
     revision, model = await current_model(svc, op.at_least_revision, principal)
     p = model.subject(op.user_id, op.roles, op.mfa)
+    routes = (
+        _routes(model, p, op.object_type, op.method, op.attributes) if _may_see_routes(svc, principal) else _NO_ROUTES
+    )
     decision = SubjectDecision(
         allowed=model.policy.is_allowed(p, op.object_type, op.attributes, op.method),
         object_type=op.object_type,
@@ -290,7 +329,9 @@ async def check_access(engine: Engine, op: CheckAccessQuery, principal: Principa
         roles=list(p.roles),
         mfa=op.mfa,
         revision=revision,
-        explanation=_explanation(_explain(model, op), revision) if op.explain else None,
+        explanation=_explanation(_explain(model, op), revision, routes) if op.explain else None,
+        routes=routes[0],
+        route_allowed=routes[1],
     )
     await _log(engine, principal, [decision])
     return decision if _may_read_roles(svc, principal) else decision.model_copy(update={"roles": None})
@@ -310,7 +351,10 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principa
     if op.allowed_only and not logged:  # else the answers are built, to be logged
         return SubjectDecisions.model_construct(decisions=[], allowed=_allowed(model, questions), revision=revision)
     show_roles = _may_read_roles(svc, principal)
-    decisions = _answers(model, revision, questions, op.explain, show_roles or logged)
+    show_routes = op.explain and _may_see_routes(svc, principal)
+    decisions = _answers(
+        model, revision, questions, op.explain, show_roles=show_roles or logged, show_routes=show_routes
+    )
     await _log(engine, principal, decisions)
     if not show_roles and logged:
         decisions = [replace(d, roles=None) for d in decisions]
@@ -323,8 +367,12 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principa
 @handlers.on(ExplainAccessQuery)
 async def explain_access(engine: Engine, op: ExplainAccessQuery, principal: Principal) -> Explanation:
     _known_type(op.object_type)
-    revision, model = await current_model(service(engine), op.at_least_revision, principal)
-    return _explanation(_explain(model, op), revision)
+    svc = service(engine)
+    revision, model = await current_model(svc, op.at_least_revision, principal)
+    routes = _NO_ROUTES
+    if _may_see_routes(svc, principal):
+        routes = _routes(model, model.subject(op.user_id, op.roles, op.mfa), op.object_type, op.method, op.attributes)
+    return _explanation(_explain(model, op), revision, routes)
 
 
 @handlers.on(WhoCanQuery)
