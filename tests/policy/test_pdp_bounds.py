@@ -140,3 +140,13 @@ def _create_body(c: dict[str, Any]) -> dict[str, Any]:
         "criteria_and": c["criteriaAnd"],
         "group_permissions": c["groupPermissions"],
     }
+
+
+async def test_batches_and_test_suites_are_bounded(sdk: PluginSDK) -> None:
+    question = {"roles": [], "objectType": "asset", "method": "GET"}
+    with pytest.raises(ValidationError):
+        await sdk.check_access_batch([question] * 10_001)
+    with pytest.raises(ValidationError):
+        await sdk.run_policy_tests(tests=[{**question, "expect": "deny"}] * 10_001)
+    report = await sdk.run_policy_tests(tests=[{**question, "expect": "deny"}] * 10_000)  # the bound itself runs
+    assert report.passed and report.total == 10_000

@@ -70,9 +70,14 @@ def _object_operations() -> dict[str, frozenset[str]]:
 
 def object_routes(object_type: str, methods: Iterable[str] | None = None) -> list[ObjectRoute]:
     """The routes acting on one object of `object_type` (for these methods; all when None), in method order."""
+    return list(_routes_of(object_type, None if methods is None else frozenset(m.upper() for m in methods)))
+
+
+@functools.lru_cache(maxsize=512)
+def _routes_of(object_type: str, wanted: frozenset[str] | None) -> tuple[ObjectRoute, ...]:
+    """`object_routes`, kept: a check asks it on every call."""
     ops = _object_operations().get(object_type, frozenset())
-    wanted = None if methods is None else {m.upper() for m in methods}
-    return [r for r in _all_routes() if r.operation in ops and (wanted is None or r.method in wanted)]
+    return tuple(r for r in _all_routes() if r.operation in ops and (wanted is None or r.method in wanted))
 
 
 def route_pattern(route: ObjectRoute, criteria_and: Sequence[Mapping[str, Any]]) -> str:
