@@ -526,12 +526,12 @@ async def what_if(engine: Engine, op: WhatIfQuery, principal: Principal) -> What
 
 
 async def _what_if(svc: AuthService, model: PolicyModel, revision: int, op: WhatIfQuery) -> WhatIfReport:
-    """Validate the candidate and bound the comparison on the loop, then compile and compare off it."""
-    added = _validated_constraints(op.add_constraints, "add_constraints")
-    questions = len(route_questions()) + 4 * len(op.objects)
-    _check_size(model, questions, added=added, user_roles=op.user_roles, user_ids=op.user_ids)
+    """Off the event loop: validate the candidate, bound the comparison (before any of it), compile, compare."""
 
     def work() -> WhatIfReport:
+        added = _validated_constraints(op.add_constraints, "add_constraints")
+        questions = len(route_questions()) + 4 * len(op.objects)
+        _check_size(model, questions, added=added, user_roles=op.user_roles, user_ids=op.user_ids)
         after = model.candidate(
             add=added, delete=op.delete_constraint_ids, role_mfa=op.role_mfa, user_roles=op.user_roles
         )
@@ -544,8 +544,12 @@ async def dry_run_report(engine: Engine, constraints: Sequence[Mapping[str, Any]
     """What importing these (validated, wire-shaped) constraints would change (constraintsTemplateImport dry run)."""
     svc = service(engine)
     revision, model = await current_model(svc)
-    _check_size(model, len(route_questions()), added=constraints, field="constraints")
-    return await _off_loop(svc, lambda: _report(model, model.candidate(add=constraints), revision))
+
+    def work() -> WhatIfReport:
+        _check_size(model, len(route_questions()), added=constraints, field="constraints")
+        return _report(model, model.candidate(add=constraints), revision)
+
+    return await _off_loop(svc, work)
 
 
 async def import_dry_run(engine: Engine, ids: list[str], constraints: list[dict[str, Any]]) -> ConstraintImported:
