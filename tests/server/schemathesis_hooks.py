@@ -13,7 +13,7 @@ assignments (`PUT`/`DELETE /user-roles`) goes to a user that does not exist: onc
 administrators, the lock-out guard rightly lets it demote the run's own user, and every later call is a 403.
 The same for the default policy's constraints (`psdk-default-*`, ids the constraint listing shows): a case that
 would delete or replace one goes to a constraint id that does not exist, so the administrator keeps the rights
-the chains it walks need (deleting `psdk-default-admin-request` left every later machine request a 403).
+the chains it walks need (without `psdk-default-admin-request`, every later machine request is a 403).
 
 Fresh keys for stateful creates. The stateful phase runs its scenarios one after the other against one
 server, and Hypothesis builds a new scenario by replaying the choices of an earlier one. A replayed create
