@@ -8,6 +8,7 @@ class -> module, for `pluginsdk.operations.<Class>`), `GROUPS` (group -> action 
 """
 
 MODELS: dict[str, str] = {
+    "AccessGranted": "auth_results",
     "AccessQuestion": "policy_results",
     "AccessQuestionData": "policy_results",
     "ActiveMachineCount": "machine_results",
@@ -82,6 +83,7 @@ MODELS: dict[str, str] = {
     "RoleItems": "auth_results",
     "RoleList": "auth_results",
     "RoleWritten": "auth_results",
+    "RouteAccess": "policy_results",
     "SecureConfig": "auth_results",
     "SessionTokens": "auth_results",
     "SkippedMachine": "provisioning",
@@ -161,6 +163,7 @@ OPERATIONS: dict[str, str] = {
     "get_system_status": "system",
     "get_template": "templates",
     "get_version": "bootstrap",
+    "grant_access": "grants",
     "import_constraints_template": "constraints",
     "is_allowed": "routes",
     "list_active_requests": "requests",
@@ -254,6 +257,7 @@ CLASSES: dict[str, str] = {
     "GetSystemStatusQuery": "system",
     "GetTemplateQuery": "templates",
     "GetVersionQuery": "bootstrap",
+    "GrantAccessCommand": "grants",
     "ImportConstraintsTemplateCommand": "constraints",
     "IsAllowedQuery": "routes",
     "ListAPIKeysQuery": "api_keys",
@@ -318,6 +322,7 @@ GROUPS: dict[str, dict[str, str]] = {
         "check-batch": "Many (subject, object, method) questions in one call; answers in question order.",
         "explain": "Why a subject may or may not use `method` on an object: the constraints that allowed or denied it.",
         "filter-allowed": "The objects (attribute dicts) the caller may use `method` on, in input order.",
+        "grant": "Let a role use `methods` on the objects of `object_type` the criteria select — both tiers in one step.",
         "is-allowed": "Whether the caller may use `method` on an object of `object_type` with these attributes.",
         "jwks": "The public keys that sign managed-pool tokens (JWK Set; no sign-in needed).",
         "login": "Sign in to the managed user pool with username and password; returns tokens or a challenge.",
@@ -432,6 +437,7 @@ COMMANDS: dict[str, str] = {
     "auth check-batch": "check_access_batch",
     "auth explain": "explain_access",
     "auth filter-allowed": "filter_allowed",
+    "auth grant": "grant_access",
     "auth is-allowed": "is_allowed",
     "auth jwks": "get_jwks",
     "auth login": "login",

@@ -1,7 +1,7 @@
 """Tool profiles: which catalog operations a server lists, so an assistant's context holds only what it needs.
 
 A profile is a set of operation modules (`pluginsdk/operations/<module>.py`): `provisioning` (templates,
-requests, machines, providers; the default), `auth` (sessions, API keys, roles, constraints, users, routes,
+requests, machines, providers; the default), `auth` (sessions, API keys, roles, constraints, grants, users, routes,
 login profile), `policy` (the decision point: checks for any subject, explain, who-can, what-if, policy
 tests, the audit log) and `all`. Several can be joined with commas (`provisioning,auth,policy` = `all`).
 A tool outside the server's profile is neither listed nor callable. Chosen by `pluginsdk mcp serve --profile`, else
@@ -20,7 +20,7 @@ __all__ = ["DEFAULT_PROFILE", "ENV_VAR", "PROFILES", "module_of", "profile_of", 
 
 PROFILES: Mapping[str, frozenset[str]] = {
     "provisioning": frozenset({"templates", "template_writes", "requests", "machines", "system"}),
-    "auth": frozenset({"auth_sessions", "api_keys", "roles", "constraints", "users", "routes", "bootstrap"}),
+    "auth": frozenset({"auth_sessions", "api_keys", "roles", "constraints", "grants", "users", "routes", "bootstrap"}),
     "policy": frozenset({"policy_checks", "audit"}),
 }
 """Profile -> the operation modules whose tools it lists. `all` lists every module, these and any other."""

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import enum
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-__all__ = ["MAX_COLUMNS", "MAX_ROWS", "Display"]
+__all__ = ["MAX_COLUMNS", "MAX_ROWS", "Decided", "Display", "ManyDecided"]
 
 MAX_ROWS = 20
 MAX_COLUMNS = 8
@@ -106,10 +106,13 @@ def _default(obj: Any, name: str, value: Any) -> bool:
 
 
 def compact(obj: Any) -> str:
-    """The one-line `str()`: set values that are not their field's default; timestamps left out."""
+    """The one-line `str()`: set values that are not their field's default (and `shown_always`); timestamps left
+    out."""
     parts = []
     for name, value in _fields(obj):
-        if isinstance(value, datetime) or value is False or _default(obj, name, value):
+        if name not in getattr(obj, "shown_always", ()) and (
+            isinstance(value, datetime) or value is False or _default(obj, name, value)
+        ):
             continue
         if isinstance(value, str):
             shown = repr(_clip(value, 60))
@@ -206,3 +209,30 @@ class Display:
 
     def _repr_html_(self) -> str:
         return rich_html(self)
+
+
+class Decided:
+    """Mixed into every result that carries one decision (`allowed: bool`): `bool(result)` is the decision, so
+    `if await sdk.is_allowed(...)` means what it says, and `str()` shows `allowed=False` (a default it would
+    otherwise leave out)."""
+
+    __slots__ = ()
+    shown_always: ClassVar[frozenset[str]] = frozenset({"allowed"})
+    if TYPE_CHECKING:
+        allowed: bool  # each result declares it (a field of a model, of a dataclass)
+
+    def __bool__(self) -> bool:
+        return self.allowed is True
+
+
+class ManyDecided:
+    """Mixed into results that carry many decisions (a batch, a filter): they have no single truth value, so
+    `bool()` refuses rather than be true whatever the decisions are."""
+
+    __slots__ = ()
+
+    def __bool__(self) -> bool:
+        raise TypeError(
+            f"a {type(self).__name__} holds many decisions and has no truth value: "
+            "test its decisions (`.allowed`, `.decisions`) instead"
+        )

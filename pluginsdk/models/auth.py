@@ -135,6 +135,10 @@ class Constraint(BaseModel):
     user_permissions: list[UserPermission] = []
 
 
+_MAX_GRANTS = 500
+"""Most group (and user) permissions of one constraint, as a create takes them (criteria: 100 each)."""
+
+
 def _invalid(message: str, field: str, value: Any, expected: Any) -> ValidationError:
     return ValidationError(message, details={"field": field, "value": value, "expected": expected})
 
@@ -164,6 +168,9 @@ def validate_constraint(constraint: Constraint | Mapping[str, Any]) -> Constrain
         raise _invalid(
             "A constraint needs at least one group permission.", "groupPermissions", [], "at least one entry"
         )
+    for key, grants in (("groupPermissions", c.group_permissions), ("userPermissions", c.user_permissions)):
+        if len(grants) > _MAX_GRANTS:
+            raise _invalid(f"{key} has {len(grants)} entries; at most {_MAX_GRANTS}.", key, len(grants), "<= 500")
     _check_grants(
         ("groupPermissions", "groupId", "role name", "1-64 of letters, digits, - _ . and space"),
         [(gp.group_id, gp.permission, gp.permission_type) for gp in c.group_permissions],
@@ -209,6 +216,9 @@ def _check_criteria(c: Constraint) -> None:
     fields = OBJECT_TYPES.get(c.object_type)
     if fields is None:
         raise _invalid(f"Unknown objectType '{c.object_type}'.", "objectType", c.object_type, list(OBJECT_TYPES))
+    for key, criteria, most in (("criteriaAnd", c.criteria_and, 100), ("criteriaOr", c.criteria_or, 100)):
+        if len(criteria) > most:
+            raise _invalid(f"{key} has {len(criteria)} entries; at most {most}.", key, len(criteria), f"<= {most}")
     if not c.criteria_and and not c.criteria_or:
         raise _invalid(
             "A constraint needs at least one criterion in criteriaAnd or criteriaOr.",

@@ -13,10 +13,12 @@ from typing import Any
 from pydantic import ConfigDict, Field
 
 from ._base import BaseModel
+from ._display import Decided, ManyDecided
 from .auth import Constraint
 from .results import Result
 
 __all__ = [
+    "AccessGranted",
     "AllowedApiRoute",
     "AllowedApiRoutes",
     "AllowedWebRoute",
@@ -157,6 +159,18 @@ class ConstraintWritten(Result):
     operation: str
     constraint: str | None = Field(None, exclude_if=_absent_if_none)
     """JSON text of the stored constraint (with an `identifier` field); absent after delete."""
+
+
+class AccessGranted(Result):
+    """Outcome of `grant_access`: the object constraint (tier 2) and the route constraints (tier 1) that together let
+    a role act on the objects."""
+
+    constraint_ids: list[str] = []
+    """The object constraint's id, then one route constraint's per method that has routes for the object type."""
+    routes: list[str] = []
+    """The routes opened, as `METHOD route__path-pattern` (`GET /api/v1/templates/web-*`)."""
+    created: bool = True
+    """False when every constraint existed already as asked (nothing was written)."""
 
 
 class LabelValue(BaseModel):
@@ -427,7 +441,7 @@ class Jwks(BaseModel):
 
 
 # -- authorization checks for embedding services ------------------------------------
-class AuthorizationDecision(BaseModel):
+class AuthorizationDecision(Decided, BaseModel):
     """Whether the caller may act on one object."""
 
     allowed: bool
@@ -436,7 +450,7 @@ class AuthorizationDecision(BaseModel):
     user_id: str
 
 
-class FilteredObjects(BaseModel):
+class FilteredObjects(ManyDecided, BaseModel):
     """The objects the caller may act on, in input order, and their input positions."""
 
     allowed: list[dict[str, Any]] = []

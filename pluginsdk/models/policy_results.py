@@ -12,6 +12,7 @@ from pydantic.alias_generators import to_camel
 from typing_extensions import TypedDict  # pydantic needs typing_extensions' TypedDict before 3.12
 
 from ._base import BaseModel
+from ._display import Decided, ManyDecided
 from .auth_results import AllowedApiRoute, AllowedWebRoute
 from .identifiers import ROLE_NAME_PATTERN, USER_ID_PATTERN, RoleName, UserId
 from .results import Result
@@ -29,6 +30,7 @@ __all__ = [
     "PolicyTestOutcome",
     "PolicyTestReport",
     "Reason",
+    "RouteAccess",
     "SubjectDecision",
     "SubjectDecisions",
     "SubjectRoutes",
@@ -115,7 +117,19 @@ class Reason(BaseModel):
     detail: str = ""
 
 
-class Explanation(BaseModel):
+class RouteAccess(BaseModel):
+    """One API route acting on the object asked about, and whether tier 1 lets the subject call it: a call on the
+    object needs both this and the object decision (docs/policy.md, "Two tiers")."""
+
+    method: str
+    path: str
+    """The path for this object (its id from the attributes), else the route's template."""
+    operation: str
+    allowed: bool | None = None
+    """Whether the subject may call it; None when the path needs an id the attributes do not give."""
+
+
+class Explanation(Decided, BaseModel):
     """Why a decision came out as it did; `reasons` reads top to bottom (`pluginsdk auth explain` prints it)."""
 
     reasons: list[Reason] = []
@@ -127,25 +141,37 @@ class Explanation(BaseModel):
     roles: list[str] = []
     """The roles the decision was made with (after resolution)."""
     revision: int
+    routes: list[RouteAccess] | None = Field(None, exclude_if=_absent_if_none)
+    """The API routes acting on such an object with this method, each with tier 1's answer for the subject
+    (absent for an object type without routes here, or when the caller may not ask `/auth/subjectRoutes`)."""
+    route_allowed: bool | None = Field(None, exclude_if=_absent_if_none)
+    """Whether tier 1 allows every one of `routes` (None: none, or one depends on an id not given)."""
 
 
-class SubjectDecision(BaseModel):
+class SubjectDecision(Decided, BaseModel):
     """The decision for one (subject, object, method) question."""
 
     allowed: bool
     object_type: str
     method: str
     user_id: str | None = Field(None, exclude_if=_absent_if_none)
-    roles: list[str] = []
-    """The roles the decision was made with (resolved from assignments for a user id)."""
+    roles: list[str] | None = Field(None, exclude_if=_absent_if_none)
+    """The roles the decision was made with (resolved from assignments for a user id); absent unless the caller
+    may read roles and user roles (docs/policy.md, "What each decision route reveals")."""
     mfa: bool = False
     revision: int
     explanation: Explanation | None = Field(None, exclude_if=_absent_if_none)
+    routes: list[RouteAccess] | None = Field(None, exclude_if=_absent_if_none)
+    """The API routes acting on such an object with this method, each with tier 1's answer for the subject
+    (absent for an object type without routes here, or when the caller may not ask `/auth/subjectRoutes`)."""
+    route_allowed: bool | None = Field(None, exclude_if=_absent_if_none)
+    """Whether tier 1 allows every one of `routes`: the object decision and this together say whether the
+    subject's call would pass (None: no routes, or one depends on an id not given)."""
 
 
 @with_config(_PLAIN)
 @dataclass(frozen=True, kw_only=True)
-class BatchDecision:
+class BatchDecision(Decided):
     """One answer of a batch: `SubjectDecision`'s fields and JSON, as a plain immutable dataclass — built without
     validation and serialized with the batch in one pass (a model per answer cost more than the decision), and
     one object for the questions whose answers are equal (the same subject, object type, method and outcome on
@@ -155,8 +181,9 @@ class BatchDecision:
     object_type: str
     method: str
     user_id: Annotated[str | None, Field(exclude_if=_absent_if_none)] = None
-    roles: tuple[str, ...] = ()
-    """The roles the decision was made with (resolved from assignments for a user id)."""
+    roles: Annotated[tuple[str, ...] | None, Field(exclude_if=_absent_if_none)] = None
+    """The roles the decision was made with (resolved from assignments for a user id); absent unless the caller
+    may read roles and user roles."""
     mfa: bool = False
     revision: int
     explanation: Annotated[Explanation | None, Field(exclude_if=_absent_if_none)] = None
@@ -169,7 +196,7 @@ class BatchDecision:
         method: str,
         *,
         user_id: str | None,
-        roles: tuple[str, ...],
+        roles: tuple[str, ...] | None,
         mfa: bool,
         revision: int,
     ) -> "BatchDecision":
@@ -189,7 +216,7 @@ class BatchDecision:
         return answer
 
 
-class SubjectDecisions(BaseModel):
+class SubjectDecisions(ManyDecided, BaseModel):
     """Answers to a batch of questions, in question order: a `BatchDecision` each, or with `allowed_only` the
     decisions alone (`allowed`, and `decisions` empty)."""
 

@@ -29,6 +29,7 @@ from ._base import Cli, Command, Policy, Query, R_co, Rest
 
 __all__ = [
     "CONSTRAINT_ID_PATTERN",
+    "IMPORT_MAX_TEXT",
     "RESERVED_ID",
     "CreateConstraintCommand",
     "DeleteConstraintCommand",
@@ -41,6 +42,9 @@ __all__ = [
 
 RESERVED_ID = "permissionObjects"
 """The name of a route under /auth/constraints, so never a constraint id."""
+IMPORT_MAX_TEXT = 4_000_000
+"""Most characters of text a template import's constraints may hold once `{{VARIABLE}}`s are substituted (a
+large value referenced many times is refused before it is expanded)."""
 
 
 def _not_reserved(value: str) -> str:

@@ -13,7 +13,7 @@ from pydantic import Field, PlainSerializer, PlainValidator, TypeAdapter, Valida
 from pydantic_core import PydanticCustomError
 
 from ..models.auth_results import WebRoute
-from ..models.identifiers import RoleName, UserId, identifier_problem
+from ..models.identifiers import ConstraintId, RoleName, UserId, identifier_problem
 from ..models.policy_results import (
     AccessQuestion,
     AccessQuestionData,
@@ -30,6 +30,8 @@ from ..models.values import is_storable, text_problem
 from ._base import Cli, Policy, Query, R_co, Rest
 
 __all__ = [
+    "CANDIDATE_MAX_USERS",
+    "WHAT_IF_MAX_DECISIONS",
     "CheckAccessBatchQuery",
     "CheckAccessQuery",
     "ExplainAccessQuery",
@@ -41,6 +43,20 @@ __all__ = [
 
 _PDP = Policy(category="policy")
 _METHOD = r"^(GET|PUT|POST|DELETE)$"
+
+WHAT_IF_MAX_DECISIONS = 5_000_000
+"""Most decisions a what-if (or an import's dry run) may compare: subjects (users and roles) x questions (API
+route methods, plus 4 methods per given object). Past it the call is a 400 naming both numbers, before any
+comparison."""
+CANDIDATE_MAX_USERS = 10_000
+"""Most users (and roles, in `role_mfa`) a candidate change may name."""
+
+_CandidateUsers = Annotated[
+    dict[UserId, Annotated[list[RoleName], Field(max_length=200)]], Field(max_length=CANDIDATE_MAX_USERS)
+]
+"""A candidate's user -> the roles it would hold: identifiers as everywhere, bounded."""
+_CandidateFlags = Annotated[dict[RoleName, bool], Field(max_length=CANDIDATE_MAX_USERS)]
+"""A candidate's role -> mfaRequired."""
 
 
 class _AboutSubject(Query[R_co]):
@@ -223,7 +239,8 @@ class WhatIfQuery(Query[WhatIfReport]):
     """The decisions a candidate policy change would flip, per subject, route and object — nothing is applied.
 
     Compared: every API route x method for every subject (each user with assignments or user
-    permissions, and each role alone), plus the given `objects` x every method.
+    permissions, and each role alone), plus the given `objects` x every method — at most 5,000,000
+    decisions (subjects x questions; more is a 400 naming the size).
     """
 
     rest = Rest("POST", "/auth/whatIf", camel=True)
@@ -232,12 +249,12 @@ class WhatIfQuery(Query[WhatIfReport]):
 
     add_constraints: list[dict[str, Any]] = Field([], max_length=10000)
     """Constraints to add or replace (same id), each shaped like a create body plus `constraintId`."""
-    delete_constraint_ids: list[str] = Field([], max_length=10000)
+    delete_constraint_ids: list[ConstraintId] = Field([], max_length=10000)
     """Constraint ids to delete."""
-    role_mfa: dict[str, bool] = {}
-    """Role name -> new mfaRequired."""
-    user_roles: dict[str, list[str]] = {}
-    """User id -> the roles it would hold (replaces its assignments)."""
+    role_mfa: _CandidateFlags = {}
+    """Role name -> new mfaRequired (at most 10,000)."""
+    user_roles: _CandidateUsers = {}
+    """User id -> the roles it would hold (replaces its assignments; at most 10,000 users, 200 roles each)."""
     objects: list[dict[str, Any]] = Field([], max_length=1000)
     """Objects to compare as well, each {objectType, attributes}."""
     user_ids: list[UserId] | None = Field(None, max_length=100000)
@@ -265,11 +282,11 @@ class RunPolicyTestsQuery(Query[PolicyTestReport]):
     """Raise an error naming the mismatches (otherwise only report them)."""
     add_constraints: list[dict[str, Any]] = Field([], max_length=10000)
     """Candidate: constraints to add or replace."""
-    delete_constraint_ids: list[str] = Field([], max_length=10000)
+    delete_constraint_ids: list[ConstraintId] = Field([], max_length=10000)
     """Candidate: constraint ids to delete."""
-    role_mfa: dict[str, bool] = {}
-    """Candidate: role name -> mfaRequired."""
-    user_roles: dict[str, list[str]] = {}
-    """Candidate: user id -> roles."""
+    role_mfa: _CandidateFlags = {}
+    """Candidate: role name -> mfaRequired (at most 10,000)."""
+    user_roles: _CandidateUsers = {}
+    """Candidate: user id -> roles (at most 10,000 users, 200 roles each)."""
     at_least_revision: int | None = Field(None, ge=0)
     """Run on at least this policy revision (read your own writes); 409 if the store is behind."""

@@ -192,6 +192,9 @@ def test_every_command(cli: Cli, tmp_path: Path) -> None:
     suite = Path(__file__).resolve().parents[2] / "examples" / "policy_tests.yaml"
     assert cli("auth", "test", "--file", str(suite))["passed"] is True
     assert cli("auth", "audit", "--action", "delete_constraint")["records"][0]["target_id"] == "c1"
+    web = json.dumps({"field": "templateId", "operator": "starts_with", "value": "web"})
+    granted = cli("auth", "grant", "basicReadOnly", "template", "--methods", "GET", "--criteria-and", web)
+    assert granted["routes"] == ["GET /api/v1/templates/web*"]
 
     every = {(g, a) for g, actions in GROUPS.items() for a in actions}
     assert every - cli.ran == set()

@@ -145,8 +145,15 @@ def test_what_if_equals_evaluating_the_candidate(
     after = before.candidate(add=new, delete=delete, role_mfa={r: not roles[r] for r in flipped}, user_roles=moved)
     questions = [Question("object", "asset", o, m, repr(o)) for o in objects for m in METHODS]
     questions += [Question("route", "api", {"route__path": p}, "GET", p) for p in ("a", "b.a", "ab")]
-    changes, _, _ = diff_models(before, after, questions)
+    diff = diff_models(before, after, questions)
+    changes = diff.changes
     got = {(s, q.target, q.method, b, a) for s, q, b, a in changes}
+    assert (diff.allowed_to_denied, diff.denied_to_allowed) == (
+        sum(b and not a for *_, b, a in changes),
+        sum(a and not b for *_, b, a in changes),
+    )
+    kept = diff_models(before, after, questions, keep=1)  # counts stay complete past what is kept
+    assert kept.changes == changes[:1] and kept[1:] == diff[1:]
 
     # The candidate stated directly, evaluated by the reference evaluator.
     ids_new = {c["constraintId"] for c in new}

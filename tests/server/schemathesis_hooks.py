@@ -8,7 +8,12 @@ instead to the last key the run created (a fair target), or to one that does not
 created by the run or not, is fair game. Likewise a case that would delete the user those keys act as
 (`PLUGINSDK_SCHEMATHESIS_USERS`: deleting a managed user revokes its keys) goes to the last user the run created.
 (Not always a missing id: schemathesis reuses ids it has sent, and a missing one after a create of its own
-reads to it as "created resource not found".)
+reads to it as "created resource not found".) And a case that would replace or delete that user's role
+assignments (`PUT`/`DELETE /user-roles`) goes to a user that does not exist: once the run has made other
+administrators, the lock-out guard rightly lets it demote the run's own user, and every later call is a 403.
+The same for the default policy's constraints (`psdk-default-*`, ids the constraint listing shows): a case that
+would delete or replace one goes to a constraint id that does not exist, so the administrator keeps the rights
+the chains it walks need (without `psdk-default-admin-request`, every later machine request is a 403).
 
 Fresh keys for stateful creates. The stateful phase runs its scenarios one after the other against one
 server, and Hypothesis builds a new scenario by replaying the choices of an earlier one. A replayed create
@@ -62,6 +67,10 @@ OWN = (
     (OWN_USER_DELETES, "PLUGINSDK_SCHEMATHESIS_USERS", "user_id", "users"),
 )
 """(operations, variable listing the run's own ids, path parameter, kind of what the run made instead)."""
+OWN_ROLE_WRITES = {"PUT /user-roles", "DELETE /user-roles"}
+ABSENT_USER_ID = "schemathesis-no-such-user"
+DEFAULT_CONSTRAINT_WRITES = {f"{m} /auth/constraints/{{constraint_id}}" for m in ("POST", "PUT", "DELETE")}
+ABSENT_CONSTRAINT_ID = "schemathesis-no-such-constraint"
 MADE = {"POST /auth/api-keys": "keys", "POST /auth/user/api-keys": "keys", "POST /user/managed": "users"}
 """Creates whose 2xx answers give the ids the run made itself (`apiKeyId`, `userId`)."""
 
@@ -87,6 +96,17 @@ def before_call(context: Any, case: Any, **kwargs: Any) -> None:
         own = set(filter(None, os.environ.get(variable, "").split(",")))
         if label in writes and (case.path_parameters or {}).get(name) in own:
             case.path_parameters[name] = _MADE[kind][-1] if _MADE[kind] else ABSENT_KEY_ID
+    if label in DEFAULT_CONSTRAINT_WRITES and str((case.path_parameters or {}).get("constraint_id")).startswith(
+        "psdk-default-"
+    ):
+        case.path_parameters["constraint_id"] = ABSENT_CONSTRAINT_ID
+        if isinstance(case.body, dict) and "constraint_id" in case.body:
+            case.body["constraint_id"] = ABSENT_CONSTRAINT_ID
+    if label in OWN_ROLE_WRITES and isinstance(case.body, dict):
+        own_users = set(filter(None, os.environ.get("PLUGINSDK_SCHEMATHESIS_USERS", "").split(",")))
+        for name in ("user_id", "userId"):
+            if isinstance(case.body.get(name), str) and case.body[name] in own_users:
+                case.body[name] = ABSENT_USER_ID
     meta = case.meta
     if meta is None or meta.phase.name != "stateful" or meta.generation.mode != "positive":
         return

@@ -73,7 +73,7 @@ def scrub(value: Any) -> Any:
 
 
 _ID_FIELDS: dict[str, tuple[str, ...]] = {
-    "constraint": ("constraint_id",),
+    "constraint": ("constraint_id", "constraint_ids"),
     "role": ("role_name", "role_id"),
     "userRole": ("user_id",),
     "apiKey": ("api_key_id",),
@@ -82,12 +82,15 @@ _ID_FIELDS: dict[str, tuple[str, ...]] = {
 
 
 def _target_id(target_type: str, op: Operation, result: Any = None) -> str:
-    """The id of what the command changes: from its input, else (a create) from its result."""
+    """The id of what the command changes (ids, comma-separated, of several): from its input, else (a create)
+    from its result."""
     for source in (op, result):
         for name in _ID_FIELDS[target_type]:
             value = getattr(source, name, None)
             if isinstance(value, str) and value:
                 return value[:_MAX_ID]
+            if isinstance(value, list) and value and all(isinstance(v, str) for v in value):  # several: a,b
+                return ",".join(value)[:_MAX_ID]
     return ""
 
 

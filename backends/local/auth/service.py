@@ -417,6 +417,16 @@ class AuthService:
                 raise
         _decided("object", "allow")
 
+    def may_call(self, principal: Principal, spec: OperationSpec) -> bool:
+        """Whether `principal` — as `authorize` returned it to a handler, roles resolved — passes tier 1 on the
+        operation's own route (a route without parameters), on the policy version at hand: what an answer may
+        reveal follows from the routes its caller may call. False when no policy was read (fail closed)."""
+        snap = self._snapshot
+        route = spec.route
+        if snap is None or route is None:
+            return False
+        return spec.policy.unauthenticated or snap.route_allowed(principal, route, spec.method)
+
     async def check_route(self, principal: Principal, method: str, path: str) -> None:
         snap = await self.snapshot(principal)
         p = await self.with_roles(principal, snap)

@@ -14,14 +14,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from pluginsdk.principal import Principal
 
 from .evaluator import CompiledPolicy, Rule, _compile_rule, _FieldIndex, gc_paused, read_constraint
 from .matching import CriterionTest, values_of
 
-__all__ = ["Decision", "Explained", "PolicyModel", "Question", "diff_models"]
+__all__ = ["Decision", "Diff", "Explained", "PolicyModel", "Question", "diff_models", "diff_subjects"]
 
 _METHODS = frozenset({"GET", "PUT", "POST", "DELETE"})
 _SUBJECT_CACHE = 100_000
@@ -458,30 +458,62 @@ class _Bits:
         return a & ~d
 
 
+class Diff(NamedTuple):
+    """What `diff_models` found: the first changes (up to its `keep`), and complete counts."""
+
+    changes: list[tuple[str, Question, bool, bool]]
+    """(subject, question, before, after), in subject order."""
+    allowed_to_denied: int
+    denied_to_allowed: int
+    subjects: int
+    compared: int
+    """Decisions compared (subjects x questions)."""
+
+    @property
+    def found(self) -> int:
+        return self.allowed_to_denied + self.denied_to_allowed
+
+
+def diff_subjects(
+    before: PolicyModel, after: PolicyModel, user_ids: Sequence[str] | None = None
+) -> tuple[list[str], list[str]]:
+    """(users, roles) a diff compares: `user_ids`, or every user either model knows; every role of either."""
+    users = list(user_ids) if user_ids is not None else sorted({*before.users(), *after.users()})
+    return users, sorted({*before.roles, *after.roles})
+
+
 def diff_models(
     before: PolicyModel,
     after: PolicyModel,
     questions: Sequence[Question],
     *,
     user_ids: Sequence[str] | None = None,
-) -> tuple[list[tuple[str, Question, bool, bool]], int, int]:
-    """Decisions that differ between two models: ([(subject, question, before, after)], subjects, compared).
+    keep: int | None = None,
+) -> Diff:
+    """Decisions that differ between two models: the first `keep` changes (all when None) and the counts.
 
     Subjects: every user either model knows (or `user_ids`), as a non-MFA session, and every role alone
     (MFA session). Each role's and each user's own grants are matched once per question and model; a
-    user's decisions are then bit operations on its roles' masks (see `_Bits`).
+    user's decisions are then bit operations on its roles' masks (see `_Bits`). Changes past `keep` are
+    counted, not kept, so what a call holds is bounded by its limit, not by how much the change flips.
     """
-    users = list(user_ids) if user_ids is not None else sorted({*before.users(), *after.users()})
-    roles = sorted({*before.roles, *after.roles})
+    users, roles = diff_subjects(before, after, user_ids)
     own = (before._user_grantees() | after._user_grantees()) & set(users)
     grants, _ = _touched(before, after)
     b_bits = _Bits(before, questions, roles, own)
     a_bits = _Bits(after, questions, roles, own, same=b_bits, touched={via for _, _, via in grants})
     changes: list[tuple[str, Question, bool, bool]] = []
+    room = len(questions) * (len(users) + len(roles)) if keep is None else keep
+    lost = gained = 0
 
     def flips(name: str, was: int, now: int) -> None:
+        nonlocal lost, gained
         diff = was ^ now
-        while diff:
+        if not diff:
+            return
+        down = (was & diff).bit_count()
+        lost, gained = lost + down, gained + diff.bit_count() - down
+        while diff and len(changes) < room:
             low = diff & -diff
             i = low.bit_length() - 1
             changes.append((name, questions[i], bool(was & low), bool(now & low)))
@@ -492,7 +524,7 @@ def diff_models(
     for r in roles:
         flips(f"role:{r}", b_bits.role(r), a_bits.role(r))
     subjects = len(users) + len(roles)
-    return changes, subjects, subjects * len(questions)
+    return Diff(changes, lost, gained, subjects, subjects * len(questions))
 
 
 def object_questions(objects: Iterable[Mapping[str, Any]]) -> list[Question]:

@@ -27,6 +27,7 @@ from pluginsdk.models.auth_vocabulary import OBJECT_TYPES, OPERATORS, PERMISSION
 from pluginsdk.models.policy_results import ConstraintImported
 from pluginsdk.operations.constraints import (
     CONSTRAINT_ID_PATTERN,
+    IMPORT_MAX_TEXT,
     RESERVED_ID,
     CreateConstraintCommand,
     DeleteConstraintCommand,
@@ -177,8 +178,10 @@ async def delete_constraint(engine: Engine, op: DeleteConstraintCommand, princip
     )
 
 
-def _substitute(value: Any, variables: dict[str, str], where: str) -> Any:
-    """Replace {{NAME}} in every string (not in keys), literally and in one pass."""
+def _substitute(value: Any, variables: dict[str, str], where: str, room: list[int]) -> Any:
+    """Replace {{NAME}} in every string (not in keys), literally and in one pass. `room` holds the characters the
+    substituted strings may still take (`IMPORT_MAX_TEXT`): each string's size is known before it is built, so a
+    large value referenced many times is refused, not expanded."""
     if isinstance(value, str):
 
         def one(m: re.Match[str]) -> str:
@@ -190,11 +193,19 @@ def _substitute(value: Any, variables: dict[str, str], where: str) -> Any:
                 )
             return variables[name]
 
+        size = len(value) + sum(len(variables.get(m.group(1), "")) - len(m.group(0)) for m in _VARIABLE.finditer(value))
+        room[0] -= size
+        if room[0] < 0:
+            raise ValidationError(
+                f"The template is too large once its variables are substituted (at {where}): more than "
+                f"{IMPORT_MAX_TEXT:,} characters of text.",
+                details={"field": "variables", "value": None, "expected": f"at most {IMPORT_MAX_TEXT} characters"},
+            )
         return _VARIABLE.sub(one, value)
     if isinstance(value, list):
-        return [_substitute(v, variables, where) for v in value]
+        return [_substitute(v, variables, where, room) for v in value]
     if isinstance(value, dict):
-        return {k: _substitute(v, variables, where) for k, v in value.items()}
+        return {k: _substitute(v, variables, where, room) for k, v in value.items()}
     return value
 
 
@@ -209,7 +220,10 @@ async def import_constraints_template(
     engine: Engine, op: ImportConstraintsTemplateCommand, principal: Principal
 ) -> ConstraintImported:
     """Parse every constraint of the template (variables substituted), then write them all or none."""
-    parsed = [_template_constraint(raw, op.variables, f"constraints[{i}]") for i, raw in enumerate(op.constraints)]
+    room = [IMPORT_MAX_TEXT]
+    parsed = [
+        _template_constraint(raw, op.variables, f"constraints[{i}]", room) for i, raw in enumerate(op.constraints)
+    ]
     ids = [c.constraint_id for c in parsed]
     _check_unique(ids)
     if op.dry_run:  # issue 17: report the decisions it would change, write nothing
@@ -218,9 +232,10 @@ async def import_constraints_template(
     return ConstraintImported(message=f"Imported {len(ids)} constraint(s) ({replaced} replaced).", constraint_ids=ids)
 
 
-def _template_constraint(raw: dict[str, Any], variables: dict[str, str], where: str) -> Constraint:
-    """One constraint of a template: variables substituted, its id checked (or a new one), validated."""
-    body = _substitute(raw, variables, where)
+def _template_constraint(raw: dict[str, Any], variables: dict[str, str], where: str, room: list[int]) -> Constraint:
+    """One constraint of a template: variables substituted (within `room`), its id checked (or a new one),
+    validated."""
+    body = _substitute(raw, variables, where, room)
     cid = body.pop("constraintId", None) or body.pop("constraint_id", None) or str(uuid.uuid4())
     if not isinstance(cid, str) or not re.fullmatch(CONSTRAINT_ID_PATTERN, cid) or cid == RESERVED_ID:
         raise ValidationError(

@@ -10,12 +10,12 @@ from __future__ import annotations
 import asyncio
 import uuid
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from pluginsdk.errors import RevisionNotReachedError, ValidationError
+from pluginsdk.errors import PermissionDeniedError, RevisionNotReachedError, ValidationError
 from pluginsdk.models.auth import validate_constraint
 from pluginsdk.models.auth_results import AllowedApiRoute, AllowedWebRoute
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
@@ -29,6 +29,7 @@ from pluginsdk.models.policy_results import (
     PolicyTestOutcome,
     PolicyTestReport,
     Reason,
+    RouteAccess,
     SubjectDecision,
     SubjectDecisions,
     SubjectRoutes,
@@ -36,6 +37,7 @@ from pluginsdk.models.policy_results import (
     WhoCan,
 )
 from pluginsdk.operations.policy_checks import (
+    WHAT_IF_MAX_DECISIONS,
     CheckAccessBatchQuery,
     CheckAccessQuery,
     ExplainAccessQuery,
@@ -44,11 +46,14 @@ from pluginsdk.operations.policy_checks import (
     WhatIfQuery,
     WhoCanQuery,
 )
+from pluginsdk.operations.roles import ListRolesQuery, ListUserRolesQuery
 from pluginsdk.principal import Principal
 
 from ...policy.decision_point import Explained, PolicyModel, Question, diff_models, object_questions
+from ...policy.evaluator import read_constraint
 from ...registry import HandlerTable
 from ..audit import decision_sample_rate, log_decision
+from ..object_routes import object_routes
 from ..service import AuthService
 from ._common import service
 from .routes import api_routes
@@ -123,7 +128,50 @@ def _known_type(object_type: str, where: str = "object_type") -> None:
         )
 
 
-def _explanation(e: Explained, revision: int) -> Explanation:
+def _may_explain(svc: AuthService, principal: Principal) -> None:
+    """An explanation (`explain` on a check) is what `/auth/explain` answers: refused as that route refuses."""
+    spec = ExplainAccessQuery.spec
+    if not svc.may_call(principal, spec):
+        raise PermissionDeniedError(
+            f"Not authorized: '{principal.user_id}' may not {spec.method} {spec.route} (asked for by explain).",
+            details={"field": "explain", "value": True, "expected": f"{spec.method} {spec.route}"},
+        )
+
+
+def _may_read_roles(svc: AuthService, principal: Principal) -> bool:
+    """Whether a check may name the subject's roles: they tell which roles a user holds and which role names
+    exist, what the caller reads through the user-roles and roles listings — so only a caller that may call both."""
+    return svc.may_call(principal, ListUserRolesQuery.spec) and svc.may_call(principal, ListRolesQuery.spec)
+
+
+_Routes = tuple[list[RouteAccess] | None, bool | None]
+"""The routes acting on the object asked about, each with tier 1's answer, and whether it allows them all."""
+_NO_ROUTES: _Routes = (None, None)
+
+
+def _may_see_routes(svc: AuthService, principal: Principal) -> bool:
+    """Whether a check may tell which routes the subject may call: what `/auth/subjectRoutes` answers."""
+    return svc.may_call(principal, ListSubjectRoutesQuery.spec)
+
+
+def _routes(model: PolicyModel, p: Principal, object_type: str, method: str, attributes: Mapping[str, Any]) -> _Routes:
+    """(the routes acting on such an object with this method and tier 1's answer on each for the subject, whether
+    it allows them all); (None, None) for an object type without such routes here."""
+    found = object_routes(object_type, (method,))
+    if not found:
+        return None, None
+    routes = []
+    for r in found:
+        path = r.concrete(attributes)
+        allowed = None if path is None else model.policy.route_allowed(p, path, r.method)
+        routes.append(RouteAccess(method=r.method, path=path or r.template, operation=r.operation, allowed=allowed))
+    verdict = (
+        False if any(r.allowed is False for r in routes) else None if any(r.allowed is None for r in routes) else True
+    )
+    return routes, verdict
+
+
+def _explanation(e: Explained, revision: int, routes: _Routes = _NO_ROUTES) -> Explanation:
     allowed_by = [Reason(kind="allowed-by", constraint_id=c, via=v) for c, v in e.allowed_by]
     denied_by = [
         Reason(kind="denied-by", constraint_id=c, via=v, detail="an explicit deny wins") for c, v in e.denied_by
@@ -138,6 +186,8 @@ def _explanation(e: Explained, revision: int) -> Explanation:
     if no_allow:
         reasons.append(Reason(kind="no-allow", detail="no allow constraint matched"))
     reasons += skipped
+    shown = {True: "tier 1 allows", False: "tier 1 denies", None: "tier 1 decides by the id"}
+    reasons += [Reason(kind="route", detail=f"{r.method} {r.path}: {shown[r.allowed]}") for r in routes[0] or ()]
     return Explanation(
         reasons=reasons,
         allowed=e.allowed,
@@ -147,6 +197,8 @@ def _explanation(e: Explained, revision: int) -> Explanation:
         skipped_roles=skipped,
         roles=list(e.roles),
         revision=revision,
+        routes=routes[0],
+        route_allowed=routes[1],
     )
 
 
@@ -158,7 +210,8 @@ def _explain(model: PolicyModel, q: CheckAccessQuery | ExplainAccessQuery) -> Ex
 _Key = tuple[str | None, tuple[str, ...] | None, bool, str, str]
 """(user id, explicit roles, mfa, object type, method): a question without its object."""
 _Entry = list[Any]
-"""[decide, the subject's roles, the deny answer, the allow answer]: one per distinct `_Key`."""
+"""[decide, the subject's roles, the deny answer, the allow answer, and both again without the roles]: one per
+distinct `_Key`."""
 _ANSWERS: weakref.WeakKeyDictionary[PolicyModel, dict[_Key, _Entry]] = weakref.WeakKeyDictionary()
 _ANSWERS_KEPT = 100_000
 """Distinct `_Key` entries kept per policy model (cleared when full)."""
@@ -167,7 +220,7 @@ _ANSWERS_KEPT = 100_000
 def _entry(model: PolicyModel, key: _Key) -> _Entry:
     user_id, roles, mfa, object_type, method = key
     p = model.subject(user_id, roles, mfa)
-    return [model.policy.decider(p, object_type, method), p.roles, None, None]
+    return [model.policy.decider(p, object_type, method), p.roles, None, None, None, None]
 
 
 def _lookup(entries: dict[_Key, _Entry], model: PolicyModel, q: AccessQuestionData) -> tuple[_Key, _Entry]:
@@ -199,42 +252,59 @@ def _allowed(model: PolicyModel, questions: Sequence[AccessQuestionData]) -> lis
 
 
 def _answers(
-    model: PolicyModel, revision: int, questions: Sequence[AccessQuestionData], explain: bool
+    model: PolicyModel,
+    revision: int,
+    questions: Sequence[AccessQuestionData],
+    explain: bool,
+    *,
+    show_roles: bool = True,
+    show_routes: bool = False,
 ) -> list[BatchDecision]:
     """A batch's answers as `BatchDecision`s, built typed (no validation of our own output).
 
     Each distinct (subject, object type, method) looks its rules up once per policy model
-    (`CompiledPolicy.decider`, kept with the model), and its two possible answers are built on first need and
-    shared: one immutable object for every equal answer of this model's revision, across batches.
+    (`CompiledPolicy.decider`, kept with the model), and its possible answers (allowed or not, with the roles or
+    without) are built on first need and shared: one immutable object for every equal answer of this model's
+    revision, across batches.
     """
     entries = _entries(model)
+    hidden = 0 if show_roles else 2
     out = []
     for q in questions:
         (user_id, roles, mfa, object_type, method), entry = _lookup(entries, model, q)
         attributes = q.get("attributes", _NO_ATTRIBUTES)
         allowed: bool = entry[0](attributes)
-        answer: BatchDecision | None = entry[2 + allowed]
+        slot = 2 + hidden + allowed
+        answer: BatchDecision | None = entry[slot]
         if answer is None:
-            answer = entry[2 + allowed] = BatchDecision.of(
-                allowed, object_type, method, user_id=user_id, roles=entry[1], mfa=mfa, revision=revision
+            answer = entry[slot] = BatchDecision.of(
+                allowed,
+                object_type,
+                method,
+                user_id=user_id,
+                roles=entry[1] if show_roles else None,
+                mfa=mfa,
+                revision=revision,
             )
         if explain:
             named = model.subject(user_id, roles, mfa, keep_unknown=True)
             why = model.explain(named, object_type, attributes, method)
-            answer = replace(answer, explanation=_explanation(why, revision))
+            routes = _routes(model, model.subject(user_id, roles, mfa), object_type, method, attributes)
+            answer = replace(answer, explanation=_explanation(why, revision, routes if show_routes else _NO_ROUTES))
         out.append(answer)
     return out
 
 
 async def _log(engine: Engine, principal: Principal, decisions: Sequence[SubjectDecision | BatchDecision]) -> None:
-    """Sampled decision logging (app.audit.decisionSampleRate; off by default)."""
+    """Sampled decision logging (app.audit.decisionSampleRate; off by default), of answers with their roles."""
     if decision_sample_rate(engine) <= 0:
         return
     store = service(engine).store
     for d in decisions:
+        roles = d.roles or ()
         about = {
-            "subject": d.user_id or "roles:" + ",".join(d.roles),
-            "roles": d.roles,
+            "subject": d.user_id or "roles:" + ",".join(roles),
+            "roles": roles,
             "mfa": d.mfa,
             "object_type": d.object_type,
             "method": d.method,
@@ -245,8 +315,14 @@ async def _log(engine: Engine, principal: Principal, decisions: Sequence[Subject
 @handlers.on(CheckAccessQuery)
 async def check_access(engine: Engine, op: CheckAccessQuery, principal: Principal) -> SubjectDecision:
     _known_type(op.object_type)
-    revision, model = await current_model(service(engine), op.at_least_revision, principal)
+    svc = service(engine)
+    if op.explain:
+        _may_explain(svc, principal)
+    revision, model = await current_model(svc, op.at_least_revision, principal)
     p = model.subject(op.user_id, op.roles, op.mfa)
+    routes = (
+        _routes(model, p, op.object_type, op.method, op.attributes) if _may_see_routes(svc, principal) else _NO_ROUTES
+    )
     decision = SubjectDecision(
         allowed=model.policy.is_allowed(p, op.object_type, op.attributes, op.method),
         object_type=op.object_type,
@@ -255,10 +331,12 @@ async def check_access(engine: Engine, op: CheckAccessQuery, principal: Principa
         roles=list(p.roles),
         mfa=op.mfa,
         revision=revision,
-        explanation=_explanation(_explain(model, op), revision) if op.explain else None,
+        explanation=_explanation(_explain(model, op), revision, routes) if op.explain else None,
+        routes=routes[0],
+        route_allowed=routes[1],
     )
     await _log(engine, principal, [decision])
-    return decision
+    return decision if _may_read_roles(svc, principal) else decision.model_copy(update={"roles": None})
 
 
 @handlers.on(CheckAccessBatchQuery)
@@ -267,11 +345,21 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principa
     for i, q in enumerate(questions):
         if q["object_type"] not in OBJECT_TYPES:
             _known_type(q["object_type"], f"questions[{i}].object_type")
-    revision, model = await current_model(service(engine), op.at_least_revision, principal)
-    if op.allowed_only and decision_sample_rate(engine) <= 0:  # else the answers are built, to be logged
+    svc = service(engine)
+    if op.explain:
+        _may_explain(svc, principal)
+    revision, model = await current_model(svc, op.at_least_revision, principal)
+    logged = decision_sample_rate(engine) > 0
+    if op.allowed_only and not logged:  # else the answers are built, to be logged
         return SubjectDecisions.model_construct(decisions=[], allowed=_allowed(model, questions), revision=revision)
-    decisions = _answers(model, revision, questions, op.explain)
+    show_roles = _may_read_roles(svc, principal)
+    show_routes = op.explain and _may_see_routes(svc, principal)
+    decisions = _answers(
+        model, revision, questions, op.explain, show_roles=show_roles or logged, show_routes=show_routes
+    )
     await _log(engine, principal, decisions)
+    if not show_roles and logged:
+        decisions = [replace(d, roles=None) for d in decisions]
     allowed = [d.allowed for d in decisions] if op.allowed_only else None
     return SubjectDecisions.model_construct(
         decisions=[] if op.allowed_only else decisions, allowed=allowed, revision=revision
@@ -281,8 +369,12 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principa
 @handlers.on(ExplainAccessQuery)
 async def explain_access(engine: Engine, op: ExplainAccessQuery, principal: Principal) -> Explanation:
     _known_type(op.object_type)
-    revision, model = await current_model(service(engine), op.at_least_revision, principal)
-    return _explanation(_explain(model, op), revision)
+    svc = service(engine)
+    revision, model = await current_model(svc, op.at_least_revision, principal)
+    routes = _NO_ROUTES
+    if _may_see_routes(svc, principal):
+        routes = _routes(model, model.subject(op.user_id, op.roles, op.mfa), op.object_type, op.method, op.attributes)
+    return _explanation(_explain(model, op), revision, routes)
 
 
 @handlers.on(WhoCanQuery)
@@ -354,6 +446,52 @@ def _candidate(model: PolicyModel, op: WhatIfQuery | RunPolicyTestsQuery) -> Pol
     )
 
 
+_T = TypeVar("_T")
+_WORKERS = 2
+"""What-ifs, dry runs and policy test runs computed at once per service (each in a worker thread); more wait."""
+_SLOTS: weakref.WeakKeyDictionary[AuthService, asyncio.Semaphore] = weakref.WeakKeyDictionary()
+
+
+async def _off_loop(svc: AuthService, work: Callable[[], _T]) -> _T:
+    """`work()` in a worker thread, at most `_WORKERS` at once: a what-if or a candidate's compile costs up to
+    seconds of CPU, and the event loop keeps answering (/livez, decisions) meanwhile. The policy models it
+    reads are shared with the loop; their caches are plain dicts filled idempotently."""
+    slots = _SLOTS.get(svc)
+    if slots is None:
+        slots = _SLOTS[svc] = asyncio.Semaphore(_WORKERS)
+    async with slots:
+        return await asyncio.to_thread(work)
+
+
+def _check_size(
+    model: PolicyModel,
+    questions: int,
+    *,
+    added: Sequence[Mapping[str, Any]] = (),
+    user_roles: Mapping[str, Any] | None = None,
+    user_ids: Sequence[str] | None = None,
+    field: str = "objects",
+) -> None:
+    """Refuse a comparison larger than `WHAT_IF_MAX_DECISIONS` before any of it is done: subjects (the users
+    it would compare — as given, or every user the current policy and the candidate know — and every role)
+    x questions."""
+    if user_ids is not None:
+        users = len(user_ids)
+    else:
+        known = {*model.users(), *(user_roles or {})}
+        for c in added:
+            known.update(who for who, _, _ in read_constraint(c)[4])
+        users = len(known)
+    subjects = users + len(model.roles)
+    size = subjects * questions
+    if size > WHAT_IF_MAX_DECISIONS:
+        raise ValidationError(
+            f"The comparison is too large: {subjects:,} subjects x {questions:,} questions = {size:,} decisions, "
+            f"more than the {WHAT_IF_MAX_DECISIONS:,} allowed; name fewer users (user_ids) or objects.",
+            details={"field": field, "value": size, "expected": f"at most {WHAT_IF_MAX_DECISIONS} decisions"},
+        )
+
+
 def _report(
     before: PolicyModel,
     after: PolicyModel,
@@ -364,19 +502,19 @@ def _report(
     limit: int = 1000,
 ) -> WhatIfReport:
     questions = route_questions() + object_questions(objects)
-    changes, subjects, compared = diff_models(before, after, questions, user_ids=user_ids)
+    diff = diff_models(before, after, questions, user_ids=user_ids, keep=limit)
     return WhatIfReport(
         changes=[
             DecisionChange(
                 subject=s, kind=q.kind, object_type=q.object_type, target=q.target, method=q.method, before=b, after=a
             )
-            for s, q, b, a in changes[:limit]
+            for s, q, b, a in diff.changes
         ],
-        allowed_to_denied=sum(1 for *_, b, a in changes if b and not a),
-        denied_to_allowed=sum(1 for *_, b, a in changes if a and not b),
-        subjects=subjects,
-        questions=compared,
-        truncated=len(changes) > limit,
+        allowed_to_denied=diff.allowed_to_denied,
+        denied_to_allowed=diff.denied_to_allowed,
+        subjects=diff.subjects,
+        questions=diff.compared,
+        truncated=diff.found > limit,
         revision=revision,
     )
 
@@ -386,13 +524,34 @@ async def what_if(engine: Engine, op: WhatIfQuery, principal: Principal) -> What
     for i, o in enumerate(op.objects):
         _known_type(str(o.get("objectType") or o.get("object_type") or ""), f"objects[{i}].objectType")
     revision, model = await current_model(service(engine), op.at_least_revision, principal)
-    return _report(model, _candidate(model, op), revision, objects=op.objects, user_ids=op.user_ids, limit=op.limit)
+    return await _what_if(service(engine), model, revision, op)
+
+
+async def _what_if(svc: AuthService, model: PolicyModel, revision: int, op: WhatIfQuery) -> WhatIfReport:
+    """Off the event loop: validate the candidate, bound the comparison (before any of it), compile, compare."""
+
+    def work() -> WhatIfReport:
+        added = _validated_constraints(op.add_constraints, "add_constraints")
+        questions = len(route_questions()) + 4 * len(op.objects)
+        _check_size(model, questions, added=added, user_roles=op.user_roles, user_ids=op.user_ids)
+        after = model.candidate(
+            add=added, delete=op.delete_constraint_ids, role_mfa=op.role_mfa, user_roles=op.user_roles
+        )
+        return _report(model, after, revision, objects=op.objects, user_ids=op.user_ids, limit=op.limit)
+
+    return await _off_loop(svc, work)
 
 
 async def dry_run_report(engine: Engine, constraints: Sequence[Mapping[str, Any]]) -> WhatIfReport:
     """What importing these (validated, wire-shaped) constraints would change (constraintsTemplateImport dry run)."""
-    revision, model = await current_model(service(engine))
-    return _report(model, model.candidate(add=constraints), revision)
+    svc = service(engine)
+    revision, model = await current_model(svc)
+
+    def work() -> WhatIfReport:
+        _check_size(model, len(route_questions()), added=constraints, field="constraints")
+        return _report(model, model.candidate(add=constraints), revision)
+
+    return await _off_loop(svc, work)
 
 
 async def import_dry_run(engine: Engine, ids: list[str], constraints: list[dict[str, Any]]) -> ConstraintImported:
@@ -432,7 +591,9 @@ async def run_policy_tests(engine: Engine, op: RunPolicyTestsQuery, principal: P
         _known_type(t.object_type, f"tests[{i}].object_type")
     revision, model = await current_model(service(engine), op.at_least_revision, principal)
     changed = op.add_constraints or op.delete_constraint_ids or op.role_mfa or op.user_roles
-    outcomes = _outcomes(_candidate(model, op) if changed else model, op.tests)
+    outcomes = await _off_loop(
+        service(engine), lambda: _outcomes(_candidate(model, op) if changed else model, op.tests)
+    )
     failed = [o for o in outcomes if not o.passed]
     if failed and op.fail_on_mismatch:
         raise _mismatch(failed, len(outcomes))
