@@ -105,7 +105,7 @@ async def test_a_large_what_if_leaves_the_server_answering(tmp_path: Path) -> No
         await local.create_constraint(**_create_body(_grant("teams", roles, "db1")))
     config = base_config(tmp_path)
     key = await admin_key(config)
-    with running_server(config, operator=True) as url:
+    with running_server(config) as url:
         async with PluginSDK(backend="remote", api_url=url, api_key=key) as sdk:
             report, took, worst, probes = await _what_if_while_probing(sdk, url, roles)
     assert report.truncated and report.questions >= 250 * 4000

@@ -19,19 +19,18 @@ from pluginsdk.config import load_settings
 
 
 @contextmanager
-def running_server(config: dict[str, Any], *, operator: bool = False) -> Iterator[str]:
-    """Serve `config`'s engine on a free loopback port; yields the base URL. `operator`: behind the operator
-    routes (/livez, /readyz) as `serve()` runs it, without its process-wide logging and metrics set-up."""
+def running_server(config: dict[str, Any]) -> Iterator[str]:
+    """Serve `config`'s engine on a free loopback port (the operator routes /livez and /readyz included);
+    yields the base URL."""
     import uvicorn
 
     from pluginsdk.server import create_app
-    from pluginsdk.server.ops import OperatorApp
 
     settings = load_settings(config=config, environ={})
     app = create_app(settings)
     server = uvicorn.Server(
         uvicorn.Config(
-            OperatorApp(app, settings, None) if operator else app,
+            app,
             host="127.0.0.1",
             port=0,
             log_level="warning",

@@ -135,19 +135,22 @@ async def around_command(
     principal: Principal,
     handler: Callable[[Engine, Any, Principal], Awaitable[Any]],
 ) -> Any:
-    """Run an auth command and record it (nothing is recorded when it fails: nothing changed). A template
-    import records each constraint it writes as its own record, found by that constraint's id."""
+    """Run an auth command and record it (nothing is recorded when it fails, or when its result says it
+    wrote nothing: nothing changed). A command that writes several constraints (a template import, a grant)
+    records each as its own record, found by that constraint's id."""
     target_type = AUDITED.get(spec.category or "")
     if target_type is None or getattr(op, "dry_run", False):
         return await handler(engine, op, principal)
     from .handlers._common import service
 
     store = service(engine).store
-    if spec.name == "import_constraints_template":
+    if "constraint_ids" in spec.result_type.model_fields:
         before_all = await _constraints(store, _import_ids(op))
         written_revision(reset=True)
         result = await handler(engine, op, principal)
         ids = [str(i)[:_MAX_ID] for i in getattr(result, "constraint_ids", [])]
+        if getattr(result, "created", True) is False:  # every constraint already as asked: nothing to record
+            ids = []
         async with store.transaction():
             after_all = await _constraints(store, ids)
             revision = written_revision() or await store.policy_version()  # the write's own, else the current one
