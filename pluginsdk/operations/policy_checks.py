@@ -231,15 +231,15 @@ class WhatIfQuery(Query[WhatIfReport]):
     policy = _PDP
 
     add_constraints: list[dict[str, Any]] = Field([], max_length=10000)
-    """Constraints to add or replace (same id), each shaped like a create body plus `constraintId`."""
+    """Constraints to add or replace (same id), each shaped like a create_constraint input (its id optional)."""
     delete_constraint_ids: list[str] = Field([], max_length=10000)
     """Constraint ids to delete."""
     role_mfa: dict[str, bool] = {}
-    """Role name -> new mfaRequired."""
+    """Role name -> whether the role would require MFA."""
     user_roles: dict[str, list[str]] = {}
     """User id -> the roles it would hold (replaces its assignments)."""
     objects: list[dict[str, Any]] = Field([], max_length=1000)
-    """Objects to compare as well, each {objectType, attributes}."""
+    """Objects to compare as well, each {object_type, attributes} as check_access takes them."""
     user_ids: list[UserId] | None = Field(None, max_length=100000)
     """Only these users (default: every known user)."""
     limit: int = Field(1000, ge=1, le=100000)
@@ -266,6 +266,6 @@ class RunPolicyTestsQuery(Query[PolicyTestReport]):
     delete_constraint_ids: list[str] = Field([], max_length=10000)
     """Candidate: constraint ids to delete."""
     role_mfa: dict[str, bool] = {}
-    """Candidate: role name -> mfaRequired."""
+    """Candidate: role name -> whether the role requires MFA."""
     user_roles: dict[str, list[str]] = {}
     """Candidate: user id -> roles."""
