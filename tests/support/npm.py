@@ -5,7 +5,8 @@ Spectral, openapi-typescript + openapi-fetch and TypeScript (tests/server/test_o
 installed together, once per lockfile, into a cache directory outside the repository
 (`$PLUGINSDK_TEST_CACHE`, else `$XDG_CACHE_HOME/pluginsdk-tests`, else `~/.cache/pluginsdk-tests`), under
 a file lock so parallel sessions install one after the other. A test that needs them skips, saying why,
-only where Node.js 20+ with npm is absent or npm refuses the install.
+only where Node.js 20+ with npm is absent or npm refuses the install — and fails instead where
+`PLUGINSDK_REQUIRE_CLIENTS` is set (CI sets it: there the independent clients must run).
 """
 
 from __future__ import annotations
@@ -17,10 +18,11 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
-__all__ = ["PACKAGES", "cache_root", "npm_clients"]
+__all__ = ["PACKAGES", "cache_root", "npm_clients", "unavailable"]
 
 PACKAGES = Path(__file__).resolve().parents[1] / "clients"
 PACKAGE_FILES = ("package.json", "package-lock.json")
@@ -66,9 +68,16 @@ def _install() -> tuple[Path | None, str]:
     return root, ""
 
 
+def unavailable(why: str) -> NoReturn:
+    """An independent client cannot run here: skip the test, or fail it where `PLUGINSDK_REQUIRE_CLIENTS` is set."""
+    if os.environ.get("PLUGINSDK_REQUIRE_CLIENTS"):
+        pytest.fail(f"{why} (PLUGINSDK_REQUIRE_CLIENTS is set)")
+    pytest.skip(why)
+
+
 def npm_clients() -> Path:
-    """The directory whose `node_modules` holds the clients (skips the calling test where they cannot be had)."""
+    """The directory whose `node_modules` holds the clients (see `unavailable` where they cannot be had)."""
     root, why = _install()
     if root is None:
-        pytest.skip(why)
+        unavailable(why)
     return root
