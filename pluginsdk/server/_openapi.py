@@ -1,9 +1,11 @@
 """The OpenAPI document, built by FastAPI from the same catalog the server routes, and the /docs page.
 
-Request parameters and bodies come from each operation's model (with field docs), responses from its
-result model and the error envelope; every status the server can answer is listed. Links from each create's
-result to the operations on the object it created (`template_id` -> get, update and delete of that template,
-`roleName` -> the body of `PUT /roles`) let schemathesis walk create -> read -> update -> delete.
+Request parameters and bodies come from each operation's model (with field docs) under the names the route's
+spec writes (camelCase on auth-service routes, `_wire`), responses from its result model and the error
+envelope; every status the server can answer is listed. Every operation and tag is described (`_describe`).
+Links from each create's result to the operations on the object it created (`template_id` -> get, update and
+delete of that template, `roleName` -> the body of `PUT /roles`) let schemathesis walk create -> read ->
+update -> delete.
 """
 
 from __future__ import annotations
@@ -416,10 +418,10 @@ def build_document(title: str, version: str, description: str) -> dict[str, Any]
     doc["servers"] = [{"url": "/", "description": "This server"}]
     doc["info"]["license"] = {"name": "Apache-2.0", "identifier": "Apache-2.0"}
     doc["info"]["contact"] = CONTACT
-    doc["tags"] = _tags(paths)
     components = doc.setdefault("components", {})
     components.setdefault("schemas", {}).update(_used(paths, schemas.components))
     components["securitySchemes"] = SECURITY_SCHEMES
+    _describe(doc)
     return doc
 
 
@@ -446,10 +448,15 @@ TAGS: dict[str, str] = {
 """Each operation's tag (its category) and what the tag holds."""
 
 
-def _tags(paths: dict[str, Any]) -> list[dict[str, str]]:
-    """The tags the operations use, each with its description, in the order first used."""
-    used = dict.fromkeys(tag for item in paths.values() for op in item.values() for tag in op.get("tags", ()))
-    return [{"name": tag, "description": TAGS.get(tag, tag)} for tag in used]
+def _describe(doc: dict[str, Any]) -> None:
+    """Every operation described (its summary where it has no text of its own) and the tags they use listed
+    with their descriptions, in the order first used: the last step, over every path the document holds."""
+    ops = [op for item in doc["paths"].values() for op in item.values() if isinstance(op, dict)]
+    for op in ops:
+        if not op.get("description"):
+            op["description"] = op.get("summary", "")
+    used = dict.fromkeys(tag for op in ops for tag in op.get("tags", ()))
+    doc["tags"] = [{"name": tag, "description": TAGS.get(tag, tag)} for tag in used]
 
 
 _HEALTH = {

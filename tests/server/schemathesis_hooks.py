@@ -96,10 +96,15 @@ def before_call(context: Any, case: Any, **kwargs: Any) -> None:
         if not isinstance(case.body, dict):  # an update's optional body left out
             case.body = {}
         FIT[label](case.body)
+    _fresh_key(case, label)
     if isinstance(case.body, dict):  # a body may repeat its path's id (VAMS), not contradict it
         for name, value in (case.path_parameters or {}).items():
             if to_camel(name) in case.body:
                 case.body[to_camel(name)] = value
+
+
+def _fresh_key(case: Any, label: str) -> None:
+    """The create's client-chosen key with a suffix unique to the run (once per case)."""
     where = KEYS.get(label)
     if where is None:
         return
