@@ -176,7 +176,7 @@ class SDKMethods:
         """Start TOTP set-up for the caller's signed-in session: returns a secret for an authenticator app."""
     async def sync_request(self, request_id: str) -> Request:
         """Refresh a request and its machines from the provider now."""
-    async def update_api_key(self, api_key_id: str, description: str | None = ..., expires_at: str | None = ..., is_active: str | None = ..., api_key_name: str | None = ...) -> ApiKeyResult:
+    async def update_api_key(self, api_key_id: str, description: str | None = ..., expires_at: str | None = ..., is_active: str | None = ...) -> ApiKeyResult:
         """Update an API key's description, expiry (null clears it) or active flag (administrators)."""
     async def update_constraint(self, constraint_id: str, name: str, description: str, object_type: str, group_permissions: list[GroupPermissionInput], criteria_and: list[CriterionInput] | None = ..., criteria_or: list[CriterionInput] | None = ..., user_permissions: list[UserPermissionInput] | None = ...) -> ConstraintWritten:
         """Replace a permission constraint with this body (404 if it does not exist)."""
@@ -184,7 +184,7 @@ class SDKMethods:
         """Write the caller's own login profile (the user pool's email wins when it knows one)."""
     async def update_managed_user(self, user_id: str, email: str | None = ..., phone: str | None = ..., clear_phone: bool | None = ...) -> ManagedUserWritten:
         """Update a managed user: only the attributes given change."""
-    async def update_my_api_key(self, api_key_id: str, description: str | None = ..., expires_at: str | None = ..., is_active: str | None = ..., api_key_name: str | None = ...) -> ApiKeyResult:
+    async def update_my_api_key(self, api_key_id: str, description: str | None = ..., expires_at: str | None = ..., is_active: str | None = ...) -> ApiKeyResult:
         """Update one of the caller's keys (expiry stays within 365 days of its creation and cannot be cleared)."""
     async def update_request_status(self, request_id: str, status: RequestStatus, message: str = ...) -> Request:
         """Set a request's status by hand (only legal transitions)."""

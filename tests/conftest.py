@@ -64,3 +64,11 @@ async def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIter
         yield base_config(
             tmp_path, storage={"type": "postgresql", "url": url, "seal_key_file": str(tmp_path / "seal.key")}
         )
+
+
+@pytest.fixture(scope="session")
+def npm_clients() -> Path:
+    """The shared npm clients (`tests/support/npm.py`): one install per lockfile, outside the repository."""
+    from tests.support.npm import npm_clients
+
+    return npm_clients()

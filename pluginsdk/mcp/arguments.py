@@ -112,10 +112,12 @@ def _unknown_fields(error: SchemaError, instance: Mapping[str, Any]) -> list[dic
 
 
 def _chosen(error: SchemaError) -> SchemaError:
-    """Of an `anyOf`'s failed branches, the one that is not the bare `null` alternative (what was meant)."""
+    """Of an `anyOf`'s failed branches, the one that is not the bare `null` alternative (what was meant): the
+    one whose type the value has, deepest into it (a list of ids with one bad item: that item, not "should
+    be a string")."""
     context = list(error.context or ())
     meant = [e for e in context if not (e.validator == "type" and e.validator_value == "null")]
-    return (meant or context)[0]
+    return max(meant or context, key=lambda e: (len(e.absolute_path), e.validator != "type"))
 
 
 def _entry(fld: str, message: str, keyword: str, value: Any = None) -> dict[str, Any]:

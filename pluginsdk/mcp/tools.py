@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 import pydantic
-from pydantic.alias_generators import to_camel
+from pydantic.alias_generators import to_camel, to_snake
 
 from ..errors import HandlerDiscoveryError, MethodExecutionError, SDKError, clean_details, is_secret_field
 from ..operations import CATALOG, OperationSpec
@@ -64,12 +64,54 @@ def _output_schema(spec: OperationSpec) -> dict[str, Any] | None:
 
 
 def renames(tool: str, spec: OperationSpec) -> Mapping[str, str]:
-    """Field -> the name this tool shows for it: the spec's names on an extra tool (`count`), else none."""
-    return spec.cls.mcp.extra_names if tool != spec.mcp_names[0] else {}
+    """Field -> the name this tool shows for it: the spec's names (`request_id`; `count` on an extra tool)."""
+    mcp = spec.cls.mcp
+    return {**mcp.names, **mcp.extra_names} if tool != spec.mcp_names[0] else mcp.names
+
+
+_CAMEL = re.compile(r"\b[a-z][a-z0-9]*(?:[A-Z][a-z0-9]*)+\b")
+"""A camelCase word (`groupId`): the wire name of a field the shared field docs use for REST bodies."""
+
+
+def _property_names(node: Any) -> set[str]:
+    """Every property name declared anywhere in a schema (nested objects and `$defs` included)."""
+    if isinstance(node, list):
+        return set().union(*(_property_names(v) for v in node))
+    if not isinstance(node, dict):
+        return set()
+    names = set(node["properties"]) if isinstance(node.get("properties"), dict) else set()
+    return names.union(*(_property_names(v) for v in node.values()))
+
+
+def _schema_words(text: str, names: set[str]) -> str:
+    """`text` naming fields as the schema does: a camelCase word whose snake_case form is one of `names`."""
+    return _CAMEL.sub(lambda m: snake if (snake := to_snake(m.group())) in names else m.group(), text)
+
+
+def _speak_schema(node: Any, names: set[str]) -> None:
+    """Every description under `node` rewritten by `_schema_words`, in place."""
+    if isinstance(node, list):
+        for v in node:
+            _speak_schema(v, names)
+    elif isinstance(node, dict):
+        for k, v in node.items():
+            if k == "description" and isinstance(v, str):
+                node[k] = _schema_words(v, names)
+            else:
+                _speak_schema(v, names)
+
+
+def _one_or_many(prop: dict[str, Any]) -> dict[str, Any]:
+    """A list property as one item or the list (a field shown under a singular name: `request_id`)."""
+    if prop.get("type") != "array" or "items" not in prop:
+        return prop
+    described = {"description": prop.pop("description")} if "description" in prop else {}
+    return {"anyOf": [prop["items"], prop], **described}
 
 
 def _input_schema(tool: str, spec: OperationSpec) -> dict[str, Any]:
-    """The operation's input schema, compacted; an extra tool name advertises the spec's names for renamed fields."""
+    """The operation's input schema, compacted, under the names the tool shows (`renames`); descriptions name
+    fields as this schema does (the shared field docs write REST's camelCase)."""
     schema = compact(spec.input_schema(), output=False)
     for prop in schema.get("properties", {}).values():
         if isinstance(prop.get("description"), str):
@@ -77,18 +119,21 @@ def _input_schema(tool: str, spec: OperationSpec) -> dict[str, Any]:
     shown = renames(tool, spec)
     if shown:
         props = schema.get("properties", {})
-        schema["properties"] = {shown.get(k, k): v for k, v in props.items()}
+        singular = spec.cls.mcp.names
+        schema["properties"] = {shown.get(k, k): _one_or_many(v) if k in singular else v for k, v in props.items()}
         if "required" in schema:
             schema["required"] = [shown.get(k, k) for k in schema["required"]]
+    _speak_schema(schema, _property_names(schema))
     return schema
 
 
 def describe(tool: str, spec: OperationSpec) -> types.Tool:
     """The MCP tool of one operation under one of its names (no `title`: the description's first line is it)."""
+    schema = _input_schema(tool, spec)
     return types.Tool(
         name=tool,
-        description=_description(tool, spec),
-        input_schema=_input_schema(tool, spec),
+        description=_schema_words(_description(tool, spec), _property_names(schema)),
+        input_schema=schema,
         output_schema=_output_schema(spec),
         annotations=types.ToolAnnotations(read_only_hint=spec.kind == "query"),
     )
@@ -212,12 +257,13 @@ def _build(tool: str, spec: OperationSpec, args: Mapping[str, Any]) -> Any:
 def _as_sent(err: SDKError, tool: str, spec: OperationSpec | None) -> SDKError:
     """`err` naming fields as this tool shows them (`count`, not `requested_count`) and the tool, not the operation.
 
-    Only an extra tool name differs from its operation's; the operation model and the engine speak the
-    canonical names. The message is reworded where it quotes a renamed field or the operation's name.
+    The operation model and the engine speak the canonical names; a tool differs where it shows a field
+    under another name (`renames`) or is an extra name of its operation. The message is reworded where it
+    quotes a renamed field or the operation's name.
     """
-    if spec is None or tool == spec.name:
+    shown = renames(tool, spec) if spec is not None else {}
+    if spec is None or (tool == spec.name and not shown):
         return err
-    shown = renames(tool, spec)
 
     def name(path: str) -> str:
         head, dot, rest = path.partition(".")

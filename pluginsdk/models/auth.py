@@ -70,7 +70,12 @@ def _drop_form_id(data: Any) -> Any:
     return data
 
 
-_WRITTEN = pydantic.ConfigDict(extra="forbid")
+def _form_id_schema(schema: dict[str, Any]) -> None:
+    """The row `id` the VAMS form sends, listed in the JSON schema as what it is: accepted and ignored."""
+    schema.setdefault("properties", {})["id"] = {"description": "The web form's row id: accepted and ignored."}
+
+
+_WRITTEN = pydantic.ConfigDict(extra="forbid", json_schema_extra=_form_id_schema)
 
 
 def _closed(values: Any) -> Any:

@@ -146,6 +146,9 @@ class Mcp(NamedTuple):
     extra_names: Mapping[str, str] = _NO_ENTRIES
     """Field -> the name the extra tools advertise for it (spec: `request_machines (template_id, count)`);
     accepted because it is an alias of the field."""
+    names: Mapping[str, str] = _NO_ENTRIES
+    """Field -> the name every tool of the operation shows for it (the spec's query field: `request_id` of
+    `get_request_status`); an alias of the field. A list field shown under it takes one item or a list."""
 
 
 class Policy(NamedTuple):
@@ -373,7 +376,7 @@ def _check_cli(cli: Cli | None, inputs: tuple[str, ...], where: str) -> None:
 
 def _mcp_names(op: type[Operation], name: str, inputs: tuple[str, ...], where: str) -> tuple[str, ...]:
     """The tool names (none if MCP is off); each extra name shown for a field must be one of its aliases."""
-    for f, shown in op.mcp.extra_names.items():
+    for f, shown in {**op.mcp.names, **op.mcp.extra_names}.items():
         if f not in inputs or shown not in (*GLOBAL_ALIASES.get(f, ()), *op.field_aliases.get(f, ())):
             raise HandlerDiscoveryError(f"{where}: MCP extra name {shown!r} is not an alias of a field {f!r}.")
     return (op.mcp.name or name, *op.mcp.extra) if op.mcp.enabled else ()

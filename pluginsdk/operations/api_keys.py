@@ -2,7 +2,7 @@
 
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field, field_validator, model_validator
+from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, model_validator
 
 from .._pagination import PageToken
 from ..models.auth_results import ApiKeyCreated, ApiKeyList, ApiKeyResult
@@ -114,7 +114,18 @@ def _blank_is_none(value: Any) -> Any:
     return None if value == "" else value
 
 
-ClearableExpiry = Annotated[Expiry | None, BeforeValidator(_blank_is_none)]
+_EXPIRY_OR_BLANK = {
+    "anyOf": [
+        {"type": "string", "format": "date-time", "maxLength": 64},
+        {"type": "string", "format": "date", "maxLength": 10},
+        {"type": "string", "const": ""},
+        {"type": "null"},
+    ]
+}
+
+ClearableExpiry = Annotated[
+    Expiry | None, BeforeValidator(_blank_is_none), WithJsonSchema(_EXPIRY_OR_BLANK, mode="validation")
+]
 """An expiry where `""` means none (the VAMS web client's key form clears an expiry that way)."""
 
 
@@ -127,15 +138,11 @@ class _UpdateKey(PartialUpdate[R_co], Command):
     """New expiry (ISO 8601 with a time zone, or a date); null or "" clears it (administrators only)."""
     is_active: str | None = Field(None, pattern=r"^(true|false)$")
     """The text `true` (enable) or `false` (disable)."""
-    api_key_name: ApiKeyName | None = None
-    """Not changeable; giving it is an error."""
 
     _strip = field_validator("description", mode="before")(strip_text)
 
     @model_validator(mode="after")
     def _something_to_change(self) -> "_UpdateKey":
-        if "api_key_name" in self.model_fields_set:
-            raise ValueError("apiKeyName cannot change after creation")
         given = self.model_fields_set & {"description", "expires_at", "is_active"}
         if not given:
             raise ValueError("give at least one of description, expiresAt, isActive")

@@ -85,7 +85,12 @@ Expiry = Annotated[
     str,
     AfterValidator(check_expiry),
     WithJsonSchema(
-        {"type": "string", "maxLength": 64, "anyOf": [{"format": "date-time"}, {"format": "date"}]},
+        {
+            "anyOf": [
+                {"type": "string", "format": "date-time", "maxLength": 64},
+                {"type": "string", "format": "date", "maxLength": 10},
+            ]
+        },
         mode="validation",
     ),
 ]

@@ -103,7 +103,7 @@ class _ConstraintBody(Command[R_co]):
     description: str = Field(max_length=1024, json_schema_extra={"pattern": _DESCRIPTION})
     """Purpose of the constraint (4-256 characters after trimming)."""
     object_type: str = Field(json_schema_extra={"enum": list(OBJECT_TYPES)})
-    """What it protects: one of the objectTypes of permission_objects (asset, database, api, web, template, ...)."""
+    """What it protects: one of the object types get_permission_objects lists (asset, database, api, web, ...)."""
     criteria_and: list[CriterionInput] | None = Field(None, max_length=100)
     """Criteria that must all match ({field, operator, value}; `*` in a value matches any run of characters)."""
     criteria_or: list[CriterionInput] | None = Field(None, max_length=100)
@@ -154,8 +154,8 @@ class ImportConstraintsTemplateCommand(Command[ConstraintImported]):
 
     Every `{{NAME}}` in a string value of `constraints` is replaced by `variables[NAME]` (literal text, one
     pass; an unknown name is an error). Each constraint is then validated like a create; if any is invalid,
-    or an id exists already (and `overwrite` is false), nothing is written. A constraint without
-    `constraintId` gets a generated one.
+    or an id exists already (and `overwrite` is false), nothing is written. A constraint without an id
+    gets a generated one.
     """
 
     rest = Rest("POST", "/auth/constraintsTemplateImport", camel=True)
@@ -164,7 +164,7 @@ class ImportConstraintsTemplateCommand(Command[ConstraintImported]):
     field_aliases = {"variables": ("variableValues",)}
 
     constraints: list[dict[str, Any]] = Field(min_length=1, max_length=10000)
-    """The constraints, each shaped like a create body plus `constraintId`; may hold {{VARIABLE}} references."""
+    """The constraints, each shaped like a create_constraint input (its id optional); may hold {{VARIABLE}}."""
     variables: dict[str, str] = {}
     """Values for the {{VARIABLE}} references (names: letters, digits, _)."""
     name: str | None = Field(None, max_length=256)

@@ -248,15 +248,15 @@ class WhatIfQuery(Query[WhatIfReport]):
     policy = _PDP
 
     add_constraints: list[dict[str, Any]] = Field([], max_length=10000)
-    """Constraints to add or replace (same id), each shaped like a create body plus `constraintId`."""
+    """Constraints to add or replace (same id), each shaped like a create_constraint input (its id optional)."""
     delete_constraint_ids: list[ConstraintId] = Field([], max_length=10000)
     """Constraint ids to delete."""
     role_mfa: _CandidateFlags = {}
-    """Role name -> new mfaRequired (at most 10,000)."""
+    """Role name -> whether the role would require MFA (at most 10,000)."""
     user_roles: _CandidateUsers = {}
     """User id -> the roles it would hold (replaces its assignments; at most 10,000 users, 200 roles each)."""
     objects: list[dict[str, Any]] = Field([], max_length=1000)
-    """Objects to compare as well, each {objectType, attributes}."""
+    """Objects to compare as well, each {object_type, attributes} as check_access takes them."""
     user_ids: list[UserId] | None = Field(None, max_length=100000)
     """Only these users (default: every known user)."""
     limit: int = Field(1000, ge=1, le=100000)
@@ -285,7 +285,7 @@ class RunPolicyTestsQuery(Query[PolicyTestReport]):
     delete_constraint_ids: list[ConstraintId] = Field([], max_length=10000)
     """Candidate: constraint ids to delete."""
     role_mfa: _CandidateFlags = {}
-    """Candidate: role name -> mfaRequired (at most 10,000)."""
+    """Candidate: role name -> whether the role requires MFA (at most 10,000)."""
     user_roles: _CandidateUsers = {}
     """Candidate: user id -> roles (at most 10,000 users, 200 roles each)."""
     at_least_revision: int | None = Field(None, ge=0)

@@ -246,7 +246,7 @@ class GetRequestStatusQuery(Query[RequestStatusList]):
 
     rest = Rest("GET", "/api/v1/requests/status")
     cli = Cli("requests", "status", args=("request_ids",))
-    mcp = Mcp(name="get_request_status")
+    mcp = Mcp(name="get_request_status", names={"request_ids": "request_id"})
     policy = Policy(object_type="request", category="requests")
     field_aliases = {"request_ids": ("request_id", "requestId")}
 

@@ -61,7 +61,7 @@ class ValidateTemplateQuery(Query[TemplateValidation]):
     policy = Policy(object_type="template", fields={"templateId": "template_id"}, category="templates")
 
     template_config: dict[str, Any] | None = None
-    """Raw template configuration to check (snake_case or camelCase)."""
+    """Raw template configuration to check (keys in snake or camel case)."""
     template_id: TemplateId | None = None
     """Validate this stored template (or name the config's id)."""
 

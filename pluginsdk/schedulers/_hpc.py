@@ -4,8 +4,10 @@ The scheduler polls these calls and acts on them, so the rules favour a schedule
 an unknown request id reads `complete_with_error` (never `running`, which would be polled forever),
 a terminal non-success maps to `complete_with_error`, a machine the scheduler returned after it ran
 stays `succeed` on its provisioning request, and a template whose instance type says nothing about its
-CPUs and memory is left out with a warning rather than given made-up values. The full table of
-`result` and `status` values is in docs/schedulers.md; `machine_result` and `request_status` are it.
+CPUs and memory is left out with a warning rather than given made-up values. A field IBM's format types as
+a string is never `null`: a machine without an address (failed, or returned before it got one) reads `""`.
+The full table of `result` and `status` values is in docs/schedulers.md; `machine_result` and
+`request_status` are it.
 """
 
 from __future__ import annotations
@@ -275,8 +277,8 @@ class HpcStrategy(Strategy):
         if (status := self.machine_status(m)) is not None:
             entry["status"] = status
         entry |= {
-            "privateIpAddress": m.ip_address,
-            "publicIpAddress": m.public_ip_address,
+            "privateIpAddress": m.ip_address or "",
+            "publicIpAddress": m.public_ip_address or "",
             "launchtime": int(m.created_at.timestamp()),
             "message": self.machine_message(m, result),
         }
@@ -296,8 +298,8 @@ class HpcStrategy(Strategy):
                 "machineId": mid,
                 "name": info.get("name") or mid,
                 "result": "fail",
-                "privateIpAddress": None,
-                "publicIpAddress": None,
+                "privateIpAddress": "",
+                "publicIpAddress": "",
                 "launchtime": int(r.created_at.timestamp()),
                 "message": f"The provider failed to take the machine back: {info.get('reason')}",
             }

@@ -1,9 +1,11 @@
 """The OpenAPI document, built by FastAPI from the same catalog the server routes, and the /docs page.
 
-Request parameters and bodies come from each operation's model (with field docs), responses from its
-result model and the error envelope; every status the server can answer is listed. Links from each create's
-result to the operations on the object it created (`template_id` -> get, update and delete of that template,
-`roleName` -> the body of `PUT /roles`) let schemathesis walk create -> read -> update -> delete.
+Request parameters and bodies come from each operation's model (with field docs) under the names the route's
+spec writes (camelCase on auth-service routes, `_wire`), responses from its result model and the error
+envelope; every status the server can answer is listed. Every operation and tag is described (`_describe`).
+Links from each create's result to the operations on the object it created (`template_id` -> get, update and
+delete of that template, `roleName` -> the body of `PUT /roles`) let schemathesis walk create -> read ->
+update -> delete.
 """
 
 from __future__ import annotations
@@ -117,7 +119,7 @@ class _Schemas:
     """Collects JSON schemas of models into OpenAPI components (pydantic `$defs` moved to components).
 
     Response components are named for their model (camelCase routes' and snake_case routes' models are
-    distinct, so no name has two shapes); request components get `Input`."""
+    distinct, so no name has two shapes); request components get `Input` (once: `CriterionInput` stays)."""
 
     def __init__(self) -> None:
         self.components: dict[str, Any] = {"ErrorEnvelope": ERROR_SCHEMA}
@@ -128,18 +130,18 @@ class _Schemas:
         return self._hoist(schema, "", COMPONENT_NAMES.get(model.__name__, model.__name__)), schema
 
     def input(self, spec: OperationSpec) -> dict[str, Any]:
+        """The operation's input schema under the names its route documents (`_wire`)."""
+        assert spec.rest is not None
         spec.field_docs()
-        schema: dict[str, Any] = spec.cls.model_json_schema(
-            by_alias=False, mode="validation", ref_template=_REF.replace("{model}", "{model}Input")
-        )
+        schema: dict[str, Any] = spec.cls.model_json_schema(by_alias=spec.rest.camel, mode="validation")
         schema.pop("title", None)
-        return self._hoist(schema, "Input", None)
+        return self._hoist(_input_refs(schema), "Input", None)
 
     def _hoist(self, schema: dict[str, Any], suffix: str, name: str | None) -> dict[str, Any]:
         """Each component titled with its own (unique) key: generators name models by title."""
         output = not suffix  # `COMPONENT_NAMES` names response components
         for def_name, definition in schema.pop("$defs", {}).items():
-            key = COMPONENT_NAMES.get(def_name, def_name) if output else def_name + suffix
+            key = COMPONENT_NAMES.get(def_name, def_name) if output else _input_name(def_name)
             self._add(key, _renamed(definition) if output else definition)
         if name is None:
             return schema
@@ -149,6 +151,40 @@ class _Schemas:
     def _add(self, name: str, schema: dict[str, Any]) -> None:
         component = {**schema, "title": name}
         assert self.components.setdefault(name, component) == component, f"two shapes named {name}"
+
+
+def _input_name(model: str) -> str:
+    """A request component's name: the model's with `Input` (`AccessQuestionDataInput`), once."""
+    return model if model.endswith("Input") else model + "Input"
+
+
+def _input_refs(node: Any) -> Any:
+    """`node` (an input schema) with its `#/$defs/...` references pointing at the request components."""
+    if isinstance(node, dict):
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            return {**node, "$ref": _REF.format(model=_input_name(ref[len("#/$defs/") :]))}
+        return {key: _input_refs(value) for key, value in node.items()}
+    if isinstance(node, list):
+        return [_input_refs(value) for value in node]
+    return node
+
+
+def _wire(spec: OperationSpec, field: str) -> str:
+    """The name the route documents for an input field: the camelCase alias on an auth-service route (the
+    spec's `roleName`, `pageSize`), else the field's own. The server takes either name on every route."""
+    assert spec.rest is not None
+    if not spec.rest.camel:
+        return field
+    info = spec.cls.model_fields.get(field)
+    return info.alias if info is not None and info.alias else to_camel(field)
+
+
+CAMEL_NOTE = (
+    "Body and query names are camelCase, as the auth-service spec writes them; "
+    "the snake_case form of each name is accepted too."
+)
+"""Appended to the description of every operation on an auth-service (camelCase) route with input."""
 
 
 def _renamed(node: Any) -> Any:
@@ -199,7 +235,7 @@ def _link(spec: OperationSpec, target: OperationSpec, result_props: dict[str, An
         if field in target.path_fields:
             params[f"path.{field}"] = value
         elif field in target.body_fields and target.rest.body_field is None:
-            body[field] = value
+            body[_wire(target, field)] = value
         else:
             return None
     if not (params or body):
@@ -236,38 +272,44 @@ def _parameters(spec: OperationSpec, props: dict[str, Any]) -> list[dict[str, An
             "name": n,
             "in": "path",
             "required": True,
-            "schema": _path_schema(props.get(n, {})),
-            "description": props.get(n, {}).get("description", ""),
+            "schema": _path_schema(props.get(_wire(spec, n), {})),
+            "description": props.get(_wire(spec, n), {}).get("description", ""),
         }
         for n in spec.path_fields
     ]
     assert spec.rest is not None
     defaults = spec.rest.defaults
     for n in spec.query_fields:
-        prop = dict(props.get(n, {}))
+        name = _wire(spec, n)
+        prop = dict(props.get(name, {}))
         description = prop.pop("description", "")
         if n in defaults:
             prop["default"] = defaults[n]
-        params.append({"name": n, "in": "query", "required": False, "schema": prop, "description": description})
+        params.append({"name": name, "in": "query", "required": False, "schema": prop, "description": description})
     return params
 
 
 def _request_body(spec: OperationSpec, props: dict[str, Any], required: set[str]) -> dict[str, Any]:
     assert spec.rest is not None
     if spec.rest.body_field is not None:
-        body_schema = props.get(spec.rest.body_field, {"type": "object"})
+        body_schema = props.get(_wire(spec, spec.rest.body_field), {"type": "object"})
     else:
-        body_props = {n: _with_default(props[n], n, spec.rest.defaults) for n in spec.body_fields if n in props}
+        names = {n: _wire(spec, n) for n in spec.body_fields}
+        body_props = {w: _with_default(props[w], n, spec.rest.defaults) for n, w in names.items() if w in props}
         for n in spec.cls.ignored_fields:
             body_props[n] = {"description": "Accepted and ignored (sent by the VAMS web client)."}
+        if spec.rest.camel:  # the VAMS constraint form repeats the path's id in the body
+            for n in spec.path_fields:
+                repeated = {k: v for k, v in props.get(_wire(spec, n), {}).items() if k not in ("title", "default")}
+                body_props[_wire(spec, n)] = {**repeated, "description": "The path's value again (optional)."}
         body_schema = {
             "type": "object",
             "properties": body_props,
-            "required": [n for n in spec.body_fields if n in required],
+            "required": [names[n] for n in spec.body_fields if names[n] in required],
             "additionalProperties": False,  # operations reject unknown fields (400)
         }
     return {
-        "required": bool(required & set(spec.body_fields)),
+        "required": bool(required & {_wire(spec, n) for n in spec.body_fields}),
         "content": {"application/json": {"schema": body_schema}},
     }
 
@@ -308,12 +350,16 @@ def _responses(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, A
 
 
 def _operation(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, Any]:
+    assert spec.rest is not None
     full = schemas.input(spec)
     props: dict[str, Any] = full.get("properties", {})
+    description = spec.description or spec.summary
+    if spec.rest.camel and (spec.body_fields or spec.query_fields):
+        description += f"\n\n{CAMEL_NOTE}"
     op: dict[str, Any] = {
         "tags": [spec.category],
         "summary": spec.summary,
-        "description": spec.description,
+        "description": description,
         "operationId": operation_id(spec, path),
         "parameters": _parameters(spec, props),
     }
@@ -372,6 +418,7 @@ def build_document(title: str, version: str, description: str) -> dict[str, Any]
         "get": {
             "tags": ["system"],
             "summary": "Liveness and readiness",
+            "description": "Whether the service and its store answer (no sign-in needed).",
             "operationId": "health",
             "security": [],
             "responses": {
@@ -388,10 +435,46 @@ def build_document(title: str, version: str, description: str) -> dict[str, Any]
     doc["paths"] = paths
     doc["servers"] = [{"url": "/", "description": "This server"}]
     doc["info"]["license"] = {"name": "Apache-2.0", "identifier": "Apache-2.0"}
+    doc["info"]["contact"] = CONTACT
     components = doc.setdefault("components", {})
     components.setdefault("schemas", {}).update(_used(paths, schemas.components))
     components["securitySchemes"] = SECURITY_SCHEMES
+    _describe(doc)
     return doc
+
+
+CONTACT = {"name": "pluginsdk maintainers"}
+
+TAGS: dict[str, str] = {
+    "templates": "Machine templates: what a request launches (stored, or loaded from the templates directory).",
+    "requests": "Provisioning and return requests, their status and their machines.",
+    "machines": "Machines: request, return, read, and their status at the provider.",
+    "system": "Health, version, configuration, providers and metrics of the service.",
+    "session": "Sign-in to the managed user pool: login, tokens, logout, password and MFA.",
+    "bootstrap": "What a web client reads before it signs in (public).",
+    "loginProfile": "The caller's own login profile.",
+    "constraints": "Permission constraints: who may use which method on which objects.",
+    "policy": "Decisions without side effects: check, explain, who-can, what-if and policy tests.",
+    "roles": "Roles that constraints grant permissions to.",
+    "userRoles": "Which roles each user holds.",
+    "routes": "API and web routes, and which of them a caller may use.",
+    "apiKeys": "Every user's API keys (administrators).",
+    "userApiKeys": "The caller's own API keys.",
+    "users": "Users of the managed user pool (administrators).",
+    "audit": "The audit log of changes and decisions.",
+}
+"""Each operation's tag (its category) and what the tag holds."""
+
+
+def _describe(doc: dict[str, Any]) -> None:
+    """Every operation described (its summary where it has no text of its own) and the tags they use listed
+    with their descriptions, in the order first used: the last step, over every path the document holds."""
+    ops = [op for item in doc["paths"].values() for op in item.values() if isinstance(op, dict)]
+    for op in ops:
+        if not op.get("description"):
+            op["description"] = op.get("summary", "")
+    used = dict.fromkeys(tag for op in ops for tag in op.get("tags", ()))
+    doc["tags"] = [{"name": tag, "description": TAGS.get(tag, tag)} for tag in used]
 
 
 _HEALTH = {

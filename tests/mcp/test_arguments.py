@@ -17,21 +17,24 @@ REFUSED = [
     ("request_machines", {"template_id": "web", "count": 1, "requested_count": 1}, "requested_count", None),
     ("create_request", {"template_id": "web", "count": 1}, "count", "additionalProperties"),
     ("create_request", {"templateId": "web", "requested_count": 1}, "templateId", "additionalProperties"),
-    ("get_request_status", {"request_id": "req-1"}, "request_id", "additionalProperties"),
+    ("get_request_status", {"request_ids": ["req-1"]}, "request_ids", "additionalProperties"),
+    ("get_request_status", {"requestId": "req-1"}, "requestId", "additionalProperties"),
     ("list_requests", {"provider": "local"}, "provider", "additionalProperties"),
     # values of another type than the schema's, which the operation model would coerce
     ("request_machines", {"template_id": "web", "count": "2"}, "count", "type"),
     ("request_machines", {"template_id": "web", "count": True}, "count", "type"),
     ("request_machines", {"template_id": "web", "count": 1, "wait": "yes"}, "wait", "type"),
     ("request_machines", {"template_id": "web", "count": 1, "wait": 1}, "wait", "type"),
-    ("get_request_status", {"request_ids": "req-1"}, "request_ids", "type"),
+    ("get_request_status", {"request_id": 7}, "request_id", "type"),
+    ("get_request_status", {"request_id": ["req-1", 7]}, "request_id.1", "type"),
     ("return_machines", {"machine_ids": "i-1"}, "machine_ids", "type"),
     # rules: bounds, patterns, enums, required
     ("request_machines", {"template_id": "web", "count": 0}, "count", "minimum"),
     ("request_machines", {"template_id": "web", "count": 1, "request_id": "x"}, "request_id", "pattern"),
     ("list_requests", {"status": "bogus"}, "status", "enum"),
     ("request_machines", {"template_id": "web"}, "count", "required"),
-    ("get_request_status", {"request_ids": []}, "request_ids", "minItems"),
+    ("get_request_status", {"request_id": []}, "request_id", "minItems"),
+    ("get_request_status", {}, "request_id", "required"),
 ]
 
 

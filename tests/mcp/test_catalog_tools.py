@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from pluginsdk import PluginSDK
+from pluginsdk.mcp.tools import renames
 from pluginsdk.operations import CATALOG
 from tests.mcp.helpers import connect
 
@@ -29,7 +30,7 @@ async def test_every_operation_is_a_tool_with_its_schema(local_sdk: PluginSDK, m
             tool = tools[name]
             schema = tool.input_schema
             assert schema["type"] == "object"
-            shown = spec.cls.mcp.extra_names if name != spec.mcp_names[0] else {}
+            shown = renames(name, spec)
             fields = {shown.get(f, f) for f in spec.input_fields}
             assert set(schema.get("properties", {})) == fields, name
             assert set(schema.get("required", [])) == {shown.get(f, f) for f in spec.required_fields}, name

@@ -20,7 +20,7 @@ async def test_provision_and_return_cycle(local_sdk: PluginSDK, mode: str) -> No
         assert not created.is_error and data(created)["template_id"] == "web"
         req = data(await client.call_tool("request_machines", {"template_id": "web", "count": 2, "wait": True}))
         assert req["status"] == "completed" and len(req["machines"]) == 2
-        status = data(await client.call_tool("get_request_status", {"request_ids": [req["request_id"]]}))
+        status = data(await client.call_tool("get_request_status", {"request_id": [req["request_id"]]}))
         assert status["requests"][0]["status"] == "completed"
         ids = [m["machine_id"] for m in req["machines"]]
         ret = data(await client.call_tool("return_machines", {"machine_ids": ids}))
@@ -138,3 +138,21 @@ async def test_denied_tools_answer_the_error_object(tmp_path: Path, mode: str) -
         with pytest.raises(MCPError) as denied:
             await client.read_resource("templates://")
         assert denied.value.data["error"]["error_code"] == "FORBIDDEN"
+
+
+async def test_get_request_status_takes_the_specs_request_id(backend_kind: str, tmp_path: Path) -> None:
+    """GetRequestQuery's `request_id`, as the SDK takes it: one id, or a list of ids; errors name it."""
+    async with open_sdk(backend_kind, tmp_path) as sdk, connect(sdk) as client:
+        await client.call_tool("create_template", {"template_id": "web", "image_id": "ami-1"})
+        made = [data(await client.call_tool("create_request", {"template_id": "web", "requested_count": 1}))]
+        made.append(data(await client.call_tool("create_request", {"template_id": "web", "requested_count": 1})))
+        ids = [m["request_id"] for m in made]
+        one = data(await client.call_tool("get_request_status", {"request_id": ids[0]}))
+        assert [r["request_id"] for r in one["requests"]] == ids[:1]
+        both = data(await client.call_tool("get_request_status", {"request_id": ids, "long": False}))
+        assert [r["request_id"] for r in both["requests"]] == ids
+        missing = failure(await client.call_tool("get_request_status", {"request_id": "req-nope"}))
+        assert missing["error_code"] == "REQUEST_NOT_FOUND"
+        blank = failure(await client.call_tool("get_request_status", {"request_id": [" "]}))
+        assert blank["details"]["field"].startswith("request_id") and "request_ids" not in blank["message"]
+        assert (await sdk.get_request_status(request_id=ids[0])).requests[0].request_id == ids[0]

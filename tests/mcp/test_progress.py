@@ -62,7 +62,7 @@ async def test_waiting_tool_notifies_rising_progress(tmp_path: Path, mode: str, 
         res = await client.call_tool(tool, args, progress_callback=on_progress)
         req = data(res)
         await arrived(seen, 3)
-        status = data(await client.call_tool("get_request_status", {"request_ids": [req["request_id"]]}))
+        status = data(await client.call_tool("get_request_status", {"request_id": [req["request_id"]]}))
     assert not res.is_error and req["status"] == "completed" and len(req["machines"]) == 3
     assert {m["status"] for m in req["machines"]} == {"running"}
     assert status["requests"][0]["status"] == "completed"

@@ -109,7 +109,7 @@ async def test_results_match_the_output_schemas(sdk: PluginSDK) -> None:
             ("get_template", {"template_id": "web"}),
             ("list_templates", {}),
             ("get_request", {"request_id": req["request_id"]}),
-            ("get_request_status", {"request_ids": [req["request_id"]]}),
+            ("get_request_status", {"request_id": req["request_id"]}),
             ("list_requests", {}),
             ("list_active_requests", {}),
             ("get_request_summary", {}),

@@ -1,18 +1,16 @@
 """Independent clients: the official MCP TypeScript SDK client and the MCP Inspector CLI drive `mcp serve --stdio`.
 
-The TypeScript client (`@modelcontextprotocol/sdk`, pinned with the Inspector CLI in `ts_client/package.json`
+The TypeScript client (`@modelcontextprotocol/sdk`, pinned with the Inspector CLI in `tests/clients/package.json`
 and its lockfile) compiles every tool's `outputSchema` with ajv when it lists the tools and checks each
 structured result against it, also on `isError` results. `ts_client/client.mjs` runs a plan of calls and
-resource reads and reports each call's result, or what the client threw. The packages are installed once per
-lockfile with `npm ci` into a cache directory outside the repository (`$PLUGINSDK_TEST_CACHE`, else
-`$XDG_CACHE_HOME/pluginsdk-tests`, else `~/.cache/pluginsdk-tests`). Skipped, saying why, only where Node.js
-(with npm) is absent or too old, or npm cannot install the packages.
+resource reads and reports each call's result, or what the client threw. The packages are the npm clients
+every test shares (`tests/support/npm.py`: one `npm ci` per lockfile into a cache directory outside the
+repository). Skipped, saying why, only where Node.js (with npm) is absent or too old, or npm cannot install
+the packages.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
 import json
 import os
 import shutil
@@ -26,50 +24,15 @@ import pytest
 from tests.mcp.helpers import SERVE
 
 HERE = Path(__file__).resolve().parent / "ts_client"
-PACKAGE_FILES = ("package.json", "package-lock.json")
 BUDGET = 60_000
 """Bytes of the default `tools/list` result (item 3 of issue 13)."""
 
 
-def _cache_root() -> Path:
-    explicit = os.environ.get("PLUGINSDK_TEST_CACHE")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pluginsdk-tests"
-
-
 @pytest.fixture(scope="session")
-def node_client() -> Path:
-    """A directory holding `client.mjs` beside the installed packages (installed at most once per lockfile)."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip("Node.js (node and npm on PATH) is not installed; the TypeScript MCP client needs Node.js 20+")
-    version = subprocess.run([node, "--version"], capture_output=True, text=True, check=True).stdout.strip()
-    if int(version.lstrip("v").split(".")[0]) < 20:
-        pytest.skip(f"Node.js {version} is older than 20, which the pinned MCP packages need")
-    digest = hashlib.sha256(b"".join((HERE / f).read_bytes() for f in PACKAGE_FILES)).hexdigest()[:16]
-    root = _cache_root() / f"mcp-ts-client-{digest}"
-    root.mkdir(parents=True, exist_ok=True)
-    with (root.parent / f"{root.name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # parallel sessions install once, one after the other
-        marker = root / "node_modules" / ".pluginsdk-installed"
-        if not marker.exists():
-            for name in PACKAGE_FILES:
-                shutil.copy2(HERE / name, root / name)
-            res = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"],
-                cwd=root,
-                capture_output=True,
-                text=True,
-                timeout=600,
-                check=False,
-            )
-            if res.returncode != 0:
-                pytest.skip(f"npm ci refused to install tests/mcp/ts_client: {res.stderr.strip()[-500:]}")
-            marker.touch()
-        shutil.copy2(HERE / "client.mjs", root / "client.mjs")  # beside node_modules, where its imports resolve
-    return root
+def node_client(npm_clients: Path) -> Path:
+    """The shared npm clients' directory, with `client.mjs` beside `node_modules` where its imports resolve."""
+    shutil.copy2(HERE / "client.mjs", npm_clients / "client.mjs")
+    return npm_clients
 
 
 @pytest.fixture
@@ -123,7 +86,7 @@ PROVISIONING_PLAN = [
     ("create_template", {"template_id": "web", "image_id": "ami-1"}),
     ("request_machines", {"template_id": "web", "count": 2, "wait": True}),
     ("get_request", {"request_id": "$result:1/request_id"}),
-    ("get_request_status", {"request_ids": ["$result:1/request_id"]}),
+    ("get_request_status", {"request_id": "$result:1/request_id"}),
     ("list_machines", {}),
     ("list_templates", {}),
     ("check_provider_health", {}),
@@ -136,7 +99,7 @@ PROVISIONING_PLAN = [
     ("request_machines", {"template_id": "web", "count": 0}),
     ("request_machines", {"template_id": "web", "machine_count": 1}),
     ("create_template", {"templateId": "x", "imageId": "ami-1"}),
-    ("get_request_status", {"request_ids": "req-1"}),
+    ("get_request_status", {"request_ids": ["req-1"]}),
     # provider failure: the provider holds 2 machines, both running
     ("request_machines", {"template_id": "web", "count": 1}),
     # tools this server does not have
@@ -264,7 +227,17 @@ def inspector(
 
 
 def test_inspector_cli(node_client: Path, server_env: dict[str, str]) -> None:
-    """`tools/call` (the Inspector lists the tools first, so it checks results against output schemas)."""
+    """`tools/list`, then `tools/call` (the Inspector lists the tools first, so it checks results against
+    output schemas)."""
+    listed = inspector(node_client, server_env, "--method", "tools/list")
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    tools = {t["name"]: t for t in json.loads(listed.stdout)["tools"]}
+    assert "request_id" in tools["get_request_status"]["inputSchema"]["required"]
+    status = ("--method", "tools/call", "--tool-name", "get_request_status", "--tool-arg", "request_id=req-nope")
+    missing = inspector(node_client, server_env, *status)
+    assert missing.returncode == 0, missing.stderr[-2000:]
+    assert json.loads(json.loads(missing.stdout)["content"][0]["text"])["error"]["error_code"] == "REQUEST_NOT_FOUND"
+
     args = ("--method", "tools/call", "--tool-name", "get_template", "--tool-arg", "template_id=nope")
     failed = inspector(node_client, server_env, *args)
     assert failed.returncode == 0, failed.stderr[-2000:]

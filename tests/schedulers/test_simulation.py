@@ -36,20 +36,19 @@ REQUESTS, PER_REQUEST = 4, 50
 MAX_POLLS = 20
 POLL_SECONDS = 0.25
 EARLY_RETURNS = 6
+SIMULATED = (
+    "    boot_delay: 3\n    terminate_delay: 0.2\n    failure_rate: 0.1\n    terminate_failure_rate: 0.3\n    seed: 4\n"
+)
 
 
 class Scheduler:
     """Runs the shipped scripts as the scheduler does: input in a file, `-f FILE`, JSON on stdout."""
 
-    def __init__(self, kind: str, tmp_path: Path) -> None:
+    def __init__(self, kind: str, tmp_path: Path, local: str = SIMULATED) -> None:
         self.kind = kind
         self.dir = tmp_path
         cfg = tmp_path / "pluginsdk.yaml"
-        cfg.write_text(
-            "provider:\n  local:\n    boot_delay: 3\n    terminate_delay: 0.2\n    failure_rate: 0.1\n"
-            "    terminate_failure_rate: 0.3\n    seed: 4\n"
-            "scheduler:\n  grace_period: 60\n"
-        )
+        cfg.write_text(f"provider:\n  local:\n{local}scheduler:\n  grace_period: 60\n")
         (tmp_path / "templates").mkdir()
         attributes = {"zone": ["String", "us-east-1a"]} if kind == "lsf" else {"ncpus": ["Numeric", "3"]}
         (tmp_path / "templates" / "sim.json").write_text(json.dumps({"templates": [{
@@ -189,3 +188,29 @@ def test_scheduler_simulation(kind: str, tmp_path: Path) -> None:
     assert all(m["result"] == "fail" for m in withdrawn)
     # the others of them came up before the return reached them, or failed to boot
     assert all(by_name[n]["result"] in ("succeed", "fail") for n in early)
+
+
+def _strings(entry: dict[str, Any]) -> dict[str, Any]:
+    return {k: entry[k] for k in ("machineId", "name", "result", "privateIpAddress", "publicIpAddress", "message")}
+
+
+@pytest.mark.parametrize("kind", ["hostfactory", "lsf"])
+def test_string_fields_are_never_null(kind: str, tmp_path: Path) -> None:
+    """A machine without an address (none public on `local`; refused by the provider on its return request)
+    reads `""` in every field IBM types as a string, never `null`."""
+    run = Scheduler(kind, tmp_path, local="    boot_delay: 0\n    terminate_failure_rate: 1.0\n    seed: 1\n")
+    made = run("requestMachines", {"template": {"templateId": "sim-4", "machineCount": 1}})["requestId"]
+    for _ in range(MAX_POLLS):
+        (entry,) = run("getRequestStatus", {"requests": [{"requestId": made}]})["requests"]
+        if entry["status"] != "running":
+            break
+        time.sleep(POLL_SECONDS)
+    (machine,) = entry["machines"]
+    assert machine["result"] == "succeed" and machine["privateIpAddress"] and machine["publicIpAddress"] == ""
+    back = run("requestReturnMachines", {"machines": [{"name": machine["name"]}]})["requestId"]
+    (entry,) = run("getRequestStatus", {"requests": [{"requestId": back}]})["requests"]
+    (refused,) = entry["machines"]
+    assert refused["result"] == "fail" and "provider failed" in refused["message"]
+    assert refused["privateIpAddress"] == refused["publicIpAddress"] == ""
+    for m in (machine, refused):
+        assert None not in _strings(m).values(), m

@@ -28,7 +28,8 @@ Rules the document cannot state (`FIT`), applied to positive stateful cases only
 by a refusal that says nothing about the link being walked (the other phases send what was generated):
 - a constraint's criteria name fields of its `objectType` (the schema lists every type's fields), and it has
   at least one criterion;
-- a self-service key expires within a year of now; a key update changes something and not the key's name;
+- a self-service key expires within a year of now; a key update changes something;
+- a body that repeats its path's id (`constraintId`, as the VAMS form does) repeats it exactly;
 - an administrator's key acts as a user who holds a role (`administrator`), user-role writes give a role that
   exists (`admin`), in this configuration;
 - a machine request asks for 1-3 machines: within the per-request limit (`max_machines_per_request`, 1000),
@@ -43,18 +44,19 @@ import os
 from typing import Any
 
 import schemathesis
+from pydantic.alias_generators import to_camel
 
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
 
 KEYS: dict[str, tuple[str, str, int]] = {
     "POST /api/v1/templates": ("body", "template_id", 255),
-    "POST /roles": ("body", "role_name", 64),
+    "POST /roles": ("body", "roleName", 64),
     "POST /auth/constraints/{constraint_id}": ("path_parameters", "constraint_id", 128),
-    "POST /auth/api-keys": ("body", "api_key_name", 128),
-    "POST /auth/user/api-keys": ("body", "api_key_name", 128),
-    "POST /user/managed": ("body", "user_id", 256),
-    "POST /user/cognito": ("body", "user_id", 256),
-    "POST /user-roles": ("body", "user_id", 256),
+    "POST /auth/api-keys": ("body", "apiKeyName", 128),
+    "POST /auth/user/api-keys": ("body", "apiKeyName", 128),
+    "POST /user/managed": ("body", "userId", 256),
+    "POST /user/cognito": ("body", "userId", 256),
+    "POST /user-roles": ("body", "userId", 256),
 }
 """Create (operation label) -> where its client-chosen key is, its name and its maximum length."""
 
@@ -114,6 +116,15 @@ def before_call(context: Any, case: Any, **kwargs: Any) -> None:
         if not isinstance(case.body, dict):  # an update's optional body left out
             case.body = {}
         FIT[label](case.body)
+    _fresh_key(case, label)
+    if isinstance(case.body, dict):  # a body may repeat its path's id (VAMS), not contradict it
+        for name, value in (case.path_parameters or {}).items():
+            if to_camel(name) in case.body:
+                case.body[to_camel(name)] = value
+
+
+def _fresh_key(case: Any, label: str) -> None:
+    """The create's client-chosen key with a suffix unique to the run (once per case)."""
     where = KEYS.get(label)
     if where is None:
         return
@@ -127,28 +138,27 @@ def before_call(context: Any, case: Any, **kwargs: Any) -> None:
 
 
 def _constraint(body: dict[str, Any]) -> None:
-    fields = OBJECT_TYPES.get(body.get("object_type", ""))
+    fields = OBJECT_TYPES.get(body.get("objectType", ""))
     if not fields:
         return
-    for key in ("criteria_and", "criteria_or"):
+    for key in ("criteriaAnd", "criteriaOr"):
         for i, criterion in enumerate(body.get(key) or []):
             if isinstance(criterion, dict):
                 criterion["field"] = fields[i % len(fields)]
-    if not body.get("criteria_and") and not body.get("criteria_or"):
-        body["criteria_and"] = [{"field": fields[0], "operator": "equals", "value": "*"}]
+    if not body.get("criteriaAnd") and not body.get("criteriaOr"):
+        body["criteriaAnd"] = [{"field": fields[0], "operator": "equals", "value": "*"}]
 
 
 def _within_a_year(body: dict[str, Any]) -> None:
-    if "expires_at" in body:
-        body["expires_at"] = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=30)).isoformat()
+    if "expiresAt" in body:
+        body["expiresAt"] = (datetime.datetime.now(datetime.UTC) + datetime.timedelta(days=30)).isoformat()
 
 
 def _key_update(body: dict[str, Any]) -> None:
-    body.pop("api_key_name", None)
-    if not body.keys() & {"description", "expires_at", "is_active"}:
+    if not body.keys() & {"description", "expiresAt", "isActive"}:
         body["description"] = "changed by schemathesis"
-    if body.get("is_active") not in (None, "true", "false"):
-        body["is_active"] = "true"
+    if body.get("isActive") not in (None, "true", "false"):
+        body["isActive"] = "true"
     if body.get("description") is None:
         body["description"] = "changed by schemathesis"
 
@@ -159,11 +169,11 @@ def _my_key_update(body: dict[str, Any]) -> None:
 
 
 def _key_user(body: dict[str, Any]) -> None:
-    body["user_id"] = "administrator"
+    body["userId"] = "administrator"
 
 
 def _known_role(body: dict[str, Any]) -> None:
-    body["role_name"] = ["admin"]
+    body["roleName"] = ["admin"]
 
 
 def _request_count(body: dict[str, Any]) -> None:

@@ -2,8 +2,9 @@
 rules), openapi-python-client (a generated client used against a real server), and what it declares
 (security, unique names, stable operationIds, defaults, rules) held against what the server does.
 
-Redocly is installed with npm from `tests/server/redocly/package.json` and its lockfile into a cache
-directory outside the repository; the test skips, saying why, only where Node.js/npm are absent.
+Redocly is one of the npm clients every test shares (`tests/support/npm.py`: `tests/clients/package.json`
+and its lockfile, installed into a cache directory outside the repository); the test skips, saying why,
+only where Node.js/npm are absent or npm refuses the install.
 """
 
 from __future__ import annotations
@@ -12,9 +13,7 @@ import asyncio
 import importlib
 import inspect
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 from collections import Counter
@@ -24,6 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
+from pydantic.alias_generators import to_snake
 
 from pluginsdk.operations import CATALOG
 from pluginsdk.server._openapi import SECURITY
@@ -31,7 +31,6 @@ from tests.support.backends import base_config
 from tests.support.remote import admin_key, running_server
 
 HERE = Path(__file__).parent
-CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "pluginsdk-tests"
 
 
 class Served:
@@ -66,24 +65,8 @@ def test_openapi_spec_validator_accepts_the_document(served: Served) -> None:
     validate(served.document)
 
 
-def _redocly() -> Path:
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.skip("Node.js/npm not installed: Redocly CLI cannot run here")
-    target = CACHE / "redocly"
-    binary = target / "node_modules" / ".bin" / "redocly"
-    lock = (HERE / "redocly" / "package-lock.json").read_text()
-    if not binary.exists() or (target / "package-lock.json").read_text() != lock:
-        target.mkdir(parents=True, exist_ok=True)
-        for name in ("package.json", "package-lock.json"):
-            shutil.copy(HERE / "redocly" / name, target / name)
-        subprocess.run(
-            ["npm", "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=target, check=True, capture_output=True
-        )
-    return binary
-
-
-def test_redocly_recommended_rules_report_no_errors(served: Served, tmp_path: Path) -> None:
-    binary = _redocly()
+def test_redocly_recommended_rules_report_no_errors(served: Served, npm_clients: Path, tmp_path: Path) -> None:
+    binary = npm_clients / "node_modules" / ".bin" / "redocly"
     path = tmp_path / "openapi.json"
     path.write_text(json.dumps(served.document))
     done = subprocess.run(
@@ -230,7 +213,7 @@ def test_declared_query_defaults_are_the_server_defaults(served: Served) -> None
         for param in op.get("parameters", []):
             if param["in"] != "query" or "default" not in param["schema"]:
                 continue
-            name = param["name"]
+            name = to_snake(param["name"])  # auth-service routes document the camelCase name
             server_default = spec.rest.defaults.get(name, spec.cls.model_fields[name].default)
             assert param["schema"]["default"] == server_default, (spec.name, name)
     long_param = next(
