@@ -151,3 +151,15 @@ async def test_mcp_page_profile_counts_and_error_are_the_servers(tmp_path: Path)
             failed = await client.call_tool("get_template", {"template_id": "nope"})
     assert failed.is_error and failed.structured_content is None
     assert json.loads(failed.content[0].text) == example  # type: ignore[union-attr]
+
+
+def test_readme_commands_install_what_the_readme_shows() -> None:
+    """The first command installs the extras `server start` and `mcp serve` need; the second is what CI runs."""
+    first, second = (
+        line for line in blocks(ROOT / "README.md")[0].body.splitlines() if line.startswith("python3 -m venv")
+    )
+    extras = re.search(r"-e '\.\[([\w,]+)\]'", first)
+    assert extras and {"server", "mcp"} <= set(extras[1].split(",")), first
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    for step in second.split(" && "):
+        assert step in ci, f"README's test command step {step!r} is not in .ci/run"

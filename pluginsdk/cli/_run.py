@@ -159,6 +159,10 @@ def run_operation(
                 result = await _wait(sdk, spec, params, state)
             else:
                 result = await sdk.call(spec.name, **params)
+            if spec.name == "login":
+                from ._challenge import answer_challenges
+
+                result = await answer_challenges(sdk, params, result)
             timed_out = state.get("elapsed", 0.0) >= float(params.get("timeout") or 3600)
             code = outcome(spec.name, params, result, timed_out=timed_out)
             state["code"] = code if strategy.name == "default" else OK
