@@ -6,7 +6,8 @@ A fenced block's info string says what it is:
   provider), in a scratch directory, with a timeout;
 - ```` ```python run server ```` — the same with a server on that store: `PLUGIN_API_URL` and
   `PLUGIN_API_KEY` (an administrator's key) are set, so `PluginSDK(backend="remote")` reaches it;
-- ```` ```bash run ```` — shell commands (`bash -e`), `pluginsdk` on PATH;
+- ```` ```bash run ```` — shell commands (`bash -e`), `pluginsdk` and `python` on PATH, `scripts/` and
+  `examples/` beside them as in the repository's root;
 - ```` ```yaml file=NAME ```` (any language) — a file the page's runnable blocks use, written first.
 
 Every ```` ```python ```` block is a runnable script (an SDK example is never a fragment). The blocks of
@@ -117,6 +118,8 @@ def test_runnable_blocks_run(page: Path, tmp_path: Path) -> None:
     config_file = tmp_path / "config.yaml"
     config_file.write_text(yaml.safe_dump(config), encoding="utf-8")
     env = _env(tmp_path, config_file)
+    for shipped in ("scripts", "examples"):  # blocks run "from the repository's root" find these
+        (tmp_path / shipped).symlink_to(ROOT / shipped)
     for b in page_blocks:
         if b.file_name:
             (tmp_path / b.file_name).write_text(b.body, encoding="utf-8")

@@ -271,7 +271,7 @@ class OperationCommand(click.Command):
                 if isinstance(param, click.Option) and param.name in docs:
                     param.help = " ".join(filter(None, (_one_line(docs[param.name]), param.help)))
             self.argument_docs = [
-                (p.make_metavar(ctx), " ".join(filter(None, (_one_line(docs.get(p.name or "", "")), _argument_extra(p)))))
+                (p.make_metavar(ctx), _one_line(f"{docs.get(p.name or '', '')} {_argument_extra(p)}"))
                 for p in self.params
                 if isinstance(p, FieldArgument)
             ]

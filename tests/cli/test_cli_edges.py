@@ -478,7 +478,7 @@ def test_a_user_with_no_roles_is_told_so(env: dict[str, str]) -> None:
     assert out["error_code"] == "FORBIDDEN" and "holds no role" in out["error"]
 
 
-def test_auth_login_asks_for_the_password_without_echo_on_a_terminal(env: dict[str, str]) -> None:
+def test_auth_login_asks_for_the_password_and_the_new_one_without_echo_on_a_terminal(env: dict[str, str]) -> None:
     import fcntl
     import pty
     import termios
@@ -499,10 +499,13 @@ def test_auth_login_asks_for_the_password_without_echo_on_a_terminal(env: dict[s
     os.close(slave)
     seen = b""
     deadline = time.monotonic() + 60
-    while b"Password" not in seen:
-        assert time.monotonic() < deadline and proc.poll() is None, seen
-        seen += os.read(master, 1024)
-    os.write(master, temp.encode() + b"\n")
+    new = "Fresh-Passw0rd-42"
+    for prompt, answer in (("Password", temp), ("New password", new), ("Repeat for confirmation", new)):
+        while prompt.encode() not in seen:
+            assert time.monotonic() < deadline and proc.poll() is None, seen
+            seen += os.read(master, 1024)
+        seen = seen.replace(prompt.encode(), b"", 1)
+        os.write(master, answer.encode() + b"\n")
     out, err = proc.communicate(timeout=60)
     try:
         while chunk := os.read(master, 1024):
@@ -511,8 +514,10 @@ def test_auth_login_asks_for_the_password_without_echo_on_a_terminal(env: dict[s
         pass
     os.close(master)
     assert proc.returncode == 0, out + err
-    assert json.loads(out)["challenge_name"] == "NEW_PASSWORD_REQUIRED"
-    assert temp.encode() not in seen and temp not in out + err  # never echoed
+    signed_in = json.loads(out)  # the temporary password's challenge answered at the prompt
+    assert signed_in.get("challenge_name") is None and signed_in["access_token"], signed_in
+    for secret in (temp, new):
+        assert secret.encode() not in seen and secret not in out + err  # never echoed
 
 
 def test_list_options_take_json_items_whole(env: dict[str, str]) -> None:
