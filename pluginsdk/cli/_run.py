@@ -130,7 +130,7 @@ def run_operation(
 
     from ..errors import SDKError
     from ..schedulers import get_strategy
-    from ._exit import ERROR, INTERRUPTED, OK, outcome
+    from ._exit import ERROR, INTERRUPTED, OK, missing_ids, outcome
 
     check_output(ctx.options.get("output"))
     _check_dry_run(ctx, spec)
@@ -166,10 +166,8 @@ def run_operation(
             timed_out = state.get("elapsed", 0.0) >= float(params.get("timeout") or 3600)
             code = outcome(spec.name, params, result, timed_out=timed_out)
             state["code"] = code if strategy.name == "default" else OK
-            output = strategy.render(spec.name, params, result, sdk.settings)
-            if params.get("dry_run") and strategy.name == "default" and isinstance(output, dict):
-                output.pop("request_id", None)  # nothing was recorded: an id would later read as not found
-            return output
+            state["missing"] = missing_ids(spec.name, params, result)
+            return strategy.render(spec.name, params, result, sdk.settings)
 
     try:
         state["strategy"] = get_strategy(_strategy_name(ctx))
@@ -187,6 +185,11 @@ def run_operation(
         _interrupted(ctx, state)
         sys.exit(INTERRUPTED)
     emit(ctx, output)
+    if state.get("missing") and state.get("code") == ERROR:
+        kind = "Request" if spec.name == "get_request_status" else "Machine"
+        listing = "requests list" if kind == "Request" else "machines list"
+        click.echo(f"Error: {kind}(s) not found: {', '.join(state['missing'])}.", err=True)
+        click.echo(f"See `pluginsdk {listing}` for the ones that exist.", err=True)
     sys.exit(state.get("code", OK))
 
 

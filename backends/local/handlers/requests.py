@@ -117,8 +117,7 @@ async def create_request(engine: Engine, op: CreateRequestCommand, principal: Pr
     template = await _launchable(engine, op)
     driver = await engine.provider_for(template)
     if op.dry_run:
-        return RequestCreated(
-            request_id=request_id,
+        return RequestCreated(  # no request_id: nothing was recorded, an id would read as not found
             status="dry-run",
             dry_run=True,
             message=f"Dry run: {counted(op.requested_count, 'machine')} of '{op.template_id}' would be requested "
