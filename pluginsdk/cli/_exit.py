@@ -30,7 +30,8 @@ USAGE = 2
 NOT_DONE = 3
 """It ran, but did not do what was asked: a waited-for request failed or was cancelled, `machines return`
 returned nothing, `templates validate` found the template invalid, `system health` found the provider
-unhealthy."""
+unhealthy; or the answer is no: `auth check`, `auth is-allowed` and `auth explain` decided deny (so a script
+can write `if pluginsdk auth check ...; then`, as with test(1))."""
 PARTIAL = 4
 """A waited-for request ended partial: some machines came up, some did not."""
 TIMED_OUT = 5
@@ -40,6 +41,10 @@ OUTPUT_FAILED = 6
 """The operation succeeded but `--output FILE` could not be written; the result went to stdout."""
 INTERRUPTED = 130
 """Ctrl-C (SIGINT)."""
+
+
+_DECISIONS = frozenset({"check_access", "is_allowed", "explain_access"})
+"""Operations that answer one allow/deny decision."""
 
 
 def outcome(operation: str, params: dict[str, Any], result: Any, *, timed_out: bool = False) -> int:
@@ -60,6 +65,8 @@ def outcome(operation: str, params: dict[str, Any], result: Any, *, timed_out: b
         return OK if getattr(result, "healthy", True) else NOT_DONE
     if operation == "validate_template":
         return OK if getattr(result, "valid", True) else NOT_DONE
+    if operation in _DECISIONS:
+        return OK if getattr(result, "allowed", True) else NOT_DONE
     return OK
 
 
