@@ -166,3 +166,54 @@ def test_readme_commands_install_what_the_readme_shows() -> None:
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     for step in second.split(" && "):
         assert step in ci, f"README's test command step {step!r} is not in .ci/run"
+
+
+OTHER_TOOLS = {
+    "--check": "python -m pluginsdk._stubgen",
+    "--help": "every command",
+    "--flag": "cli.md's pattern of boolean options",
+    "--no-flag": "cli.md's pattern of boolean options",
+    "--kebab-case": "cli.md's naming pattern",
+    "--options": "cli.md's pattern",
+    "--cli": "the MCP Inspector",
+    "--tool-name": "the MCP Inspector",
+    "--tool-arg": "the MCP Inspector",
+    "--uri": "the MCP Inspector",
+    "--url": "openapi-python-client",
+    "--meta": "openapi-python-client",
+    "--clean": "pg_restore",
+    "--dbname": "pg_restore",
+}
+"""Options the pages name that belong to other programs (benchmarks.md names bench/ scripts' options)."""
+
+
+def test_every_option_the_docs_name_exists() -> None:
+    """An option written in README or docs is one the CLI has (no `--input-file` where it is `--file`)."""
+    import click
+
+    from pluginsdk.cli import cli
+    from pluginsdk.cli._build import command_for
+    from pluginsdk.operations import CATALOG
+
+    known: set[str] = set()
+
+    def walk(cmd: click.Command) -> None:
+        for p in cmd.params:
+            known.update(o for o in (*p.opts, *p.secondary_opts) if o.startswith("--"))
+        if isinstance(cmd, click.Group):
+            ctx = click.Context(cmd)
+            for name in cmd.list_commands(ctx):
+                if (sub := cmd.get_command(ctx, name)) is not None:
+                    walk(sub)
+
+    walk(cli)
+    for spec in CATALOG.values():
+        walk(command_for(spec))
+    unknown = {
+        (m.group(0), page.name)
+        for page in PAGES
+        if page.name != "benchmarks.md"
+        for m in re.finditer(r"(?<![\w-])--[a-z][a-z0-9-]+", page.read_text(encoding="utf-8"))
+        if m.group(0) not in known and m.group(0) not in OTHER_TOOLS
+    }
+    assert not unknown, sorted(unknown)
