@@ -532,5 +532,7 @@ def test_list_options_take_json_items_whole(env: dict[str, str]) -> None:
     assert broken.code == 2 and "--questions" in broken.err and "not valid JSON" in broken.err
     listed = ok(env, "auth", "check-batch", "--questions", admin, "--allowed-only", "--questions", nobody)
     assert listed["allowed"] == [True, False]
-    roles = ok(env, "auth", "check", "asset", "GET", "--roles", "admin,reader", "--roles", "x")
+    roles = ok(
+        env, "auth", "check", "asset", "GET", "--roles", "admin,reader", "--roles", "x", "--attributes", "databaseId=d"
+    )
     assert roles["roles"] == ["admin"]  # three names split on commas; only the existing one counts
