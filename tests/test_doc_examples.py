@@ -217,3 +217,43 @@ def test_every_option_the_docs_name_exists() -> None:
         if m.group(0) not in known and m.group(0) not in OTHER_TOOLS
     }
     assert not unknown, sorted(unknown)
+
+
+async def test_policy_page_explain_table_is_what_the_cli_prints(tmp_path: Path) -> None:
+    """docs/policy.md's `auth explain ... --format table` output, for its own end-to-end policy."""
+    from pluginsdk import PluginSDK
+
+    config = base_config(tmp_path)
+    async with PluginSDK(config=config) as admin:
+        await admin.create_role(role_name="editor", description="edits project documents")
+        await admin.import_constraints_template(
+            constraints=[
+                {
+                    "constraintId": "edit-projects",
+                    "name": "editors",
+                    "description": "edit project documents",
+                    "objectType": "asset",
+                    "criteriaAnd": [{"field": "databaseId", "operator": "starts_with", "value": "proj-"}],
+                    "groupPermissions": [
+                        {"groupId": "editor", "permission": m, "permissionType": "allow"} for m in ("GET", "PUT")
+                    ],
+                }
+            ]
+        )
+        await admin.create_user_roles("alice", ["editor"])
+    text = (ROOT / "docs" / "policy.md").read_text(encoding="utf-8")
+    command = re.search(r"`pluginsdk (auth explain [^`]+)`", text.replace("\n", " "))
+    assert command, "policy.md names no `pluginsdk auth explain ...` command"
+    shown = next(b.body for b in blocks(ROOT / "docs" / "policy.md") if b.body.startswith("KIND"))
+    config_file = tmp_path / "config.yaml"
+    config_file.write_text(yaml.safe_dump(config), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pluginsdk", *command[1].split()],
+        env=_env(tmp_path, config_file),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == shown.split()
