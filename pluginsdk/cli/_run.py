@@ -93,11 +93,13 @@ def _read_text(path: str) -> str:
         ) from None
 
 
-def _ask_secrets(spec: OperationSpec, params: dict[str, Any]) -> None:
+def _ask_secrets(spec: OperationSpec, params: dict[str, Any]) -> bool:
     """Ask for a required secret (a password) that was not given: hidden on a terminal, else one stdin line.
 
     A password never has to be written on the command line, where shell history and `ps` would keep it.
+    Returns whether a line of piped stdin was read (so the input is meant to come from there).
     """
+    piped = False
     fields = spec.cls.model_fields
     for name in getattr(spec.cls, "secret_fields", ()):
         field = fields.get(name)
@@ -109,6 +111,8 @@ def _ask_secrets(spec: OperationSpec, params: dict[str, Any]) -> None:
             params[name] = click.prompt(label, hide_input=True, err=True, confirmation_prompt=confirm)
         else:
             params[name] = sys.stdin.readline().rstrip("\r\n")
+            piped = True
+    return piped
 
 
 def _strategy_name(ctx: Context) -> str | None:
@@ -152,7 +156,7 @@ def run_operation(
             if whole and raw and whole not in raw:  # the file is the one body field (templates validate)
                 raw = {whole: raw}
             params = strategy.parse_input(spec.name, raw) | given
-            _ask_secrets(spec, params)
+            piped = _ask_secrets(spec, params)
             if ctx.options.get("dry_run"):
                 params.setdefault("dry_run", True)
             if params.get("wait") and spec.name == "create_request":
@@ -162,7 +166,7 @@ def run_operation(
             if spec.name == "login":
                 from ._challenge import answer_challenges
 
-                result = await answer_challenges(sdk, params, result)
+                result = await answer_challenges(sdk, params, result, piped=piped)
             timed_out = state.get("elapsed", 0.0) >= float(params.get("timeout") or 3600)
             code = outcome(spec.name, params, result, timed_out=timed_out)
             state["code"] = code if strategy.name == "default" else OK

@@ -119,3 +119,29 @@ def test_help_names_what_the_confusable_fields_mean(command: tuple[str, str]) ->
     text = " ".join(CliRunner().invoke(cli_group, [*command, "--help"]).output.split())
     expected = "local provider" if command[0] == "templates" else "not the provisioning request"
     assert expected in text, text
+
+
+def test_auth_login_with_the_password_given_never_waits_on_stdin(env: dict[str, str]) -> None:
+    """`--password` on the command line and stdin an open pipe (a CI runner): the challenge is printed at once."""
+    import subprocess
+    import time
+
+    from tests.cli.test_cli_edges import PLUGINSDK
+
+    env = _managed(env)
+    temp = ok(env, "users", "create", "ann", "ann@example.com")["temporary_password"]
+    proc = subprocess.Popen(
+        [PLUGINSDK, "--format", "json", "auth", "login", "ann", "--password", temp],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+    )  # fmt: skip
+    try:  # stdin stays open: a command reading it would never end
+        deadline = time.monotonic() + 60
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, "auth login waited on stdin"
+            time.sleep(0.05)
+        assert proc.stdout is not None
+        out = proc.stdout.read()
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode == 0 and "--new-password" in out, out
