@@ -40,7 +40,7 @@ class SDKMethods:
     @overload
     async def create_request(self, template_id: str, *, machine_count: int, timeout: int = ..., request_id: str | None = ..., tags: dict[str, str] = ..., additional_data: dict[str, Any] = ..., wait: bool = ..., dry_run: bool = ...) -> RequestCreated:
         """Request machines from a template."""
-    async def create_return_request(self, machine_ids: list[str] = ..., force_return: bool = ..., return_all: bool = ..., timeout: int = ..., request_id: str | None = ..., dry_run: bool = ...) -> ReturnRequestCreated:
+    async def create_return_request(self, machine_ids: list[str] = ..., force_return: bool = ..., return_all: bool = ..., timeout: int = ..., from_request_id: str | None = ..., request_id: str | None = ..., dry_run: bool = ...) -> ReturnRequestCreated:
         """Return machines to the provider (terminate them)."""
     async def create_role(self, role_name: str, description: str, source: str | None = ..., source_identifier: str | None = ..., mfa_required: bool = ...) -> RoleWritten:
         """Create a role."""

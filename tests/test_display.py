@@ -81,3 +81,20 @@ def test_results_display_in_a_jupyter_notebook(tmp_path: Path) -> None:
     assert listed[0].data["text/plain"].startswith("TemplateList\n  templates (2):")
     assert "template_id: web" in one[0].data["text/plain"] and "ami-1" in one[0].data["text/html"]
     assert printed[0].text.startswith("TemplateList(templates=[2 Template], total_count=2, message=")
+
+
+async def test_tables_keep_the_key_columns(backend_kind: str, tmp_path: Path) -> None:
+    """A failed machine's reason, a constraint's permissions and an audit record's change are in the tables."""
+    from tests.support.backends import open_sdk
+
+    async with open_sdk(backend_kind, tmp_path, provider={"local": {"failure_rate": 1.0, "boot_delay": 0.05}}) as sdk:
+        await sdk.create_template(template_id="web", image_id="ami-1", instance_type="t3.small")
+        await sdk.create_request("web", 1, wait=True)
+        machines = pretty(await sdk.list_machines())
+        assert "status_reason" in machines.splitlines()[2] and "failed" in machines
+        constraints = await sdk.list_constraints()
+        assert "role:admin allow GET, PUT, POST, DELETE" in pretty(constraints)
+        assert ">permissions<" in constraints._repr_html_()
+        await sdk.create_role(role_name="viewer", description="reads things")
+        audit = pretty(await sdk.list_audit_records())
+        assert "change" in audit and "created" in audit

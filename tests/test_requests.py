@@ -111,8 +111,8 @@ async def test_dry_run_never_reaches_the_provider(web: PluginSDK) -> None:
     assert res.dry_run and res.status == "dry-run" and "nothing was created" in res.message
     assert (await web.list_requests()).total_count == 0
     assert (await web.list_machines()).total_count == 0
-    with pytest.raises(NotFoundError):
-        await web.get_request(res.id)
+    assert res.request_id is None and res.id is None  # nothing recorded: no id that would read as not found
+    assert "request_id" in res.to_dict() and res.to_dict()["request_id"] is None
 
 
 async def test_failures_make_a_failed_request(backend_kind: str, tmp_path: Path) -> None:
@@ -364,3 +364,21 @@ async def test_cleanup_all_and_terminated_machines(web: PluginSDK) -> None:
     res = await web.cleanup_all_resources(older_than_days=0)
     assert res.total_cleaned == res.requests_cleaned + res.machines_cleaned
     assert ret.request_id in res.request_ids_found and req.id not in res.request_ids_found
+
+
+async def test_return_the_machines_of_a_provisioning_request_in_one_step(web: PluginSDK) -> None:
+    res = await web.create_request("web", 2, wait=True)
+    assert res.id is not None
+    with pytest.raises(ValidationError) as mixed_up:  # request_id is the new return's own id, and says so
+        await web.create_return_request(request_id=res.id)
+    assert "from_request_id" in str(mixed_up.value) and mixed_up.value.details["field"] == "request_id"
+    ret = await web.create_return_request(from_request_id=res.id)
+    assert sorted(ret.processed_machines) == sorted(m.machine_id for m in res.machines) and ret.request_id
+    again = await web.create_return_request(from_request_id=res.id)  # nothing left: each skipped, with why
+    assert again.processed_machines == []
+    assert {s.machine_id for s in again.skipped_machines} == set(ret.processed_machines)
+    with pytest.raises(NotFoundError):
+        await web.create_return_request(from_request_id="req-does-not-exist")
+    with pytest.raises(ValidationError) as not_provisioning:
+        await web.create_return_request(from_request_id=ret.request_id)
+    assert not_provisioning.value.details["field"] == "from_request_id"

@@ -144,14 +144,23 @@ def _option_for(name: str, field: Any, secret: bool = False) -> click.Option:
         items = "(repeatable JSON objects, or one JSON array)" if _objects(base) else "(repeatable, or comma-separated)"
         return FieldOption([flag], multiple=True, help=items, **shown)
     if typing.get_origin(base) is dict or base is dict:
+        again = ", a key given again adds a value to its list" if _list_values(base) else ""
         return FieldOption(
-            [flag], multiple=True, help="(key=value[,key=value...] or a JSON object; repeatable)", **shown
+            [flag], multiple=True, help=f"(key=value[,key=value...]{again}, or a JSON object; repeatable)", **shown
         )
     if secret:
         shown["field_required"] = False  # asked for, hidden, when not given
         hint = "(asked for, hidden, when not given; or one line of stdin when piped)" if field.is_required() else None
         return FieldOption([flag], default=None, help=hint, **shown)
     return FieldOption([flag], type=_param_type(annotation), default=None, required=False, **shown)
+
+
+def _list_values(dict_type: Any) -> bool:
+    """Whether a map field's values are lists (`user_roles`: user -> roles)."""
+    import typing
+
+    args = typing.get_args(dict_type)
+    return len(args) == 2 and typing.get_origin(_base(args[1])) is list
 
 
 def _objects(list_type: Any) -> bool:
@@ -191,12 +200,16 @@ def _coerce(value: Any, annotation: Any, name: str) -> Any:
     if typing.get_origin(base) is list:
         return _list_items(value, name)
     if typing.get_origin(base) is dict or base is dict:
-        return _key_values(value, name)
+        return _key_values(value, name, lists=_list_values(base))
     return value
 
 
-def _key_values(items: Any, name: str) -> dict[str, Any]:
-    """`--tags a=1,b=2 --tags c=3` or `--tags '{"a": "1"}'` -> one dict; anything else is a usage error."""
+def _key_values(items: Any, name: str, *, lists: bool = False) -> dict[str, Any]:
+    """`--tags a=1,b=2 --tags c=3` or `--tags '{"a": "1"}'` -> one dict; anything else is a usage error.
+
+    With `lists` (a map whose values are lists) each key=value adds the value to the key's list:
+    `--user-roles dave=editor,dave=viewer` is `{"dave": ["editor", "viewer"]}`.
+    """
     hint = f"'--{name.replace('_', '-')}'"
     out: dict[str, Any] = {}
     for item in items:
@@ -216,7 +229,10 @@ def _key_values(items: Any, name: str) -> dict[str, Any]:
                 raise click.BadParameter(
                     f"{pair!r} is not key=value (give key=value[,key=value...] or a JSON object).", param_hint=hint
                 )
-            out[key.strip()] = val
+            if lists:
+                out.setdefault(key.strip(), []).append(val)
+            else:
+                out[key.strip()] = val
     return out
 
 
@@ -253,9 +269,9 @@ class OperationCommand(click.Command):
             docs = self.spec.field_docs()
             for param in self.params:
                 if isinstance(param, click.Option) and param.name in docs:
-                    param.help = " ".join(filter(None, (docs[param.name], param.help)))
+                    param.help = " ".join(filter(None, (_one_line(docs[param.name]), param.help)))
             self.argument_docs = [
-                (p.make_metavar(ctx), " ".join(filter(None, (docs.get(p.name or ""), _argument_extra(p)))))
+                (p.make_metavar(ctx), _one_line(f"{docs.get(p.name or '', '')} {_argument_extra(p)}"))
                 for p in self.params
                 if isinstance(p, FieldArgument)
             ]
@@ -263,6 +279,19 @@ class OperationCommand(click.Command):
             with formatter.section("Arguments"):
                 formatter.write_dl(self.argument_docs)
         super().format_options(ctx, formatter)
+
+
+def _one_line(text: str) -> str:
+    """A field doc as one run of words: a docstring's line breaks and indentation are not shown."""
+    return " ".join(text.split())
+
+
+def _help_text(spec: OperationSpec) -> str:
+    """Summary and description, each paragraph's source line breaks and indentation folded (click rewraps)."""
+    import inspect
+
+    paragraphs = inspect.cleandoc(spec.description).split("\n\n") if spec.description else []
+    return "\n\n".join([spec.summary, *(_one_line(p) for p in paragraphs if p.strip())])
 
 
 def command_for(spec: OperationSpec) -> click.Command:
@@ -316,5 +345,5 @@ def command_for(spec: OperationSpec) -> click.Command:
         name=spec.cli.action if spec.cli else spec.name,
         params=params,
         callback=callback,
-        help=spec.summary + ("\n\n" + spec.description if spec.description else ""),
+        help=_help_text(spec),
     )

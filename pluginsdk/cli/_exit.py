@@ -17,18 +17,21 @@ __all__ = [
     "PARTIAL",
     "TIMED_OUT",
     "USAGE",
+    "missing_ids",
     "outcome",
 ]
 
 OK = 0
 ERROR = 1
-"""The operation failed: the error envelope."""
+"""The operation failed: the error envelope. Also a status read of several ids where some do not exist
+(`requests status A B`, `machines status A B`): the ones found are printed, the others named on stderr."""
 USAGE = 2
 """The command line is wrong (unknown option, bad value, missing argument)."""
 NOT_DONE = 3
 """It ran, but did not do what was asked: a waited-for request failed or was cancelled, `machines return`
 returned nothing, `templates validate` found the template invalid, `system health` found the provider
-unhealthy."""
+unhealthy; or the answer is no: `auth check`, `auth is-allowed` and `auth explain` decided deny (so a script
+can write `if pluginsdk auth check ...; then`, as with test(1))."""
 PARTIAL = 4
 """A waited-for request ended partial: some machines came up, some did not."""
 TIMED_OUT = 5
@@ -40,6 +43,10 @@ INTERRUPTED = 130
 """Ctrl-C (SIGINT)."""
 
 
+_DECISIONS = frozenset({"check_access", "is_allowed", "explain_access"})
+"""Operations that answer one allow/deny decision."""
+
+
 def outcome(operation: str, params: dict[str, Any], result: Any, *, timed_out: bool = False) -> int:
     """The exit code a successful call's `result` means (OK unless it reports that nothing was done).
 
@@ -48,6 +55,8 @@ def outcome(operation: str, params: dict[str, Any], result: Any, *, timed_out: b
     """
     if getattr(result, "dry_run", False) or params.get("dry_run"):
         return OK
+    if missing_ids(operation, params, result):
+        return ERROR
     if operation == "create_request" and params.get("wait"):
         return _waited_outcome(str(getattr(result, "status", "")), timed_out=timed_out)
     if operation == "create_return_request":
@@ -56,6 +65,8 @@ def outcome(operation: str, params: dict[str, Any], result: Any, *, timed_out: b
         return OK if getattr(result, "healthy", True) else NOT_DONE
     if operation == "validate_template":
         return OK if getattr(result, "valid", True) else NOT_DONE
+    if operation in _DECISIONS:
+        return OK if getattr(result, "allowed", True) else NOT_DONE
     return OK
 
 
@@ -66,3 +77,13 @@ def _waited_outcome(status: str, *, timed_out: bool) -> int:
     if timed_out or status in ("submitted", "pending", "running"):
         return TIMED_OUT
     return PARTIAL if status == "partial" else NOT_DONE
+
+
+def missing_ids(operation: str, params: dict[str, Any], result: Any) -> list[str]:
+    """The ids a status read of several ids did not find (one unknown id is an error of its own)."""
+    if operation == "get_request_status":
+        return list(getattr(result, "not_found", None) or ())
+    if operation == "get_machine_status":
+        found = {getattr(m, "machine_id", None) for m in getattr(result, "machines", None) or ()}
+        return [m for m in params.get("machine_ids") or () if m not in found]
+    return []

@@ -186,8 +186,22 @@ def _table(data: Any) -> str:
 
 
 def _columns(rows: list[dict[str, Any]]) -> str:
-    cols = [c for c in rows[0] if not isinstance(rows[0][c], dict) and not _nested_list(rows[0][c])]
-    cols = cols[:_MAX_COLUMNS]
+    """A listing as columns: nested facts as text (`table_row`), at most `_MAX_COLUMNS`, the key columns
+    (status and its reason, a key's activity and expiry, permissions, an audit record's change) always among
+    them when any row has a value there."""
+    from ..models._display import KEY_COLUMNS, pick_columns, table_row
+
+    rows = [table_row(r) for r in rows]
+    names = list(dict.fromkeys(c for r in rows for c in r))
+    cols = pick_columns(
+        [
+            c
+            for c in names
+            if not any(isinstance(r.get(c), dict) or _nested_list(r.get(c)) for r in rows)
+            and (c not in KEY_COLUMNS or any(_cell(r.get(c)) for r in rows))
+        ],
+        _MAX_COLUMNS,
+    )
     cells = [[_cell(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     lines = ["  ".join(c.upper().ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip()]

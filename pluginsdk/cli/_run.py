@@ -112,11 +112,13 @@ def _read_text(path: str) -> str:
         ) from None
 
 
-def _ask_secrets(spec: OperationSpec, params: dict[str, Any]) -> None:
+def _ask_secrets(spec: OperationSpec, params: dict[str, Any]) -> bool:
     """Ask for a required secret (a password) that was not given: hidden on a terminal, else one stdin line.
 
     A password never has to be written on the command line, where shell history and `ps` would keep it.
+    Returns whether a line of piped stdin was read (so the input is meant to come from there).
     """
+    piped = False
     fields = spec.cls.model_fields
     for name in getattr(spec.cls, "secret_fields", ()):
         field = fields.get(name)
@@ -128,6 +130,8 @@ def _ask_secrets(spec: OperationSpec, params: dict[str, Any]) -> None:
             params[name] = click.prompt(label, hide_input=True, err=True, confirmation_prompt=confirm)
         else:
             params[name] = sys.stdin.readline().rstrip("\r\n")
+            piped = True
+    return piped
 
 
 def _strategy_name(ctx: Context) -> str | None:
@@ -149,7 +153,7 @@ def run_operation(
 
     from ..errors import SDKError
     from ..schedulers import get_strategy
-    from ._exit import ERROR, INTERRUPTED, OK, USAGE, outcome
+    from ._exit import ERROR, INTERRUPTED, OK, USAGE, missing_ids, outcome
 
     check_output(ctx.options.get("output"))
     _check_dry_run(ctx, spec)
@@ -171,20 +175,22 @@ def run_operation(
             if whole and raw and whole not in raw:  # the file is the one body field (templates validate)
                 raw = {whole: raw}
             params = strategy.parse_input(spec.name, raw) | given
-            _ask_secrets(spec, params)
+            piped = _ask_secrets(spec, params)
             if ctx.options.get("dry_run"):
                 params.setdefault("dry_run", True)
             if params.get("wait") and spec.name == "create_request":
                 result = await _wait(sdk, spec, params, state)
             else:
                 result = await sdk.call(spec.name, **params)
+            if spec.name == "login":
+                from ._challenge import answer_challenges
+
+                result = await answer_challenges(sdk, params, result, piped=piped)
             timed_out = state.get("elapsed", 0.0) >= float(params.get("timeout") or 3600)
             code = outcome(spec.name, params, result, timed_out=timed_out)
             state["code"] = code if strategy.name == "default" else OK
-            output = strategy.render(spec.name, params, result, sdk.settings)
-            if params.get("dry_run") and strategy.name == "default" and isinstance(output, dict):
-                output.pop("request_id", None)  # nothing was recorded: an id would later read as not found
-            return output
+            state["missing"] = missing_ids(spec.name, params, result)
+            return strategy.render(spec.name, params, result, sdk.settings)
 
     try:
         state["strategy"] = get_strategy(_strategy_name(ctx))
@@ -203,6 +209,11 @@ def run_operation(
         _interrupted(ctx, state)
         sys.exit(INTERRUPTED)
     emit(ctx, output)
+    if state.get("missing") and state.get("code") == ERROR:
+        kind = "Request" if spec.name == "get_request_status" else "Machine"
+        listing = "requests list" if kind == "Request" else "machines list"
+        click.echo(f"Error: {kind}(s) not found: {', '.join(state['missing'])}.", err=True)
+        click.echo(f"See `pluginsdk {listing}` for the ones that exist.", err=True)
     sys.exit(state.get("code", OK))
 
 

@@ -15,7 +15,7 @@ import enum
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, ClassVar
 
-__all__ = ["MAX_COLUMNS", "MAX_ROWS", "Decided", "Display", "ManyDecided"]
+__all__ = ["KEY_COLUMNS", "MAX_COLUMNS", "MAX_ROWS", "Decided", "Display", "ManyDecided", "pick_columns", "table_row"]
 
 MAX_ROWS = 20
 MAX_COLUMNS = 8
@@ -24,6 +24,13 @@ _CELL = 40
 _ENVELOPE = frozenset({"success", "timestamp"})
 _SECRET = "***"  # noqa: S105 - the mask, not a secret
 """Shown for a field declared `Field(repr=False)`: the secrets (an API key, tokens) never reach a display."""
+
+KEY_COLUMNS = frozenset({"status", "status_reason", "is_active", "expires_at", "permissions", "change"})
+"""Columns a table keeps however many others there are: what an item's state turns on (a key's activity
+and expiry, why a machine failed, what a constraint grants, what an audit record changed)."""
+_PERMISSIONS = ("group_permissions", "user_permissions")
+_CRITERIA = ("criteria_and", "criteria_or")
+_SNAPSHOTS = ("before", "after")
 
 _TH = '<th style="text-align:left">'
 _TD = '<td style="text-align:left">'
@@ -69,6 +76,70 @@ def _scalar(value: Any) -> str:
     return str(value)
 
 
+def _plain_dict(value: Any) -> Any:
+    return value.model_dump() if _is_model(value) else value
+
+
+def _permissions(row: dict[str, Any]) -> str:
+    """`role:admin allow GET, PUT; user:bob deny PUT` — a constraint's grants, one clause per subject and type."""
+    grouped: dict[tuple[str, str], list[str]] = {}
+    for key, kind in (("group_permissions", "role"), ("user_permissions", "user")):
+        for p in map(_plain_dict, row.get(key) or ()):
+            subject = p.get("group_id") or p.get("user_id") or "?"
+            grouped.setdefault((f"{kind}:{subject}", str(p.get("permission_type", ""))), []).append(
+                str(p.get("permission", ""))
+            )
+    return "; ".join(f"{who} {kind} {', '.join(methods)}" for (who, kind), methods in grouped.items())
+
+
+def _criteria(items: Any) -> str:
+    """`databaseId starts_with proj-, tags contains x`."""
+    return ", ".join(
+        f"{c.get('field')} {c.get('operator')} {c.get('value')}" for c in map(_plain_dict, items or ()) if c
+    )
+
+
+def _change(before: Any, after: Any) -> str:
+    """An audit record's change: `created`, `deleted`, or the fields that differ (`is_active: 1 -> 0`; the
+    `updated_at` every update moves is left out)."""
+    if not before and not after:
+        return ""
+    if not before:
+        return "created"
+    if not after:
+        return "deleted"
+    keys = [k for k in {**before, **after} if before.get(k) != after.get(k) and k != "updated_at"]
+    return ", ".join(f"{k}: {_scalar(before.get(k))} -> {_scalar(after.get(k))}" for k in keys) or "no change"
+
+
+def table_row(row: dict[str, Any]) -> dict[str, Any]:
+    """One item's values for a table: its permissions, criteria and before/after as text in one cell each.
+
+    `permissions` takes the place of the first permissions field, `change` that of `before`.
+    """
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if key in _PERMISSIONS:
+            if "permissions" not in out:
+                out["permissions"] = _permissions(row)
+        elif key in _CRITERIA:
+            out[key] = _criteria(value)
+        elif key in _SNAPSHOTS:
+            if "change" not in out:
+                out["change"] = _change(_plain_dict(row.get("before")), _plain_dict(row.get("after")))
+        else:
+            out[key] = value
+    return out
+
+
+def pick_columns(names: list[str], limit: int) -> list[str]:
+    """At most `limit` of `names`, in their order, every key column among them kept."""
+    keys = [n for n in names if n in KEY_COLUMNS]
+    room = max(limit - len(keys), 0)
+    others = [n for n in names if n not in KEY_COLUMNS][:room]
+    return [n for n in names if n in keys or n in others]
+
+
 def _fields(obj: Any) -> list[tuple[str, Any]]:
     """The (name, value) pairs worth showing: set, not empty, not envelope bookkeeping; the envelope's
     `message` last (it comes first in field order, the result's own fields matter more)."""
@@ -81,17 +152,20 @@ def _fields(obj: Any) -> list[tuple[str, Any]]:
     return sorted(out, key=lambda pair: pair[0] == "message" and "success" in type(obj).model_fields)
 
 
-def _columns(items: list[Any]) -> list[str]:
-    """Fields of the items that are set in at least one of them, not secret and not lists of objects."""
-    names: list[str] = []
-    for name, field in type(items[0]).model_fields.items():
-        if not field.repr:
-            continue
-        values = [getattr(item, name, None) for item in items[:MAX_ROWS]]
-        if name in _ENVELOPE or all(_empty(v) for v in values) or any(_is_model_list(v) for v in values):
-            continue
-        names.append(name)
-    return names[:MAX_COLUMNS]
+def _rows(items: list[Any]) -> list[dict[str, Any]]:
+    """The shown items as table rows (`table_row`), secret fields left out."""
+    shown = [n for n, f in type(items[0]).model_fields.items() if f.repr and n not in _ENVELOPE]
+    return [table_row({n: getattr(item, n, None) for n in shown}) for item in items[:MAX_ROWS]]
+
+
+def _columns(rows: list[dict[str, Any]]) -> list[str]:
+    """Columns set in at least one row and not lists of objects; key columns always among them."""
+    names = [
+        name
+        for name in rows[0]
+        if not all(_empty(r.get(name)) for r in rows) and not any(_is_model_list(r.get(name)) for r in rows)
+    ]
+    return pick_columns(names, MAX_COLUMNS)
 
 
 def _default(obj: Any, name: str, value: Any) -> bool:
@@ -132,8 +206,9 @@ def compact(obj: Any) -> str:
 
 # -- text (IPython terminal, `_repr_pretty_`) ----------------------------------------------
 def _text_table(items: list[Any], indent: str) -> list[str]:
-    columns = _columns(items)
-    rows = [[_clip(_scalar(getattr(item, c, None))) for c in columns] for item in items[:MAX_ROWS]]
+    shown = _rows(items)
+    columns = _columns(shown)
+    rows = [[_clip(_scalar(row.get(c))) for c in columns] for row in shown]
     widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
     lines = [indent + "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()]
     lines += [indent + "  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
@@ -161,11 +236,12 @@ def text(obj: Any, indent: str = "") -> str:
 def _html_table(items: list[Any]) -> str:
     import html  # on display only: every CLI call imports these models
 
-    columns = _columns(items)
+    shown = _rows(items)
+    columns = _columns(shown)
     head = "".join(f"{_TH}{html.escape(c)}</th>" for c in columns)
     body = "".join(
-        "<tr>" + "".join(f"{_TD}{html.escape(_clip(_scalar(getattr(item, c, None))))}</td>" for c in columns) + "</tr>"
-        for item in items[:MAX_ROWS]
+        "<tr>" + "".join(f"{_TD}{html.escape(_clip(_scalar(row.get(c))))}</td>" for c in columns) + "</tr>"
+        for row in shown
     )
     more = f"<p>… and {len(items) - MAX_ROWS} more</p>" if len(items) > MAX_ROWS else ""
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{more}"

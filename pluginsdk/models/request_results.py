@@ -16,17 +16,18 @@ __all__ = [
 class RequestCreated(Result):
     """Answer of a provisioning request: its id (also as `.id`), status and machines."""
 
-    request_id: str
+    request_id: str | None = None
+    """The request's id; None for a dry run (nothing was recorded: there is no request to read later)."""
     status: str = "submitted"
     machines: list[Machine] = []
     dry_run: bool = False
 
     @property
-    def id(self) -> str:
+    def id(self) -> str | None:
         return self.request_id
 
     @property
-    def created_request_id(self) -> str:
+    def created_request_id(self) -> str | None:
         """The command output field of the spec (same as `request_id`)."""
         return self.request_id
 

@@ -21,7 +21,8 @@ class Template(BaseModel):
     description: str | None = None
     """What the template is for."""
     provider_api: str = "aws"
-    """Provider API that launches it (aws, RunInstances, EC2Fleet, SpotFleet, ASG, local)."""
+    """Provider API that launches it: on the aws provider `aws` (the spec's default) means RunInstances, else
+    EC2Fleet, SpotFleet or ASG; the local provider simulates every one of them alike (and takes `local`)."""
     image_id: str
     """Machine image (AMI id for AWS)."""
     instance_type: str | None = None

@@ -1,5 +1,6 @@
 """Provisioning and return requests: create, read, list, cancel, sync, complete, clean up."""
 
+import re
 from typing import Any
 
 from pydantic import Field, field_validator
@@ -36,6 +37,8 @@ __all__ = [
     "UpdateRequestStatusCommand",
 ]
 
+_RETURN_ID = r"^ret-[A-Za-z0-9-]{1,64}$"
+"""A return request's id as a caller may choose it."""
 _REQUEST_POLICY = Policy(object_type="request", fields={"requestId": "request_id"}, category="requests")
 
 
@@ -89,8 +92,11 @@ class CreateReturnRequestCommand(Command[ReturnRequestCreated]):
     """Return every active machine (needs force_return; destructive)."""
     timeout: int = Field(3600, ge=1, le=604800)
     """Seconds to wait for the provider to confirm termination."""
-    request_id: str | None = Field(None, pattern=r"^ret-[A-Za-z0-9-]{1,64}$")
-    """Pre-generated return request id (ret-...) for idempotent retries."""
+    from_request_id: str | None = Field(None, min_length=1, max_length=255)
+    """Return the machines of this provisioning request (req-...), with any `machine_ids` given."""
+    request_id: str | None = Field(None, pattern=_RETURN_ID)
+    """Id for the return request this makes (ret-...), so a retry does not return twice; not the provisioning
+    request whose machines to return (that is `from_request_id`)."""
     dry_run: bool = False
     """Report what would be returned, change nothing."""
     created_request_ids: list[str] | None = None
@@ -106,6 +112,17 @@ class CreateReturnRequestCommand(Command[ReturnRequestCreated]):
         if any(not m.strip() for m in v):
             raise ValueError("machine ids must not be blank")
         return list(dict.fromkeys(v))
+
+    @field_validator("request_id", mode="before")
+    @classmethod
+    def _a_return_id(cls, v: Any) -> Any:
+        """A provisioning request's id here is the common mix-up: say what this field is, and which one to use."""
+        if isinstance(v, str) and not re.fullmatch(_RETURN_ID, v):
+            raise ValueError(
+                "request_id names the return request to make (ret- and 1-64 of letters, digits, -), for idempotent "
+                "retries; to return the machines of a provisioning request, give its id as from_request_id"
+            )
+        return v
 
 
 class CancelRequestCommand(Command[Request]):

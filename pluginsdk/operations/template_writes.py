@@ -62,7 +62,8 @@ class CreateTemplateCommand(_TemplateFields[TemplateWritten]):
     image_id: str = Field(min_length=1)
     """Machine image (AMI id on AWS)."""
     provider_api: str = "aws"
-    """Provider API (aws, RunInstances, EC2Fleet, SpotFleet, ASG, local)."""
+    """Provider API that launches it: on the aws provider `aws` (the spec's default) means RunInstances, else
+    EC2Fleet, SpotFleet or ASG; the local provider simulates every one of them alike (and takes `local`)."""
     validate_only: bool = False
     """Validate and report, store nothing."""
 

@@ -89,7 +89,7 @@ _LISTING_B_SCHEMA: dict[str, Any] = {
 def listing_b_created(result: Any) -> dict[str, Any]:
     """The answer of POST /api/v1/machines/request as listing B writes it: `requestId`, `message`."""
     status = str(getattr(result, "status", "submitted"))
-    request_id = str(result.request_id)
+    request_id = str(result.request_id or "")  # none for a dry run
     return {"requestId": request_id, "message": f"Request {request_id} {status}.", "status": status}
 
 

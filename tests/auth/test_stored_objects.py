@@ -204,3 +204,22 @@ async def test_mcp_answers_a_hidden_template_like_a_missing_one(sdk: PluginSDK, 
         assert hidden.is_error and missing.is_error
         assert failure(hidden)["error_code"] == "TEMPLATE_NOT_FOUND"
         assert json.dumps(failure(hidden)).replace("fleet", "ID") == json.dumps(failure(missing)).replace("nope", "ID")
+
+
+async def test_returning_a_hidden_requests_machines_answers_like_a_missing_request(
+    sdk: PluginSDK, tmp_path: Path
+) -> None:
+    ids = await _requests_by(sdk, tmp_path)
+    every = ("GET", "POST", "PUT", "DELETE")
+    await role(sdk, "returners")
+    await rule(sdk, "returners", "request", [("requestId", "equals", "*")], every)
+    await rule(sdk, "returners", "request", [("userId", "equals", "bob")], every, "deny")
+    await rule(sdk, "returners", "machine", [("machineId", "equals", "*")], every)
+    await sdk.create_user_roles("alice", ["returners"])
+    async with acting_as(sdk, "alice", tmp_path) as alice:
+        missing = await failure(alice.create_return_request(from_request_id=MISSING_REQ))
+        hidden = await failure(alice.create_return_request(from_request_id=ids["bob-web"]))
+        same_answer(hidden, missing, ids["bob-web"], MISSING_REQ)
+        returned = await alice.create_return_request(from_request_id=ids["carol-web"])
+        assert len(returned.processed_machines) == 1 and returned.request_id
+    assert not (await sdk.get_request(ids["bob-web"], long=True)).machines[0].return_request_id  # untouched

@@ -27,7 +27,8 @@ class Cli:
         self.env = env
         self.ran: set[tuple[str, str]] = set()
 
-    def __call__(self, *args: str, ok: bool = True, code: str | None = None) -> Any:
+    def __call__(self, *args: str, ok: bool = True, code: str | None = None, denied: bool = False) -> Any:
+        """`denied`: a decision command answering deny, which exits 3 with its usual JSON (docs/cli.md)."""
         res = subprocess.run(
             [PLUGINSDK, "--format", "json", *args],
             capture_output=True,
@@ -36,7 +37,7 @@ class Cli:
             timeout=60,
             check=False,
         )
-        assert (res.returncode == 0) == ok, (args, res.stdout, res.stderr)
+        assert res.returncode == (3 if denied else 0) if ok else res.returncode != 0, (args, res.stdout, res.stderr)
         out = json.loads(res.stdout)
         if not ok:
             assert res.returncode == 1 and out["success"] is False and out["error"], out
@@ -139,7 +140,7 @@ def test_every_command(cli: Cli, tmp_path: Path) -> None:
     assert cli("routes", "allowed")["routes"]
     cli("routes", "check-web", "--data", json.dumps({"routes": [{"route__path": "/templates", "method": "GET"}]}))
     assert cli("auth", "is-allowed", "template", "GET", "--attributes", "templateId=web")["allowed"] is True
-    assert cli("auth", "is-allowed", "template", "GET")["allowed"] is False  # no attributes: `*` needs a value
+    assert cli("auth", "is-allowed", "template", "GET", denied=True)["allowed"] is False  # `*` needs a value
     assert cli("auth", "filter-allowed", "template", "--data", '{"objects": [{"templateId": "web"}]}')["indexes"] == [0]
     assert cli("auth", "version")["version"]
     cli("auth", "secure-config")
@@ -183,7 +184,9 @@ def test_every_command(cli: Cli, tmp_path: Path) -> None:
     assert cli("auth", "check", "template", "GET", "--roles", "admin", "--attributes", "templateId=web")["allowed"]
     batch = {"questions": [{"roles": [], "objectType": "template", "method": "GET"}]}
     assert cli("auth", "check-batch", "--data", json.dumps(batch))["decisions"][0]["allowed"] is False
-    assert cli("auth", "explain", "template", "PUT", "--roles", "basicReadOnly")["no_allow_matched"] is True
+    assert (
+        cli("auth", "explain", "template", "PUT", "--roles", "basicReadOnly", denied=True)["no_allow_matched"] is True
+    )
     assert "admin" in cli("auth", "who-can", "template", "PUT", "--attributes", "templateId=web")["allowed_roles"]
     assert cli("auth", "routes-of", "--roles", "admin")["routes"]
     change = {"deleteConstraintIds": ["psdk-default-readonly-template"],

@@ -59,8 +59,8 @@ async def test_a_create_that_stores_nothing_answers_200(rest: httpx.AsyncClient)
     for path in ("/api/v1/machines", "/api/v1/machines/request"):
         r = await rest.post(path, json={"templateId": "web", "machineCount": 1, "dryRun": True})
         assert r.status_code == 200, r.text
-        rid = r.json().get("request_id") or r.json()["requestId"]
-        assert (await rest.get(f"/api/v1/requests/{rid}")).status_code == 404
+        body = r.json()  # no id of a request that was never recorded (listing B's string field is empty)
+        assert body.get("request_id", "") is None or body.get("requestId") == "", body
     document = (await rest.get("/openapi.json")).json()
     for path, created in (("/api/v1/templates", "201"), ("/api/v1/machines", "202")):
         responses = document["paths"][path]["post"]["responses"]

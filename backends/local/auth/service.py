@@ -1,7 +1,8 @@
 """The auth service as the engine's Authorizer: who is calling (authenticate) and may they (authorize).
 
 Authentication
-- `Authorization: psdk_...` — an API key: SHA-256 lookup, constant-time
+- `Authorization: psdk_...` — an API key (also as `Bearer psdk_...`, the way
+  generic clients send a token): SHA-256 lookup, constant-time
   compare, then active flag and expiry; read on every request, so revoking,
   deactivating, expiring or deleting the user bites on the next call.
 - `Authorization: Bearer <JWT>` — managed pool: our signature (by `kid`),
@@ -35,6 +36,7 @@ import asyncio
 import hmac
 import itertools
 import json
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from contextvars import ContextVar
@@ -70,6 +72,8 @@ __all__ = ["AuthService"]
 T = TypeVar("T")
 
 _MAX_HEADER = 4096
+_API_KEY_SHAPE = re.compile(re.escape(API_KEY_PREFIX) + r"[A-Za-z0-9_-]{20,128}")
+"""An API key's form (`crypto.new_api_key`): no JWT (`eyJ...`, dots) and no external token is mistaken for it."""
 POLICY_CATEGORIES = frozenset({"roles", "userRoles", "constraints"})
 """Operation categories whose commands write the policy (the lock-out guard watches them)."""
 
@@ -280,7 +284,10 @@ class AuthService:
             raise AuthenticationError("The Authorization header is not valid.")
         scheme, _, rest = value.partition(" ")
         if scheme.lower() == "bearer" and rest.strip():
-            return await self._bearer(rest.strip())
+            token = rest.strip()
+            if _API_KEY_SHAPE.fullmatch(token):  # a key sent as `Bearer <key>`, as generic clients send tokens
+                return await self._api_key(token)
+            return await self._bearer(token)
         if value.startswith(API_KEY_PREFIX):
             return await self._api_key(value)
         raise AuthenticationError(

@@ -117,8 +117,7 @@ async def create_request(engine: Engine, op: CreateRequestCommand, principal: Pr
     template = await _launchable(engine, op)
     driver = await engine.provider_for(template)
     if op.dry_run:
-        return RequestCreated(
-            request_id=request_id,
+        return RequestCreated(  # no request_id: nothing was recorded, an id would read as not found
             status="dry-run",
             dry_run=True,
             message=f"Dry run: {counted(op.requested_count, 'machine')} of '{op.template_id}' would be requested "
@@ -223,7 +222,7 @@ async def create_return_request(
             processed_machines=existing.machine_ids,
             message="Return request already submitted (idempotent retry).",
         )
-    wanted, machines = await _select_returned(engine, op)
+    wanted, machines = await _select_returned(engine, op, principal)
     chosen, skipped = await _screen(engine, op, principal, wanted, machines)
     if op.dry_run or not chosen:
         return await _nothing_returned(engine, op, principal, chosen, skipped)
@@ -245,30 +244,51 @@ def _validate_return(op: CreateReturnRequestCommand) -> None:
             "return_all returns every active machine; confirm with force_return.",
             details={"field": "force_return", "value": False, "expected": True},
         )
-    if not op.machine_ids and not op.return_all:
+    if not op.machine_ids and not op.return_all and not op.from_request_id:
         raise ValidationError(
-            "Give the machine ids to return.",
+            "Give the machine ids to return, or from_request_id: the provisioning request whose machines to return.",
             details={"field": "machine_ids", "value": [], "expected": "1 or more ids"},
         )
 
 
-async def _select_returned(engine: Engine, op: CreateReturnRequestCommand) -> tuple[list[str], dict[str, Machine]]:
+async def _select_returned(
+    engine: Engine, op: CreateReturnRequestCommand, principal: Principal
+) -> tuple[list[str], dict[str, Machine]]:
     """The machine ids asked for (in order, once each) and the machines found by id: every active machine
-    with `return_all`; else each entry as a machine id or, failing that, a host name (IBM makes only `name`
-    mandatory)."""
+    with `return_all`; else the machines of `from_request_id`, then each entry as a machine id or, failing
+    that, a host name (IBM makes only `name` mandatory)."""
     if op.return_all:
         found, _ = await engine.db.list_machines(statuses=[s.value for s in MachineStatus if s.active])
         machines = {m.machine_id: m for m in found}
         return list(machines), machines
-    machines = await engine.db.get_machines(op.machine_ids)
-    named = await machines_by_name(engine, [i for i in op.machine_ids if i not in machines])
+    asked = (
+        [*await _machines_of(engine, op.from_request_id, principal), *op.machine_ids]
+        if op.from_request_id
+        else op.machine_ids
+    )
+    machines = await engine.db.get_machines(asked)
+    named = await machines_by_name(engine, [i for i in asked if i not in machines])
     wanted = []
-    for given in op.machine_ids:
+    for given in asked:
         m = machines.get(given) or named.get(given)
         if m is not None and given not in machines:
             machines[m.machine_id] = m
         wanted.append(m.machine_id if m is not None else given)
     return list(dict.fromkeys(wanted)), machines
+
+
+async def _machines_of(engine: Engine, request_id: str, principal: Principal) -> list[str]:
+    """The machine ids of a provisioning request the caller may read (one it may not read is not found)."""
+    r = await engine.db.get_request(request_id)
+    if r is None or not await engine.visible(principal, "request", [r], request_attrs):
+        raise NotFoundError("request", request_id, f"Request '{request_id}' not found.")
+    if r.request_type is not RequestType.PROVISION:
+        raise ValidationError(
+            f"'{request_id}' is a return request; from_request_id takes the provisioning request whose machines "
+            "to return.",
+            details={"field": "from_request_id", "value": request_id, "expected": "a provisioning request id"},
+        )
+    return [m.machine_id for m in await engine.db.machines_of_request(request_id)]
 
 
 async def _screen(
