@@ -235,7 +235,7 @@ class DoorHttpToolsProtocol(HttpToolsProtocol):
     def send_400_response(self, msg: str) -> None:
         """Whatever the parser refused, answered in the error envelope (then the connection closes)."""
         from .._logs import new_request_id
-        from .app import error_body
+        from ._endpoint import error_body
 
         err = self._refusal or ValidationError(
             "The HTTP request is malformed.", details={"field": "request", "value": None, "expected": "HTTP/1.1"}

@@ -20,7 +20,6 @@ import functools
 import json
 import logging
 import time
-from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +35,7 @@ from ..config import Settings
 from ..errors import MethodExecutionError, SDKError, TooManyRequestsError, ValidationError
 from ..operations import CATALOG, Operation, OperationSpec
 from ..principal import Principal
+from ._endpoint import _JSON, Reply, _dumps, _Endpoint, error_body
 from ._openapi import LISTING_B, build_document, docs_html, listing_b_created, route_key
 from ._routes import Router
 from ._strict import check_body, strict_operation
@@ -67,20 +67,7 @@ DESCRIPTION = "Machine provisioning and the auth service, derived from the plugi
 _ABSENT: Any = object()
 """No body was sent (JSON `null` is a body, and not an object)."""
 _camel = functools.lru_cache(maxsize=4096)(to_camel)
-_JSON = b"application/json"
 _NO_PARAMS: dict[str, str] = {}
-
-
-def _dumps(value: Any) -> bytes:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode()
-
-
-def error_body(err: SDKError, camel: bool = False) -> bytes:
-    """The one error envelope (auth-service routes add `message`)."""
-    body = err.to_envelope()
-    if camel:
-        body["message"] = err.message
-    return _dumps(body)
 
 
 def _render(result: Any, camel: bool) -> bytes:
@@ -156,25 +143,8 @@ class _Head:
         return sent and not (isinstance(endpoint, _Plan) and endpoint.reads_body)
 
 
-Reply = tuple[int, bytes, str | None]
-"""(status, JSON body, user id or None)."""
 _Routed = tuple["_Endpoint | None", dict[str, str], SDKError | None, list[tuple[bytes, bytes]]]
 """(endpoint, path parameters, refusal, extra response headers): what the door decided before any work."""
-
-
-class _Endpoint(ABC):
-    """A served route: answers one request with a Reply."""
-
-    content_type: bytes = _JSON
-    """Of a successful answer (an error is the JSON envelope)."""
-    headers: tuple[tuple[bytes, bytes], ...] = ()
-    """Added to every answer."""
-    route: str
-    """Its path template: the `http_route` label of the request metrics."""
-
-    @abstractmethod
-    async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
-        """The reply to one request routed here."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)

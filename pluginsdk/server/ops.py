@@ -16,13 +16,16 @@ Each is an endpoint of `PluginApp`'s router, so the common HTTP rules of docs/re
 from __future__ import annotations
 
 import json
-from typing import Any, ClassVar
-
-from starlette.types import Receive
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import AuthenticationError, PermissionDeniedError, SDKError
-from .app import PluginApp, Reply, _Endpoint, _Head, error_body
+from ._endpoint import Reply, _Endpoint, error_body
 from .limits import RouteNotFound
+
+if TYPE_CHECKING:
+    from starlette.types import Receive
+
+    from .app import PluginApp, _Head
 
 __all__ = ["OPERATOR_ROUTES", "NotReady"]
 
