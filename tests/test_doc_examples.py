@@ -176,6 +176,8 @@ OTHER_TOOLS = {
     "--kebab-case": "cli.md's naming pattern",
     "--options": "cli.md's pattern",
     "--cli": "the MCP Inspector",
+    "--ignore-scripts": "npm ci",
+    "--strict": "tsc",
     "--tool-name": "the MCP Inspector",
     "--tool-arg": "the MCP Inspector",
     "--uri": "the MCP Inspector",

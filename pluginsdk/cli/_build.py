@@ -45,9 +45,11 @@ def catalog_groups() -> dict[str, dict[str, str]]:
 
 
 def _base(annotation: Any) -> Any:
-    """`X | None` -> X."""
+    """`X | None` -> X, `Annotated[X, ...]` -> X."""
     import typing
 
+    if typing.get_origin(annotation) is typing.Annotated:
+        return _base(typing.get_args(annotation)[0])
     args = typing.get_args(annotation)
     return next(a for a in args if a is not type(None)) if type(None) in args else annotation
 

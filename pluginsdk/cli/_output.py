@@ -193,20 +193,22 @@ def _columns(rows: list[dict[str, Any]]) -> str:
 
     rows = [table_row(r) for r in rows]
     names = list(dict.fromkeys(c for r in rows for c in r))
-    cols = pick_columns(
-        [
-            c
-            for c in names
-            if not any(isinstance(r.get(c), dict) or _nested_list(r.get(c)) for r in rows)
-            and (c not in KEY_COLUMNS or any(_cell(r.get(c)) for r in rows))
-        ],
-        _MAX_COLUMNS,
-    )
+    shown = [c for c in names if _flat(c, rows) and (c not in KEY_COLUMNS or _filled(c, rows))]
+    cols = pick_columns(shown, _MAX_COLUMNS)
     cells = [[_cell(r.get(c)) for c in cols] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(cols)]
     lines = ["  ".join(c.upper().ljust(w) for c, w in zip(cols, widths, strict=True)).rstrip()]
     lines += ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells]
     return "\n".join(lines)
+
+
+def _flat(column: str, rows: list[dict[str, Any]]) -> bool:
+    """No row holds an object or a list of objects there (those get tables of their own)."""
+    return not any(isinstance(r.get(column), dict) or _nested_list(r.get(column)) for r in rows)
+
+
+def _filled(column: str, rows: list[dict[str, Any]]) -> bool:
+    return any(_cell(r.get(column)) for r in rows)
 
 
 def _nested_list(value: Any) -> bool:

@@ -182,26 +182,28 @@ def _default(obj: Any, name: str, value: Any) -> bool:
 def compact(obj: Any) -> str:
     """The one-line `str()`: set values that are not their field's default (and `shown_always`); timestamps left
     out."""
-    parts = []
-    for name, value in _fields(obj):
-        if name not in getattr(obj, "shown_always", ()) and (
-            isinstance(value, datetime) or value is False or _default(obj, name, value)
-        ):
-            continue
-        if isinstance(value, str):
-            shown = repr(_clip(value, 60))
-        elif isinstance(value, enum.Enum):
-            shown = repr(value.value)
-        elif isinstance(value, list | tuple) and value and all(_is_model(v) for v in value):
-            shown = f"[{len(value)} {type(value[0]).__name__}]"
-        elif _is_model(value):
-            shown = compact(value)
-        elif isinstance(value, list | tuple | dict) and len(value) > 5:
-            shown = f"[{len(value)} items]" if not isinstance(value, dict) else f"{{{len(value)} keys}}"
-        else:
-            shown = repr(value)
-        parts.append(f"{name}={shown}")
+    always = getattr(obj, "shown_always", ())
+    parts = [
+        f"{name}={_compact_value(value)}"
+        for name, value in _fields(obj)
+        if name in always or not (isinstance(value, datetime) or value is False or _default(obj, name, value))
+    ]
     return f"{type(obj).__name__}({', '.join(parts)})"
+
+
+def _compact_value(value: Any) -> str:
+    """One value of `compact`: text clipped, models nested, long collections counted."""
+    if isinstance(value, str):
+        return repr(_clip(value, 60))
+    if isinstance(value, enum.Enum):
+        return repr(value.value)
+    if isinstance(value, list | tuple) and value and all(_is_model(v) for v in value):
+        return f"[{len(value)} {type(value[0]).__name__}]"
+    if _is_model(value):
+        return compact(value)
+    if isinstance(value, list | tuple | dict) and len(value) > 5:
+        return f"[{len(value)} items]" if not isinstance(value, dict) else f"{{{len(value)} keys}}"
+    return repr(value)
 
 
 # -- text (IPython terminal, `_repr_pretty_`) ----------------------------------------------
