@@ -42,7 +42,7 @@ from tests.support.backends import base_config
 from tests.support.remote import admin_key
 
 MAX_EXAMPLES = 5
-SEED = 20261129
+SEED = 20261127
 ROOT = Path(__file__).parents[2]
 HOOKS = "tests.server.schemathesis_hooks"
 MANAGED_POOL = {
