@@ -161,6 +161,10 @@ MIGRATIONS: dict[int, Sequence[str]] = {
         "CREATE INDEX ix_auth_audit_target ON auth_audit (target_type, target_id)",
         "CREATE INDEX ix_auth_audit_actor ON auth_audit (actor)",
     ),
+    8: (  # the `local` provider: a host name given at launch (a scheduler's node name), a startup script's process
+        "ALTER TABLE local_instances ADD COLUMN host_name TEXT",
+        "ALTER TABLE local_instances ADD COLUMN process_id INTEGER",
+    ),
 }
 
 
