@@ -116,9 +116,8 @@ def reconcile(ctx: Context, registration_timeout: float | None) -> None:
         from .worker import Worker, exclusive
 
         async with PluginSDK(config_path=ctx.options.get("config"), backend=ctx.options.get("backend")) as sdk:
-            with exclusive(where) as mine:
-                if mine:  # a dead worker's spooled work first
-                    await Worker(sdk, where).drain()
+            with exclusive(where, wait=True):  # a dead worker's spooled work first (after a live one's)
+                await Worker(sdk, where).drain()
             return await run(sdk, registration_timeout or float(settings.slurm.resume_timeout))
 
     for fix in asyncio.run(go()):

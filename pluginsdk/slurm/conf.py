@@ -59,6 +59,8 @@ def slurm_conf(settings: Settings, config_path: str | None) -> str:
         "ResumeRate=0",
         "SuspendRate=0",
         "SlurmctldParameters=cloud_reg_addrs,idle_on_node_suspend",
+        "# powered-down cloud nodes stay visible (`pluginsdk slurm reconcile` reads them)",
+        "PrivateData=cloud",
         "ReturnToService=2",
     ]
     partitions: dict[str, list[str]] = {}

@@ -51,14 +51,16 @@ class Scontrol:
 
     async def down(self, nodes: list[str], reason: str) -> None:
         """Mark nodes DOWN with our reason at once, so Slurm requeues their jobs instead of waiting out
-        ResumeTimeout; the power-saving logic then powers them down."""
+        ResumeTimeout, then power them down (the reason stays on the node; after SuspendTimeout the node is
+        back in the pool, powered down, for a later job)."""
         if not nodes:
             return
         from .programs import collect
 
-        text = (REASON_PREFIX + reason)[:240]
-        log.warning("marking %s down: %s", collect(nodes), text)
-        await self.run("update", f"nodename={collect(nodes)}", "state=down", f"reason={text}")
+        names, text = collect(nodes), (REASON_PREFIX + reason)[:240]
+        log.warning("marking %s down: %s", names, text)
+        await self.run("update", f"nodename={names}", "state=down", f"reason={text}")
+        await self.run("update", f"nodename={names}", "state=power_down_force", f"reason={text}")
 
     async def address(self, node: str, ip: str, host: str | None) -> None:
         await self.run("update", f"nodename={node}", f"nodeaddr={ip}", f"nodehostname={host or ip}")

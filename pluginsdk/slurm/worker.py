@@ -37,13 +37,14 @@ _POLL = 0.5
 
 
 @contextmanager
-def exclusive(spool_dir: Path) -> Iterator[bool]:
-    """Hold the spool's worker lock if no other process does; yields whether this one got it."""
+def exclusive(spool_dir: Path, *, wait: bool = False) -> Iterator[bool]:
+    """Hold the spool's worker lock; yields whether this process got it (with `wait`, always, once the
+    worker that holds it is done)."""
     spool_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     fd = os.open(spool_dir / "worker.lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             yield False
             return
@@ -64,6 +65,10 @@ class Worker:
         self.all_or_nothing = settings.all_or_nothing
         self.resume_timeout = settings.resume_timeout
         self.set_address = settings.set_node_address
+        self._unknown: list[str] = []
+        """Nodes of the intent at hand that no node set names."""
+        self._down: set[str] = set()
+        """Nodes of the resume at hand already marked down."""
 
     async def drain(self) -> int:
         """Do every spooled intent, oldest first, until none is left; the number done."""
@@ -131,12 +136,11 @@ class Worker:
         """Follow the launches until every node's machine runs or failed; failed nodes go down at once."""
         deadline = time.monotonic() + self.resume_timeout
         open_ = dict(started)
+        self._down = set()
         while open_ and time.monotonic() < deadline:
             result = await self.sdk.get_request_status(request_ids=list(open_), report_missing=True)
             for request in result.requests:
-                nodes = open_[request.request_id]
-                settled = await self._settle(intent, request, nodes)
-                if settled:
+                if await self._settle(intent, request, open_[request.request_id]):
                     del open_[request.request_id]
             if open_:
                 await asyncio.sleep(_POLL)
@@ -146,11 +150,13 @@ class Worker:
         by_name = {m.name: m for m in request.machines if m.name}
         failed = [n for n in nodes if n not in by_name and request.status.terminal]
         failed += [n for n in nodes if n in by_name and by_name[n].status.value in ("failed", "terminated")]
-        if failed:
-            reasons = {by_name[n].status_reason for n in failed if n in by_name} - {None}
+        new = [n for n in failed if n not in self._down]
+        self._down.update(new)
+        if new:
+            reasons = {by_name[n].status_reason for n in new if n in by_name} - {None}
             cause = "; ".join(sorted(r for r in reasons if r)) or request.message or "the provider did not deliver it"
-            await self.scontrol.down(failed, f"machine failed ({request.template_id}): {cause}")
-            if await self._job_failed(intent, failed):
+            await self.scontrol.down(new, f"machine failed ({request.template_id}): {cause}")
+            if await self._job_failed(intent, new):
                 return True
         running = [by_name[n] for n in nodes if n in by_name and by_name[n].status.value == "running"]
         if self.set_address:
