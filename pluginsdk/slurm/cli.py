@@ -35,7 +35,7 @@ def _program(ctx: Context, action: str, hostlist: str) -> None:
     from . import programs
 
     settings = _settings(ctx)
-    where, log_file = programs.paths(settings)
+    _, log_file = programs.paths(settings)
     programs.log_to(log_file)
     try:
         programs.record(settings, action, hostlist, os.environ.get("SLURM_RESUME_FILE"))  # type: ignore[arg-type]

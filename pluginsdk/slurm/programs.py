@@ -26,10 +26,17 @@ __all__ = ["expand", "log_to", "paths", "record", "resume_jobs", "start_worker"]
 log = logging.getLogger("pluginsdk.slurm")
 
 
+def _hostlist_module() -> Any:
+    try:
+        import hostlist
+    except ImportError:
+        raise RuntimeError("the Slurm programs need python-hostlist: pip install 'pluginsdk[slurm]'") from None
+    return hostlist
+
+
 def expand(hostlist: str) -> list[str]:
     """Node names of a Slurm hostlist expression (`cloud-[1-3,7],gpu[01-02]`), in order, without repeats."""
-    import hostlist as _hostlist
-
+    _hostlist = _hostlist_module()
     try:
         return list(dict.fromkeys(_hostlist.expand_hostlist(hostlist)))
     except _hostlist.BadHostlist as exc:
@@ -79,7 +86,9 @@ def record(settings: Settings, action: spool.Action, hostlist: str, resume_file:
     where, _ = paths(settings)
     intent = spool.Intent(action, expand(hostlist), resume_jobs(resume_file) if action == "resume" else [])
     spool.write(where, intent)
-    log.info("%s %s: %d node(s), %d job(s), spooled as %s", action, hostlist, len(intent.nodes), len(intent.jobs), intent.id)
+    log.info(
+        "%s %s: %d node(s), %d job(s), spooled as %s", action, hostlist, len(intent.nodes), len(intent.jobs), intent.id
+    )
     return intent
 
 
@@ -89,7 +98,7 @@ def start_worker(config_path: str | None, log_file: Path) -> None:
     if config_path:
         args += ["--config", config_path]
     with open(log_file, "ab") as out:
-        subprocess.Popen(
+        subprocess.Popen(  # noqa: S603 - this interpreter running pluginsdk, no shell
             [*args, "slurm", "work"],
             stdin=subprocess.DEVNULL,
             stdout=out,
@@ -101,6 +110,4 @@ def start_worker(config_path: str | None, log_file: Path) -> None:
 
 def collect(nodes: list[str]) -> str:
     """The hostlist expression of `nodes` (`cloud-[1-3]`), as Slurm's commands take it."""
-    import hostlist as _hostlist
-
-    return str(_hostlist.collect_hostlist(nodes))
+    return str(_hostlist_module().collect_hostlist(nodes))

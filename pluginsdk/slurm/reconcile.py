@@ -1,11 +1,13 @@
 """`pluginsdk slurm reconcile`: repair what the controller and the engine disagree on.
 
-| case | seen as | repair |
-|---|---|---|
-| node powered up, no machine | Slurm state without POWERED_DOWN/POWERING_DOWN, no active machine named after it, not DOWN already | node DOWN with reason (its job is requeued) |
-| machine, node powered down | an active machine named after a node set's node that Slurm holds POWERED_DOWN or POWERING_DOWN | machine returned |
-| machine, node unknown | an active machine named after a node set's node the controller does not know | machine returned |
-| never registered | node POWERING_UP (or NOT_RESPONDING) and its machine launched more than the registration timeout ago | machine returned, node DOWN with reason |
+The cases, each with what it is seen as and its repair (docs/schedulers.md has the same table):
+- *powered up without a machine*: Slurm holds the node neither POWERED_DOWN nor POWERING_DOWN nor DOWN, and
+  no active machine is named after it -> the node goes DOWN with the reason (its job is requeued).
+- *machine for a powered-down node*: an active machine named after a node Slurm holds POWERED_DOWN or
+  POWERING_DOWN -> the machine is returned.
+- *machine for an unknown node*: the controller does not know the node -> the machine is returned.
+- *never registered*: the node is POWERING_UP or NOT_RESPONDING and its machine was launched longer than the
+  registration timeout ago -> the machine is returned and the node goes DOWN with the reason.
 
 Machines not named after a configured node are not Slurm's and are never touched. Every repair is one line
 of JSON on stdout (`node`, `machine`, `case`, `action`).

@@ -101,8 +101,8 @@ class Worker:
         seen: set[str] = set()
         units = [(str(j.job_id), [n for n in j.nodes if n in wanted]) for j in intent.jobs]
         units.append(("rest", [n for n in intent.nodes if not any(n in j.nodes for j in intent.jobs)]))
-        for unit, names in units:
-            names = [n for n in names if n not in seen]
+        for unit, listed in units:
+            names = [n for n in listed if n not in seen]
             seen.update(names)
             by_template, _ = self.nodes.by_template(names)
             for i, (t, n) in enumerate(sorted(by_template.items())):
@@ -121,7 +121,10 @@ class Worker:
                 continue
             try:
                 await self.sdk.create_request(
-                    template_id=template, requested_count=len(fresh), machine_names=fresh, request_id=request_id,
+                    template_id=template,
+                    requested_count=len(fresh),
+                    machine_names=fresh,
+                    request_id=request_id,
                     timeout=self.resume_timeout,
                 )
             except Exception as exc:  # the engine's refusal (capacity, quota, bad template): nodes down at once

@@ -39,7 +39,7 @@ def missing() -> str | None:
 
 def _munge() -> None:
     """Start munged unless it runs (the packaged key in /etc/munge)."""
-    if subprocess.run(["pgrep", "-x", "munged"], capture_output=True).returncode == 0:
+    if subprocess.run(["pgrep", "-x", "munged"], capture_output=True, check=False).returncode == 0:
         return
     Path("/run/munge").mkdir(parents=True, exist_ok=True)
     shutil.chown("/run/munge", "munge", "munge")

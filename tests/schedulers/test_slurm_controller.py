@@ -76,7 +76,8 @@ def test_job_runs_on_resumed_nodes_and_idle_nodes_are_returned(fresh: Cluster) -
     assert len(names & {"cloud1", "cloud2", "cloud3", "cloud4"}) == 2, names
     # idle for SuspendTime: Slurm calls the suspend program, the machines are returned, slurmd stops
     c.until("the idle nodes' machines returned", lambda: not _machines(c), timeout=60)
-    c.until("slurmd stopped", lambda: subprocess.run(["pgrep", "-f", f"slurmd -D -N .* -f {c.conf}"]).returncode)
+    pattern = f"slurmd -D -N .* -f {c.conf}"
+    c.until("slurmd stopped", lambda: subprocess.run(["pgrep", "-f", pattern], check=False).returncode)
 
 
 def test_a_template_that_fails_puts_its_nodes_down_and_the_job_is_requeued(fresh: Cluster) -> None:
@@ -96,7 +97,9 @@ def test_all_or_nothing_gives_back_what_a_job_got(fresh: Cluster) -> None:
     c = fresh
     c.write(all_or_nothing=True, local={"capacity": 2})
     job = c.run("sbatch", "--parsable", "-N3", "-p", "burst", "--wrap", "hostname").stdout.strip()
-    c.until("a node down for capacity", lambda: any("pluginsdk:" in c.node(f"cloud{i}")["Reason"] for i in (1, 2, 3, 4)))
+    c.until(
+        "a node down for capacity", lambda: any("pluginsdk:" in c.node(f"cloud{i}")["Reason"] for i in (1, 2, 3, 4))
+    )
     c.until("the job's other machines returned", lambda: not _machines(c), timeout=30)
     c.until("the job requeued", lambda: int(c.job(job).get("Restarts", "0")) >= 1, timeout=10)
     reasons = " ".join(c.node(f"cloud{i}")["Reason"] for i in (1, 2, 3, 4))

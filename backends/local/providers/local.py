@@ -41,6 +41,39 @@ from .base import LaunchResult, ProvisionedMachine
 __all__ = ["LocalProvider"]
 
 
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+"""Startup scripts this process started, reaped once they end (no zombies in a long-lived server)."""
+
+
+def _spawn(script: str, env: dict[str, str], log_dir: str | None, machine_id: str) -> subprocess.Popen[bytes]:
+    """Start a startup script in a session of its own (terminate stops it and all it started); a fork and
+    exec, short enough for the event loop."""
+    out: Any = subprocess.DEVNULL
+    if log_dir:
+        os.makedirs(log_dir, exist_ok=True)
+        out = open(os.path.join(log_dir, f"{machine_id}.log"), "ab")  # noqa: SIM115 - closed below, once inherited
+    try:
+        proc = subprocess.Popen(  # noqa: S603 - the template's own script, run only where run_user_data is set
+            ["/bin/sh", "-c", script],
+            env=os.environ | env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    finally:
+        if out is not subprocess.DEVNULL:
+            out.close()
+    _CHILDREN[proc.pid] = proc
+    return proc
+
+
+def _reap() -> None:
+    for pid, proc in list(_CHILDREN.items()):
+        if proc.poll() is not None:
+            del _CHILDREN[pid]
+
+
 class LocalProvider:
     """Simulated provider; see the module docstring for its settings."""
 
@@ -198,6 +231,7 @@ class LocalProvider:
         )
         now = self.clock()
         states = [self._state(r, now) for r in rows]
+        _reap()
         if self.run_user_data and template is not None and template.user_data:
             for row, state in zip(rows, states, strict=True):
                 if state.status is MachineStatus.RUNNING and row["process_id"] is None:
@@ -213,31 +247,17 @@ class LocalProvider:
         )
         if not claimed:
             return
-        env = os.environ | {
+        env = {
             "PLUGINSDK_MACHINE_ID": state.machine_id,
             "PLUGINSDK_MACHINE_NAME": state.name or "",
             "PLUGINSDK_MACHINE_IP": state.ip_address or "",
             "PLUGINSDK_REQUEST_ID": row["request_id"],
             "PLUGINSDK_TEMPLATE_ID": template.template_id,
         }
-        out: Any = subprocess.DEVNULL
-        if self.user_data_log_dir:
-            os.makedirs(self.user_data_log_dir, exist_ok=True)
-            out = open(os.path.join(self.user_data_log_dir, f"{state.machine_id}.log"), "ab")  # noqa: SIM115
-        try:
-            proc = subprocess.Popen(  # its own session: terminate stops the script and all it started
-                ["/bin/sh", "-c", template.user_data or ""],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        finally:
-            if out is not subprocess.DEVNULL:
-                out.close()
+        proc = _spawn(template.user_data or "", env, self.user_data_log_dir, state.machine_id)
         await self._db.execute(
-            "UPDATE local_instances SET process_id = :p WHERE instance_id = :id", {"p": proc.pid, "id": row["instance_id"]}
+            "UPDATE local_instances SET process_id = :p WHERE instance_id = :id",
+            {"p": proc.pid, "id": row["instance_id"]},
         )
 
     async def _stop_processes(self, ids: Sequence[str]) -> None:
