@@ -3,9 +3,10 @@
 One worker runs at a time per spool directory (an exclusive lock). Per resume it launches one machine per
 node, named after the node, grouped into one request per template (best effort) or per job and template
 (`slurm.all_or_nothing`); every request id derives from the spool file's id, so a worker taking over a dead
-one's file replays the same requests. It then watches the requests: a node whose machine cannot be had is
-marked DOWN with the cause at once (Slurm requeues its job); under all-or-nothing a job missing any node
-gives back what it got. Suspend and resume-fail return the nodes' machines.
+one's file replays the same requests. It then follows the requests while it takes new spool files: a node
+whose machine cannot be had is marked DOWN with the cause at once (Slurm requeues its job); under
+all-or-nothing a job missing any node gives back what it got. Suspend and resume-fail return the nodes'
+machines. A launch no longer followed (the worker died, or its time ran out) is the reconcile step's.
 """
 
 from __future__ import annotations
@@ -68,21 +69,30 @@ class Worker:
         self._unknown: list[str] = []
         """Nodes of the intent at hand that no node set names."""
         self._down: set[str] = set()
-        """Nodes of the resume at hand already marked down."""
+        """Nodes already marked down for the launches being followed."""
+        self._watching: dict[str, tuple[spool.Intent, list[str], float]] = {}
+        """Launches being followed: request id -> (its intent, its nodes, when to stop following)."""
 
     async def drain(self) -> int:
-        """Do every spooled intent, oldest first, until none is left; the number done."""
+        """Do every spooled intent, oldest first, and follow the launches they made, until nothing is left to
+        do or follow; the number of intents done. A spool file is deleted once its requests are recorded, so
+        a later suspend never waits behind the machines of an earlier resume coming up."""
         done = 0
         while True:
             batch = list(spool.pending(self.spool_dir))
-            if not batch:
-                return done
             for path, intent in batch:
                 await self.do(intent)
                 path.unlink(missing_ok=True)
                 done += 1
+            if self._watching:
+                await self._follow()
+            elif not batch:
+                return done
+            if self._watching:
+                await asyncio.sleep(_POLL)
 
     async def do(self, intent: spool.Intent) -> None:
+        """Launch (resume) or return (suspend, resume-fail) what one program call asked for."""
         if intent.action == "resume":
             await self.resume(intent)
         else:
@@ -132,21 +142,23 @@ class Worker:
                 await self._job_failed(intent, fresh)
                 continue
             started.append((request_id, fresh))
-        if started:
-            await self._watch(intent, started)
-
-    async def _watch(self, intent: spool.Intent, started: list[tuple[str, list[str]]]) -> None:
-        """Follow the launches until every node's machine runs or failed; failed nodes go down at once."""
         deadline = time.monotonic() + self.resume_timeout
-        open_ = dict(started)
-        self._down = set()
-        while open_ and time.monotonic() < deadline:
-            result = await self.sdk.get_request_status(request_ids=list(open_), report_missing=True)
+        for request_id, nodes in started:
+            self._watching[request_id] = (intent, nodes, deadline)
+
+    async def _follow(self) -> None:
+        """One look at the launches being followed: failed nodes go down at once; a launch whose nodes all run
+        or failed (or whose time is up: the reconcile step takes over) is no longer followed."""
+        now = time.monotonic()
+        ids = list(self._watching)
+        for at in range(0, len(ids), 1000):  # a status read takes at most 1,000 ids
+            result = await self.sdk.get_request_status(request_ids=ids[at : at + 1000], report_missing=True)
             for request in result.requests:
-                if await self._settle(intent, request, open_[request.request_id]):
-                    del open_[request.request_id]
-            if open_:
-                await asyncio.sleep(_POLL)
+                intent, nodes, deadline = self._watching[request.request_id]
+                if await self._settle(intent, request, nodes) or now > deadline:
+                    del self._watching[request.request_id]
+            for missing in result.not_found:
+                self._watching.pop(missing, None)
 
     async def _settle(self, intent: spool.Intent, request: Request, nodes: list[str]) -> bool:
         """Act on what is known of one launch; whether it needs no more watching."""
