@@ -32,13 +32,13 @@ class SDKMethods:
     async def create_my_api_key(self, api_key_name: str, description: str, expires_at: str) -> ApiKeyCreated:
         """Issue an API key acting as the caller; the secret is shown once."""
     @overload
-    async def create_request(self, template_id: str, requested_count: int, timeout: int = ..., request_id: str | None = ..., tags: dict[str, str] = ..., additional_data: dict[str, Any] = ..., wait: bool = ..., dry_run: bool = ...) -> RequestCreated:
+    async def create_request(self, template_id: str, requested_count: int, timeout: int = ..., request_id: str | None = ..., tags: dict[str, str] = ..., additional_data: dict[str, Any] = ..., machine_names: list[str] = ..., wait: bool = ..., dry_run: bool = ...) -> RequestCreated:
         """Request machines from a template."""
     @overload
-    async def create_request(self, template_id: str, *, count: int, timeout: int = ..., request_id: str | None = ..., tags: dict[str, str] = ..., additional_data: dict[str, Any] = ..., wait: bool = ..., dry_run: bool = ...) -> RequestCreated:
+    async def create_request(self, template_id: str, *, count: int, timeout: int = ..., request_id: str | None = ..., tags: dict[str, str] = ..., additional_data: dict[str, Any] = ..., machine_names: list[str] = ..., wait: bool = ..., dry_run: bool = ...) -> RequestCreated:
         """Request machines from a template."""
     @overload
-    async def create_request(self, template_id: str, *, machine_count: int, timeout: int = ..., request_id: str | None = ..., tags: dict[str, str] = ..., additional_data: dict[str, Any] = ..., wait: bool = ..., dry_run: bool = ...) -> RequestCreated:
+    async def create_request(self, template_id: str, *, machine_count: int, timeout: int = ..., request_id: str | None = ..., tags: dict[str, str] = ..., additional_data: dict[str, Any] = ..., machine_names: list[str] = ..., wait: bool = ..., dry_run: bool = ...) -> RequestCreated:
         """Request machines from a template."""
     async def create_return_request(self, machine_ids: list[str] = ..., force_return: bool = ..., return_all: bool = ..., timeout: int = ..., from_request_id: str | None = ..., request_id: str | None = ..., dry_run: bool = ...) -> ReturnRequestCreated:
         """Return machines to the provider (terminate them)."""

@@ -125,6 +125,10 @@ class LocalProviderSettings(_Group):
     seed: str | int | None = None
     region: str | None = None
     profile: str | None = None
+    run_user_data: bool = False
+    """For testing: a booted machine runs its template's `user_data` as a local process (docs/schedulers.md)."""
+    user_data_log_dir: str | None = None
+    """Where those processes write (default: discarded)."""
 
 
 class AwsProviderSettings(_Group):
@@ -380,6 +384,36 @@ class KeysOf(NamedTuple):
     model: type[_Group]
 
 
+class SlurmNodeSet(_Group):
+    nodes: str
+    """Node names as a Slurm hostlist expression (`cloud-cpu-[1-100]`)."""
+    template: str
+    """Template each of these nodes is launched from."""
+    partition: str | None = None
+    """Partition `pluginsdk slurm config` puts the nodes in (default: the template id)."""
+
+
+class SlurmSettings(_Group):
+    nodesets: list[SlurmNodeSet] = []
+    """Which template each cloud node is launched from (docs/schedulers.md, "Slurm")."""
+    all_or_nothing: bool = False
+    """Per job: a job that cannot get all its nodes gives back what it got and its nodes go down (true), or
+    keeps what came up (false: best effort, one launch per template for the whole resume)."""
+    spool_dir: str | None = None
+    """Where the power-saving programs leave their work for the worker (default: <user data dir>/slurm)."""
+    log_file: str | None = None
+    """The programs' and the worker's log (Slurm keeps none of their output; default: <spool_dir>/slurm.log)."""
+    scontrol: str = "/usr/bin/scontrol"
+    """The `scontrol` the worker runs to mark nodes down and set their addresses."""
+    resume_timeout: int = Field(600, ge=10)
+    """Seconds a resumed node has to come up and register (Slurm's ResumeTimeout; `slurm config` prints it)."""
+    suspend_time: int = Field(300, ge=1)
+    """Idle seconds before Slurm suspends a node (SuspendTime, printed by `slurm config`)."""
+    set_node_address: bool = False
+    """Tell the controller each node's address (`scontrol update nodeaddr= nodehostname=`) once its machine
+    runs; off: rely on `SlurmctldParameters=cloud_reg_addrs` (the address the node registers from)."""
+
+
 class Settings(pydantic.BaseModel):
     """The effective configuration, validated. `sources` maps dotted keys to their origin.
 
@@ -398,6 +432,7 @@ class Settings(pydantic.BaseModel):
     templates: TemplateSettings = Field(default_factory=TemplateSettings)
     sdk: SdkSettings = Field(default_factory=SdkSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
+    slurm: SlurmSettings = Field(default_factory=SlurmSettings)
     app: Annotated[dict[str, Any], KeysOf(AppSettings)] = {}
     """Auth service settings (`app.authProvider`); its keys are those of `AppSettings`."""
     sources: dict[str, str] = Field({}, exclude=True)

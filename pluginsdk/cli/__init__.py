@@ -98,10 +98,14 @@ def _extra_command(name: str) -> click.Command:
         from ..mcp.cli import mcp
 
         return mcp
+    if name == "slurm":
+        from ..slurm.cli import slurm
+
+        return slurm
     return server
 
 
-EXTRA = ("login", "mcp", "server")
+EXTRA = ("login", "mcp", "server", "slurm")
 """Commands that are not catalog operations."""
 GROUP_EXTRA = {
     "auth": {

@@ -1,9 +1,9 @@
 """Provisioning and return requests: create, read, list, cancel, sync, complete, clean up."""
 
 import re
-from typing import Any
+from typing import Annotated, Any, Self
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from ..models import (
     CleanupResult,
@@ -39,6 +39,10 @@ __all__ = [
 
 _RETURN_ID = r"^ret-[A-Za-z0-9-]{1,64}$"
 """A return request's id as a caller may choose it."""
+
+_HOST_NAME = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"
+"""A host name label (RFC 1123): what a scheduler's node name must be to name a machine."""
+
 _REQUEST_POLICY = Policy(object_type="request", fields={"requestId": "request_id"}, category="requests")
 
 
@@ -67,12 +71,22 @@ class CreateRequestCommand(Command[RequestCreated]):
     """Extra tags for the machines."""
     additional_data: dict[str, Any] = {}
     """Passed through to the request record."""
+    machine_names: list[Annotated[str, Field(pattern=_HOST_NAME)]] = Field([], max_length=10_000)
+    """Host names for the machines, one per machine in order (a scheduler's node names); empty: the provider
+    names them."""
     wait: bool = False
     """Return only when the request is finished (or timeout passes)."""
     dry_run: bool = False
     """Validate and say what would happen: nothing is recorded, the cloud provider is not touched."""
     created_request_id: str | None = None
     """Output: the id of the created request."""
+
+    @model_validator(mode="after")
+    def _one_name_each(self) -> Self:
+        names = self.machine_names
+        if names and (len(names) != self.requested_count or len(set(names)) != len(names)):
+            raise ValueError("machine_names must name each requested machine once (requested_count distinct names)")
+        return self
 
 
 class CreateReturnRequestCommand(Command[ReturnRequestCreated]):

@@ -134,7 +134,8 @@ async def create_request(engine: Engine, op: CreateRequestCommand, principal: Pr
         timeout=op.timeout,
         created_by=principal.user_id,
         provider_data={"price_type": template.price_type}
-        | ({"additional_data": op.additional_data} if op.additional_data else {}),
+        | ({"additional_data": op.additional_data} if op.additional_data else {})
+        | ({"machine_names": op.machine_names} if op.machine_names else {}),
     )
     # one actor per request: no other process reconciles (or times out) the request while it is launched
     async with engine.db.claims.hold(request_id) as mine:

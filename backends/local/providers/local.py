@@ -12,14 +12,22 @@ processes — how HPC schedulers call us — see the same machines.
 Config (`provider.local`): boot_delay (s, default 2), terminate_delay
 (s, default 1), failure_rate (0..1, default 0), terminate_failure_rate (0..1, default 0: the share
 of terminate calls that fail with a ProviderError, to exercise failed returns), capacity (default
-1000), seed (default none: random). The keys and their ranges are checked when the configuration is loaded
-(`pluginsdk.config.LocalProviderSettings`).
+1000), seed (default none: random), run_user_data (default false; for tests: a booted machine runs its
+template's `user_data` as a local shell process, stopped when the machine is terminated — so a scheduler's
+node daemon can really start), user_data_log_dir (where those processes write; default: discarded).
+The keys and their ranges are checked when the configuration is loaded (`pluginsdk.config.LocalProviderSettings`).
+
+A request may name its machines (`machine_names`, kept in the request's provider data): the i-th machine
+launched is called by the i-th name (a scheduler's node name) instead of the name derived from its address.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import random
+import signal
+import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -32,6 +40,39 @@ from ..store import Store
 from .base import LaunchResult, ProvisionedMachine
 
 __all__ = ["LocalProvider"]
+
+
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+"""Startup scripts this process started, reaped once they end (no zombies in a long-lived server)."""
+
+
+def _spawn(script: str, env: dict[str, str], log_dir: str | None, machine_id: str) -> subprocess.Popen[bytes]:
+    """Start a startup script in a session of its own (terminate stops it and all it started); a fork and
+    exec, short enough for the event loop."""
+    out: Any = subprocess.DEVNULL
+    if log_dir:
+        os.makedirs(log_dir, exist_ok=True)
+        out = open(os.path.join(log_dir, f"{machine_id}.log"), "ab")  # noqa: SIM115 - closed below, once inherited
+    try:
+        proc = subprocess.Popen(  # noqa: S603 - the template's own script, run only where run_user_data is set
+            ["/bin/sh", "-c", script],
+            env=os.environ | env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    finally:
+        if out is not subprocess.DEVNULL:
+            out.close()
+    _CHILDREN[proc.pid] = proc
+    return proc
+
+
+def _reap() -> None:
+    for pid, proc in list(_CHILDREN.items()):
+        if proc.poll() is not None:
+            del _CHILDREN[pid]
 
 
 class LocalProvider:
@@ -48,6 +89,8 @@ class LocalProvider:
             self.failure_rate = float(cfg.get("failure_rate", 0.0))
             self.terminate_failure_rate = float(cfg.get("terminate_failure_rate", 0.0))
             self.capacity = int(cfg.get("capacity", 1000))
+            self.run_user_data = bool(cfg.get("run_user_data", False))
+            self.user_data_log_dir = str(cfg["user_data_log_dir"]) if cfg.get("user_data_log_dir") else None
         except (TypeError, ValueError) as exc:
             raise ConfigurationError(f"Invalid provider.local setting: {exc}.", key="provider.local") from exc
         for key in ("failure_rate", "terminate_failure_rate"):
@@ -126,6 +169,7 @@ class LocalProvider:
         # recording it) makes only the machines the first one did not
         start_index = len(existing)
         taken = await self._taken_addresses()
+        names = request.provider_data.get("machine_names") or []
         rows = []
         for i in range(start_index, count):
             salt = 0
@@ -145,12 +189,14 @@ class LocalProvider:
                     "l": now,
                     "b": now + self.boot_delay * (0.5 + rng.random()),
                     "f": 2 if over_capacity else int(fails),
+                    "n": names[i] if i < len(names) else None,
                 }
             )
         if rows:
             await self._db.executemany(
-                "INSERT INTO local_instances (instance_id, request_id, instance_type, launched_at, boots_at, fails)"
-                " VALUES (:id, :r, :t, :l, :b, :f) ON CONFLICT (instance_id) DO NOTHING",
+                "INSERT INTO local_instances"
+                " (instance_id, request_id, instance_type, launched_at, boots_at, fails, host_name)"
+                " VALUES (:id, :r, :t, :l, :b, :f, :n) ON CONFLICT (instance_id) DO NOTHING",
                 rows,
             )
         machines = await self.describe(request, template)
@@ -172,7 +218,7 @@ class LocalProvider:
         return ProvisionedMachine(
             machine_id=machine_id,
             status=status,
-            name=self.host_name(ip),
+            name=row["host_name"] or self.host_name(ip),
             ip_address=ip,
             instance_type=row["instance_type"],
             launched_at=datetime.fromtimestamp(row["launched_at"], UTC),
@@ -185,7 +231,51 @@ class LocalProvider:
             {"r": request.request_id},
         )
         now = self.clock()
-        return [self._state(r, now) for r in rows]
+        states = [self._state(r, now) for r in rows]
+        _reap()
+        if self.run_user_data and template is not None and template.user_data:
+            for row, state in zip(rows, states, strict=True):
+                if state.status is MachineStatus.RUNNING and row["process_id"] is None:
+                    await self._boot(row, state, template)
+        return states
+
+    async def _boot(self, row: Mapping[str, Any], state: ProvisionedMachine, template: Template) -> None:
+        """Run the template's startup script for a machine that just booted; the store decides which process
+        starts it (the one whose claim of the row succeeds), so it runs once whatever describes the machine."""
+        claimed = await self._db.execute(
+            "UPDATE local_instances SET process_id = 0 WHERE instance_id = :id AND process_id IS NULL",
+            {"id": row["instance_id"]},
+        )
+        if not claimed:
+            return
+        env = {
+            "PLUGINSDK_MACHINE_ID": state.machine_id,
+            "PLUGINSDK_MACHINE_NAME": state.name or "",
+            "PLUGINSDK_MACHINE_IP": state.ip_address or "",
+            "PLUGINSDK_REQUEST_ID": row["request_id"],
+            "PLUGINSDK_TEMPLATE_ID": template.template_id,
+        }
+        proc = _spawn(template.user_data or "", env, self.user_data_log_dir, state.machine_id)
+        await self._db.execute(
+            "UPDATE local_instances SET process_id = :p WHERE instance_id = :id",
+            {"p": proc.pid, "id": row["instance_id"]},
+        )
+
+    async def _stop_processes(self, ids: Sequence[str]) -> None:
+        """Stop the startup scripts (and what they started) of machines being terminated."""
+        if not ids:
+            return
+        rows = await self._db.fetchall(
+            "SELECT process_id FROM local_instances WHERE process_id > 0 AND instance_id IN ("
+            + ", ".join(f":i{n}" for n in range(len(ids)))
+            + ")",
+            {f"i{n}": i for n, i in enumerate(ids)},
+        )
+        for r in rows:
+            try:
+                os.killpg(int(r["process_id"]), signal.SIGTERM)
+            except (ProcessLookupError, PermissionError):
+                continue
 
     async def terminate(self, request: Request, machines: Sequence[Machine]) -> dict[str, MachineStatus]:
         now = self.clock()
@@ -199,6 +289,8 @@ class LocalProvider:
             "UPDATE local_instances SET terminate_at = :t WHERE instance_id = :id AND terminate_at IS NULL",
             [{"t": now + self.terminate_delay, "id": i} for i in ids],
         )
+        if self.run_user_data:
+            await self._stop_processes(ids)
         states = {m.machine_id: m.status for m in await self.describe(request, None)}
         return {i: states.get(i, MachineStatus.TERMINATED) for i in ids}
 

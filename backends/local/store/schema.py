@@ -170,6 +170,10 @@ MIGRATIONS: dict[int, Sequence[str]] = {
             locked_until DOUBLE PRECISION)""",
         "ALTER TABLE auth_users ADD COLUMN totp_pending_session TEXT",
     ),
+    9: (  # the `local` provider: a host name given at launch (a scheduler's node name), a startup script's process
+        "ALTER TABLE local_instances ADD COLUMN host_name TEXT",
+        "ALTER TABLE local_instances ADD COLUMN process_id INTEGER",
+    ),
 }
 
 

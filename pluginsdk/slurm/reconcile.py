@@ -1,0 +1,67 @@
+"""`pluginsdk slurm reconcile`: repair what the controller and the engine disagree on.
+
+The cases, each with what it is seen as and its repair (docs/schedulers.md has the same table):
+- *powered up without a machine*: Slurm holds the node neither POWERED_DOWN nor POWERING_DOWN nor DOWN, and
+  no active machine is named after it -> the node goes DOWN with the reason (its job is requeued).
+- *machine for a powered-down node*: an active machine named after a node Slurm holds POWERED_DOWN or
+  POWERING_DOWN -> the machine is returned.
+- *machine for an unknown node*: the controller does not know the node -> the machine is returned.
+- *never registered*: the node is POWERING_UP or NOT_RESPONDING and its machine was launched longer than the
+  registration timeout ago -> the machine is returned and the node goes DOWN with the reason.
+
+Machines not named after a configured node are not Slurm's and are never touched. Every repair is one line
+of JSON on stdout (`node`, `machine`, `case`, `action`).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from .nodes import NodeMap
+from .scontrol import Scontrol
+
+if TYPE_CHECKING:
+    from ..models import Machine
+    from ..sdk import PluginSDK
+
+__all__ = ["reconcile"]
+
+
+async def reconcile(sdk: PluginSDK, registration_timeout: float) -> list[dict[str, str]]:
+    settings = sdk.settings.slurm
+    known = NodeMap(settings).template
+    scontrol = Scontrol(settings.scontrol)
+    nodes = await scontrol.nodes()
+    machines: dict[str, Machine] = {}
+    async for machine in sdk.iterate("list_machines", active_only=True, limit=1000):
+        if machine.name in known and machine.return_request_id is None:
+            machines.setdefault(machine.name, machine)
+    now = datetime.now(UTC)
+    fixes: list[dict[str, str]] = []
+    down: dict[str, list[str]] = {}
+    give_back: list[Machine] = []
+    for name in known:
+        node, machine = nodes.get(name), machines.get(name)
+        if machine is None:
+            if node is not None and node.powered_up and "DOWN" not in node.state:
+                down.setdefault("powered up without a machine", []).append(name)
+                fixes.append({"node": name, "case": "powered up without a machine", "action": "down"})
+            continue
+        if node is None or not node.powered_up:
+            give_back.append(machine)
+            case = "machine for an unknown node" if node is None else "machine for a powered-down node"
+            fixes.append({"node": name, "machine": machine.machine_id, "case": case, "action": "return"})
+            continue
+        age = (now - machine.created_at).total_seconds()
+        if not node.registered and age > registration_timeout:
+            give_back.append(machine)
+            down.setdefault(f"did not register within {registration_timeout:.0f} s", []).append(name)
+            fixes.append(
+                {"node": name, "machine": machine.machine_id, "case": "never registered", "action": "return, down"}
+            )
+    for reason, names in down.items():
+        await scontrol.down(names, reason)
+    if give_back:
+        await sdk.create_return_request(machine_ids=[m.machine_id for m in give_back], force_return=True)
+    return fixes

@@ -1,0 +1,11 @@
+#!/bin/sh
+# Slurm ResumeProgram: launch a machine for each node of the hostlist (`pluginsdk slurm resume HOSTLIST`).
+# It returns at once; the work goes on in `pluginsdk slurm work`, logged to slurm.log_file (Slurm keeps no output).
+# Slurm runs it with a minimal environment: pluginsdk.env beside this script sets PLUGINSDK_BIN (the program,
+# word-split, e.g. "/opt/venv/bin/python -m pluginsdk") and PLUGIN_CONFIG; `pluginsdk slurm config` prints it.
+here=$(dirname "$0")
+if [ -f "$here/pluginsdk.env" ]; then
+    . "$here/pluginsdk.env"
+    export PLUGIN_CONFIG
+fi
+exec ${PLUGINSDK_BIN:-pluginsdk} slurm resume "$@"
