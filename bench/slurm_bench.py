@@ -31,7 +31,12 @@ def _run(config: Path, *args: str) -> float:
     env = os.environ | {"PYTHONPATH": str(ROOT)}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "pluginsdk", "--config", str(config), *args], check=True, env=env)
+    subprocess.run(
+        [sys.executable, "-m", "pluginsdk", "--config", str(config), *args],
+        check=True,
+        env=env,
+        stdout=subprocess.DEVNULL,
+    )
     return time.perf_counter() - start
 
 
