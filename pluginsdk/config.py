@@ -409,6 +409,9 @@ class SlurmSettings(_Group):
     """Seconds a resumed node has to come up and register (Slurm's ResumeTimeout; `slurm config` prints it)."""
     suspend_time: int = Field(300, ge=1)
     """Idle seconds before Slurm suspends a node (SuspendTime, printed by `slurm config`)."""
+    reconcile_interval: float = Field(60.0, ge=0)
+    """Seconds between the Slurm reconcile passes a long-lived process (the REST server) runs on the host of
+    the controller, when node sets are configured; 0: only `pluginsdk slurm reconcile` runs it."""
     set_node_address: bool = False
     """Tell the controller each node's address (`scontrol update nodeaddr= nodehostname=`) once its machine
     runs; off: rely on `SlurmctldParameters=cloud_reg_addrs` (the address the node registers from)."""

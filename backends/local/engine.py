@@ -205,13 +205,35 @@ class Engine:
         from .reconciler import reconcile_active
 
         interval = self.settings.sdk.reconcile_interval
+        slurm = self.settings.slurm
+        slurm_every = slurm.reconcile_interval if slurm.nodesets else 0.0
+        slurm_next = time.monotonic() + slurm_every
         while not self._closing.is_set():
             try:
                 await reconcile_active(self)
             except Exception:  # keep the loop alive; the next pass retries
                 log.exception("background reconciliation failed")
+            if slurm_every and time.monotonic() >= slurm_next:
+                slurm_every = await self._slurm_pass()
+                slurm_next = time.monotonic() + slurm_every
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._closing.wait(), interval)
+
+    async def _slurm_pass(self) -> float:
+        """One Slurm reconcile pass (pluginsdk/slurm/reconcile.py) as the administrator; the seconds until the
+        next, 0 to stop (no `scontrol` here: this process is not on the controller's host)."""
+        from pluginsdk.slurm.reconcile import reconcile
+
+        slurm = self.settings.slurm
+        try:
+            for fix in await reconcile(lambda op: self.execute(op, SYSTEM_ADMIN), slurm, float(slurm.resume_timeout)):
+                log.warning("slurm reconcile: %s", fix)
+        except FileNotFoundError:
+            log.warning("slurm reconcile off: %s not found on this host", slurm.scontrol)
+            return 0.0
+        except Exception:
+            log.exception("slurm reconcile failed")
+        return slurm.reconcile_interval
 
     @property
     def db(self) -> Store:

@@ -118,7 +118,7 @@ def reconcile(ctx: Context, registration_timeout: float | None) -> None:
         async with PluginSDK(config_path=ctx.options.get("config"), backend=ctx.options.get("backend")) as sdk:
             with exclusive(where, wait=True):  # a dead worker's spooled work first (after a live one's)
                 await Worker(sdk, where).drain()
-            return await run(sdk, registration_timeout or float(settings.slurm.resume_timeout))
+            return await run(sdk.execute, settings.slurm, registration_timeout or float(settings.slurm.resume_timeout))
 
     for fix in asyncio.run(go()):
         click.echo(json.dumps(fix))

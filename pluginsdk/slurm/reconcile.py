@@ -10,33 +10,54 @@ The cases, each with what it is seen as and its repair (docs/schedulers.md has t
   registration timeout ago -> the machine is returned and the node goes DOWN with the reason.
 
 Machines not named after a configured node are not Slurm's and are never touched. Every repair is one line
-of JSON on stdout (`node`, `machine`, `case`, `action`).
+of JSON on stdout (`node`, `machine`, `case`, `action`). It runs as a command (`pluginsdk slurm reconcile`,
+through the SDK) and in the engine's background loop of a long-lived process (the REST server) every
+`slurm.reconcile_interval` seconds, on the engine directly: both hand it their way to run an operation.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .nodes import NodeMap
 from .scontrol import Scontrol
 
 if TYPE_CHECKING:
+    from ..config import SlurmSettings
     from ..models import Machine
-    from ..sdk import PluginSDK
 
 __all__ = ["reconcile"]
 
+Execute = Callable[[Any], Awaitable[Any]]
+"""Runs one catalog operation (`PluginSDK.execute`, or the engine's `execute` as its administrator)."""
 
-async def reconcile(sdk: PluginSDK, registration_timeout: float) -> list[dict[str, str]]:
-    settings = sdk.settings.slurm
+
+async def _machines(execute: Execute, known: dict[str, str]) -> dict[str, Machine]:
+    """The active machines named after a configured node and in no return, by node name."""
+    from ..operations import ListMachinesQuery
+
+    found: dict[str, Machine] = {}
+    offset = 0
+    while True:
+        page = await execute(ListMachinesQuery(active_only=True, limit=1000, offset=offset))
+        for machine in page.machines:
+            if machine.name in known and machine.return_request_id is None:
+                found.setdefault(machine.name, machine)
+        offset += len(page.machines)
+        if not page.machines or offset >= page.total_count:
+            return found
+
+
+async def reconcile(execute: Execute, settings: SlurmSettings, registration_timeout: float) -> list[dict[str, str]]:
+    """Compare the controller's nodes with the machines, repair each case of the table; the repairs."""
+    from ..operations import CreateReturnRequestCommand
+
     known = NodeMap(settings).template
     scontrol = Scontrol(settings.scontrol)
     nodes = await scontrol.nodes()
-    machines: dict[str, Machine] = {}
-    async for machine in sdk.iterate("list_machines", active_only=True, limit=1000):
-        if machine.name in known and machine.return_request_id is None:
-            machines.setdefault(machine.name, machine)
+    machines = await _machines(execute, known)
     now = datetime.now(UTC)
     fixes: list[dict[str, str]] = []
     down: dict[str, list[str]] = {}
@@ -63,5 +84,5 @@ async def reconcile(sdk: PluginSDK, registration_timeout: float) -> list[dict[st
     for reason, names in down.items():
         await scontrol.down(names, reason)
     if give_back:
-        await sdk.create_return_request(machine_ids=[m.machine_id for m in give_back], force_return=True)
+        await execute(CreateReturnRequestCommand(machine_ids=[m.machine_id for m in give_back], force_return=True))
     return fixes

@@ -206,3 +206,30 @@ def test_the_resume_program_spools_and_the_worker_launches(tmp_path: Path) -> No
     assert "resume cloud[1-2]: 2 node(s), 1 job(s)" in log
     bad = _cli(path, "slurm", "resume", "cloud[1-")
     assert bad.returncode == 1 and "hostlist" in (tmp_path / "spool" / "slurm.log").read_text()
+
+
+async def test_the_engine_loop_runs_the_slurm_reconcile(tmp_path: Path) -> None:
+    """A long-lived engine (the REST server's) returns a machine whose node Slurm holds powered down, on its
+    own, every `slurm.reconcile_interval`; `scontrol` here is a stand-in printing what the controller would."""
+    from backends.local import LocalBackend
+
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text("#!/bin/sh\necho 'NodeName=cloud1 Arch=x86_64 State=IDLE+CLOUD+POWERED_DOWN Partitions=b'\n")
+    scontrol.chmod(0o755)
+    config = base_config(tmp_path)
+    config["slurm"] = {
+        "scontrol": str(scontrol),
+        "reconcile_interval": 0.2,
+        "nodesets": [{"nodes": "cloud[1-2]", "template": "cpu"}],
+    }
+    backend = LocalBackend(load_settings(config=config), background=True)
+    async with PluginSDK(backend=backend) as sdk:
+        await sdk.create_template(template_id="cpu", image_id="img-1")
+        await sdk.create_request("cpu", 1, machine_names=["cloud1"], wait=True)
+        await sdk.create_request("cpu", 1, wait=True)  # not a node's machine: never touched
+        for _ in range(100):
+            names = [m.name async for m in sdk.iterate("list_machines", active_only=True)]
+            if "cloud1" not in names:
+                break
+            await asyncio.sleep(0.05)
+        assert "cloud1" not in names and len(names) == 1
