@@ -163,22 +163,22 @@ class Worker:
     async def _settle(self, intent: spool.Intent, request: Request, nodes: list[str]) -> bool:
         """Act on what is known of one launch; whether it needs no more watching."""
         by_name = {m.name: m for m in request.machines if m.name}
-        failed = [n for n in nodes if n not in by_name and request.status.terminal]
-        failed += [n for n in nodes if n in by_name and by_name[n].status.value in ("failed", "terminated")]
+        failed = _failed(request, nodes, by_name)
         new = [n for n in failed if n not in self._down]
         self._down.update(new)
         if new:
-            reasons = {by_name[n].status_reason for n in new if n in by_name} - {None}
-            cause = "; ".join(sorted(r for r in reasons if r)) or request.message or "the provider did not deliver it"
-            await self.scontrol.down(new, f"machine failed ({request.template_id}): {cause}")
+            await self.scontrol.down(new, f"machine failed ({request.template_id}): {_failure(request, new, by_name)}")
             if await self._job_failed(intent, new):
                 return True
         running = [by_name[n] for n in nodes if n in by_name and by_name[n].status.value == "running"]
         if self.set_address:
-            for machine in running:
-                if machine.ip_address and machine.name:
-                    await self.scontrol.address(machine.name, machine.ip_address, machine.name)
+            await self._tell_addresses(running)
         return request.status.terminal or len(running) + len(failed) >= len(nodes)
+
+    async def _tell_addresses(self, running: list[Machine]) -> None:
+        for machine in running:
+            if machine.ip_address and machine.name:
+                await self.scontrol.address(machine.name, machine.ip_address, machine.name)
 
     async def _job_failed(self, intent: spool.Intent, failed: list[str]) -> bool:
         """All-or-nothing: every job holding a failed node gives back its other nodes' machines and they go
@@ -214,6 +214,18 @@ class Worker:
             if machine.name in wanted and machine.return_request_id is None:
                 found.setdefault(machine.name, machine)
         return found
+
+
+def _failed(request: Request, nodes: list[str], by_name: dict[str, Machine]) -> list[str]:
+    """The nodes of a launch whose machine failed or went away, or never came (the request is over)."""
+    gone = [n for n in nodes if n in by_name and by_name[n].status.value in ("failed", "terminated")]
+    return [n for n in nodes if n not in by_name and request.status.terminal] + gone
+
+
+def _failure(request: Request, nodes: list[str], by_name: dict[str, Machine]) -> str:
+    """Why these nodes' machines failed: their reasons, else the request's message."""
+    reasons = sorted({r for n in nodes if n in by_name and (r := by_name[n].status_reason)})
+    return "; ".join(reasons) or request.message or "the provider did not deliver it"
 
 
 def _cause(exc: Exception) -> str:

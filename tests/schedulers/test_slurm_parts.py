@@ -105,29 +105,29 @@ async def test_machines_are_named_after_the_nodes(backend_kind: str, tmp_path: P
 
 async def test_the_local_provider_runs_a_startup_script_and_stops_it(tmp_path: Path) -> None:
     marker = tmp_path / "started"
+    pids = tmp_path / "pids"
     config = base_config(
         tmp_path,
         provider={"local": {"boot_delay": 0.05, "terminate_delay": 0.05, "seed": 7, "run_user_data": True}},
     )
-    script = f'echo "$PLUGINSDK_MACHINE_NAME $PLUGINSDK_REQUEST_ID" >> {marker}; exec sleep 300'
+    script = f'echo "$PLUGINSDK_MACHINE_NAME $PLUGINSDK_REQUEST_ID" >> {marker}; echo $$ >> {pids}; exec sleep 300'
     async with PluginSDK(config=config) as sdk:
         await sdk.create_template(template_id="cpu", image_id="img-1", user_data=script)
         req = await sdk.create_request("cpu", 2, machine_names=["n1", "n2"], wait=True)
         for _ in range(50):  # the describe that sees each machine run starts its script, once
             await sdk.get_request_status([req.request_id])
-            if marker.exists() and len(marker.read_text().splitlines()) == 2:
+            if pids.exists() and len(pids.read_text().split()) == 2:
                 break
             await asyncio.sleep(0.05)
         assert sorted(marker.read_text().splitlines()) == [f"n1 {req.request_id}", f"n2 {req.request_id}"]
-        pgrep = ["pgrep", "-f", "exec sleep 300|^sleep 300"]
-        sleepers = subprocess.run(pgrep, capture_output=True, text=True, check=False)
-        assert sleepers.stdout.split()
+        started = pids.read_text().split()
+        assert len(started) == 2 and all(_alive(p) for p in started)
         await sdk.create_return_request(machine_ids=["n1", "n2"])
-    for _ in range(50):
-        if not [p for p in sleepers.stdout.split() if _alive(p)]:
+    for _ in range(100):
+        if not [p for p in started if _alive(p)]:
             break
         time.sleep(0.05)
-    assert not [p for p in sleepers.stdout.split() if _alive(p)]
+    assert not [p for p in started if _alive(p)]
 
 
 def _alive(pid: str) -> bool:
