@@ -229,6 +229,69 @@ class _Plan(_Endpoint):
             if key not in given and _camel(key) not in given:
                 data[key] = value
 
+    async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
+        """The steps in the order docs/rest.md gives them; the first refusal is the answer, in the envelope."""
+        backend = app.backend
+        user: str | None = None
+        try:
+            raw = await self.receive_body(app, receive) if self.reads_body else None
+            principal = await self.admit(backend, head)
+            if not self.public:
+                user = principal.user_id
+            try:
+                op = self.operation(raw, params, head.query_string)
+            except ValidationError:
+                await self.deny_first(backend, principal, head.path)
+                raise
+            result = await backend.execute(op, principal, route_path=head.path)
+        except SDKError as err:
+            return _refused(head, err), error_body(err, self.camel), user
+        status, body = self.answer(op, result)
+        return status, body, user
+
+    async def receive_body(self, app: PluginApp, receive: Receive) -> bytes:
+        """Step 1, the whole body within `api.max_body_bytes` (413) and `api.body_timeout` (408). First, before
+        authentication: the limits hold whoever sends the body, and a body read in full leaves the connection
+        usable for the next request (a refusal of an unread body has to close it)."""
+        return await read_body(receive, app.max_body_bytes, app.body_timeout)
+
+    async def admit(self, backend: ServedBackend, head: _Head) -> Principal:
+        """Step 2, the caller: authenticated (401) unless the operation is public, and for a route that takes a
+        body, tier 1 on the concrete path (403) before the body is parsed, so a denied caller learns nothing
+        from a 400 about its body."""
+        if self.public:
+            return _anonymous(head.client)
+        principal = await backend.authenticate(head.authorization)
+        if self.reads_body:
+            await backend.check_route(principal, self.method, head.path)
+        return principal
+
+    def operation(self, raw: bytes | None, params: dict[str, str], query_string: bytes) -> Operation[Any]:
+        """Step 3, the operation from the request (400): strict JSON (`_wire.parse_json`), the body's JSON
+        types as the document states them (`_strict`), then path > query > body gathered and built. Where the
+        body is the whole input, the type check and the build are one strict pass (`_strict.strict_operation`)."""
+        body: Any = _ABSENT
+        if raw is not None and raw.strip():
+            body = parse_json(raw)
+            op = self._checked(raw, body, params, query_string)
+            if op is not None:
+                return op
+        return self.spec.build(self.gather(params, query_string, body))
+
+    async def deny_first(self, backend: ServedBackend, principal: Principal, path: str) -> None:
+        """Before a 400 about path or query input, tier 1 (403): a route without a body is authorized by
+        `execute`, which an invalid input never reaches, so a denied caller still gets 403 before 400."""
+        if not self.public and not self.reads_body:
+            await backend.check_route(principal, self.method, path)
+
+    def answer(self, op: Operation[Any], result: Any) -> tuple[int, bytes]:
+        """Step 5 (step 4 is `backend.execute`: tier 1 and 2, then the handler): the binding's status (200 for a
+        create that stored nothing) and the result rendered as the spec names it, straight to bytes."""
+        status = 200 if self.dry_run is not None and getattr(op, self.dry_run) else self.status
+        if self.reshape is not None:
+            return status, _dumps(self.reshape(result))
+        return status, _render(result, self.camel)
+
     def _checked(self, raw: bytes, body: Any, params: dict[str, str], query_string: bytes) -> Operation[Any] | None:
         """A parsed body's JSON types checked as the document states them; the operation itself where the body
         is its whole input and one strict pass builds it (`_strict.strict_operation`), else None (to build)."""
@@ -241,39 +304,6 @@ class _Plan(_Endpoint):
                     return op
             check_body(self.spec, raw, body)
         return None
-
-    async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
-        backend = app.backend
-        user: str | None = None
-        try:
-            # 413 and 408 before authentication
-            raw = await read_body(receive, app.max_body_bytes, app.body_timeout) if self.reads_body else None
-            if self.public:
-                principal = _anonymous(head.client)
-            else:
-                principal = await backend.authenticate(head.authorization)
-                user = principal.user_id
-                if self.reads_body:
-                    await backend.check_route(principal, self.method, head.path)  # 403 before 400
-            body: Any = _ABSENT
-            op: Operation[Any] | None = None
-            if raw is not None and raw.strip():
-                body = parse_json(raw)
-                op = self._checked(raw, body, params, head.query_string)
-            try:
-                if op is None:
-                    op = self.spec.build(self.gather(params, head.query_string, body))
-            except ValidationError:
-                if not self.public and not self.reads_body:  # path/query input: still 403 before 400
-                    await backend.check_route(principal, self.method, head.path)
-                raise
-            result = await backend.execute(op, principal, route_path=head.path)
-        except SDKError as err:
-            return _refused(head, err), error_body(err, self.camel), user
-        status = 200 if self.dry_run is not None and getattr(op, self.dry_run) else self.status
-        if self.reshape is not None:
-            return status, _dumps(self.reshape(result)), user
-        return status, _render(result, self.camel), user
 
 
 @functools.lru_cache(maxsize=1024)
