@@ -3,12 +3,15 @@
 `PluginApp` is a plain ASGI app. Every request goes through `PluginApp.__call__`, which writes the request
 id, the access log line and the last-resort 500 envelope once, and applies the limits (`limits.py`) before
 any work: request target and head (414/431), declared body size (413), then the router (404, 405 with
-`Allow`, `OPTIONS`). A catalog route is a `_Plan`: read the body within the limit (413) and time (408), authenticate
-(401, except `Policy.unauthenticated` operations), tier 1 on the concrete path before the body is parsed
-or validated (403 before 400), parse strict JSON (400), check its JSON types against the document
-(`_strict.py`, 400), build the operation (400), execute it through the
-backend with `route_path=` (tier 1 and 2, then the handler). The reply is the typed result rendered as the
-spec names it (camelCase for auth-service routes), or the one error envelope with the error's status.
+`Allow`, `OPTIONS`). A catalog route is a `_Plan`, whose `respond` runs its named steps in order:
+`receive_body` (413, 408; before authentication), `admit` (401 unless `Policy.unauthenticated`; for a route
+that takes a body, tier 1 on the concrete path before the body is parsed: 403 before 400), `operation`
+(strict JSON, the JSON types the document states (`_strict.py`), path > query > body, built: 400; on a
+route without a body `deny_first` checks tier 1 before that 400), `backend.execute` with `route_path=`
+(tier 1 and 2, then the handler), `answer` (the typed result rendered as the spec names it, camelCase for
+auth-service routes). A refusal at any step is the one error envelope with the error's status.
+`tests/server/test_twin.py` runs the same requests through a stock Starlette routing of the catalog and
+compares the answers byte for byte.
 
 The server reaches the engine only through the backend (`contract.ServedBackend`); FastAPI is used for
 the OpenAPI document and the /docs page only (`_openapi.py`).
@@ -188,47 +191,6 @@ class _Plan(_Endpoint):
             reshape=listing_b_created if (spec.name, path) in LISTING_B else None,
         )
 
-    def gather(self, path_params: dict[str, str], query_string: bytes, body: Any) -> dict[str, Any]:
-        """Path > query > body, each under its snake_case or camelCase name."""
-        data = self._from_body(body)
-        if query_string and self.query:
-            self._add_query(data, query_string)
-        if path_params:
-            _add_path(data, path_params)
-        if self.defaults:
-            self._add_defaults(data)
-        return data
-
-    def _from_body(self, body: Any) -> dict[str, Any]:
-        if body is _ABSENT:
-            return {}
-        if self.body_field is not None:
-            return {self.body_field: body}
-        if isinstance(body, dict):
-            return dict(body)
-        raise ValidationError(
-            "The request body must be a JSON object.",
-            details={"field": "body", "value": None, "expected": "a JSON object"},
-        )
-
-    def _add_query(self, data: dict[str, Any], query_string: bytes) -> None:
-        params: dict[str, list[str]] = {}
-        for key, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
-            params.setdefault(key, []).append(value)
-        for name, keys, is_list in self.query:
-            values = params.get(keys[0])
-            if values is None:
-                values = params.get(keys[1])
-            if values is None:
-                continue
-            data[name] = [v for item in values for v in item.split(",") if v != ""] if is_list else values[-1]
-
-    def _add_defaults(self, data: dict[str, Any]) -> None:
-        given = {k for k in data} | {_camel(k) for k in data}
-        for key, value in self.defaults:
-            if key not in given and _camel(key) not in given:
-                data[key] = value
-
     async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
         """The steps in the order docs/rest.md gives them; the first refusal is the answer, in the envelope."""
         backend = app.backend
@@ -304,6 +266,47 @@ class _Plan(_Endpoint):
                     return op
             check_body(self.spec, raw, body)
         return None
+
+    def gather(self, path_params: dict[str, str], query_string: bytes, body: Any) -> dict[str, Any]:
+        """Path > query > body, each under its snake_case or camelCase name."""
+        data = self._from_body(body)
+        if query_string and self.query:
+            self._add_query(data, query_string)
+        if path_params:
+            _add_path(data, path_params)
+        if self.defaults:
+            self._add_defaults(data)
+        return data
+
+    def _from_body(self, body: Any) -> dict[str, Any]:
+        if body is _ABSENT:
+            return {}
+        if self.body_field is not None:
+            return {self.body_field: body}
+        if isinstance(body, dict):
+            return dict(body)
+        raise ValidationError(
+            "The request body must be a JSON object.",
+            details={"field": "body", "value": None, "expected": "a JSON object"},
+        )
+
+    def _add_query(self, data: dict[str, Any], query_string: bytes) -> None:
+        params: dict[str, list[str]] = {}
+        for key, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+            params.setdefault(key, []).append(value)
+        for name, keys, is_list in self.query:
+            values = params.get(keys[0])
+            if values is None:
+                values = params.get(keys[1])
+            if values is None:
+                continue
+            data[name] = [v for item in values for v in item.split(",") if v != ""] if is_list else values[-1]
+
+    def _add_defaults(self, data: dict[str, Any]) -> None:
+        given = {k for k in data} | {_camel(k) for k in data}
+        for key, value in self.defaults:
+            if key not in given and _camel(key) not in given:
+                data[key] = value
 
 
 @functools.lru_cache(maxsize=1024)
