@@ -25,6 +25,7 @@ from pluginsdk import PluginSDK
 from pluginsdk.backend import load_backend
 from pluginsdk.config import load_settings
 from pluginsdk.server import create_app
+from tests.auth.conftest import CHEAP_HASHING
 from tests.server.door import reader_key
 from tests.server.twin import twin_app
 from tests.support.backends import base_config
@@ -88,6 +89,7 @@ CASES: list[Case] = [
     Case("POST", "/auth/login", who="none", body=j('{"username":"nobody"}')),
     Case("POST", "/auth/token", who="none", body=j("{}")),
     Case("POST", "/auth/token", who="none", body=j('{"refreshToken":"garbage"}')),
+    *[Case("POST", "/auth/login", who="none", body=j('{"username":"nobody","password":"wrong"}'))] * 3,
     # credentials
     Case("GET", "/api/v1/templates", who="none"),
     Case("GET", "/api/v1/templates", who="psdk_not-a-key"),
@@ -235,7 +237,8 @@ class Answer(NamedTuple):
 @asynccontextmanager
 async def _apps(tmp_path: Path) -> AsyncIterator[tuple[httpx.AsyncClient, httpx.AsyncClient, dict[str, str]]]:
     """The door and the twin, each on its own copy of one seeded store; the seeded keys."""
-    config = base_config(tmp_path)
+    managed = {"enabled": True, "passwordHashing": CHEAP_HASHING, "signInLimits": {"clientFailures": 2}}
+    config = base_config(tmp_path, app={"authProvider": {"useManaged": managed}})
     keys = {"admin": await admin_key(config), "reader": await reader_key(config)}
     async with PluginSDK(config=config) as sdk:
         await sdk.create_template(template_id="web", image_id="ami-1")
