@@ -13,7 +13,8 @@ a date, a tuple, a dataclass...) is checked on the raw bytes in JSON mode, as st
 
 Where the body is the whole input (no path or query fields, no REST default) of such an operation, the check and the
 build are one pass instead (`strict_operation`): the operation validated in strict mode (a subclass with
-`strict=True`, never registered), its fields then taken by the operation class as they are. Not where a
+`strict=True`, never registered), its fields then taken by the operation class as they are; a body it
+refuses goes through the check and the build, whose error names the field as the body spells it. Not where a
 field validator runs before the type check (it could turn a wrong type into a right one), nor for a body
 that gives a string for a list field (the operation takes `"id"` for `["id"]`; a JSON body may not).
 """
@@ -128,12 +129,14 @@ def _strict_class(spec: OperationSpec) -> tuple[type[Operation], frozenset[str]]
 
 def strict_operation(spec: OperationSpec, body: dict[str, Any]) -> Operation | None:
     """The operation from a JSON body that is its whole input, checked and built in one strict pass; None
-    where that pass would not be the same as `check_body` then `spec.build` (then the caller does those)."""
+    where that pass would not be the same as `check_body` then `spec.build` (then the caller does those),
+    and where it refuses the body: the two passes then name the field as the body spells it (`templateId`),
+    where the strict subclass would name the attribute (`template_id`)."""
     plan = _strict_class(spec)
     if plan is None or any(isinstance(body.get(name), str) for name in plan[1]):
         return None
     try:
         checked = plan[0].model_validate(body)
-    except pydantic.ValidationError as exc:
-        raise validation_error(exc, spec.name) from None
+    except pydantic.ValidationError:
+        return None
     return spec.cls.model_construct(checked.model_fields_set, **checked.__dict__)

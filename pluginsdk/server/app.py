@@ -3,12 +3,15 @@
 `PluginApp` is a plain ASGI app. Every request goes through `PluginApp.__call__`, which writes the request
 id, the access log line and the last-resort 500 envelope once, and applies the limits (`limits.py`) before
 any work: request target and head (414/431), declared body size (413), then the router (404, 405 with
-`Allow`, `OPTIONS`). A catalog route is a `_Plan`: read the body within the limit (413) and time (408), authenticate
-(401, except `Policy.unauthenticated` operations), tier 1 on the concrete path before the body is parsed
-or validated (403 before 400), parse strict JSON (400), check its JSON types against the document
-(`_strict.py`, 400), build the operation (400), execute it through the
-backend with `route_path=` (tier 1 and 2, then the handler). The reply is the typed result rendered as the
-spec names it (camelCase for auth-service routes), or the one error envelope with the error's status.
+`Allow`, `OPTIONS`). A catalog route is a `_Plan`, whose `respond` runs its named steps in order:
+`receive_body` (413, 408; before authentication), `admit` (401 unless `Policy.unauthenticated`; for a route
+that takes a body, tier 1 on the concrete path before the body is parsed: 403 before 400), `operation`
+(strict JSON, the JSON types the document states (`_strict.py`), path > query > body, built: 400; on a
+route without a body `deny_first` checks tier 1 before that 400), `backend.execute` with `route_path=`
+(tier 1 and 2, then the handler), `answer` (the typed result rendered as the spec names it, camelCase for
+auth-service routes). A refusal at any step is the one error envelope with the error's status.
+`tests/server/test_twin.py` runs the same requests through a stock Starlette routing of the catalog and
+compares the answers byte for byte.
 
 The server reaches the engine only through the backend (`contract.ServedBackend`); FastAPI is used for
 the OpenAPI document and the /docs page only (`_openapi.py`).
@@ -188,6 +191,82 @@ class _Plan(_Endpoint):
             reshape=listing_b_created if (spec.name, path) in LISTING_B else None,
         )
 
+    async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
+        """The steps in the order docs/rest.md gives them; the first refusal is the answer, in the envelope."""
+        backend = app.backend
+        user: str | None = None
+        try:
+            raw = await self.receive_body(app, receive) if self.reads_body else None
+            principal = await self.admit(backend, head)
+            if not self.public:
+                user = principal.user_id
+            try:
+                op = self.operation(raw, params, head.query_string)
+            except ValidationError:
+                await self.deny_first(backend, principal, head.path)
+                raise
+            result = await backend.execute(op, principal, route_path=head.path)
+        except SDKError as err:
+            return _refused(head, err), error_body(err, self.camel), user
+        status, body = self.answer(op, result)
+        return status, body, user
+
+    async def receive_body(self, app: PluginApp, receive: Receive) -> bytes:
+        """Step 1, the whole body within `api.max_body_bytes` (413) and `api.body_timeout` (408). First, before
+        authentication: the limits hold whoever sends the body, and a body read in full leaves the connection
+        usable for the next request (a refusal of an unread body has to close it)."""
+        return await read_body(receive, app.max_body_bytes, app.body_timeout)
+
+    async def admit(self, backend: ServedBackend, head: _Head) -> Principal:
+        """Step 2, the caller: authenticated (401) unless the operation is public, and for a route that takes a
+        body, tier 1 on the concrete path (403) before the body is parsed, so a denied caller learns nothing
+        from a 400 about its body."""
+        if self.public:
+            return _anonymous(head.client)
+        principal = await backend.authenticate(head.authorization)
+        if self.reads_body:
+            await backend.check_route(principal, self.method, head.path)
+        return principal
+
+    def operation(self, raw: bytes | None, params: dict[str, str], query_string: bytes) -> Operation[Any]:
+        """Step 3, the operation from the request (400): strict JSON (`_wire.parse_json`), the body's JSON
+        types as the document states them (`_strict`), then path > query > body gathered and built. Where the
+        body is the whole input, the type check and the build are one strict pass (`_strict.strict_operation`)."""
+        body: Any = _ABSENT
+        if raw is not None and raw.strip():
+            body = parse_json(raw)
+            op = self._checked(raw, body, params, query_string)
+            if op is not None:
+                return op
+        return self.spec.build(self.gather(params, query_string, body))
+
+    async def deny_first(self, backend: ServedBackend, principal: Principal, path: str) -> None:
+        """Before a 400 about path or query input, tier 1 (403): a route without a body is authorized by
+        `execute`, which an invalid input never reaches, so a denied caller still gets 403 before 400."""
+        if not self.public and not self.reads_body:
+            await backend.check_route(principal, self.method, path)
+
+    def answer(self, op: Operation[Any], result: Any) -> tuple[int, bytes]:
+        """Step 5 (step 4 is `backend.execute`: tier 1 and 2, then the handler): the binding's status (200 for a
+        create that stored nothing) and the result rendered as the spec names it, straight to bytes."""
+        status = 200 if self.dry_run is not None and getattr(op, self.dry_run) else self.status
+        if self.reshape is not None:
+            return status, _dumps(self.reshape(result))
+        return status, _render(result, self.camel)
+
+    def _checked(self, raw: bytes, body: Any, params: dict[str, str], query_string: bytes) -> Operation[Any] | None:
+        """A parsed body's JSON types checked as the document states them; the operation itself where the body
+        is its whole input and one strict pass builds it (`_strict.strict_operation`), else None (to build)."""
+        if self.body_field is not None:
+            check_body(self.spec, raw, body)
+        elif isinstance(body, dict):
+            if not (params or self.defaults or (query_string and self.query)):
+                op = strict_operation(self.spec, body)
+                if op is not None:
+                    return op
+            check_body(self.spec, raw, body)
+        return None
+
     def gather(self, path_params: dict[str, str], query_string: bytes, body: Any) -> dict[str, Any]:
         """Path > query > body, each under its snake_case or camelCase name."""
         data = self._from_body(body)
@@ -228,52 +307,6 @@ class _Plan(_Endpoint):
         for key, value in self.defaults:
             if key not in given and _camel(key) not in given:
                 data[key] = value
-
-    def _checked(self, raw: bytes, body: Any, params: dict[str, str], query_string: bytes) -> Operation[Any] | None:
-        """A parsed body's JSON types checked as the document states them; the operation itself where the body
-        is its whole input and one strict pass builds it (`_strict.strict_operation`), else None (to build)."""
-        if self.body_field is not None:
-            check_body(self.spec, raw, body)
-        elif isinstance(body, dict):
-            if not (params or self.defaults or (query_string and self.query)):
-                op = strict_operation(self.spec, body)
-                if op is not None:
-                    return op
-            check_body(self.spec, raw, body)
-        return None
-
-    async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
-        backend = app.backend
-        user: str | None = None
-        try:
-            # 413 and 408 before authentication
-            raw = await read_body(receive, app.max_body_bytes, app.body_timeout) if self.reads_body else None
-            if self.public:
-                principal = _anonymous(head.client)
-            else:
-                principal = await backend.authenticate(head.authorization)
-                user = principal.user_id
-                if self.reads_body:
-                    await backend.check_route(principal, self.method, head.path)  # 403 before 400
-            body: Any = _ABSENT
-            op: Operation[Any] | None = None
-            if raw is not None and raw.strip():
-                body = parse_json(raw)
-                op = self._checked(raw, body, params, head.query_string)
-            try:
-                if op is None:
-                    op = self.spec.build(self.gather(params, head.query_string, body))
-            except ValidationError:
-                if not self.public and not self.reads_body:  # path/query input: still 403 before 400
-                    await backend.check_route(principal, self.method, head.path)
-                raise
-            result = await backend.execute(op, principal, route_path=head.path)
-        except SDKError as err:
-            return _refused(head, err), error_body(err, self.camel), user
-        status = 200 if self.dry_run is not None and getattr(op, self.dry_run) else self.status
-        if self.reshape is not None:
-            return status, _dumps(self.reshape(result)), user
-        return status, _render(result, self.camel), user
 
 
 @functools.lru_cache(maxsize=1024)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pydantic
 import pytest
+from pydantic.alias_generators import to_camel
 
 from pluginsdk.operations import CATALOG
 from pluginsdk.server._strict import _checker, _strict_class, check_body, strict_operation
@@ -56,8 +57,8 @@ def _outcome(build: Any) -> tuple[str, Any]:
 
     try:
         return "ok", build().model_dump(mode="json")
-    except ValidationError:
-        return "refused", None
+    except ValidationError as err:
+        return "refused", err.to_envelope()  # the same error, its field named as the body spells it
 
 
 ONE_PASS = [spec for spec in BODY_ROUTES if _strict_class(spec) is not None]
@@ -72,8 +73,9 @@ VALID = {
 
 @pytest.mark.parametrize("spec", ONE_PASS, ids=[s.name for s in ONE_PASS])
 def test_one_strict_pass_is_the_check_then_the_build(spec: Any) -> None:
-    """Accepted or refused alike, and the same operation when accepted, as the strict check then the build."""
-    bodies = [{name: value} for name in spec.body_fields for value in SAMPLES]
+    """Accepted or refused alike, the same operation when accepted and the same error when refused, as the
+    strict check then the build."""
+    bodies = [{key: value} for name in spec.body_fields for key in (name, to_camel(name)) for value in SAMPLES]
     base = VALID.get(spec.name, {})
     bodies += [base, *({**base, name: value} for name in spec.body_fields for value in SAMPLES)]
     for body in bodies:
