@@ -54,7 +54,7 @@ async def get_request_status(engine: Engine, op: GetRequestStatusQuery, principa
             continue
         out.append(await fresh(engine, r))
     if missing and len(op.request_ids) == 1 and not op.report_missing:
-        raise NotFoundError("request", missing[0], f"Request '{missing[0]}' not found; run `pluginsdk requests list`.")
+        raise NotFoundError("request", missing[0], f"Request '{missing[0]}' not found.")
     if op.long:
         out = await with_machines_all(engine, out)
     return RequestStatusList(

@@ -16,12 +16,13 @@ from pluginsdk.models import (
     RequestType,
     ReturnRequestCreated,
     SkippedMachine,
+    StatusReason,
     utcnow,
 )
 from pluginsdk.operations import CreateReturnRequestCommand
 from pluginsdk.principal import Principal
 
-from ..reconciler import RETURNED_BEFORE_RUNNING, reconcile, terminate_machines
+from ..reconciler import reconcile, terminate_machines
 from ..registry import HandlerTable
 from .request_records import load_request, machine_attrs, request_attrs
 
@@ -277,12 +278,13 @@ def _return_record(
 def _marked(ret_id: str, machines: list[Machine]) -> list[Machine]:
     """The machines marked as claimed by the return (one still starting is withdrawn)."""
     now = utcnow()
+    withdrawn = {"status_reason": StatusReason.RETURNED_BEFORE_RUNNING.value}
     return [
         m.model_copy(
             update={
                 "return_request_id": ret_id,
                 "updated_at": now,
-                **({"status_reason": RETURNED_BEFORE_RUNNING} if m.status is MachineStatus.PENDING else {}),
+                **(withdrawn if m.status is MachineStatus.PENDING else {}),
             }
         )
         for m in machines
@@ -337,7 +339,9 @@ async def release_failed(engine: Engine, ret_id: str, failures: dict[str, str]) 
                     "return_request_id": None,
                     "updated_at": now,
                     # its launch was not stopped after all: no longer withdrawn
-                    "status_reason": None if m.status_reason == RETURNED_BEFORE_RUNNING else m.status_reason,
+                    "status_reason": (
+                        None if m.status_reason == StatusReason.RETURNED_BEFORE_RUNNING else m.status_reason
+                    ),
                 }
             )
             for m in stuck.values()
