@@ -87,6 +87,7 @@ MODELS: dict[str, str] = {
     "SecureConfig": "auth_results",
     "SessionTokens": "auth_results",
     "SkippedMachine": "provisioning",
+    "StatusReason": "statuses",
     "SubjectDecision": "policy_results",
     "SubjectDecisions": "policy_results",
     "SubjectRoutes": "policy_results",

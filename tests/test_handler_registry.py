@@ -12,6 +12,12 @@ from pluginsdk.errors import HandlerDiscoveryError
 from pluginsdk.operations import CATALOG
 from pluginsdk.operations.auth_sessions import LoginCommand
 from pluginsdk.operations.bootstrap import GetVersionQuery
+from pluginsdk.operations.requests import (
+    CleanupOldRequestsCommand,
+    CreateRequestCommand,
+    CreateReturnRequestCommand,
+    ListRequestsQuery,
+)
 from pluginsdk.operations.templates import ListTemplatesQuery
 
 
@@ -39,6 +45,24 @@ def test_a_registry_finds_the_module_named_like_the_operation_module() -> None:
     assert login is not None and login.__module__ == "backends.local.auth.handlers.sessions"
     assert "backends.local.handlers.templates" in sys.modules
     assert HandlerRegistry().get(ListTemplatesQuery) is handler  # the table lives in the module, not a global
+
+
+def test_the_request_operations_are_found_in_their_own_modules_without_a_scan(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def scan(self: HandlerRegistry) -> None:
+        raise AssertionError("every handler module was loaded to find one handler")
+
+    monkeypatch.setattr(HandlerRegistry, "_load_all", scan)
+    registry = HandlerRegistry()
+    for op, module in (
+        (ListRequestsQuery, "request_queries"),
+        (CreateRequestCommand, "provisioning"),
+        (CreateReturnRequestCommand, "returns"),
+        (CleanupOldRequestsCommand, "request_cleanup"),
+    ):
+        handler = registry.get(op)
+        assert handler is not None and handler.__module__ == f"backends.local.handlers.{module}"
 
 
 def test_two_handlers_for_one_operation_are_an_error() -> None:

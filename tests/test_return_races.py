@@ -124,7 +124,7 @@ async def test_engines_racing_to_return_the_same_machines(any_store: dict[str, A
 
 _KILLED = """
 import asyncio, json, sys
-import backends.local.handlers.requests as returns
+import backends.local.handlers.returns as returns
 from pluginsdk import PluginSDK
 
 async def stuck(engine, machines):  # the claim is recorded; the process dies before the provider is asked

@@ -31,11 +31,11 @@ from pluginsdk.models import (
     Request,
     RequestStatus,
     RequestType,
+    StatusReason,
     Template,
     can_transition,
     utcnow,
 )
-from pluginsdk.schedulers._base import RECLAIMED, RETURNED_BEFORE_RUNNING
 
 from .providers.base import LaunchResult, ProviderDriver, ProvisionedMachine
 
@@ -43,7 +43,6 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 __all__ = [
-    "RETURNED_BEFORE_RUNNING",
     "apply_states",
     "ended",
     "fold_states",
@@ -63,7 +62,7 @@ def _merge(m: Machine, pm: ProvisionedMachine) -> Machine | None:
     if pm.status != m.status:
         if can_transition(m.status, pm.status):
             update["status"] = pm.status
-            if pm.reason and m.status_reason != RETURNED_BEFORE_RUNNING:
+            if pm.reason and m.status_reason != StatusReason.RETURNED_BEFORE_RUNNING:
                 update["status_reason"] = pm.reason
         else:
             log.warning("ignored illegal transition of %s: %s -> %s", m.machine_id, m.status, pm.status)
@@ -114,15 +113,21 @@ def _tally(request: Request, machines: list[Machine]) -> tuple[int, int, int, in
     returned after it ran was delivered (it counts as up); one returned before it ran was withdrawn (neither
     up nor failed); one the provider could not start at all (capacity everywhere) is unfilled: known short,
     not awaited. The note is what the status message adds about the last two."""
-    withdrawn = sum(1 for m in machines if m.status_reason == RETURNED_BEFORE_RUNNING)
+    withdrawn = sum(1 for m in machines if m.status_reason == StatusReason.RETURNED_BEFORE_RUNNING)
     up = sum(
         1
         for m in machines
         if m.status is MachineStatus.RUNNING
-        or (m.return_request_id and m.status_reason != RETURNED_BEFORE_RUNNING and m.status is not MachineStatus.FAILED)
+        or (
+            m.return_request_id
+            and m.status_reason != StatusReason.RETURNED_BEFORE_RUNNING
+            and m.status is not MachineStatus.FAILED
+        )
     )
     pending = sum(
-        1 for m in machines if m.status is MachineStatus.PENDING and m.status_reason != RETURNED_BEFORE_RUNNING
+        1
+        for m in machines
+        if m.status is MachineStatus.PENDING and m.status_reason != StatusReason.RETURNED_BEFORE_RUNNING
     )
     unfilled = int(request.provider_data.get("unfilled") or 0)
     return up, pending, withdrawn, unfilled, _note(request, withdrawn, unfilled)
@@ -165,7 +170,9 @@ def _ended(
         return RequestStatus.CANCELLED, f"Cancelled: all {withdrawn} machines were returned before running."
     if up:
         return RequestStatus.PARTIAL, f"Request {why}: {up} of {request.count} machines running, the rest failed{note}."
-    reasons = [m.status_reason for m in machines if m.status_reason and m.status_reason != RETURNED_BEFORE_RUNNING]
+    reasons = [
+        m.status_reason for m in machines if m.status_reason and m.status_reason != StatusReason.RETURNED_BEFORE_RUNNING
+    ]
     return RequestStatus.FAILED, f"Request {why}: no machine came up" + (f" ({reasons[0]})." if reasons else ".")
 
 
@@ -477,7 +484,7 @@ async def record_reclaimed(engine: Engine) -> list[str]:
             update={
                 "status": MachineStatus.TERMINATED,
                 "return_request_id": ret_id,
-                "status_reason": f"{RECLAIMED}: {pm.reason or 'spot interruption'}",
+                "status_reason": f"{StatusReason.RECLAIMED}: {pm.reason or 'spot interruption'}",
                 "updated_at": now,
             }
         )
@@ -493,7 +500,7 @@ async def record_reclaimed(engine: Engine) -> list[str]:
             status=RequestStatus.COMPLETED,
             count=len(taken),
             provider_name=driver.name,
-            message=f"{RECLAIMED}: {fresh[0].reason or 'spot interruption'}.",
+            message=f"{StatusReason.RECLAIMED}: {fresh[0].reason or 'spot interruption'}.",
             machine_ids=[m.machine_id for m in taken],
             completed_at=now,
             created_by="provider",

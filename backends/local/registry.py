@@ -26,10 +26,13 @@ __all__ = ["HANDLER_PACKAGES", "Handler", "HandlerRegistry", "HandlerTable"]
 Handler = Callable[["Engine", Any, Principal], Awaitable[Any]]
 
 HANDLER_PACKAGES = ("backends.local.handlers", "backends.local.auth.handlers")
-"""Where handler modules live; each is named like the operation module it serves."""
+"""Where handler modules live; each is named like the operation module it serves, or listed in `_SERVED_BY`."""
 
-_RENAMED = {"auth_sessions": "sessions"}
-"""Operation module -> handler module, where the names differ."""
+_SERVED_BY = {
+    "auth_sessions": ("sessions",),
+    "requests": ("request_queries", "provisioning", "returns", "request_cleanup"),
+}
+"""Operation module -> the handler modules serving it, tried in order, where the names differ."""
 
 
 class HandlerTable(dict[type[Operation], Handler]):
@@ -64,15 +67,17 @@ class HandlerRegistry:
             self._handlers[op] = fn
 
     def get(self, op: type[Operation]) -> Handler | None:
-        """The handler of `op`, loading its module (named like the operation module) on first use."""
+        """The handler of `op`, loading its module (named like the operation module, or as `_SERVED_BY` says) on
+        first use."""
         found = self._handlers.get(op)
         if found is not None:
             return found
         group = op.__module__.rsplit(".", 1)[-1]
         for package in self._packages:
-            self._load(f"{package}.{_RENAMED.get(group, group)}", missing_ok=True)
-            if op in self._handlers:
-                return self._handlers[op]
+            for name in _SERVED_BY.get(group, (group,)):
+                self._load(f"{package}.{name}", missing_ok=True)
+                if op in self._handlers:
+                    return self._handlers[op]
         self._load_all()  # a handler module named otherwise
         return self._handlers.get(op)
 

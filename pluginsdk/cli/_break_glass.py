@@ -40,4 +40,9 @@ def break_glass(ctx: Context, user_id: str) -> None:
         raise SystemExit(1) from None
     emit(ctx, result)
     if not result["canAdminister"]:
+        click.echo(
+            f"Delete them with `pluginsdk constraints delete ID`, then run `pluginsdk auth break-glass --user "
+            f"{user_id}` again.",
+            err=True,
+        )
         raise SystemExit(1)

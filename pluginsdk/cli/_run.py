@@ -35,8 +35,22 @@ _LISTINGS = {
     "REQUEST_NOT_FOUND": "requests list",
     "MACHINE_NOT_FOUND": "machines list",
 }
-"""The command that lists what a not-found id could have been (the engine's errors name no CLI command:
-REST and MCP callers share them)."""
+"""The command that lists what a not-found id could have been."""
+
+_LOCKOUT_FIELD = "policy"
+"""`details.field` of the refusal of a change that would leave nobody able to administer roles."""
+
+
+def _hint(envelope: Mapping[str, Any]) -> str | None:
+    """The CLI command that helps after this error, as a sentence for stderr, or None. The engine's errors
+    state facts and name no CLI command (REST and MCP callers share them): the CLI adds its own."""
+    code = envelope.get("error_code")
+    if code in _LISTINGS:
+        return f"See `pluginsdk {_LISTINGS[code]}` for the ones that exist."
+    details = envelope.get("details") or {}
+    if code == "VALIDATION_ERROR" and details.get("field") == _LOCKOUT_FIELD:
+        return "An operator with access to the store recovers with `pluginsdk auth break-glass --user ID`."
+    return None
 
 
 class InputFileRefused(ValidationError):
@@ -201,8 +215,8 @@ def run_operation(
             ctx.options["format"] = strategy.output_format
         envelope = err.to_envelope()
         emit_error(ctx, envelope, strategy.render_error(envelope) if strategy else None)
-        if envelope["error_code"] in _LISTINGS:
-            click.echo(f"See `pluginsdk {_LISTINGS[envelope['error_code']]}` for the ones that exist.", err=True)
+        if (advice := _hint(envelope)) is not None:
+            click.echo(advice, err=True)
         usage = isinstance(err, InputFileRefused) and (strategy is None or strategy.name == "default")
         sys.exit(USAGE if usage else ERROR)
     except KeyboardInterrupt:

@@ -1,4 +1,4 @@
-"""Lifecycle statuses of requests and machines, and the legal moves between them.
+"""Lifecycle statuses of requests and machines, the legal moves between them, and why a machine ended as it did.
 
 Statuses are closed enums (`decisions.md`); the legal transitions live in one
 table here so every backend enforces the same rules. Plain enums, apart from
@@ -13,6 +13,7 @@ __all__ = [
     "MachineStatus",
     "RequestStatus",
     "RequestType",
+    "StatusReason",
     "can_transition",
 ]
 
@@ -57,6 +58,16 @@ class MachineStatus(StrEnum):
 class RequestType(StrEnum):
     PROVISION = "provision"
     RETURN = "return"
+
+
+class StatusReason(StrEnum):
+    """The `status_reason`s the engine records and the scheduler strategies read (other reasons are the
+    provider's own words)."""
+
+    RETURNED_BEFORE_RUNNING = "returned before it was running"
+    """A machine returned while it was still starting: its launch was stopped, so it was withdrawn, not failed."""
+    RECLAIMED = "Reclaimed by the provider"
+    """The start of the reason of a machine the cloud took back on its own: `Reclaimed by the provider: <why>`."""
 
 
 _TERMINAL_REQUEST = frozenset(

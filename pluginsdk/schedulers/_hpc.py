@@ -17,7 +17,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ._base import RECLAIMED, RETURNED_BEFORE_RUNNING, Strategy
+from ..models.statuses import StatusReason
+from ._base import Strategy
 from .instance_types import Shape, resolve_shape
 
 if TYPE_CHECKING:
@@ -243,7 +244,9 @@ class HpcStrategy(Strategy):
         status = m.status.value
         if returning:
             return "succeed" if m.status.gone else "executing"
-        if m.status_reason == RETURNED_BEFORE_RUNNING or (m.status_reason or "").startswith(RECLAIMED):
+        if m.status_reason == StatusReason.RETURNED_BEFORE_RUNNING or (m.status_reason or "").startswith(
+            StatusReason.RECLAIMED
+        ):
             return "fail"
         if status == "pending":
             return "executing"
@@ -375,4 +378,4 @@ class HpcStrategy(Strategy):
 
 def _withdrawn(m: Machine) -> bool:
     """Returned by the scheduler before it ran (its launch stopped)."""
-    return m.status_reason == RETURNED_BEFORE_RUNNING
+    return m.status_reason == StatusReason.RETURNED_BEFORE_RUNNING

@@ -22,11 +22,11 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backends.local.policy import ReferencePolicy
 from pluginsdk import NotFoundError, PermissionDeniedError, PluginSDK, SDKError
 from pluginsdk.principal import Principal
 from tests.auth.conftest import call_as
 from tests.support.backends import base_config
+from tests.support.reference_policy import ReferencePolicy
 from tests.support.remote import running_server
 
 OPERATORS = ("equals", "contains", "does_not_contain", "starts_with", "ends_with", "is_one_of", "is_not_one_of")

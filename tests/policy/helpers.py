@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from backends.local.policy import CompiledPolicy, ReferencePolicy
+from backends.local.policy import CompiledPolicy
 from pluginsdk.principal import Principal
+from tests.support.reference_policy import ReferencePolicy
 
 _counter = 0
 

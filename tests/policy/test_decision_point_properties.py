@@ -8,12 +8,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backends.local.policy import ReferencePolicy
 from backends.local.policy.decision_point import PolicyModel, Question, diff_models
 from backends.local.policy.evaluator import CompiledPolicy, read_constraint
-from backends.local.policy.reference import _constraint_matches
 from pluginsdk.principal import Principal
 from tests.policy.test_properties import METHODS, ROLES, USERS, assets, constraints, principals
+from tests.support.reference_policy import ReferencePolicy, constraint_matches
 
 _Reasons = list[tuple[str, str]]
 
@@ -67,7 +66,7 @@ def _walk_every_grant(
     hits: set[tuple[int, str, str, str]] = set()
     for position, c in enumerate(cs):
         c_type, c_and, c_or, group_perms, user_perms = read_constraint(c)
-        if c_type != object_type or not _constraint_matches(c_type, c_and, c_or, attrs):
+        if c_type != object_type or not constraint_matches(c_type, c_and, c_or, attrs):
             continue
         for prefix, perms in (("role:", group_perms), ("user:", user_perms)):
             for who, m, kind in perms:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from backends.local.policy import compile_pattern, wildcard_match
+from backends.local.policy import compile_pattern
 from backends.local.policy.matching import operator_patterns, split_one_of
+from tests.support.reference_policy import wildcard_match
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from backends.local.policy import CompiledPolicy, ReferencePolicy, compile_pattern, wildcard_match
+from backends.local.policy import CompiledPolicy, compile_pattern
 from pluginsdk.principal import Principal
+from tests.support.reference_policy import ReferencePolicy, wildcard_match
 
 # Small alphabets so that random patterns and values actually meet; a few metacharacters and
 # separators keep literal handling honest.

@@ -10,9 +10,17 @@ from typing import Any
 import pytest
 
 from pluginsdk.config import Settings
-from pluginsdk.models import Machine, MachineStatus, Request, RequestList, RequestStatus, RequestStatusList, RequestType
+from pluginsdk.models import (
+    Machine,
+    MachineStatus,
+    Request,
+    RequestList,
+    RequestStatus,
+    RequestStatusList,
+    RequestType,
+    StatusReason,
+)
 from pluginsdk.schedulers import get_strategy
-from pluginsdk.schedulers._base import RECLAIMED, RETURNED_BEFORE_RUNNING
 from tests.schedulers.ibm_contract import validate
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "schedulers.md"
@@ -40,11 +48,12 @@ def _machine(case: str) -> Machine:
     special: dict[str, dict[str, Any]] = {
         "returned after running": {"status": MachineStatus.TERMINATED, "return_request_id": "ret-1"},
         "withdrawn (returned while starting)": {
-            "status": MachineStatus.TERMINATED, "return_request_id": "ret-1", "status_reason": RETURNED_BEFORE_RUNNING,
+            "status": MachineStatus.TERMINATED, "return_request_id": "ret-1",
+            "status_reason": StatusReason.RETURNED_BEFORE_RUNNING,
         },
         "reclaimed by the provider": {
             "status": MachineStatus.TERMINATED, "return_request_id": "ret-2",
-            "status_reason": f"{RECLAIMED}: spot interruption",
+            "status_reason": f"{StatusReason.RECLAIMED}: spot interruption",
         },
     }  # fmt: skip
     fields = special.get(case) or {"status": MachineStatus(case)}

@@ -128,8 +128,8 @@ async def break_glass(settings: Settings, user_id: str) -> dict[str, Any]:
                 f"'{user_id}' holds '{ADMIN_ROLE}' and can administer roles and user roles."
                 if ok
                 else f"'{user_id}' holds '{ADMIN_ROLE}', but deny constraints still keep it from administering "
-                f"roles: {', '.join(denies) or '(none found naming the role or user)'}; delete them "
-                "(`pluginsdk constraints delete ID`) and run break-glass again."
+                f"roles: {', '.join(denies) or '(none found naming the role or user)'}; delete them and run "
+                "break-glass again."
             ),
         }
     finally:

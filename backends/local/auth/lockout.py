@@ -150,7 +150,7 @@ class LockoutGuard:
                 "Refused: after this change no user could administer roles and user roles (the last "
                 f"assignment of '{ADMIN_ROLE}' removed, '{ADMIN_ROLE}' made MFA-only while no administrator can "
                 "sign in with MFA, or the constraints granting it removed or denied). Grant the administrator "
-                "role to another user first; an operator with access to the store can recover with "
-                "`pluginsdk auth break-glass --user ID`.",
+                "role to another user first; an operator with access to the store can recover by break-glass (the "
+                "administrator role re-granted directly in the store).",
                 details={"field": "policy", "value": None, "expected": "at least one user who can administer roles"},
             )

@@ -90,12 +90,12 @@ def _handlers(module: str) -> Any:
 
 
 def _request_attrs(r: Any) -> Attrs:
-    attrs: Attrs = _handlers("requests").request_attrs(r)
+    attrs: Attrs = _handlers("request_records").request_attrs(r)
     return attrs
 
 
 def _machine_attrs(m: Any) -> Attrs:
-    attrs: Attrs = _handlers("requests").machine_attrs(m)
+    attrs: Attrs = _handlers("request_records").machine_attrs(m)
     return attrs
 
 

@@ -31,7 +31,7 @@ from pluginsdk.principal import Principal
 from ..reconciler import reconcile
 from ..registry import HandlerTable
 from ..stored import take
-from .requests import machine_attrs
+from .request_records import machine_attrs
 
 if TYPE_CHECKING:
     from ..engine import Engine

@@ -15,7 +15,7 @@ Built once per policy version from the stored constraints and the roles' `mfaReq
 
 Decision: allowed iff some applicable allow rule matches and no applicable deny rule matches.
 Tier 1 is object type `api` (or `web`) with `route__path` set to the concrete request path.
-`reference.py` states the same rules plainly; the tests hold the two to the same answers.
+`tests/support/reference_policy.py` states the same rules plainly; the tests hold the two to the same answers.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The policy rules stated as plainly as possible, for tests to compare the compiled evaluator against.
 
-No indexes, no caches, no shared code with `matching.py`: every decision scans every constraint, and
-wildcard matching is a textbook dynamic programme over characters. Slow on purpose.
+No indexes, no caches, no shared code with `backends/local/policy/matching.py`: every decision scans every
+constraint, and wildcard matching is a textbook dynamic programme over characters. Slow on purpose.
 """
 
 from __future__ import annotations
@@ -9,12 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
+from backends.local.policy import ConstraintSource, read_constraint
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
 from pluginsdk.principal import Principal
 
-from .evaluator import ConstraintSource, read_constraint
-
-__all__ = ["ReferencePolicy", "wildcard_match"]
+__all__ = ["ReferencePolicy", "constraint_matches", "wildcard_match"]
 
 _M = TypeVar("_M", bound=Mapping[str, Any])
 
@@ -74,12 +73,13 @@ def _known(criteria: tuple[tuple[str, str, str], ...], object_type: str) -> list
     return [c for c in criteria if c[0] in fields and c[2] in _KNOWN_OPERATORS]
 
 
-def _constraint_matches(
+def constraint_matches(
     object_type: str,
     c_and: tuple[tuple[str, str, str], ...],
     c_or: tuple[tuple[str, str, str], ...],
     attrs: Mapping[str, Any],
 ) -> bool:
+    """Does one constraint (its and/or criteria) match the object's attributes?"""
     known_and, known_or = _known(c_and, object_type), _known(c_or, object_type)
     if (c_and and not known_and) or (c_or and not known_or) or not (known_and or known_or):
         return False  # criteria that became empty match nothing
@@ -118,7 +118,7 @@ class ReferencePolicy:
             kinds = _kinds(group_perms, active, method) + _kinds(user_perms, [principal.user_id], method)
             if c_type != object_type or not ({"allow", "deny"} & set(kinds)):
                 continue
-            if not _constraint_matches(c_type, c_and, c_or, attributes):
+            if not constraint_matches(c_type, c_and, c_or, attributes):
                 continue
             if "deny" in kinds:
                 return False

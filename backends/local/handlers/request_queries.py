@@ -1,0 +1,206 @@
+"""Request reads: one request, a status poll, the listings (brought up to date from the provider) and the summary."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from pluginsdk._words import counted
+from pluginsdk.errors import NotFoundError, ProviderError, ValidationError
+from pluginsdk.models import Request, RequestList, RequestStatus, RequestStatusList, RequestSummary, RequestType
+from pluginsdk.operations import (
+    GetRequestQuery,
+    GetRequestStatusQuery,
+    GetRequestSummaryQuery,
+    ListActiveRequestsQuery,
+    ListRequestsQuery,
+    ListReturnRequestsQuery,
+)
+from pluginsdk.principal import Principal
+
+from ..reconciler import reconcile, record_reclaimed
+from ..registry import HandlerTable
+from ..stored import take
+from .request_records import fresh, load_request, request_attrs, with_machines, with_machines_all
+
+if TYPE_CHECKING:
+    from ..engine import Engine
+
+
+handlers = HandlerTable()
+
+log = logging.getLogger("pluginsdk.requests")
+
+ACTIVE = (RequestStatus.PENDING.value, RequestStatus.RUNNING.value)
+
+
+@handlers.on(GetRequestQuery)
+async def get_request(engine: Engine, op: GetRequestQuery, principal: Principal) -> Request:
+    r = await fresh(engine, take(op) or await load_request(engine, op.request_id), lightweight=op.lightweight)
+    return await with_machines(engine, r) if op.long else r
+
+
+@handlers.on(GetRequestStatusQuery)
+async def get_request_status(engine: Engine, op: GetRequestStatusQuery, principal: Principal) -> RequestStatusList:
+    found = await engine.db.get_requests(op.request_ids)
+    visible = {r.request_id for r in await engine.visible(principal, "request", list(found.values()), request_attrs)}
+    out: list[Request] = []
+    missing: list[str] = []
+    for rid in op.request_ids:
+        r = found.get(rid)
+        if r is None or rid not in visible:
+            missing.append(rid)
+            continue
+        out.append(await fresh(engine, r))
+    if missing and len(op.request_ids) == 1 and not op.report_missing:
+        raise NotFoundError("request", missing[0], f"Request '{missing[0]}' not found.")
+    if op.long:
+        out = await with_machines_all(engine, out)
+    return RequestStatusList(
+        requests=out,
+        not_found=missing,
+        message="" if not missing else f"{len(missing)} request(s) not found: {', '.join(missing[:5])}",
+    )
+
+
+LIST_REFRESH_MAX = 50
+"""Most unfinished requests one listing brings up to date from the provider (the rest: the background loop)."""
+LIST_REFRESH_SECONDS = 2.0
+
+
+async def refresh_listed(engine: Engine, requests: list[Request]) -> tuple[list[Request], int]:
+    """The listed requests with the unfinished ones reconciled, bounded in number and time, so a listing
+    never shows a long-finished request as running; returns (requests, how many could not be refreshed)."""
+    deadline = time.monotonic() + LIST_REFRESH_SECONDS
+    out: list[Request] = []
+    done = stale = 0
+    for listed in requests:
+        r = listed
+        if not r.status.terminal and not r.dry_run:
+            if done < LIST_REFRESH_MAX and time.monotonic() < deadline:
+                try:
+                    r = await reconcile(engine, r)
+                except ProviderError as exc:
+                    log.warning("refreshing %s failed: %s", r.request_id, exc.message)
+                    stale += 1
+                done += 1
+            else:
+                stale += 1
+        out.append(r)
+    return out, stale
+
+
+async def _listing(
+    engine: Engine,
+    principal: Principal,
+    requests: list[Request],
+    total: int,
+    *,
+    active_only: bool = False,
+    stale: int | None = None,
+) -> RequestList:
+    shown = await engine.visible(principal, "request", requests, request_attrs)
+    if len(shown) != len(requests):
+        total -= len(requests) - len(shown)
+    if stale is None:
+        shown, stale = await refresh_listed(engine, shown)
+    if active_only:  # finished while we looked: not active any more
+        kept = [r for r in shown if not r.status.terminal]
+        total -= len(shown) - len(kept)
+        shown = kept
+    message = counted(total, "request")
+    if stale:
+        message += f"; {stale} unfinished not refreshed from the provider (a status read refreshes them)"
+    return RequestList(requests=shown, total_count=total, message=message)
+
+
+@handlers.on(ListRequestsQuery)
+async def list_requests(engine: Engine, op: ListRequestsQuery, principal: Principal) -> RequestList:
+    items, total = await engine.db.list_requests(
+        statuses=[op.status.value] if op.status else None,
+        template_id=op.template_id,
+        request_type=op.request_type,
+        limit=op.limit,
+        offset=op.offset,
+    )
+    return await _listing(engine, principal, items, total)
+
+
+_FILTER_FIELDS = {"template_id", "status", "request_type", "provider_name", "created_by", "provider_api"}
+
+
+def _filters(expressions: list[str]) -> list[tuple[str, bool, str]]:
+    out = []
+    for expr in expressions:
+        negate = "!=" in expr
+        field, sep, value = expr.partition("!=" if negate else "=")
+        field = field.strip()
+        if not sep or field not in _FILTER_FIELDS:
+            raise ValidationError(
+                f"Bad filter expression {expr!r}; use field=value or field!=value with a field of "
+                f"{', '.join(sorted(_FILTER_FIELDS))}.",
+                details={"field": "filter_expressions", "value": expr, "expected": "field=value"},
+            )
+        out.append((field, negate, value.strip()))
+    return out
+
+
+@handlers.on(ListActiveRequestsQuery)
+async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, principal: Principal) -> RequestList:
+    filters = _filters(op.filter_expressions)
+    items, total = await engine.db.list_requests(
+        statuses=None if op.all_resources else ACTIVE,
+        provider_name=op.provider_name,
+        limit=None if filters else op.limit,
+        offset=0 if filters else op.offset,
+    )
+    if filters:
+
+        def keep(r: Request) -> bool:
+            return all((str(getattr(r, f) or "") == v) != neg for f, neg, v in filters)
+
+        items = [r for r in items if keep(r)]
+        total = len(items)
+        items = items[op.offset : op.offset + op.limit]
+    return await _listing(engine, principal, items, total, active_only=not op.all_resources)
+
+
+@handlers.on(ListReturnRequestsQuery)
+async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, principal: Principal) -> RequestList:
+    try:  # machines the cloud took back (spot interruptions) are listed as return requests too
+        await record_reclaimed(engine)
+    except ProviderError as exc:
+        log.warning("checking reclaimed machines failed: %s", exc.message)
+    items, total = await engine.db.list_requests(
+        statuses=[op.status.value] if op.status else None,
+        request_type=RequestType.RETURN.value,
+        provider_name=op.provider_name,
+        limit=None if op.machine_names else op.limit,
+        offset=0 if op.machine_names else op.offset,
+    )
+    items, stale = await refresh_listed(engine, items)
+    if op.machine_names:
+        wanted = set(op.machine_names)
+        items = await with_machines_all(engine, items)
+        items = [
+            r for r in items if wanted & ({m.machine_id for m in r.machines} | {m.name for m in r.machines if m.name})
+        ]
+        total = len(items)
+        items = items[op.offset : op.offset + op.limit]
+    else:
+        items = await with_machines_all(engine, items)
+    return await _listing(engine, principal, items, total, stale=stale)
+
+
+@handlers.on(GetRequestSummaryQuery)
+async def get_request_summary(engine: Engine, op: GetRequestSummaryQuery, principal: Principal) -> RequestSummary:
+    by_status = await engine.db.count_requests_by("status", op.template_id)
+    by_type = await engine.db.count_requests_by("request_type", op.template_id)
+    return RequestSummary(
+        total_requests=sum(by_status.values()),
+        by_status=by_status,
+        by_type=by_type,
+        machines_by_status=await engine.db.count_machines_by_status(),
+        message=f"{sum(by_status.values())} requests",
+    )

@@ -1,0 +1,99 @@
+"""The engine states facts; each interface adds its own hints.
+
+An engine error names no CLI command — SDK, REST and MCP callers read the same message — and the CLI prints the
+command that helps beside it. The engine reads the machine reasons it shares with the scheduler strategies from
+the models (`StatusReason`), never from an interface's modules.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from pluginsdk import NotFoundError, PluginSDK, StateConflictError
+from tests.auth.grants import failure
+from tests.cli.test_cli_edges import cli, env
+from tests.support.sources import Module, our_modules
+
+__all__ = ["env"]  # the fixture, shared with test_cli_edges
+
+INTERFACES = ("pluginsdk.cli", "pluginsdk.mcp", "pluginsdk.server", "pluginsdk.schedulers")
+"""What the engine (`backends.local`) never imports: the interfaces and the scheduler strategies."""
+
+
+async def test_an_unknown_request_is_a_fact_without_a_command(sdk: PluginSDK) -> None:
+    err = await failure(sdk.get_request_status(["req-nope"]))
+    assert isinstance(err, NotFoundError) and err.message == "Request 'req-nope' not found."
+
+
+async def test_a_lock_out_refusal_names_break_glass_but_no_command(sdk: PluginSDK) -> None:
+    err = await failure(sdk.delete_user_roles("administrator"))
+    assert isinstance(err, StateConflictError) and "break-glass" in err.message
+    assert "pluginsdk " not in err.message and "--user" not in err.message
+
+
+def test_the_cli_adds_the_command_that_helps(env: dict[str, str]) -> None:
+    missing = cli(env, "requests", "status", "req-nope")
+    assert missing.code == 1 and missing.json()["error"] == "Request 'req-nope' not found."
+    assert "See `pluginsdk requests list` for the ones that exist." in missing.err
+    refused = cli(env, "user-roles", "delete", "administrator")
+    assert refused.code == 1 and "`pluginsdk auth break-glass --user ID`" in refused.err
+    assert "pluginsdk " not in refused.json()["error"]
+
+
+def _imports(module: Module) -> Iterator[tuple[str, int]]:
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, node.lineno) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = module.absolute(node.module, node.level)
+            yield from ((f"{base}.{alias.name}", node.lineno) for alias in node.names)
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    """The ids of the docstring nodes (module, class, function, and attribute docstrings after an assignment)."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if not isinstance(body, list):
+            continue
+        for stmt in body:
+            if (
+                isinstance(stmt, ast.Expr)
+                and isinstance(stmt.value, ast.Constant)
+                and isinstance(stmt.value.value, str)
+            ):
+                found.add(id(stmt.value))
+    return found
+
+
+def _cli_commands(module: Module) -> Iterator[int]:
+    """Lines of string literals (not docstrings) that quote a CLI command: `` `pluginsdk ...` ``."""
+    docstrings = _docstrings(module.tree)
+    for node in ast.walk(module.tree):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in docstrings
+            and "`pluginsdk " in node.value
+        ):
+            yield node.lineno
+
+
+def test_the_engine_imports_no_interface_and_names_no_command() -> None:
+    engine = [m for name, m in our_modules().items() if name.startswith("backends.local")]
+    reaching = [
+        f"{m.path.name}:{line} imports {target}"
+        for m in engine
+        for target, line in _imports(m)
+        if target.startswith(INTERFACES)
+    ]
+    assert not reaching
+    commands = [f"{m.path.name}:{line}" for m in engine for line in _cli_commands(m)]
+    assert not commands, "an engine message names a CLI command; the CLI adds its hints (cli/_run.py)"
+
+
+def test_the_check_sees_a_command_in_a_message_but_not_in_a_docstring() -> None:
+    source = '"""Run `pluginsdk x`."""\n\ndef f():\n    """See `pluginsdk y`."""\n    raise E("run `pluginsdk z`")\n'
+    module = Module("backends.local.probe", our_modules()["backends.local"].path, False, ast.parse(source))
+    assert list(_cli_commands(module)) == [5]
