@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -104,7 +103,6 @@ def start_worker(config_path: str | None, log_file: Path) -> None:
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env=os.environ | {"PYTHONDONTWRITEBYTECODE": os.environ.get("PYTHONDONTWRITEBYTECODE", "")},
         )
 
 
