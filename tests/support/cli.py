@@ -1,7 +1,8 @@
 """The command line for tests: one environment, the CLI run in this process, and the installed script run as one.
 
 - `cli_environment(tmp_path)`: what a user's shell gives `pluginsdk` — a SQLite store and a configuration
-  file of its own under `tmp_path`, a data directory there too, and nothing inherited from `PLUGIN_*`.
+  file of its own under `tmp_path`, a data directory there too, and nothing inherited from `PLUGIN_*`
+  (`clean_environment()`: only the last, for a command given `--config`).
 - `invoke(env, *args)`: the console entry's `main` (`pluginsdk.cli.main`: click without its standalone
   handling, the exit-code mapping, the usage-error envelopes) called in this process, inside click's
   `CliRunner.isolation` (stdin, stdout, stderr and `os.environ` swapped for the call). Logging, the keyring
@@ -15,23 +16,32 @@ Both return a `Result` (exit code, stdout, stderr); `ok(env, *args)` checks exit
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import logging
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["FAST", "PLUGINSDK", "ROOT", "Result", "cli_environment", "invoke", "ok", "run"]
+__all__ = ["FAST", "PLUGINSDK", "ROOT", "Result", "clean_environment", "cli_environment", "invoke", "ok", "run"]
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGINSDK = str(Path(sys.executable).with_name("pluginsdk"))
 """The installed console script."""
 FAST = "provider:\n  local:\n    boot_delay: 0.05\n    terminate_delay: 0.05\n    seed: 1\n"
 """A `local` provider whose machines start and stop in 50 ms."""
+
+
+def clean_environment(**extra: str) -> dict[str, str]:
+    """This process's environment without any `PLUGIN_*` variable, this repository's code first on the path of a
+    child process, plus `extra`: for a command given `--config`."""
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
+    return {**base, "PYTHONPATH": str(ROOT), **extra}
 
 
 def cli_environment(tmp_path: Path, config: str = FAST, **extra: str) -> dict[str, str]:
@@ -41,12 +51,10 @@ def cli_environment(tmp_path: Path, config: str = FAST, **extra: str) -> dict[st
     """
     cfg = tmp_path / "plugin.yaml"
     cfg.write_text(config)
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
     return {
-        **base,
+        **clean_environment(),
         "PLUGIN_STORAGE_PATH": str(tmp_path / "cli.db"),
         "PLUGIN_CONFIG": str(cfg),
-        "PYTHONPATH": str(ROOT),
         "XDG_DATA_HOME": str(tmp_path / "xdg"),
         **extra,
     }
@@ -65,7 +73,19 @@ class Result:
 
 
 def invoke(env: dict[str, str], *args: str, stdin: str | None = None, fmt: str | None = "json") -> Result:
-    """`pluginsdk [--format FMT] ARGS` in this process, with `env` as the whole environment and `stdin` piped in."""
+    """`pluginsdk [--format FMT] ARGS` in this process, with `env` as the whole environment and `stdin` piped in.
+
+    From a coroutine (an async test), the call runs on a worker thread: the CLI starts its own event loop.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _invoke(env, args, stdin, fmt)
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(_invoke, env, args, stdin, fmt).result()
+
+
+def _invoke(env: dict[str, str], args: tuple[str, ...], stdin: str | None, fmt: str | None) -> Result:
     from click.testing import CliRunner
 
     argv = ["pluginsdk", *(("--format", fmt) if fmt else ()), *args]
