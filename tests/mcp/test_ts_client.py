@@ -12,7 +12,6 @@ the packages.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -22,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.mcp.helpers import SERVE
+from tests.support.cli import cli_environment
 
 HERE = Path(__file__).resolve().parent / "ts_client"
 BUDGET = 60_000
@@ -38,11 +38,8 @@ def node_client(npm_clients: Path) -> Path:
 @pytest.fixture
 def server_env(tmp_path: Path) -> dict[str, str]:
     """A fresh store and a `local` provider that holds 2 machines: a third one is a provider failure."""
-    cfg = tmp_path / "plugin.yaml"
     local = "    boot_delay: 0.05\n    terminate_delay: 0.05\n    seed: 3\n    capacity: 2\n"
-    cfg.write_text("provider:\n  local:\n" + local)
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
-    return {**base, "PLUGIN_STORAGE_PATH": str(tmp_path / "mcp.db"), "PLUGIN_CONFIG": str(cfg)}
+    return cli_environment(tmp_path, "provider:\n  local:\n" + local)
 
 
 def run_client(root: Path, tmp_path: Path, plan: dict[str, Any]) -> dict[str, Any]:
