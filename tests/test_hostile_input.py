@@ -1,4 +1,4 @@
-"""Hostile values (issue 12 item 11): NaN and infinity, lone surrogates, NUL, out-of-range integers and dates,
+"""Hostile values: NaN and infinity, lone surrogates, NUL, out-of-range integers and dates,
 deep nesting — each a 400 VALIDATION_ERROR on every interface with nothing stored; and a stored row that no
 longer validates never breaks a listing for everyone."""
 

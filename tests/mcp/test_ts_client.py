@@ -25,7 +25,7 @@ from tests.support.cli import cli_environment
 
 HERE = Path(__file__).resolve().parent / "ts_client"
 BUDGET = 60_000
-"""Bytes of the default `tools/list` result (item 3 of issue 13)."""
+"""Bytes of the default `tools/list` result."""
 
 
 @pytest.fixture(scope="session")
@@ -200,7 +200,7 @@ main()
 def test_typescript_client_rejects_the_old_error_shape(
     node_client: Path, server_env: dict[str, str], tmp_path: Path
 ) -> None:
-    """The check above can fail: the same client throws on the error shape the server used to send."""
+    """The check above can fail: the same client throws on an error shape that breaks the output schema."""
     calls = [{"name": "get_template", "arguments": {"template_id": "x"}}]
     plan = {**server(server_env, code=OLD_SHAPE), "calls": calls}
     (call,) = run_client(node_client, tmp_path, plan)["calls"]
@@ -244,7 +244,7 @@ def test_inspector_cli(node_client: Path, server_env: dict[str, str]) -> None:
     assert error["type"] == "NotFoundError" and error["error_code"] == "TEMPLATE_NOT_FOUND"
 
     old = inspector(node_client, server_env, *args, code=OLD_SHAPE)
-    assert old.returncode != 0 and "output schema" in old.stderr  # the Inspector rejected what we used to send
+    assert old.returncode != 0 and "output schema" in old.stderr  # the Inspector rejects the schema-breaking shape
 
     read = inspector(node_client, server_env, "--method", "resources/read", "--uri", "providers://")
     assert read.returncode == 0, read.stderr[-2000:]
