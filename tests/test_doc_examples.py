@@ -185,6 +185,9 @@ OTHER_TOOLS = {
     "--meta": "openapi-python-client",
     "--clean": "pg_restore",
     "--dbname": "pg_restore",
+    "--fork": "unshare",
+    "--time": "unshare",
+    "--boottime": "unshare",
 }
 """Options the pages name that belong to other programs (benchmarks.md names bench/ scripts' options)."""
 
