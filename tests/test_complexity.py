@@ -1,4 +1,4 @@
-"""Cyclomatic complexity stays where a reader can follow it (issue 18).
+"""Cyclomatic complexity stays where a reader can follow it.
 
 radon's McCabe count per function and method over our own packages; no function above 15.
 A function that grows past it is split into named steps rather than raising the bound.

@@ -177,9 +177,6 @@ OTHER_TOOLS = {
     "--options": "cli.md's pattern",
     "--cli": "the MCP Inspector",
     "--ignore-scripts": "npm ci",
-    "--fork": "unshare",
-    "--time": "unshare",
-    "--boottime": "unshare",
     "--strict": "tsc",
     "--tool-name": "the MCP Inspector",
     "--tool-arg": "the MCP Inspector",
@@ -188,6 +185,9 @@ OTHER_TOOLS = {
     "--meta": "openapi-python-client",
     "--clean": "pg_restore",
     "--dbname": "pg_restore",
+    "--fork": "unshare",
+    "--time": "unshare",
+    "--boottime": "unshare",
 }
 """Options the pages name that belong to other programs (benchmarks.md names bench/ scripts' options)."""
 

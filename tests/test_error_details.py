@@ -1,4 +1,4 @@
-"""Errors stay small and clean (issue 12 item 13): `details.value` and messages are clipped, a secret-named
+"""Errors stay small and clean: `details.value` and messages are clipped, a secret-named
 field's value is never echoed, and every error renders as JSON whatever the input was."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Hostile values (issue 12 item 11): NaN and infinity, lone surrogates, NUL, out-of-range integers and dates,
+"""Hostile values: NaN and infinity, lone surrogates, NUL, out-of-range integers and dates,
 deep nesting — each a 400 VALIDATION_ERROR on every interface with nothing stored; and a stored row that no
 longer validates never breaks a listing for everyone."""
 
@@ -306,21 +306,13 @@ async def test_mcp_tools_refuse_hostile_values(local_sdk: PluginSDK) -> None:
 
 def test_cli_refuses_a_file_with_nan_and_a_bidi_id(tmp_path: Path) -> None:
     """The CLI reads JSON with Python's parser (which takes `NaN`): the operation refuses it all the same."""
-    import os
-    import subprocess
-    import sys
+    from tests.support.cli import cli_environment, invoke
 
-    cfg = tmp_path / "plugin.yaml"
-    cfg.write_text("provider:\n  local:\n    boot_delay: 0.05\n    terminate_delay: 0.05\n    seed: 1\n")
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
-    env = {**base, "PLUGIN_STORAGE_PATH": str(tmp_path / "cli.db"), "PLUGIN_CONFIG": str(cfg)}
+    env = cli_environment(tmp_path)
 
     def run(*args: str) -> tuple[int, Any]:
-        res = subprocess.run(
-            [sys.executable, "-m", "pluginsdk", *args, "--format", "json"],
-            capture_output=True, text=True, env=env, timeout=60, check=False,
-        )  # fmt: skip
-        return res.returncode, json.loads(res.stdout)
+        res = invoke(env, *args, "--format", "json", fmt=None)
+        return res.code, res.json()
 
     nan_file = tmp_path / "t.json"
     nan_file.write_text('{"templateId": "t1", "imageId": "ami-1", "instanceTypes": {"t3.small": NaN}}')

@@ -1,4 +1,4 @@
-"""Identifiers (issue 12 item 12): one documented character set per kind, the same on every operation that
+"""Identifiers: one documented character set per kind, the same on every operation that
 takes one; control characters, bidi overrides, zero-width characters and NFKC look-alikes are refused."""
 
 from __future__ import annotations

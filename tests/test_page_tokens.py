@@ -1,4 +1,4 @@
-"""Pagination tokens altered in any way are 400 `Invalid pagination token` (issue 12 item 15) — including
+"""Pagination tokens altered in any way are 400 `Invalid pagination token` — including
 alterations a base64 decoder forgives: padding, characters outside the alphabet, unused low bits."""
 
 from __future__ import annotations

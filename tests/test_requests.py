@@ -131,8 +131,8 @@ async def test_some_failures_make_a_partial_request(backend_kind: str, tmp_path:
         backend_kind, tmp_path, provider={"local": {"failure_rate": 0.5, "boot_delay": 0.05, "seed": 3}}
     ) as sdk:
         await sdk.create_template(template_id="web", image_id="ami-1")
-        # a fixed id: the provider's fate per machine is seeded by (seed, request id), so a random id made this
-        # fail when all 10 (or none) came up — about one run in 500
+        # a fixed id: the provider's fate per machine is seeded by (seed, request id); with a random id all 10
+        # (or none) come up about one run in 500
         created = await sdk.create_request("web", 10, wait=True, request_id="req-partial-1")
         r = await sdk.get_request(created.id, long=True)
         up = sum(m.status is MachineStatus.RUNNING for m in r.machines)

@@ -1,4 +1,4 @@
-"""Races end in 409 (issue 12 item 16): callers creating the same template, role, user-role, API key name,
+"""Races end in 409: callers creating the same template, role, user-role, API key name,
 constraint or request id at the same moment — one wins, the others get 409 ALREADY_EXISTS, never a 500,
 and what is stored is whole. On SQLite and PostgreSQL, with separate processes and separate engines."""
 

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,6 +15,7 @@ from pluginsdk.principal import Principal
 from tests.auth.conftest import CHEAP_HASHING, acting_as, call_as
 from tests.auth.grants import failure, role, rule
 from tests.support.backends import base_config, open_sdk
+from tests.support.cli import Result, clean_environment, invoke
 
 
 def _locked_out(err: SDKError) -> None:
@@ -111,15 +109,10 @@ def _sql(tmp_path: Path, *statements: str) -> None:
         )
 
 
-def _break_glass(tmp_path: Path, user: str) -> subprocess.CompletedProcess[str]:
+def _break_glass(tmp_path: Path, user: str) -> Result:
     config = tmp_path / "config.json"
     config.write_text(json.dumps(base_config(tmp_path)))
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
-    return subprocess.run(
-        [sys.executable, "-m", "pluginsdk", "--config", str(config), "--format", "json", "auth", "break-glass",
-         "--user", user],
-        capture_output=True, text=True, timeout=120, env=env, check=False,
-    )  # fmt: skip
+    return invoke(clean_environment(), "--config", str(config), "auth", "break-glass", "--user", user)
 
 
 @pytest.mark.parametrize("damage", ["assignment", "everything"])
@@ -136,8 +129,8 @@ async def test_break_glass_restores_an_administrator(tmp_path: Path, damage: str
     async with PluginSDK(config=base_config(tmp_path)) as sdk:
         assert isinstance(await failure(sdk.list_roles()), SDKError)  # locked out
     done = _break_glass(tmp_path, "administrator")
-    assert done.returncode == 0, done.stderr
-    report = json.loads(done.stdout)
+    assert done.code == 0, done.err
+    report = json.loads(done.out)
     assert report["canAdminister"] is True and report["assigned"] is True
     assert report["roleCreated"] is (damage == "everything")
     assert bool(report["constraintsRestored"]) is (damage == "everything")
@@ -160,12 +153,12 @@ async def test_break_glass_names_a_deny_that_still_applies(tmp_path: Path) -> No
         f"('old-deny', 'api', '{json.dumps(deny)}', '2026-01-01', '2026-01-01')",
     )
     done = _break_glass(tmp_path, "administrator")
-    report = json.loads(done.stdout)
-    assert done.returncode == 1 and report["assigned"] is True
+    report = json.loads(done.out)
+    assert done.code == 1 and report["assigned"] is True
     assert report["canAdminister"] is False and report["denyConstraints"] == ["old-deny"]
     assert "`pluginsdk constraints delete ID`" in done.stderr and "pluginsdk " not in report["message"]
     bad = _break_glass(tmp_path, "bad user id!")
-    assert bad.returncode == 1 and json.loads(bad.stdout)["error_code"] == "VALIDATION_ERROR"
+    assert bad.code == 1 and json.loads(bad.out)["error_code"] == "VALIDATION_ERROR"
 
 
 @pytest.mark.postgres

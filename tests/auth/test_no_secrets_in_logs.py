@@ -1,4 +1,4 @@
-"""Logs carry no SQL parameters, hashes or secrets, at any level (issue 12 item 17).
+"""Logs carry no SQL parameters, hashes or secrets, at any level.
 
 Every logger (asyncpg, uvicorn, ours) is captured at DEBUG while a session
 creates users with passwords, API keys, TOTP and sessions, and runs into unique-key races and database

@@ -5,9 +5,6 @@ so MFA set-ups and sign-ins work before and after, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -21,21 +18,13 @@ from pluginsdk.errors import ConfigurationError
 from tests.auth.conftest import Mailbox, managed_app
 from tests.auth.test_totp_once import PASSWORD, enrolled
 from tests.support.backends import base_config
+from tests.support.cli import Result, clean_environment, run
 from tests.support.remote import admin_key, running_server
 
-ROOT = Path(__file__).resolve().parents[2]
 
-
-def cli(cfg_file: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pluginsdk", "--config", str(cfg_file), "--format", "json", *args],
-        check=False,
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        env={k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")},
-        timeout=120,
-    )
+def cli(cfg_file: Path, *args: str) -> Result:
+    """An operator's command as its own process, beside the server process that may hold the store."""
+    return run(clean_environment(), "--config", str(cfg_file), *args)
 
 
 @asynccontextmanager
@@ -69,22 +58,22 @@ async def test_rotation_is_refused_while_a_server_runs_and_mfa_works_throughout(
         gus, _ = await enrolled(server, mailbox, "gus", tmp_path)
         before = key_file.read_text()
         refused = cli(cfg_file, "auth", "rotate-seal-key", "--wait", "0.2")
-        assert refused.returncode == 1 and "stop them, then rotate" in refused.stdout, refused.stdout + refused.stderr
+        assert refused.code == 1 and "stop them, then rotate" in refused.out, refused.out + refused.err
         assert key_file.read_text() == before  # nothing changed
         assert (await server.login("gus", PASSWORD, totp_code=gus.at(time.time() + 30))).mfa is True
         ida, _ = await enrolled(server, mailbox, "ida", tmp_path)  # a new seed, sealed with the key in force
 
     rotated = cli(cfg_file, "auth", "rotate-seal-key")
-    assert rotated.returncode == 0, rotated.stdout + rotated.stderr
-    assert json.loads(rotated.stdout)["resealed"] >= 3 and key_file.read_text() != before
-    assert before.strip() not in rotated.stdout + rotated.stderr
+    assert rotated.code == 0, rotated.out + rotated.err
+    assert json.loads(rotated.out)["resealed"] >= 3 and key_file.read_text() != before
+    assert before.strip() not in rotated.out + rotated.err
 
     async with serving(cfg, "second") as server:  # the restarted server: every seed opens with the new key
         assert (await server.login("ida", PASSWORD, totp_code=ida.at(time.time() + 30))).mfa is True
         jon, _ = await enrolled(server, mailbox, "jon", tmp_path)
         assert (await server.login("jon", PASSWORD, totp_code=jon.at(time.time() + 30))).mfa is True
         glass = cli(cfg_file, "auth", "break-glass", "--user", "alice")  # beside a running server: allowed
-        assert glass.returncode == 0, glass.stdout + glass.stderr
+        assert glass.code == 0, glass.out + glass.err
         records = {r.action: r for r in (await server.list_audit_records(target_type="sealKey")).records}
         records |= {r.action: r for r in (await server.list_audit_records(action="break_glass")).records}
     assert set(records) == {"rotate_seal_key", "break_glass"}

@@ -1,4 +1,4 @@
-"""Secrets at rest (issue 12 item 18): the store and its -wal/-shm are owner-only, and the key that seals
+"""Secrets at rest: the store and its -wal/-shm are owner-only, and the key that seals
 TOTP seeds and signing keys lives apart from the store (key file, PLUGIN_SEAL_KEY), with migration of
 older stores that kept it inside, rotation, and a clear failure when the key is wrong or missing."""
 

@@ -162,11 +162,9 @@ async def test_roles_the_caller_may_not_read_answer_like_missing_ones(sdk: Plugi
 async def test_cli_answers_a_hidden_request_like_a_missing_one(tmp_path: Path) -> None:
     """The CLI (in-process engine, `PLUGIN_USER`) gives the same envelope for a hidden and a missing request."""
     import json
-    import os
-    import subprocess
-    import sys
 
     from tests.support.backends import base_config
+    from tests.support.cli import clean_environment, invoke
 
     config = base_config(tmp_path)
     async with PluginSDK(config=config) as sdk:
@@ -176,13 +174,12 @@ async def test_cli_answers_a_hidden_request_like_a_missing_one(tmp_path: Path) -
         await sdk.create_user_roles("alice", ["readers"])
     path = tmp_path / "config.json"
     path.write_text(json.dumps(config))
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}, "PLUGIN_USER": "alice"}
+    env = clean_environment(PLUGIN_USER="alice")
 
     def show(request_id: str) -> dict[str, object]:
-        cmd = [sys.executable, "-m", "pluginsdk", "--config", str(path), "--format", "json", "requests", "show"]
-        done = subprocess.run([*cmd, request_id], capture_output=True, text=True, env=env, timeout=120, check=False)
-        assert done.returncode == 1, done.stdout
-        return dict(json.loads(done.stdout))
+        done = invoke(env, "--config", str(path), "requests", "show", request_id)
+        assert done.code == 1, done.out
+        return dict(done.json())
 
     hidden, missing = show(ids["bob-web"]), show(MISSING_REQ)
     assert json.dumps(hidden).replace(ids["bob-web"], "ID") == json.dumps(missing).replace(MISSING_REQ, "ID")

@@ -1,4 +1,4 @@
-"""A TOTP code is accepted once (issue 12 item 19): no replay within its window, on both backends."""
+"""A TOTP code is accepted once: no replay within its window, on both backends."""
 
 from __future__ import annotations
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +13,7 @@ pytest.importorskip("moto.server")
 from pluginsdk import PluginSDK
 from tests.aws.conftest import AMI, REGION, aws_config
 from tests.aws.proxy import AwsProxy
+from tests.support.cli import clean_environment, invoke
 
 
 async def test_dry_run_never_calls_aws(tmp_path: Path, proxy: AwsProxy) -> None:
@@ -32,13 +31,12 @@ def test_cli_dry_run_never_calls_aws(tmp_path: Path, proxy: AwsProxy) -> None:
     import json
 
     config.write_text(json.dumps(aws_config(tmp_path, proxy.url)))
-    base = [sys.executable, "-m", "pluginsdk", "--config", str(config), "--format", "json"]
+    env = clean_environment()
     tpl = ["templates", "create", "--template-id", "t", "--image-id", AMI, "--provider-api", "RunInstances"]
-    subprocess.run([*base, *tpl], check=True, capture_output=True, timeout=60)
-    out = subprocess.run(
-        [*base, "--dry-run", "machines", "request", "t", "4"], check=True, capture_output=True, text=True, timeout=60
-    )
-    assert "dry" in out.stdout.lower()
+    assert invoke(env, "--config", str(config), *tpl).code == 0
+    out = invoke(env, "--config", str(config), "--dry-run", "machines", "request", "t", "4")
+    assert out.code == 0
+    assert "dry" in out.out.lower()
     assert proxy.total() == 0
 
 

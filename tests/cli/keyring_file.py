@@ -1,6 +1,7 @@
 """A file-backed keyring backend for the login tests (PYTHON_KEYRING_BACKEND=tests.cli.keyring_file.FileKeyring).
 
-Stores entries as JSON in $PLUGINSDK_TEST_KEYRING, so a CLI subprocess and the test see the same keyring.
+Stores entries as JSON in $PLUGINSDK_TEST_KEYRING, so the CLI (in this process or its own), a server and the test
+see the same keyring.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
-"""The real CLI, run as a subprocess: JSON parsed, exit codes checked; `--help` of every command."""
+"""The CLI through its entry point (in this process): JSON parsed, exit codes checked; `--help` of every command;
+`server start` as a process, stopped by a signal."""
 
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import subprocess
@@ -13,32 +13,17 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import pytest
 from click.testing import CliRunner
 
 from pluginsdk.cli import cli
 from pluginsdk.operations import CATALOG
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    cfg = tmp_path / "plugin.yaml"
-    cfg.write_text("provider:\n  local:\n    boot_delay: 0.05\n    terminate_delay: 0.05\n    seed: 1\n")
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
-    return {**base, "PLUGIN_STORAGE_PATH": str(tmp_path / "cli.db"), "PLUGIN_CONFIG": str(cfg)}
+from tests.support.cli import invoke
 
 
 def run(env: dict[str, str], *args: str, ok: bool = True) -> Any:
-    res = subprocess.run(
-        [sys.executable, "-m", "pluginsdk", *args, "--format", "json"],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
-    assert (res.returncode == 0) == ok, res.stdout + res.stderr
-    return json.loads(res.stdout)
+    res = invoke(env, *args, "--format", "json", fmt=None)
+    assert (res.code == 0) == ok, res.out + res.err
+    return res.json()
 
 
 def test_help_of_every_command() -> None:
@@ -77,11 +62,8 @@ def test_file_input_and_dry_run(env: dict[str, str], tmp_path: Path) -> None:
     f = tmp_path / "t.yaml"
     f.write_text("templateId: from-file\nimageId: ami-9\ninstanceType: t3.large\n")
     assert run(env, "templates", "create", "--file", str(f))["template_id"] == "from-file"
-    dry = subprocess.run(
-        [sys.executable, "-m", "pluginsdk", "--dry-run", "--format", "json", "machines", "request", "from-file", "1"],
-        capture_output=True, text=True, env=env, timeout=60, check=True,
-    )  # fmt: skip
-    assert json.loads(dry.stdout)["dry_run"] is True
+    dry = invoke(env, "--dry-run", "--format", "json", "machines", "request", "from-file", "1", fmt=None)
+    assert dry.code == 0 and json.loads(dry.out)["dry_run"] is True
     assert run(env, "requests", "list")["total_count"] == 0
 
 

@@ -1,7 +1,9 @@
-"""The CLI's edges, as a careful user meets them (issue 14 items 1-12), through the real console script.
+"""The CLI's edges, as a careful user meets them: malformed files, `--output`, exit codes, usage errors, help,
+tables, options, dry runs, `server start`, credentials, prompts.
 
-Each test runs `pluginsdk` as a subprocess and checks stdout (parsed), stderr and the exit code; the exit
-codes are the documented ones (docs/cli.md, `pluginsdk/cli/_exit.py`).
+Each test checks stdout (parsed), stderr and the exit code of the console entry (`tests/support/cli.py`: in this
+process, or the installed script as a process where the process itself is under test: Ctrl-C, a terminal, a
+server, `PYTHONPATH`); the exit codes are the documented ones (docs/cli.md, `pluginsdk/cli/_exit.py`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -22,46 +23,10 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
-PLUGINSDK = str(Path(sys.executable).with_name("pluginsdk"))
-FAST = "provider:\n  local:\n    boot_delay: 0.05\n    terminate_delay: 0.05\n    seed: 1\n"
+from tests.support.cli import FAST, PLUGINSDK, ROOT, ok, run
+from tests.support.cli import invoke as cli
 
-
-@pytest.fixture
-def env(tmp_path: Path) -> dict[str, str]:
-    cfg = tmp_path / "plugin.yaml"
-    cfg.write_text(FAST)
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("PLUGIN_", "PYTHON_KEYRING"))}
-    return {
-        **base,
-        "PLUGIN_STORAGE_PATH": str(tmp_path / "cli.db"),
-        "PLUGIN_CONFIG": str(cfg),
-        "PYTHONPATH": str(ROOT),
-        "XDG_DATA_HOME": str(tmp_path / "xdg"),
-    }
-
-
-class Result:
-    def __init__(self, res: subprocess.CompletedProcess[str]) -> None:
-        self.code = res.returncode
-        self.out = res.stdout
-        self.err = res.stderr
-
-    def json(self) -> Any:
-        return json.loads(self.out)
-
-
-def cli(env: dict[str, str], *args: str, stdin: str | None = None, fmt: str | None = "json") -> Result:
-    argv = [PLUGINSDK, *(("--format", fmt) if fmt else ()), *args]
-    res = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=90, check=False, input=stdin)
-    assert "Traceback" not in res.stderr, res.stderr
-    return Result(res)
-
-
-def ok(env: dict[str, str], *args: str, **kw: Any) -> Any:
-    res = cli(env, *args, **kw)
-    assert res.code == 0, res.out + res.err
-    return res.json() if kw.get("fmt", "json") == "json" else res.out
+__all__ = ["cli", "managed", "ok", "provider", "template"]
 
 
 def template(env: dict[str, str], template_id: str = "web") -> None:
@@ -73,7 +38,7 @@ def provider(env: dict[str, str], **local: Any) -> None:
     Path(env["PLUGIN_CONFIG"]).write_text(yaml.safe_dump(cfg))
 
 
-# -- 1. YAML and files -------------------------------------------------------------------------------
+# -- YAML and files -------------------------------------------------------------------------------
 def test_malformed_yaml_input_file_names_file_line_and_column(env: dict[str, str], tmp_path: Path) -> None:
     bad = tmp_path / "t.yaml"
     bad.write_text("templateId: web\nimageId: [ami-1\nname: x\n")
@@ -115,7 +80,7 @@ def test_a_bad_file_in_the_templates_dir_is_skipped_with_a_warning(env: dict[str
     assert ok(env, "templates", "show", "good")["template"]["image_id"] == "ami-2"
 
 
-# -- 2. --output -------------------------------------------------------------------------------------
+# -- --output -------------------------------------------------------------------------------------
 def test_output_is_checked_before_the_operation_runs(env: dict[str, str], tmp_path: Path) -> None:
     res = cli(env, "--output", str(tmp_path / "missing" / "out.json"), "templates", "create",
               "--template-id", "web", "--image-id", "ami-1")  # fmt: skip
@@ -145,7 +110,7 @@ def test_output_file_is_written_whole(env: dict[str, str], tmp_path: Path) -> No
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.json")] == []
 
 
-# -- 3. exit codes -----------------------------------------------------------------------------------
+# -- exit codes -----------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("local", "count", "code", "status"),
     [({"failure_rate": 1.0}, 2, 3, "failed"), ({"capacity": 3}, 6, 4, "partial")],
@@ -218,7 +183,7 @@ def test_unhealthy_provider_gives_the_reason_and_exits_3(env: dict[str, str]) ->
     assert out["healthy"] is False and "unhealthy: " in out["message"] and "connect" in out["details"]["error"]
 
 
-# -- 4. usage errors ---------------------------------------------------------------------------------
+# -- usage errors ---------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     ("args", "field"),
     [
@@ -255,7 +220,7 @@ def test_a_negative_count_is_a_number(env: dict[str, str]) -> None:
     assert cli(env, "machines", "request", "web", "-1", "--bogus").code == 2  # a misspelt option is still one
 
 
-# -- 5. help -----------------------------------------------------------------------------------------
+# -- help -----------------------------------------------------------------------------------------
 def test_help_shows_types_required_and_defaults(env: dict[str, str]) -> None:
     text = " ".join(ok(env, "machines", "request", "--help", fmt=None).split())
     assert "TEMPLATE_ID REQUESTED_COUNT" in text and "[TEMPLATE_ID]" not in text
@@ -268,7 +233,7 @@ def test_help_shows_types_required_and_defaults(env: dict[str, str]) -> None:
     assert "commands." not in text and "Machine templates:" in text
 
 
-# -- 6. terminal output ------------------------------------------------------------------------------
+# -- terminal output ------------------------------------------------------------------------------
 def test_table_shows_one_objects_fields_and_blank_for_empty(env: dict[str, str]) -> None:
     template(env)
     text = ok(env, "templates", "show", "web", fmt="table")
@@ -303,7 +268,7 @@ def test_list_format_is_records_with_nested_values_as_json(env: dict[str, str]) 
     assert json.loads(fields[1]["tags"]) == {"team": "x"} and fields[0]["name"] == ""
 
 
-# -- 7. options as people write them -----------------------------------------------------------------
+# -- options as people write them -----------------------------------------------------------------
 def test_tags_key_value_pairs(env: dict[str, str]) -> None:
     template(env)
     req = ok(env, "machines", "request", "web", "1", "--tags", "a=1,b=2", "--tags", "c=3")
@@ -321,7 +286,7 @@ def test_template_ids_outside_the_documented_set_are_refused(env: dict[str, str]
     template(env, "web-1.a_b")
 
 
-# -- 8. dry run --------------------------------------------------------------------------------------
+# -- dry run --------------------------------------------------------------------------------------
 def test_dry_run_records_nothing_and_returns_no_request_id(env: dict[str, str]) -> None:
     template(env)
     dry = ok(env, "--dry-run", "machines", "request", "web", "2")
@@ -332,7 +297,7 @@ def test_dry_run_records_nothing_and_returns_no_request_id(env: dict[str, str]) 
     assert ok(env, "templates", "show", "web")["template"]["template_id"] == "web"  # not deleted
 
 
-# -- 9. server start, system health / config ---------------------------------------------------------
+# -- server start, system health / config ---------------------------------------------------------
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -394,18 +359,18 @@ def test_server_start_on_a_store_with_keys_gives_no_hint(env: dict[str, str]) ->
 
 
 def test_server_start_bad_port_port_in_use_and_missing_extra(env: dict[str, str], tmp_path: Path) -> None:
-    res = cli(env, "server", "start", "--port", "70000")
+    res = run(env, "server", "start", "--port", "70000")
     assert res.code == 2 and res.json()["details"]["field"] == "port"
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        res = cli(env, "server", "start", "--port", str(port))
+        res = run(env, "server", "start", "--port", str(port))
     assert res.code == 1 and f"Cannot listen on 127.0.0.1:{port}" in res.json()["error"]
     fake = tmp_path / "no_server_extra" / "uvicorn"
     fake.mkdir(parents=True)
     (fake / "__init__.py").write_text("raise ModuleNotFoundError(\"No module named 'uvicorn'\", name='uvicorn')\n")
-    res = cli({**env, "PYTHONPATH": f"{fake.parent}{os.pathsep}{ROOT}"}, "server", "start", "--port", "0")
+    res = run({**env, "PYTHONPATH": f"{fake.parent}{os.pathsep}{ROOT}"}, "server", "start", "--port", "0")
     assert res.code == 1 and "pluginsdk[server]" in res.json()["error"]
 
 
@@ -417,7 +382,7 @@ def test_system_config_shows_the_effective_store_path(env: dict[str, str]) -> No
     assert Path(expected).exists()
 
 
-# -- 10. credentials ---------------------------------------------------------------------------------
+# -- credentials ---------------------------------------------------------------------------------
 def test_login_with_the_null_keyring_reports_not_stored(env: dict[str, str]) -> None:
     env = {**env, "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
     res = cli(env, "login", "http://127.0.0.1:9", "--api-key", "psdk_x", "--no-verify")
@@ -426,7 +391,8 @@ def test_login_with_the_null_keyring_reports_not_stored(env: dict[str, str]) -> 
     assert out["stored"] is False and "PLUGIN_API_KEY" in out["message"] and "psdk_x" not in res.out + res.err
 
 
-def _managed(env: dict[str, str]) -> dict[str, str]:
+def managed(env: dict[str, str]) -> dict[str, str]:
+    """`env` with the managed user pool on (cheap password hashing), its configuration rewritten."""
     cfg = yaml.safe_load(FAST)
     hashing = {"timeCost": 1, "memoryKib": 8, "parallelism": 1}
     cfg["app"] = {"authProvider": {"useManaged": {"enabled": True, "passwordHashing": hashing}}}
@@ -434,9 +400,9 @@ def _managed(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
-# -- 10, 11. auth login prompts; onboarding without SMTP ---------------------------------------------
+# -- auth login prompts; onboarding without SMTP ---------------------------------------------
 def test_onboarding_without_smtp_and_auth_login_reading_the_password(env: dict[str, str]) -> None:
-    env = _managed(env)
+    env = managed(env)
     created = ok(env, "users", "create", "eve", "eve@example.com")
     temp = created["temporary_password"]
     assert temp and "shown this once" in created["message"]
@@ -448,7 +414,7 @@ def test_onboarding_without_smtp_and_auth_login_reading_the_password(env: dict[s
     assert wrong.code == 1 and wrong.json()["error_code"] == "UNAUTHENTICATED"
 
 
-# -- 12. words -----------------------------------------------------------------------------------------
+# -- words -----------------------------------------------------------------------------------------
 def test_counted_nouns(env: dict[str, str]) -> None:
     template(env)
     assert ok(env, "templates", "list")["message"] == "1 template"
@@ -483,7 +449,7 @@ def test_auth_login_asks_for_the_password_and_the_new_one_without_echo_on_a_term
     import pty
     import termios
 
-    env = _managed(env)
+    env = managed(env)
     temp = ok(env, "users", "create", "ann", "ann@example.com")["temporary_password"]
     master, slave = pty.openpty()
 

@@ -18,32 +18,24 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-PLUGINSDK = str(Path(sys.executable).with_name("pluginsdk"))
+from tests.support.cli import FAST, PLUGINSDK, cli_environment, invoke
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    cfg = tmp_path / "plugin.yaml"
-    cfg.write_text("provider:\n  local:\n    boot_delay: 1.2\n    terminate_delay: 0.05\n    seed: 1\n")
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
-    return {
-        **base,
-        "PLUGIN_STORAGE_PATH": str(tmp_path / "cli.db"),
-        "PLUGIN_CONFIG": str(cfg),
-        "PYTHONPATH": str(ROOT),
-        "PYTHON_KEYRING_BACKEND": "tests.cli.keyring_file.FileKeyring",
-        "PLUGINSDK_TEST_KEYRING": str(tmp_path / "keyring.json"),
-    }
+    """Machines that take 1.2 s to start (so `--wait` shows progress), and a keyring in a file."""
+    return cli_environment(
+        tmp_path,
+        FAST.replace("boot_delay: 0.05", "boot_delay: 1.2"),
+        PYTHON_KEYRING_BACKEND="tests.cli.keyring_file.FileKeyring",
+        PLUGINSDK_TEST_KEYRING=str(tmp_path / "keyring.json"),
+    )
 
 
 def run(env: dict[str, str], *args: str, ok: bool = True, stdin: str | None = None) -> Any:
-    res = subprocess.run(
-        [PLUGINSDK, "--format", "json", *args],
-        capture_output=True, text=True, env=env, timeout=60, check=False, input=stdin,
-    )  # fmt: skip
-    assert (res.returncode == 0) == ok, res.stdout + res.stderr
-    return json.loads(res.stdout)
+    res = invoke(env, *args, stdin=stdin)
+    assert (res.code == 0) == ok, res.out + res.err
+    return res.json()
 
 
 def test_help_imports_neither_the_catalog_nor_pydantic() -> None:
@@ -139,11 +131,8 @@ def test_wait_shows_progress_on_a_terminal_only(env: dict[str, str]) -> None:
     text = progress.decode()
     assert f"{result['request_id']}: " in text and "0/2 machines running" in text and "2/2 machines running" in text
     # not a terminal: nothing on stderr, same result shape
-    res = subprocess.run(
-        [PLUGINSDK, "--format", "json", "machines", "request", "web", "1", "--wait", "--timeout", "60"],
-        capture_output=True, text=True, env=env, timeout=60, check=True,
-    )  # fmt: skip
-    assert res.stderr == "" and json.loads(res.stdout)["status"] == "completed"
+    res = invoke(env, "machines", "request", "web", "1", "--wait", "--timeout", "60")
+    assert res.code == 0 and res.err == "" and res.json()["status"] == "completed"
 
 
 def test_wait_on_a_terminal_honours_the_timeout(env: dict[str, str]) -> None:
@@ -199,11 +188,11 @@ def test_login_stores_a_verified_key_that_the_remote_backend_uses(env: dict[str,
     assert rejected["error_code"] == "UNAUTHENTICATED"
     assert not Path(env["PLUGINSDK_TEST_KEYRING"]).exists()
 
-    res = subprocess.run([PLUGINSDK, "--format", "json", "login", server + "/"], input=key + "\n",
-                         capture_output=True, text=True, env=env, timeout=60, check=True)  # fmt: skip
-    stored = json.loads(res.stdout)
+    res = invoke(env, "login", server + "/", stdin=key + "\n")
+    assert res.code == 0, res.out + res.err
+    stored = res.json()
     assert stored == {"success": True, "url": server, "stored": True, "message": stored["message"]}
-    assert key not in res.stdout + res.stderr  # never echoed
+    assert key not in res.out + res.err  # never echoed
     assert json.loads(Path(env["PLUGINSDK_TEST_KEYRING"]).read_text()) == {f"pluginsdk|{server}": key}
 
     remote = {**env, "PLUGIN_API_URL": server}
@@ -215,11 +204,8 @@ def test_login_stores_a_verified_key_that_the_remote_backend_uses(env: dict[str,
 
 def test_login_without_a_keyring_backend_explains_instead_of_failing(env: dict[str, str]) -> None:
     env = {**env, "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
-    res = subprocess.run(
-        [PLUGINSDK, "--format", "json", "login", "http://127.0.0.1:9", "--api-key", "psdk_x", "--no-verify"],
-        capture_output=True, text=True, env=env, timeout=60, check=False,
-    )  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    out = json.loads(res.stdout)
+    res = invoke(env, "login", "http://127.0.0.1:9", "--api-key", "psdk_x", "--no-verify")
+    assert res.code == 0, res.err
+    out = res.json()
     assert out["stored"] is False and "PLUGIN_API_KEY" in out["message"]
-    assert "No usable OS keyring" in res.stderr and "psdk_x" not in res.stdout + res.stderr
+    assert "No usable OS keyring" in res.err and "psdk_x" not in res.out + res.err

@@ -7,23 +7,13 @@ import re
 from typing import Any
 
 import pytest
-import yaml
 from click.testing import CliRunner
 
 from pluginsdk.cli import cli as cli_group
 from pluginsdk.operations import CATALOG
-from tests.cli.test_cli_edges import FAST, cli, env, ok, provider, template
-
-__all__ = ["env"]  # the fixture, shared with test_cli_edges
-
-
-def _managed(env: dict[str, str]) -> dict[str, str]:
-    cfg = yaml.safe_load(FAST)
-    hashing = {"timeCost": 1, "memoryKib": 8, "parallelism": 1}
-    cfg["app"] = {"authProvider": {"useManaged": {"enabled": True, "passwordHashing": hashing}}}
-    with open(env["PLUGIN_CONFIG"], "w", encoding="utf-8") as fh:
-        yaml.safe_dump(cfg, fh)
-    return env
+from tests.cli.test_cli_edges import managed, provider, template
+from tests.support.cli import PLUGINSDK, ok
+from tests.support.cli import invoke as cli
 
 
 def test_status_of_several_ids_with_unknown_ones_exits_1_and_names_them(env: dict[str, str]) -> None:
@@ -64,7 +54,7 @@ def test_what_if_user_roles_take_key_value_as_help_says(env: dict[str, str]) -> 
 
 
 def test_auth_login_answers_the_new_password_challenge_from_stdin(env: dict[str, str]) -> None:
-    env = _managed(env)
+    env = managed(env)
     temp = ok(env, "users", "create", "ann", "ann@example.com")["temporary_password"]
     unanswered = ok(env, "auth", "login", "ann", stdin=temp + "\n")
     assert unanswered["challenge_name"] == "NEW_PASSWORD_REQUIRED" and "--new-password" in unanswered["message"]
@@ -126,9 +116,7 @@ def test_auth_login_with_the_password_given_never_waits_on_stdin(env: dict[str, 
     import subprocess
     import time
 
-    from tests.cli.test_cli_edges import PLUGINSDK
-
-    env = _managed(env)
+    env = managed(env)
     temp = ok(env, "users", "create", "ann", "ann@example.com")["temporary_password"]
     proc = subprocess.Popen(
         [PLUGINSDK, "--format", "json", "auth", "login", "ann", "--password", temp],

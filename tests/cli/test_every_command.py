@@ -1,4 +1,4 @@
-"""Every catalog command, run through the real CLI as a subprocess: JSON parsed, exit code checked.
+"""Every catalog command, run through the CLI's entry point: JSON parsed, exit code checked.
 
 One store carries the state from command to command (a template, a request, its machines, a role, a
 user, an API key). Commands that need a signed-in password session are run too and must fail with the
@@ -8,9 +8,6 @@ error envelope and exit 1 (the user made here has no password: no mail server is
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,8 +15,7 @@ from typing import Any
 import pytest
 
 from pluginsdk._index import GROUPS
-
-PLUGINSDK = str(Path(sys.executable).with_name("pluginsdk"))
+from tests.support.cli import FAST, cli_environment, invoke
 
 
 class Cli:
@@ -29,34 +25,24 @@ class Cli:
 
     def __call__(self, *args: str, ok: bool = True, code: str | None = None, denied: bool = False) -> Any:
         """`denied`: a decision command answering deny, which exits 3 with its usual JSON (docs/cli.md)."""
-        res = subprocess.run(
-            [PLUGINSDK, "--format", "json", *args],
-            capture_output=True,
-            text=True,
-            env=self.env,
-            timeout=60,
-            check=False,
-        )
-        assert res.returncode == (3 if denied else 0) if ok else res.returncode != 0, (args, res.stdout, res.stderr)
-        out = json.loads(res.stdout)
+        res = invoke(self.env, *args)
+        assert res.code == (3 if denied else 0) if ok else res.code != 0, (args, res.out, res.err)
+        out = res.json()
         if not ok:
-            assert res.returncode == 1 and out["success"] is False and out["error"], out
+            assert res.code == 1 and out["success"] is False and out["error"], out
             assert code is None or out["error_code"] == code, out
-            assert out["error"] in res.stderr
+            assert out["error"] in res.err
         self.ran.add((args[0], args[1]))
         return out
 
 
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
-    cfg = tmp_path / "plugin.yaml"
-    cfg.write_text(
-        "provider:\n  local:\n    boot_delay: 0.05\n    terminate_delay: 0.05\n    seed: 1\n"
+    managed = (
         "app:\n  authProvider:\n    useManaged:\n      enabled: true\n"
         "      passwordHashing: {timeCost: 1, memoryKib: 8, parallelism: 1}\n"
     )
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
-    return Cli({**base, "PLUGIN_STORAGE_PATH": str(tmp_path / "cli.db"), "PLUGIN_CONFIG": str(cfg)})
+    return Cli(cli_environment(tmp_path, FAST + managed))
 
 
 def test_every_command(cli: Cli, tmp_path: Path) -> None:
@@ -180,7 +166,7 @@ def test_every_command(cli: Cli, tmp_path: Path) -> None:
     cli("auth", "mfa-verify", "123456", ok=False)
     cli("auth", "mfa-disable", ok=False, code="FORBIDDEN")
 
-    # the decision point (issue 17)
+    # the decision point
     assert cli("auth", "check", "template", "GET", "--roles", "admin", "--attributes", "templateId=web")["allowed"]
     batch = {"questions": [{"roles": [], "objectType": "template", "method": "GET"}]}
     assert cli("auth", "check-batch", "--data", json.dumps(batch))["decisions"][0]["allowed"] is False

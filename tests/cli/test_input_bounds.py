@@ -1,23 +1,23 @@
 """Files the CLI reads are bounded: size, YAML alias expansion, nesting (docs/input.md).
 
-A 528-byte alias bomb given to `templates create -f` once expanded to a 77 MB stored row; now every file
-input — `-f/--file`, `--config`, the templates directory — is refused past the limits, before it is built,
-with a usage error (exit 2) that names the file.
+A 528-byte alias bomb given to `templates create -f` would expand to a 77 MB stored row: every file input —
+`-f/--file`, `--config`, the templates directory — is refused past the limits, before it is built, with a
+usage error (exit 2) that names the file.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from pluginsdk import ConfigurationError, PluginSDK
 from pluginsdk._yaml import MAX_INPUT_BYTES, MAX_NESTING, InputTooLargeError, load_yaml
-from pluginsdk.cli import cli
 from pluginsdk.config import load_settings
 from tests.support.backends import base_config
+from tests.support.cli import invoke as cli
 
 
 def bomb(levels: int = 9) -> str:
@@ -36,8 +36,8 @@ def template_bomb() -> str:
 def invoke(tmp_path: Path, *args: str) -> tuple[int, str]:
     cfg = tmp_path / "plugin.json"
     cfg.write_text(json.dumps(base_config(tmp_path)))
-    res = CliRunner().invoke(cli, ["--config", str(cfg), "--format", "json", *args])
-    return res.exit_code, res.output
+    res = cli(dict(os.environ), "--config", str(cfg), *args)
+    return res.code, res.out + res.err
 
 
 @pytest.mark.parametrize(

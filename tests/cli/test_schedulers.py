@@ -8,36 +8,26 @@ getRequestStatus (return) -> getReturnRequests.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.cli import PLUGINSDK, ROOT, cli_environment, invoke
+
 SCRIPTS = ROOT / "scripts"
-PLUGINSDK = str(Path(sys.executable).with_name("pluginsdk"))
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    cfg = tmp_path / "pluginsdk.yaml"
-    cfg.write_text(
+    config = (
         "provider:\n  local:\n    boot_delay: 0.2\n    terminate_delay: 0.1\n    seed: 3\n"
         "scheduler:\n  grace_period: 120\n"
     )
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
-    return {
-        **base,
-        "PLUGIN_STORAGE_PATH": str(tmp_path / "store.db"),
-        "PLUGIN_CONFIG": str(cfg),
-        "PLUGIN_TEMPLATES_DIR": str(tmp_path / "templates"),
-        "PLUGINSDK_BIN": PLUGINSDK,
-    }
+    return cli_environment(tmp_path, config, PLUGIN_TEMPLATES_DIR=str(tmp_path / "templates"), PLUGINSDK_BIN=PLUGINSDK)
 
 
 def script(env: dict[str, str], tmp_path: Path, scheduler: str, name: str, payload: Any, ok: bool = True) -> Any:
@@ -187,14 +177,12 @@ def test_scheduler_from_config_and_default_strategy_unchanged(env: dict[str, str
     """`scheduler.type` picks the strategy without --scheduler; the default strategy keeps the full record."""
     (tmp_path / "templates").mkdir()
     shutil.copy(SCRIPTS / "hostfactory" / "pluginsdk_templates.json", tmp_path / "templates")
-    base = [PLUGINSDK, "--format", "json", "requests", "status", "-d", '{"requests": [{"requestId": "req-x"}]}']
-    hf = subprocess.run(base, capture_output=True, text=True, env={**env, "PLUGIN_SCHEDULER": "hostfactory"},
-                        timeout=60, check=True)  # fmt: skip
-    assert json.loads(hf.stdout)["requests"][0]["status"] == "complete_with_error"
-    plain = subprocess.run([PLUGINSDK, "--format", "json", "requests", "status", "req-x"],
-                           capture_output=True, text=True, env=env, timeout=60, check=False)  # fmt: skip
+    base = ["requests", "status", "-d", '{"requests": [{"requestId": "req-x"}]}']
+    hf = invoke({**env, "PLUGIN_SCHEDULER": "hostfactory"}, *base)
+    assert hf.code == 0 and hf.json()["requests"][0]["status"] == "complete_with_error"
+    plain = invoke(env, "requests", "status", "req-x")
     # the default strategy: one unknown id is not found (exit 1), as `requests show` does
-    assert plain.returncode == 1 and json.loads(plain.stdout)["error_code"] == "REQUEST_NOT_FOUND"
+    assert plain.code == 1 and plain.json()["error_code"] == "REQUEST_NOT_FOUND"
 
 
 @pytest.mark.parametrize("scheduler", ["hostfactory", "lsf"])

@@ -16,6 +16,7 @@ from mcp import Client
 
 from pluginsdk import PluginSDK
 from pluginsdk.mcp import create_server
+from tests.support.cli import cli_environment
 
 
 @asynccontextmanager
@@ -48,10 +49,8 @@ SERVE = ["-m", "pluginsdk", "mcp", "serve", "--stdio"]
 
 def stdio_env(tmp_path: Path, boot_delay: float) -> dict[str, str]:
     """Environment of a server subprocess: its own SQLite store and a `local` provider booting in `boot_delay` s."""
-    cfg = tmp_path / "plugin.yaml"
-    cfg.write_text(f"provider:\n  local:\n    boot_delay: {boot_delay}\n    terminate_delay: 0.05\n    seed: 3\n")
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
-    return {**base, "PLUGIN_STORAGE_PATH": str(tmp_path / "mcp.db"), "PLUGIN_CONFIG": str(cfg)}
+    config = f"provider:\n  local:\n    boot_delay: {boot_delay}\n    terminate_delay: 0.05\n    seed: 3\n"
+    return cli_environment(tmp_path, config)
 
 
 def rpc(id_: int | None, method: str, params: dict[str, Any] | None = None) -> str:

@@ -18,7 +18,7 @@ from tests.mcp.helpers import SERVE, connect, failure, read_until, rpc, stdio_en
 from tests.support.backends import open_sdk
 
 BUDGET = 60_000
-"""Bytes of the default `tools/list` result on the wire (issue 13, item 3)."""
+"""Bytes of the default `tools/list` result on the wire."""
 
 
 def test_every_tool_is_in_exactly_one_named_profile() -> None:

@@ -82,7 +82,7 @@ def test_descriptions_name_fields_the_schema_accepts(tool: str) -> None:
 
 
 def test_the_check_sees_camel_case_field_lists() -> None:
-    """The rule above finds what the descriptions used to say."""
+    """The rule above finds field names written as a camelCase list, in braces or after a backtick."""
     assert mentioned("Permissions for roles: {groupId, permission: GET|PUT, permissionType: allow}.") == {
         "groupId",
         "permission",

@@ -12,7 +12,6 @@ the packages.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -22,10 +21,11 @@ from typing import Any
 import pytest
 
 from tests.mcp.helpers import SERVE
+from tests.support.cli import cli_environment
 
 HERE = Path(__file__).resolve().parent / "ts_client"
 BUDGET = 60_000
-"""Bytes of the default `tools/list` result (item 3 of issue 13)."""
+"""Bytes of the default `tools/list` result."""
 
 
 @pytest.fixture(scope="session")
@@ -38,11 +38,8 @@ def node_client(npm_clients: Path) -> Path:
 @pytest.fixture
 def server_env(tmp_path: Path) -> dict[str, str]:
     """A fresh store and a `local` provider that holds 2 machines: a third one is a provider failure."""
-    cfg = tmp_path / "plugin.yaml"
     local = "    boot_delay: 0.05\n    terminate_delay: 0.05\n    seed: 3\n    capacity: 2\n"
-    cfg.write_text("provider:\n  local:\n" + local)
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
-    return {**base, "PLUGIN_STORAGE_PATH": str(tmp_path / "mcp.db"), "PLUGIN_CONFIG": str(cfg)}
+    return cli_environment(tmp_path, "provider:\n  local:\n" + local)
 
 
 def run_client(root: Path, tmp_path: Path, plan: dict[str, Any]) -> dict[str, Any]:
@@ -184,28 +181,28 @@ def test_typescript_client_all_profile(node_client: Path, server_env: dict[str, 
     assert error_of(camel)["details"]["field"] == "roleName"
 
 
-OLD_SHAPE = """
+OFF_SCHEMA = """
 import sys
 import mcp_types as types
 from pluginsdk.mcp import tools
 
-def old_failure(err, tool, args, spec):  # what the server answered before: structured content off-schema
+def off_schema_failure(err, tool, args, spec):  # structured content that breaks the output schema
     body = {"success": False, "error": tools.error_object(err, tool=tool, arguments=args, spec=spec)}
     return types.CallToolResult(content=tools._text(body), structured_content=body, is_error=True)
 
-tools.ToolSet._failure = staticmethod(old_failure)
+tools.ToolSet._failure = staticmethod(off_schema_failure)
 sys.argv = ["pluginsdk", "mcp", "serve", "--stdio"]
 from pluginsdk.cli import main
 main()
 """
 
 
-def test_typescript_client_rejects_the_old_error_shape(
+def test_typescript_client_rejects_an_off_schema_error_shape(
     node_client: Path, server_env: dict[str, str], tmp_path: Path
 ) -> None:
-    """The check above can fail: the same client throws on the error shape the server used to send."""
+    """The check above can fail: the same client throws on an error shape that breaks the output schema."""
     calls = [{"name": "get_template", "arguments": {"template_id": "x"}}]
-    plan = {**server(server_env, code=OLD_SHAPE), "calls": calls}
+    plan = {**server(server_env, code=OFF_SCHEMA), "calls": calls}
     (call,) = run_client(node_client, tmp_path, plan)["calls"]
     assert call["thrown"] is not None and "does not match the tool's output schema" in call["thrown"]["message"]
 
@@ -246,8 +243,8 @@ def test_inspector_cli(node_client: Path, server_env: dict[str, str]) -> None:
     error = json.loads(result["content"][0]["text"])["error"]
     assert error["type"] == "NotFoundError" and error["error_code"] == "TEMPLATE_NOT_FOUND"
 
-    old = inspector(node_client, server_env, *args, code=OLD_SHAPE)
-    assert old.returncode != 0 and "output schema" in old.stderr  # the Inspector rejected what we used to send
+    off = inspector(node_client, server_env, *args, code=OFF_SCHEMA)
+    assert off.returncode != 0 and "output schema" in off.stderr  # the Inspector rejects the schema-breaking shape
 
     read = inspector(node_client, server_env, "--method", "resources/read", "--uri", "providers://")
     assert read.returncode == 0, read.stderr[-2000:]

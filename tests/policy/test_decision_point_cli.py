@@ -1,50 +1,46 @@
-"""The decision point from the real CLI (subprocess): `auth explain` reads as a table, `auth test` fails loudly."""
+"""The decision point from the CLI's entry point: `auth explain` reads as a table, `auth test` fails loudly."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.support.cli import Result, cli_environment, invoke
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 @pytest.fixture
 def env(tmp_path: Path) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
-    return {**base, "PLUGIN_STORAGE_PATH": str(tmp_path / "cli.db")}
+    return cli_environment(tmp_path)
 
 
-def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pluginsdk", *args], capture_output=True, text=True, env=env, timeout=60, check=False
-    )
+def run(env: dict[str, str], *args: str) -> Result:
+    return invoke(env, *args, fmt=None)
 
 
 def test_explain_prints_readably(env: dict[str, str]) -> None:
     res = run(env, "auth", "explain", "template", "GET", "--roles", "basicReadOnly,ghost",
               "--attributes", "templateId=web", "--format", "table")  # fmt: skip
-    assert res.returncode == 0, res.stderr
-    lines = res.stdout.splitlines()
+    assert res.code == 0, res.err
+    lines = res.out.splitlines()
     assert lines[0].split() == ["KIND", "CONSTRAINT_ID", "VIA", "DETAIL"]
     assert "ALLOW" in lines[1]
     assert "psdk-default-readonly-template" in lines[2] and "role:basicReadOnly" in lines[2]
     assert "role:ghost" in lines[3] and "does not exist" in lines[3]
     res = run(env, "auth", "explain", "template", "PUT", "--roles", "basicReadOnly", "--format", "table")
-    assert "DENY" in res.stdout and "no allow constraint matched" in res.stdout
+    assert "DENY" in res.out and "no allow constraint matched" in res.out
 
 
 def test_policy_test_file_exit_codes(env: dict[str, str], tmp_path: Path) -> None:
     suite = EXAMPLES / "policy_tests.yaml"
     ok = run(env, "auth", "test", "-f", str(suite), "--format", "json")
-    assert ok.returncode == 0, ok.stdout + ok.stderr
+    assert ok.code == 0, ok.out + ok.err
     bad = tmp_path / "bad.yaml"
     text = suite.read_text().replace("name: readers read templates", "name: flipped on purpose")
     head, _, tail = text.partition("name: flipped on purpose")
     bad.write_text(head + "name: flipped on purpose" + tail.replace("expect: allow", "expect: deny", 1))
     res = run(env, "auth", "test", "-f", str(bad), "--format", "json")
-    assert res.returncode == 1
-    assert "flipped on purpose: expected deny, got allow" in res.stderr
+    assert res.code == 1
+    assert "flipped on purpose: expected deny, got allow" in res.err

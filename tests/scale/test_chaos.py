@@ -1,4 +1,4 @@
-"""Several servers, one PostgreSQL database, one server SIGKILLed every few seconds (issue 16, done-when).
+"""Several servers, one PostgreSQL database, one server SIGKILLed every few seconds.
 
 Two `pluginsdk server start` processes and four CLI loops requesting and returning machines through them
 (a CLI call that meets a dead server is retried with the same idempotency id on the other one). Afterwards:

@@ -1,4 +1,4 @@
-"""One actor per request (issue 16 item 2): a request claimed by one process is left alone by the others
+"""One actor per request: a request claimed by one process is left alone by the others
 (no provider call), and a claim of a process that died expires so another takes the request over."""
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ async def test_a_request_whose_creator_died_at_the_launch_is_launched_once_by_th
     """The creator is SIGKILLed as it calls the provider (before, or after the provider acted): the request
     stays pending with no machine recorded. The next status read takes the dead creator's claim over and
     launches it — or adopts what the provider made — so it completes with exactly the machines asked for,
-    rather than waiting out its timeout and failing with "no machine came up" (issue 16, chaos test)."""
+    rather than waiting out its timeout and failing with "no machine came up"."""
     rid = "req-creator-died"
     async with PluginSDK(config=config) as local:
         await local.create_template(template_id="web", image_id="ami-1")

@@ -1,4 +1,4 @@
-"""Operating a server (issue 16 items 4, 6, 7, 8): `server start --workers N`, /metrics read by a real
+"""Operating a server: `server start --workers N`, /metrics read by a real
 Prometheus and checked by promtool, /livez and /readyz, JSON-lines logs carrying the request id."""
 
 from __future__ import annotations

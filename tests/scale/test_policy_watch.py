@@ -1,4 +1,4 @@
-"""Policy changes everywhere at once without a read per decision (issue 16 item 3), on PostgreSQL."""
+"""Policy changes everywhere at once without a read per decision, on PostgreSQL."""
 
 from __future__ import annotations
 

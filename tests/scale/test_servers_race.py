@@ -1,4 +1,4 @@
-"""N servers on one PostgreSQL database racing the same creates (issue 16, done-when): every loser's answer
+"""N servers on one PostgreSQL database racing the same creates: every loser's answer
 is the 409 envelope, never a 500, and what is stored is whole."""
 
 from __future__ import annotations

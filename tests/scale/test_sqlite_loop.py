@@ -1,4 +1,4 @@
-"""SQLite under several processes (issue 16 item 5): a write waiting for another process's lock leaves the
+"""SQLite under several processes: a write waiting for another process's lock leaves the
 event loop free, and transaction nesting belongs to the task that opened the transaction."""
 
 from __future__ import annotations

@@ -5,9 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 from pluginsdk import PluginSDK
@@ -15,8 +12,7 @@ from pluginsdk.models import RequestStatus, RequestStatusList
 from pluginsdk.schedulers import get_strategy
 from tests.schedulers.ibm_contract import validate
 from tests.support.backends import base_config, open_sdk
-
-PLUGINSDK = str(Path(sys.executable).with_name("pluginsdk"))
+from tests.support.cli import clean_environment, invoke
 
 
 async def _settled(sdk: PluginSDK, request_id: str, polls: int = 200) -> RequestStatus:
@@ -106,15 +102,11 @@ async def test_a_failed_return_frees_its_machines_and_force_works(tmp_path: Path
         other = await sdk.create_return_request(machine_ids=ids[:1], force_return=True)
         assert not other.request_id
         assert f"already being returned by {first.request_id}" in other.skipped_machines[0].reason
-    env = {k: v for k, v in os.environ.items() if not k.startswith("PLUGIN_")}
     cfg = tmp_path / "cli.json"
     cfg.write_text(json.dumps(working))
-    res = subprocess.run(
-        [PLUGINSDK, "--config", str(cfg), "--format", "json", "machines", "return", "--force-return", *ids],
-        capture_output=True, text=True, env=env, timeout=60, check=False,
-    )  # fmt: skip
-    assert res.returncode == 0, res.stdout + res.stderr
-    out = json.loads(res.stdout)
+    res = invoke(clean_environment(), "--config", str(cfg), "machines", "return", "--force-return", *ids)
+    assert res.code == 0, res.out + res.err
+    out = res.json()
     assert out["processed_machines"] == ids[1:]  # the one the failed return held, freed
     assert out["skipped_machines"][0]["machine_id"] == ids[0]
 

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -21,6 +18,7 @@ from pluginsdk.errors import ValidationError
 from pluginsdk.slurm import programs, spool
 from pluginsdk.slurm.nodes import NodeMap
 from tests.support.backends import base_config, open_sdk
+from tests.support.cli import Result, clean_environment, invoke, run
 
 
 def test_hostlists_expand_with_ranges_lists_and_digit_prefixes() -> None:
@@ -149,15 +147,14 @@ def test_startup_scripts_are_off_by_default(tmp_path: Path) -> None:
     assert not (tmp_path / "ran").exists()
 
 
-def _cli(config: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pluginsdk", "--config", str(config), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=os.environ | (env or {}),
-        check=False,
-    )
+def _cli(config: Path, *args: str, env: dict[str, str] | None = None) -> Result:
+    """`pluginsdk --config CONFIG ARGS` in this process."""
+    return invoke(clean_environment(**(env or {})), "--config", str(config), *args, fmt=None)
+
+
+def _process(config: Path, *args: str, env: dict[str, str] | None = None) -> Result:
+    """`pluginsdk --config CONFIG ARGS` as its own process, as Slurm runs its programs."""
+    return run(clean_environment(**(env or {})), "--config", str(config), *args, fmt=None)
 
 
 def _config(tmp_path: Path, **slurm: object) -> Path:
@@ -174,25 +171,25 @@ def _config(tmp_path: Path, **slurm: object) -> Path:
 
 def test_slurm_config_prints_nodes_from_the_instance_types(tmp_path: Path) -> None:
     path = _config(tmp_path)
-    assert "template 'cpu' not found" in _cli(path, "slurm", "config").stdout
+    assert "template 'cpu' not found" in _cli(path, "slurm", "config").out
     assert (
         _cli(
             path, "templates", "create", "--template-id", "cpu", "--image-id", "i", "--instance-type", "m5.xlarge"
-        ).returncode
+        ).code
         == 0
     )
-    out = _cli(path, "slurm", "config").stdout
+    out = _cli(path, "slurm", "config").out
     assert "NodeName=cloud[1-4] CPUs=4 RealMemory=15564 State=CLOUD" in out  # 16 GiB less 5 %
     assert "PartitionName=burst Nodes=cloud[1-4]" in out and "ResumeProgram=" in out and "PrivateData=cloud" in out
 
 
 def test_the_resume_program_spools_and_the_worker_launches(tmp_path: Path) -> None:
     path = _config(tmp_path)
-    assert _cli(path, "templates", "create", "--template-id", "cpu", "--image-id", "i").returncode == 0
+    assert _cli(path, "templates", "create", "--template-id", "cpu", "--image-id", "i").code == 0
     resume_file = tmp_path / "resume.json"
     resume_file.write_text(json.dumps({"jobs": [{"job_id": 3, "nodes": "cloud[1-2]"}], "all_nodes": "cloud[1-2]"}))
-    done = _cli(path, "slurm", "resume", "cloud[1-2]", env={"SLURM_RESUME_FILE": str(resume_file)})
-    assert done.returncode == 0 and done.stdout == ""  # Slurm reads nothing; the log says what happened
+    done = _process(path, "slurm", "resume", "cloud[1-2]", env={"SLURM_RESUME_FILE": str(resume_file)})
+    assert done.code == 0 and done.out == ""  # Slurm reads nothing; the log says what happened
 
     async def names() -> list[str]:
         async with PluginSDK(config_path=str(path)) as sdk:
@@ -204,8 +201,8 @@ def test_the_resume_program_spools_and_the_worker_launches(tmp_path: Path) -> No
     assert asyncio.run(names()) == ["cloud1", "cloud2"]
     log = (tmp_path / "spool" / "slurm.log").read_text()
     assert "resume cloud[1-2]: 2 node(s), 1 job(s)" in log
-    bad = _cli(path, "slurm", "resume", "cloud[1-")
-    assert bad.returncode == 1 and "hostlist" in (tmp_path / "spool" / "slurm.log").read_text()
+    bad = _process(path, "slurm", "resume", "cloud[1-")
+    assert bad.code == 1 and "hostlist" in (tmp_path / "spool" / "slurm.log").read_text()
 
 
 async def test_the_engine_loop_runs_the_slurm_reconcile(tmp_path: Path) -> None:

@@ -56,7 +56,7 @@ def _operations(doc: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]
             yield method.upper(), path, op
 
 
-# -- item 9: independent validators --------------------------------------------------------------
+# -- independent validators --------------------------------------------------------------
 
 
 def test_openapi_spec_validator_accepts_the_document(served: Served) -> None:
@@ -154,7 +154,7 @@ def test_generated_python_client_runs_one_operation_of_every_group(served: Serve
             del sys.modules[name]
 
 
-# -- item 5: security ------------------------------------------------------------------------------
+# -- security ------------------------------------------------------------------------------
 
 
 def test_security_is_declared_on_every_protected_route_and_empty_on_public_ones(served: Served) -> None:
@@ -185,7 +185,7 @@ def test_docs_page_offers_authorize_from_the_document(served: Served) -> None:
     assert served.document["components"]["securitySchemes"]  # what Swagger UI's Authorize button lists
 
 
-# -- item 6: names, operationIds, defaults -------------------------------------------------------------
+# -- names, operationIds, defaults -------------------------------------------------------------
 
 
 def test_component_names_and_titles_are_unique(served: Served) -> None:
@@ -222,7 +222,7 @@ def test_declared_query_defaults_are_the_server_defaults(served: Served) -> None
     assert long_param["schema"]["default"] is True
 
 
-# -- item 7: the rules, and refusing what the document calls invalid ----------------------------------
+# -- the rules, and refusing what the document calls invalid ----------------------------------
 
 
 def test_path_parameters_state_their_patterns(served: Served) -> None:
@@ -255,7 +255,7 @@ def test_the_server_refuses_what_the_document_calls_invalid(served: Served, path
     assert answer.json()["error_code"] == "VALIDATION_ERROR"
 
 
-# -- item 8: listing B ----------------------------------------------------------------------------------
+# -- listing B ----------------------------------------------------------------------------------
 
 
 def test_listing_b_answers_request_id_and_message(served: Served) -> None:

@@ -53,8 +53,8 @@ MANAGED_POOL = {
 """The embedded user pool on (its routes are walked too), with cheap password hashing."""
 
 WALKED = {
-    # get_template: walked while templates and roles were the only chains, never chosen since (0 of 300 scenarios,
-    # seed 20261123; cause not found: the document's link is valid and counted, see the issue-12 report)
+    # get_template: never chosen by this seed's walk (0 of 300 scenarios, seed 20261123), although the
+    # document's link to it is valid and counted
     "POST /api/v1/templates": {"update_template", "delete_template", "create_request"},
     "POST /roles": {"update_role", "delete_role"},  # no single-role read: the listing is the read
     "POST /auth/constraints/{constraint_id}": {"get_constraint", "update_constraint", "delete_constraint"},

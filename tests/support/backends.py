@@ -2,7 +2,7 @@
 
 `local`: the engine in this process. `remote`: a real uvicorn server on
 127.0.0.1 serving an engine on the same kind of store, and the SDK's remote
-backend talking to it over HTTP (wired by the REST issue; see `remote_sdk`).
+backend talking to it over HTTP (see `remote_sdk`).
 """
 
 from __future__ import annotations

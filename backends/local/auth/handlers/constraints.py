@@ -226,7 +226,7 @@ async def import_constraints_template(
     ]
     ids = [c.constraint_id for c in parsed]
     _check_unique(ids)
-    if op.dry_run:  # issue 17: report the decisions it would change, write nothing
+    if op.dry_run:  # report the decisions it would change, write nothing
         return await import_dry_run(engine, ids, [_wire(c) for c in parsed])
     replaced = await _write_imported(engine, principal, parsed, overwrite=op.overwrite)
     return ConstraintImported(message=f"Imported {len(ids)} constraint(s) ({replaced} replaced).", constraint_ids=ids)
