@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 import uuid
@@ -182,14 +181,11 @@ def _created(r: Request, message: str) -> RequestCreated:
 
 
 async def wait_for(engine: Engine, request: Request, seconds: float) -> Request:
-    """Poll the request until it is finished or `seconds` pass."""
-    deadline = time.monotonic() + seconds
-    delay = 0.05
-    while not request.status.terminal and time.monotonic() < deadline:
-        await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-        delay = min(delay * 1.5, 1.0)
-        request = await reconcile(engine, request)
-    return request
+    """Reconcile the request until it is finished or `seconds` pass: the one wait loop (`pluginsdk.waiting`),
+    pausing up to a second between reconciliations (each one asks the provider)."""
+    from pluginsdk import waiting
+
+    return await waiting.follow(lambda r: reconcile(engine, r), request, seconds=seconds, poll=1.0)
 
 
 async def machines_by_name(engine: Engine, names: list[str]) -> dict[str, Machine]:
