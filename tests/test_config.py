@@ -216,35 +216,36 @@ def test_the_auth_services_keys_are_the_ones_the_model_knows() -> None:
     """Every key the auth service reads from `app` is a key of `AppSettings` (else it would be refused):
     the reads are recorded, then given back as a configuration that must load."""
     from backends.local.auth.config import load_auth_config
+    from pluginsdk.config import SettingsGroup
 
-    read: dict[str, bool] = {}  # dotted key -> read as a group
+    read: dict[str, object] = {}  # dotted key -> the value read; a group reads as {}
 
-    class Spy(dict):  # type: ignore[type-arg]
-        def __init__(self, prefix: str) -> None:
-            super().__init__()
-            self.prefix = prefix
+    class Spy:
+        def __init__(self, model: SettingsGroup, prefix: str) -> None:
+            self.model, self.prefix = model, prefix
 
-        def get(self, key: str, default: object = None) -> object:
-            group = isinstance(default, dict)  # `_Reader.sub` reads a group with the default {}
-            read[f"{self.prefix}.{key}"] = group
-            return Spy(f"{self.prefix}.{key}") if group else default
+        def __getattr__(self, name: str) -> object:
+            value = getattr(self.model, name)
+            field = type(self.model).model_fields.get(name)
+            if field is None:  # a method or property of the group
+                return value
+            key = f"{self.prefix}.{field.alias or name}"
+            if isinstance(value, SettingsGroup):
+                read.setdefault(key, {})
+                return Spy(value, key)
+            read[key] = value
+            return value
 
     settings = load_settings(environ={})
-    settings.app = Spy("app")
+    settings.app = Spy(settings.app, "app")  # type: ignore[assignment]
     load_auth_config(settings)
     config: dict[str, object] = {}
-    for dotted, group in read.items():
+    for dotted, value in read.items():
         node = config
         *groups, leaf = dotted.split(".")[1:]
         for g in groups:
             node = node.setdefault(g, {})  # type: ignore[assignment]
-        node.setdefault(leaf, {"_": 1} if group else 1)
-    for dotted, group in read.items():  # a group holds only what was read in it
-        if group:
-            node = config
-            for part in dotted.split(".")[1:]:
-                node = node[part]  # type: ignore[assignment]
-            node.pop("_", None)  # type: ignore[attr-defined]
+        node.setdefault(leaf, value)
     assert {"authProvider", "region", "apiUrl"} <= set(config)
     load_settings(config={"app": config}, environ={})  # no key refused
 
