@@ -267,3 +267,74 @@ def test_the_cli_refuses_a_nested_typo_in_its_config_file(tmp_path: Path) -> Non
     res = CliRunner().invoke(cli, ["--config", str(cfg), "--format", "json", "templates", "list"])
     assert res.exit_code != 0
     assert "CONFIGURATION_ERROR" in res.output and "did you mean 'provider.local.boot_delay'?" in res.output
+
+
+IDP = {"issuer": "https://idp.example", "clientId": "c", "jwksUrl": "https://idp.example/j"}
+
+
+@pytest.mark.parametrize(
+    ("app", "key", "expected"),
+    [
+        ({"authProvider": {"useManaged": {"tokenMinutes": 0}}}, "app.authProvider.useManaged.tokenMinutes", "greater"),
+        ({"authProvider": {"useManaged": {"enabled": "yes"}}}, "app.authProvider.useManaged.enabled", "bool"),
+        ({"authProvider": {"smtp": {"port": True}}}, "app.authProvider.smtp.port", "not true or false"),
+        (
+            {"authProvider": {"useManaged": {"passwordHashing": {"memoryKib": 16, "parallelism": 4}}}},
+            "app.authProvider.useManaged.passwordHashing.memoryKib",
+            "at least 8 x parallelism (32)",
+        ),
+        (
+            {
+                "authProvider": {
+                    "useExternalOAuthIdp": {"enabled": True, "issuer": "https://idp", "jwksUrl": "http://idp/j"}
+                }
+            },
+            "app.authProvider.useExternalOAuthIdp.clientId",
+            "the client id",
+        ),
+        (
+            {"authProvider": {"useManaged": {"enabled": True}, "useExternalOAuthIdp": {"enabled": "true", **IDP}}},
+            "app.authProvider.useExternalOAuthIdp.enabled",
+            "cannot be combined",
+        ),
+        ({"authProvider": {"disableAuthorization": 1}}, "app.authProvider.disableAuthorization", "bool"),
+        ({"audit": {"decisionSampleRate": 2}}, "app.audit.decisionSampleRate", "less than or equal to 1"),
+        ({"authProvider": {"secretsKey": "sekrit-too-short"}}, "app.authProvider.secretsKey", "32 bytes"),
+    ],
+)
+def test_the_auth_services_values_are_checked_at_load(
+    tmp_path: Path, app: dict[str, object], key: str, expected: str
+) -> None:
+    """`app` is typed like every other group: a wrong value is refused by `load_settings`, naming the key and
+    where it came from, before any engine starts; a secret is never shown."""
+    for given, source in (({"config": {"app": app}}, "config dict"), ({"config_path": tmp_path / "c.json"}, "file")):
+        (tmp_path / "c.json").write_text(json.dumps({"app": app}))
+        with pytest.raises(ConfigurationError) as exc:
+            load_settings(environ={}, **given)  # type: ignore[arg-type]
+        assert exc.value.key == key and exc.value.source.startswith(source), exc.value.message
+        assert f"{key!r} (from {exc.value.source})" in exc.value.message and expected in exc.value.message
+        assert "sekrit" not in str(exc.value.to_envelope())
+
+
+def test_the_auth_services_settings_are_typed_with_their_defaults_declared_once() -> None:
+    from pluginsdk.config import AppSettings
+
+    app = load_settings(environ={}).app
+    assert type(app) is AppSettings and app.authProvider.mode == "none"
+    assert app.authProvider.useManaged.tokenMinutes == 60 and app.authProvider.smtp.sender == "pluginsdk@localhost"
+    given = {
+        "authProvider": {
+            "useManaged": {"enabled": "TRUE", "tokenMinutes": "90", "signInLimits": {"lockSeconds": 2}},
+            "smtp": {"from": "auth@test", "username": "", "password": "pw"},
+            "adminUserId": None,
+        },
+        "featuresEnabled": "A, B",
+    }
+    settings = load_settings(config={"app": given}, environ={})
+    managed = settings.app.authProvider.useManaged
+    assert (managed.enabled, managed.tokenMinutes, managed.signInLimits.lockSeconds) == (True, 90, 2.0)
+    assert settings.app.authProvider.mode == "managed" and settings.app.featuresEnabled == ("A", "B")
+    assert settings.app.authProvider.smtp.sender == "auth@test" and settings.app.authProvider.smtp.username is None
+    assert settings.app.authProvider.adminUserId == "administrator"  # null: the default holds
+    shown = settings.redacted()["app"]["authProvider"]
+    assert shown["smtp"]["password"] == "***" and shown["smtp"]["from"] == "auth@test"
