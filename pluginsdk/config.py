@@ -13,18 +13,38 @@ the configuration is shown, and every shown text has the credentials of URLs and
 
 from __future__ import annotations
 
+import base64
 import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, NamedTuple
+from typing import Annotated, Any, ClassVar, Literal
+from urllib.parse import urlparse
 
 import pydantic
-from pydantic import ConfigDict, Field
+from pydantic import BeforeValidator, ConfigDict, Field, Strict
+from pydantic_core import PydanticCustomError
 
 from .errors import ConfigurationError
 
-__all__ = ["ENV_VARS", "SECRET", "Settings", "SettingsGroup", "default_data_dir", "load_settings", "mask_credentials"]
+__all__ = [
+    "ENV_VARS",
+    "SECRET",
+    "AppSettings",
+    "AuditSettings",
+    "AuthProviderSettings",
+    "AuthorizerOptionsSettings",
+    "ExternalIdpSettings",
+    "ManagedPoolSettings",
+    "PasswordHashingSettings",
+    "Settings",
+    "SettingsGroup",
+    "SignInLimitsSettings",
+    "SmtpSettings",
+    "default_data_dir",
+    "load_settings",
+    "mask_credentials",
+]
 
 ENV_VARS: dict[str, str] = {
     "PLUGIN_PROVIDER": "provider.type",
@@ -110,7 +130,7 @@ class _Group(pydantic.BaseModel):
 
     def __repr_args__(self) -> Any:
         """Reprs (logs, tracebacks) show what `Settings.redacted` shows: no secret, no credential."""
-        shown = _masked(type(self), self.model_dump(mode="json"))
+        shown = _masked(type(self), self.model_dump(mode="json", by_alias=True))
         return list(shown.items())
 
 
@@ -279,109 +299,271 @@ class McpSettings(_Group):
     """Tool profile(s) `pluginsdk mcp serve` lists: provisioning (default), auth or all; comma-separated."""
 
 
-class _PasswordHashing(_Group):
-    timeCost: Any = None
-    memoryKib: Any = None
-    parallelism: Any = None
-    concurrency: Any = None
-    queue: Any = None
+def _flag(value: Any) -> Any:
+    """`true`/`false`, also as text in any case; any other value is left for the strict check to refuse."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return value
 
 
-class _SignInLimits(_Group):
-    accountFailures: Any = None
-    clientFailures: Any = None
-    failureWindowSeconds: Any = None
-    lockSeconds: Any = None
+def _flag_or_blank(value: Any) -> Any:
+    """As `_flag`, and empty text is `false`."""
+    return False if isinstance(value, str) and not value.strip() else _flag(value)
 
 
-class _UseManaged(_Group):
-    enabled: Any = None
-    useOidc: Any = None
-    useSaml: Any = None
-    userPoolId: Any = None
-    appClientId: Any = None
-    identityPoolId: Any = None
-    userPoolEndpoint: Any = None
-    issuer: Any = None
-    signingAlgorithm: Any = None
-    tokenMinutes: Any = None
-    refreshTokenDays: Any = None
-    temporaryPasswordDays: Any = None
-    passwordMinLength: Any = None
-    passwordHashing: _PasswordHashing | None = None
-    signInLimits: _SignInLimits | None = None
+def _number(value: Any) -> Any:
+    """A number or numeric text, never a boolean (`true` is no count)."""
+    if isinstance(value, bool):
+        raise PydanticCustomError("number", "expected a number, not true or false")
+    return value
 
 
-class _UseExternalOAuthIdp(_Group):
-    enabled: Any = None
-    idpUrl: Any = None
-    clientId: Any = None
-    scope: Any = None
-    scopeMfa: Any = None
-    tokenEndpoint: Any = None
-    authorizationEndpoint: Any = None
-    discoveryEndpoint: Any = None
-    jwksUrl: Any = None
-    issuer: Any = None
-    audience: Any = None
-    userIdClaim: Any = None
-    emailClaim: Any = None
-    mfaClaim: Any = None
-    mfaValues: Any = None
-    algorithms: Any = None
-    jwksCacheSeconds: Any = None
-    jwksMinRefreshSeconds: Any = None
-    httpTimeout: Any = None
+def _blank_is_none(value: Any) -> Any:
+    return None if value == "" else value
 
 
-class _AuthorizerOptions(_Group):
-    defaultUserRoleName: Any = None
+def _texts(value: Any) -> Any:
+    """A list of text, or one text of comma-separated items."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(",") if part.strip())
+    return value
 
 
-class _Smtp(_Group):
-    host: Any = None
-    port: Any = None
-    username: Any = None
-    password: Annotated[Any, SECRET] = None
-    startTls: Any = None
-    useTls: Any = None
-    sender: Any = Field(None, alias="from")
-    timeout: Any = None
+Flag = Annotated[bool, Strict(), BeforeValidator(_flag)]
+"""`true` or `false` (also as text): no other value, so a vague setting is an error rather than a guess."""
+Whole = Annotated[int, BeforeValidator(_number)]
+Number = Annotated[float, BeforeValidator(_number)]
+Texts = Annotated[tuple[str, ...], BeforeValidator(_texts)]
+OptionalText = Annotated[str | None, BeforeValidator(_blank_is_none)]
+"""Text, where empty text is unset."""
 
 
-class _AuthProvider(_Group):
-    useManaged: _UseManaged | None = None
-    useExternalOAuthIdp: _UseExternalOAuthIdp | None = None
-    authorizerOptions: _AuthorizerOptions | None = None
-    adminUserId: Any = None
-    disableAuthorization: Any = None
-    secretsKey: Annotated[Any, SECRET] = None
-    smtp: _Smtp | None = None
+def _wrong(key: str, value: Any, expected: str) -> PydanticCustomError:
+    """A check across fields failed: `key` (relative to the model checked) is the wrong one, `expected` says why."""
+    return PydanticCustomError("config", expected, {"key": key, "value": value})
 
 
-class _Audit(_Group):
-    decisionSampleRate: Any = None
+class _AppGroup(_Group):
+    """A group of `app`: keys in camelCase (docs/auth.md), a key given as null is unset (its default holds)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _null_is_unset(cls, data: Any) -> Any:
+        return {k: v for k, v in data.items() if v is not None} if isinstance(data, Mapping) else data
 
 
-class AppSettings(_Group):
-    """The keys of `app` (docs/auth.md). Only the keys are checked here; the auth service reads and checks
-    the values (backends/local/auth/config.py), so `Settings.app` stays the plain mapping it reads."""
+class PasswordHashingSettings(_AppGroup):
+    """`app.authProvider.useManaged.passwordHashing`: argon2id's cost, and how many hashes run at once."""
 
-    authProvider: _AuthProvider | None = None
-    audit: _Audit | None = None
-    region: Any = None
-    apiUrl: Any = None
-    contentSecurityPolicy: Any = None
-    bannerHtmlMessage: Any = None
-    featuresEnabled: Any = None
-    locationServiceApiUrl: Any = None
-    webDeployedUrl: Any = None
+    timeCost: Whole = Field(3, ge=1)
+    memoryKib: Whole = Field(65536, ge=8)
+    """At least 8 x `parallelism` (argon2's floor)."""
+    parallelism: Whole = Field(4, ge=1)
+    concurrency: Whole = Field(2, ge=1)
+    """Password hashes computed at once in one process (each takes `memoryKib`)."""
+    queue: Whole = Field(8, ge=0)
+    """Sign-ins and password changes that may wait for a hashing slot; more are answered 429 at once."""
+
+    @pydantic.model_validator(mode="after")
+    def _argon2_floor(self) -> PasswordHashingSettings:
+        if self.memoryKib < 8 * self.parallelism:
+            raise _wrong("memoryKib", self.memoryKib, f"at least 8 x parallelism ({8 * self.parallelism})")
+        return self
 
 
-class KeysOf(NamedTuple):
-    """Marker of a plain mapping field whose keys (and secrets) a group model describes."""
+class SignInLimitsSettings(_AppGroup):
+    """`app.authProvider.useManaged.signInLimits`: failed sign-ins (wrong password or TOTP code), counted in
+    the store per account name and per client address, so every server on one store agrees."""
 
-    model: type[_Group]
+    accountFailures: Whole = Field(5, ge=1)
+    clientFailures: Whole = Field(30, ge=1)
+    failureWindowSeconds: Number = Field(900.0, ge=1)
+    lockSeconds: Number = Field(300.0, ge=0.1)
+
+
+class ManagedPoolSettings(_AppGroup):
+    """`app.authProvider.useManaged`: the embedded user pool (users, sign-in, tokens)."""
+
+    enabled: Flag = False
+    useOidc: Flag = False
+    """Federation flags reported to the web client; at most one, and only with `enabled`."""
+    useSaml: Flag = False
+    userPoolId: str = "pluginsdk-local"
+    appClientId: str = "pluginsdk"
+    """Reported by /api/amplify-config, and the tokens' audience."""
+    identityPoolId: str = "undefined"
+    userPoolEndpoint: str = ""
+    """Reported by /api/amplify-config (default: the API URL)."""
+    issuer: str = "pluginsdk"
+    """The tokens' `iss`."""
+    signingAlgorithm: Literal["EdDSA", "RS256"] = "EdDSA"
+    tokenMinutes: Whole = Field(60, ge=1)
+    """Lifetime of id and access tokens."""
+    refreshTokenDays: Whole = Field(30, ge=1)
+    """Lifetime of a session (its refresh token)."""
+    temporaryPasswordDays: Whole = Field(7, ge=1)
+    passwordMinLength: Whole = Field(12, ge=8)
+    passwordHashing: PasswordHashingSettings = Field(default_factory=PasswordHashingSettings.model_construct)
+    signInLimits: SignInLimitsSettings = Field(default_factory=SignInLimitsSettings.model_construct)
+
+    @pydantic.model_validator(mode="after")
+    def _one_federation(self) -> ManagedPoolSettings:
+        if self.useOidc and self.useSaml:
+            raise _wrong("", True, "only one federation method may be active: useOidc or useSaml, not both")
+        if (self.useOidc or self.useSaml) and not self.enabled:
+            raise _wrong("", False, "useOidc/useSaml need useManaged.enabled true")
+        return self
+
+
+_LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class ExternalIdpSettings(_AppGroup):
+    """`app.authProvider.useExternalOAuthIdp`: tokens of an external OAuth IdP, verified against its key set."""
+
+    enabled: Flag = False
+    idpUrl: str = ""
+    clientId: str = ""
+    scope: str = "openid email profile"
+    scopeMfa: str = ""
+    tokenEndpoint: str = ""
+    authorizationEndpoint: str = ""
+    discoveryEndpoint: str = ""
+    jwksUrl: str = ""
+    """The IdP's key set (required): `https://`, plain `http://` only on loopback."""
+    issuer: str = ""
+    """Checked on every token (required)."""
+    audience: str = ""
+    """Checked on every token (default: `clientId`)."""
+    userIdClaim: str = "sub"
+    emailClaim: str = "email"
+    mfaClaim: str = "amr"
+    mfaValues: Texts = ("mfa", "otp", "hwk", "swk")
+    """A token is MFA when `mfaClaim` holds one of these."""
+    algorithms: Texts = ("RS256", "ES256", "EdDSA")
+    """Accepted signing algorithms: asymmetric only (HS* and `none` are refused)."""
+    jwksCacheSeconds: Number = Field(3600.0, ge=1)
+    jwksMinRefreshSeconds: Number = Field(60.0, ge=0)
+    """An unknown `kid` fetches the key set again at most this often."""
+    httpTimeout: Number = Field(5.0, ge=0.1)
+
+    @pydantic.model_validator(mode="after")
+    def _verifiable(self) -> ExternalIdpSettings:
+        """Enabled: with what verifying its tokens needs, asymmetric algorithms only."""
+        if not self.enabled:
+            return self
+        for key, value in (("jwksUrl", self.jwksUrl), ("issuer", self.issuer)):
+            if not value:
+                raise _wrong(key, value, "a value (needed to verify the IdP's tokens)")
+        if not (self.audience or self.clientId):
+            raise _wrong("clientId", "", "the client id the IdP's tokens are issued to")
+        url = urlparse(self.jwksUrl)
+        if not (url.hostname and (url.scheme == "https" or (url.scheme == "http" and url.hostname in _LOOPBACK))):
+            raise _wrong("jwksUrl", self.jwksUrl, "an https:// URL (http:// only on loopback)")
+        bad = [a for a in self.algorithms if a.startswith(("HS", "none"))]
+        if bad:
+            raise _wrong("algorithms", ",".join(bad), "asymmetric algorithms only (RS256, ES256, EdDSA, ...)")
+        return self
+
+
+class AuthorizerOptionsSettings(_AppGroup):
+    """`app.authProvider.authorizerOptions`."""
+
+    defaultUserRoleName: OptionalText = None
+    """Role a user with no (existing) roles is evaluated as holding; unset: such a user is refused."""
+
+
+class SmtpSettings(_AppGroup):
+    """`app.authProvider.smtp`: the mail server temporary passwords are sent through."""
+
+    host: str = ""
+    """Without it, a temporary password is returned once to the administrator instead."""
+    port: Whole = Field(587, ge=1, le=65535)
+    username: OptionalText = None
+    password: Annotated[OptionalText, SECRET] = None
+    startTls: Annotated[bool | None, Strict(), BeforeValidator(_flag)] = None
+    """STARTTLS: unset lets the mail library decide from what the server offers."""
+    useTls: Flag = False
+    sender: str = Field("pluginsdk@localhost", alias="from")
+    timeout: Number = Field(10.0, ge=0.1)
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.host)
+
+
+def _seal_key(value: Any) -> Any:
+    """`secretsKey`: 32 bytes, base64url-encoded (padding optional), or unset."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, str):
+        try:
+            if len(base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))) == 32:
+                return value
+        except ValueError:
+            pass
+    raise _wrong("", "***", "32 bytes, base64url-encoded")
+
+
+class AuthProviderSettings(_AppGroup):
+    """`app.authProvider`: who callers are and who may do what (docs/auth.md). At most one identity provider
+    mode is on: the managed user pool, an external OAuth IdP, or neither (API keys and in-process calls)."""
+
+    useManaged: ManagedPoolSettings = Field(default_factory=ManagedPoolSettings.model_construct)
+    useExternalOAuthIdp: ExternalIdpSettings = Field(default_factory=ExternalIdpSettings.model_construct)
+    authorizerOptions: AuthorizerOptionsSettings = Field(default_factory=AuthorizerOptionsSettings.model_construct)
+    adminUserId: str = "administrator"
+    """User that receives the `admin` role; the in-process SDK acts as this user unless `sdk.user` says otherwise."""
+    disableAuthorization: Annotated[bool, Strict(), BeforeValidator(_flag_or_blank)] = False
+    """`true` runs with no authorization at all: every caller is the admin user, every call is allowed."""
+    secretsKey: Annotated[str | None, SECRET, BeforeValidator(_seal_key)] = None
+    """The key that seals secrets in the store, given here instead of in a key file."""
+    smtp: SmtpSettings = Field(default_factory=SmtpSettings.model_construct)
+
+    @pydantic.model_validator(mode="after")
+    def _one_mode(self) -> AuthProviderSettings:
+        if self.useManaged.enabled and self.useExternalOAuthIdp.enabled:
+            raise _wrong("useExternalOAuthIdp.enabled", True, "useExternalOAuthIdp cannot be combined with useManaged")
+        return self
+
+    @property
+    def mode(self) -> Literal["managed", "external", "none"]:
+        """The identity provider mode that is on."""
+        if self.useManaged.enabled:
+            return "managed"
+        return "external" if self.useExternalOAuthIdp.enabled else "none"
+
+    def seal_key(self) -> bytes | None:
+        """`secretsKey` decoded (checked at load)."""
+        key = self.secretsKey
+        return None if key is None else base64.urlsafe_b64decode(key + "=" * (-len(key) % 4))
+
+
+class AuditSettings(_AppGroup):
+    """`app.audit`."""
+
+    decisionSampleRate: Number = Field(0.0, ge=0, le=1)
+    """Share of the decisions asked through the decision point that are recorded (0: none, 1: all)."""
+
+
+class AppSettings(_AppGroup):
+    """`app`: the auth service's settings (docs/auth.md). Its models are built only when a configuration
+    gives `app`: otherwise its defaults are taken as they are."""
+
+    authProvider: AuthProviderSettings = Field(default_factory=AuthProviderSettings.model_construct)
+    audit: AuditSettings = Field(default_factory=AuditSettings.model_construct)
+    region: str | None = None
+    """Reported by /api/amplify-config (default: `provider.region`, else `local`)."""
+    apiUrl: str | None = None
+    """Reported by /api/amplify-config (default: `api.url`, else `http://<api.host>:<api.port>/`)."""
+    contentSecurityPolicy: str = ""
+    bannerHtmlMessage: str = ""
+    featuresEnabled: Texts = ()
+    """Feature flags of /secure-config; the identity provider mode's flag is added."""
+    locationServiceApiUrl: str = ""
+    webDeployedUrl: str = ""
 
 
 class SlurmNodeSet(_Group):
@@ -436,8 +618,8 @@ class Settings(pydantic.BaseModel):
     sdk: SdkSettings = Field(default_factory=SdkSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
     slurm: SlurmSettings = Field(default_factory=SlurmSettings)
-    app: Annotated[dict[str, Any], KeysOf(AppSettings)] = {}
-    """Auth service settings (`app.authProvider`); its keys are those of `AppSettings`."""
+    app: AppSettings = Field(default_factory=AppSettings.model_construct)
+    """The auth service's settings (`app.authProvider`, `app.audit`, ...)."""
     sources: dict[str, str] = Field({}, exclude=True)
 
     def __repr_args__(self) -> Any:
@@ -469,7 +651,7 @@ class Settings(pydantic.BaseModel):
         """The configuration for display: every field the model marks SECRET is `***`, a group no model
         describes (a third party's driver without a settings model) has every value `***`, and the
         credentials in every other text (URL passwords, DSN `password=`) are masked."""
-        data = self.model_dump(mode="json")
+        data = self.model_dump(mode="json", by_alias=True)
         shown: dict[str, Any] = _masked(Settings, data)
         return shown
 
@@ -528,10 +710,9 @@ def _inputs(model: type[pydantic.BaseModel]) -> dict[str, Any]:
 
 
 def _model_of(field: Any) -> type[_Group] | None:
-    """The group model a field holds (`_UseManaged | None` -> _UseManaged), else None."""
+    """The group model a field holds (`SmtpSettings | None` -> SmtpSettings), else None."""
     annotation = field.annotation
-    keys = (m.model for m in field.metadata if isinstance(m, KeysOf))
-    for candidate in (annotation, *getattr(annotation, "__args__", ()), *keys):
+    for candidate in (annotation, *getattr(annotation, "__args__", ())):
         if isinstance(candidate, type) and issubclass(candidate, _Group):
             return candidate
     return None
@@ -663,14 +844,10 @@ def _validate(merged: dict[str, Any], sources: Mapping[str, str]) -> Settings:
             values[name] = model.model_construct() if raw is None else model.model_validate(raw)
         except pydantic.ValidationError as exc:
             raise _invalid(exc, (name,), sources) from None
-    app = data.pop("app", {})
-    if not isinstance(app, dict):
-        raise _invalid(None, ("app",), sources, value=app, expected="an object")
-    _checked("app", AppSettings, app, sources)
     for key in data:
         groups = [k for k in Settings.model_fields if k != "sources"]
         raise _unknown(key, [*groups, *_FLAT_ALIASES], sources)
-    return Settings.model_construct(**values, app=app)
+    return Settings.model_construct(**values)
 
 
 def _checked(prefix: str, model: type[_Group], raw: Mapping[str, Any], sources: Mapping[str, str]) -> dict[str, Any]:
@@ -758,6 +935,9 @@ def _invalid(
     if exc is not None:
         err = exc.errors()[0]
         prefix, value, expected = (*prefix, *(str(p) for p in err["loc"])), err.get("input"), err["msg"]
+        named = (err.get("ctx") or {}).get("key")  # a check across fields names the key it refuses (`_wrong`)
+        if named is not None:
+            prefix, value = (*prefix, *(p for p in str(named).split(".") if p)), err["ctx"].get("value")
     key = ".".join(prefix)
     source = _source(key, sources)
     return ConfigurationError(

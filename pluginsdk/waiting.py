@@ -1,12 +1,16 @@
-"""Waiting for a provisioning request while reporting its progress: one helper for the CLI and the MCP server.
+"""Waiting for a provisioning request: the one wait loop of the engine, the CLI, the MCP server and the remote backend.
 
-`request_and_wait` submits a `create_request` without waiting, then reads the request's status every
-`poll` seconds until the request is terminal or its `timeout` passes, and hands each reading to an async
-`report` callback. The CLI redraws its progress line on stderr from every reading
-(`pluginsdk/cli/_progress.py`); the MCP server sends `notifications/progress` through `when_rising`, which
-passes a reading on only when more machines run than before (`pluginsdk/mcp/tools.py`). The remote backend
-waits the same way for a plain `create_request(..., wait=True)` (`backends/remote/__init__.py`), so a wait
-never has to fit in one HTTP call.
+`follow` reads a request again and again until it is terminal or a timeout passes: the first pause is short
+(a request the provider fulfils at once is answered at once), each next one half as long again, up to `poll`.
+How a reading is taken is the caller's: the engine's `create_request(wait=True)` reconciles the request with
+its provider (backends/local/handlers/requests.py), everything else asks `get_request_status`.
+
+`request_and_wait` submits a `create_request` without waiting, then follows the request's status until the
+request is terminal or its `timeout` passes, and hands each reading to an async `report` callback. The CLI
+redraws its progress line on stderr from every reading (`pluginsdk/cli/_progress.py`); the MCP server sends
+`notifications/progress` through `when_rising`, which passes a reading on only when more machines run than
+before (`pluginsdk/mcp/tools.py`). The remote backend waits the same way for a plain
+`create_request(..., wait=True)` (`backends/remote/__init__.py`), so a wait never has to fit in one HTTP call.
 
 Nothing here writes anywhere: what a reading becomes is the caller's business.
 """
@@ -15,12 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TypeGuard, TypeVar
 
 if TYPE_CHECKING:
-    from .models import RequestCreated
+    from .models import Request, RequestCreated
     from .operations import CreateRequestCommand, Operation
 
 
@@ -33,10 +37,23 @@ class Executor(Protocol):
     async def execute(self, operation: Operation[R], /) -> R: ...
 
 
-__all__ = ["POLL", "Executor", "Progress", "Report", "reports_progress", "request_and_wait", "when_rising"]
+__all__ = [
+    "FIRST_POLL",
+    "POLL",
+    "Executor",
+    "Progress",
+    "Report",
+    "follow",
+    "pauses",
+    "reports_progress",
+    "request_and_wait",
+    "when_rising",
+]
 
 POLL = 0.5
-"""Seconds between two status reads."""
+"""Longest pause, in seconds, between two status reads of a client's wait (CLI, MCP, remote backend)."""
+FIRST_POLL = 0.05
+"""First pause, in seconds, of every wait; each next pause is 1.5 times longer, up to the wait's `poll`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +75,12 @@ class Progress:
     def text(self) -> str:
         """`req-...: running, 1/3 machines running (4s)`."""
         return f"{self.request_id}: {self.status}, {self.running}/{self.total} machines running ({self.elapsed:.0f}s)"
+
+    @classmethod
+    def of(cls, request: Request, elapsed: float) -> Progress:
+        """The reading `request` gives, `elapsed` seconds into the wait."""
+        running = sum(1 for m in request.machines if m.status.value == "running")
+        return cls(request.request_id, request.status.value, running, request.count, elapsed, request.status.terminal)
 
 
 Report = Callable[[Progress], Awaitable[None]]
@@ -84,21 +107,22 @@ async def request_and_wait(
     from .operations import get_spec
 
     status_of = get_spec("get_request_status")
+
+    async def read(request_id: str) -> Request:
+        found = await sdk.execute(status_of.build({"request_ids": [request_id]}))
+        request: Request = found.requests[0]
+        return request
+
     timeout = float(op.timeout)
     created: RequestCreated = await sdk.execute(op.model_copy(update={"wait": False}))
     if created.dry_run or created.status != "submitted":
         return created
     start = time.monotonic()
-    while True:
-        status = await sdk.execute(status_of.build({"request_ids": [created.request_id]}))
-        request = status.requests[0]
-        running = sum(1 for m in request.machines if m.status.value == "running")
-        elapsed = time.monotonic() - start
-        done = request.status.terminal
-        await report(Progress(request.request_id, request.status.value, running, request.count, elapsed, done))
-        if done or elapsed >= timeout:
-            break
-        await asyncio.sleep(min(poll, max(0.0, timeout - elapsed)))
+    request = await read(str(created.request_id))  # a submitted request has its id
+    request = await follow(
+        lambda r: read(r.request_id), request, seconds=timeout, report=report, poll=poll, start=start
+    )
+    done = request.status.terminal
     message = request.message if done else f"Still {request.status.value} after {timeout:.0f}s; not waiting longer."
     return RequestCreated(
         request_id=request.request_id,
@@ -106,6 +130,42 @@ async def request_and_wait(
         machines=request.machines,
         message=message,
     )
+
+
+async def follow(
+    read: Callable[[Request], Awaitable[Request]],
+    request: Request,
+    *,
+    seconds: float,
+    report: Report | None = None,
+    poll: float = POLL,
+    start: float | None = None,
+) -> Request:
+    """`request` read again with `read` until it is terminal or `seconds` have passed since `start`
+    (`time.monotonic()`; default: now); each reading, the first one (`request`) too, goes to `report`.
+
+    The answer is the last reading: terminal, or not when the wait gave up. The pauses between readings grow
+    from `FIRST_POLL` to `poll` (`pauses`), and never run past the timeout.
+    """
+    started = time.monotonic() if start is None else start
+    pause = pauses(poll)
+    while True:
+        elapsed = time.monotonic() - started
+        if report is not None:
+            await report(Progress.of(request, elapsed))
+        if request.status.terminal or elapsed >= seconds:
+            return request
+        await asyncio.sleep(min(next(pause), max(0.0, seconds - elapsed)))
+        request = await read(request)
+
+
+def pauses(poll: float) -> Iterator[float]:
+    """The pauses of a wait, in seconds: `FIRST_POLL` (or `poll`, when shorter), then 1.5 times longer each
+    time, up to `poll`."""
+    pause = min(FIRST_POLL, poll)
+    while True:
+        yield pause
+        pause = min(pause * 1.5, poll)
 
 
 def when_rising(report: Report) -> Report:

@@ -216,35 +216,36 @@ def test_the_auth_services_keys_are_the_ones_the_model_knows() -> None:
     """Every key the auth service reads from `app` is a key of `AppSettings` (else it would be refused):
     the reads are recorded, then given back as a configuration that must load."""
     from backends.local.auth.config import load_auth_config
+    from pluginsdk.config import SettingsGroup
 
-    read: dict[str, bool] = {}  # dotted key -> read as a group
+    read: dict[str, object] = {}  # dotted key -> the value read; a group reads as {}
 
-    class Spy(dict):  # type: ignore[type-arg]
-        def __init__(self, prefix: str) -> None:
-            super().__init__()
-            self.prefix = prefix
+    class Spy:
+        def __init__(self, model: SettingsGroup, prefix: str) -> None:
+            self.model, self.prefix = model, prefix
 
-        def get(self, key: str, default: object = None) -> object:
-            group = isinstance(default, dict)  # `_Reader.sub` reads a group with the default {}
-            read[f"{self.prefix}.{key}"] = group
-            return Spy(f"{self.prefix}.{key}") if group else default
+        def __getattr__(self, name: str) -> object:
+            value = getattr(self.model, name)
+            field = type(self.model).model_fields.get(name)
+            if field is None:  # a method or property of the group
+                return value
+            key = f"{self.prefix}.{field.alias or name}"
+            if isinstance(value, SettingsGroup):
+                read.setdefault(key, {})
+                return Spy(value, key)
+            read[key] = value
+            return value
 
     settings = load_settings(environ={})
-    settings.app = Spy("app")
+    settings.app = Spy(settings.app, "app")  # type: ignore[assignment]
     load_auth_config(settings)
     config: dict[str, object] = {}
-    for dotted, group in read.items():
+    for dotted, value in read.items():
         node = config
         *groups, leaf = dotted.split(".")[1:]
         for g in groups:
             node = node.setdefault(g, {})  # type: ignore[assignment]
-        node.setdefault(leaf, {"_": 1} if group else 1)
-    for dotted, group in read.items():  # a group holds only what was read in it
-        if group:
-            node = config
-            for part in dotted.split(".")[1:]:
-                node = node[part]  # type: ignore[assignment]
-            node.pop("_", None)  # type: ignore[attr-defined]
+        node.setdefault(leaf, value)
     assert {"authProvider", "region", "apiUrl"} <= set(config)
     load_settings(config={"app": config}, environ={})  # no key refused
 
@@ -266,3 +267,74 @@ def test_the_cli_refuses_a_nested_typo_in_its_config_file(tmp_path: Path) -> Non
     res = CliRunner().invoke(cli, ["--config", str(cfg), "--format", "json", "templates", "list"])
     assert res.exit_code != 0
     assert "CONFIGURATION_ERROR" in res.output and "did you mean 'provider.local.boot_delay'?" in res.output
+
+
+IDP = {"issuer": "https://idp.example", "clientId": "c", "jwksUrl": "https://idp.example/j"}
+
+
+@pytest.mark.parametrize(
+    ("app", "key", "expected"),
+    [
+        ({"authProvider": {"useManaged": {"tokenMinutes": 0}}}, "app.authProvider.useManaged.tokenMinutes", "greater"),
+        ({"authProvider": {"useManaged": {"enabled": "yes"}}}, "app.authProvider.useManaged.enabled", "bool"),
+        ({"authProvider": {"smtp": {"port": True}}}, "app.authProvider.smtp.port", "not true or false"),
+        (
+            {"authProvider": {"useManaged": {"passwordHashing": {"memoryKib": 16, "parallelism": 4}}}},
+            "app.authProvider.useManaged.passwordHashing.memoryKib",
+            "at least 8 x parallelism (32)",
+        ),
+        (
+            {
+                "authProvider": {
+                    "useExternalOAuthIdp": {"enabled": True, "issuer": "https://idp", "jwksUrl": "http://idp/j"}
+                }
+            },
+            "app.authProvider.useExternalOAuthIdp.clientId",
+            "the client id",
+        ),
+        (
+            {"authProvider": {"useManaged": {"enabled": True}, "useExternalOAuthIdp": {"enabled": "true", **IDP}}},
+            "app.authProvider.useExternalOAuthIdp.enabled",
+            "cannot be combined",
+        ),
+        ({"authProvider": {"disableAuthorization": 1}}, "app.authProvider.disableAuthorization", "bool"),
+        ({"audit": {"decisionSampleRate": 2}}, "app.audit.decisionSampleRate", "less than or equal to 1"),
+        ({"authProvider": {"secretsKey": "sekrit-too-short"}}, "app.authProvider.secretsKey", "32 bytes"),
+    ],
+)
+def test_the_auth_services_values_are_checked_at_load(
+    tmp_path: Path, app: dict[str, object], key: str, expected: str
+) -> None:
+    """`app` is typed like every other group: a wrong value is refused by `load_settings`, naming the key and
+    where it came from, before any engine starts; a secret is never shown."""
+    for given, source in (({"config": {"app": app}}, "config dict"), ({"config_path": tmp_path / "c.json"}, "file")):
+        (tmp_path / "c.json").write_text(json.dumps({"app": app}))
+        with pytest.raises(ConfigurationError) as exc:
+            load_settings(environ={}, **given)  # type: ignore[arg-type]
+        assert exc.value.key == key and exc.value.source.startswith(source), exc.value.message
+        assert f"{key!r} (from {exc.value.source})" in exc.value.message and expected in exc.value.message
+        assert "sekrit" not in str(exc.value.to_envelope())
+
+
+def test_the_auth_services_settings_are_typed_with_their_defaults_declared_once() -> None:
+    from pluginsdk.config import AppSettings
+
+    app = load_settings(environ={}).app
+    assert type(app) is AppSettings and app.authProvider.mode == "none"
+    assert app.authProvider.useManaged.tokenMinutes == 60 and app.authProvider.smtp.sender == "pluginsdk@localhost"
+    given = {
+        "authProvider": {
+            "useManaged": {"enabled": "TRUE", "tokenMinutes": "90", "signInLimits": {"lockSeconds": 2}},
+            "smtp": {"from": "auth@test", "username": "", "password": "pw"},
+            "adminUserId": None,
+        },
+        "featuresEnabled": "A, B",
+    }
+    settings = load_settings(config={"app": given}, environ={})
+    managed = settings.app.authProvider.useManaged
+    assert (managed.enabled, managed.tokenMinutes, managed.signInLimits.lockSeconds) == (True, 90, 2.0)
+    assert settings.app.authProvider.mode == "managed" and settings.app.featuresEnabled == ("A", "B")
+    assert settings.app.authProvider.smtp.sender == "auth@test" and settings.app.authProvider.smtp.username is None
+    assert settings.app.authProvider.adminUserId == "administrator"  # null: the default holds
+    shown = settings.redacted()["app"]["authProvider"]
+    assert shown["smtp"]["password"] == "***" and shown["smtp"]["from"] == "auth@test"

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,3 +84,49 @@ async def test_when_rising_passes_only_rises(counts: list[int], passed: list[int
     for i, running in enumerate(counts):
         await report(Progress("req-1", "running", running, 3, float(i), False))
     assert [p.running for p in readings] == passed
+
+
+async def test_every_wait_is_the_one_loop(backend_kind: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A plain `create_request(wait=True)` waits through `pluginsdk.waiting.follow` on both backends: the
+    engine reconciling the request itself, the remote client polling its status over HTTP."""
+    from pluginsdk import waiting
+
+    loops: list[float] = []
+    one_loop = waiting.follow
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        loops.append(kwargs["poll"])
+        return await one_loop(*args, **kwargs)
+
+    monkeypatch.setattr(waiting, "follow", counted)
+    async with open_sdk(backend_kind, tmp_path, provider=local_provider(0.1)) as sdk:
+        await sdk.create_template(template_id="web", image_id="ami-1")
+        created = await sdk.create_request("web", 2, wait=True, timeout=60)
+    assert created.status == "completed" and len(created.machines) == 2
+    assert loops == [1.0 if backend_kind == "local" else waiting.POLL]
+
+
+async def test_the_pauses_grow_to_the_poll_and_never_pass_the_timeout() -> None:
+    """No busy loop: a wait reads after 0.05 s, then half as long again each time, at most every `poll`."""
+    from itertools import islice
+
+    from pluginsdk.models import Request, RequestStatus
+    from pluginsdk.waiting import FIRST_POLL, follow, pauses
+
+    assert list(islice(pauses(0.5), 7)) == pytest.approx([0.05, 0.075, 0.1125, 0.16875, 0.253125, 0.3796875, 0.5])
+    assert list(islice(pauses(0.01), 3)) == [0.01] * 3
+    reads: list[float] = []
+    started = time.monotonic()
+
+    async def read(request: Request) -> Request:
+        reads.append(time.monotonic() - started)
+        return request
+
+    pending = Request(request_id="req-1", status=RequestStatus.PENDING, count=1)
+    readings = Readings()
+    last = await follow(read, pending, seconds=0.6, report=readings, poll=0.2, start=started)
+    assert last.status is RequestStatus.PENDING and readings[-1].elapsed >= 0.6
+    assert 4 <= len(reads) <= 8 and reads[0] >= FIRST_POLL  # 0.05 0.125 0.24 0.41 0.6: no busy loop
+    assert [p.finished for p in readings] == [False] * len(readings)
+    done = Request(request_id="req-1", status=RequestStatus.COMPLETED, count=1)
+    assert await follow(read, done, seconds=60) is done  # a terminal request is not read again

@@ -163,7 +163,7 @@ class Engine:
         import importlib
 
         if authorization_disabled(self.settings):
-            admin = str(self.settings.app.get("authProvider", {}).get("adminUserId") or SYSTEM_ADMIN.user_id)
+            admin = self.settings.app.authProvider.adminUserId or SYSTEM_ADMIN.user_id
             log.warning(
                 "authorization is DISABLED (app.authProvider.disableAuthorization): every caller acts as %r", admin
             )
@@ -357,22 +357,9 @@ class _NotStarted:
 
 
 def authorization_disabled(settings: Settings) -> bool:
-    """True only when the configuration explicitly turns authorization off (`true`, or the text `true`)."""
-    provider = settings.app.get("authProvider")
-    value = provider.get("disableAuthorization") if isinstance(provider, Mapping) else None
-    if value is None or value is False or (isinstance(value, str) and value.strip().lower() in ("", "false")):
-        return False
-    if value is True or (isinstance(value, str) and value.strip().lower() == "true"):
-        return True
-    raise ConfigurationError(
-        "Invalid configuration value for 'app.authProvider.disableAuthorization': expected true or false.",
-        key="app.authProvider.disableAuthorization",
-        details={
-            "field": "app.authProvider.disableAuthorization",
-            "value": str(value)[:64],
-            "expected": "true or false",
-        },
-    )
+    """True only when the configuration explicitly turns authorization off (`app.authProvider.disableAuthorization`
+    is `true`; any value but true or false was refused when the settings were loaded)."""
+    return settings.app.authProvider.disableAuthorization
 
 
 def _measure_provider(driver: ProviderDriver) -> None:

@@ -118,8 +118,7 @@ def _no_api_keys(ctx: Context, settings: Settings) -> bool:
 
 
 def _first_key_hint(ctx: Context, settings: Settings, url: str) -> str:
-    provider = settings.app.get("authProvider") if isinstance(settings.app, dict) else None
-    admin = (provider or {}).get("adminUserId") or "administrator"
+    admin = settings.app.authProvider.adminUserId
     config = ctx.options.get("config")
     prefix = f"pluginsdk --config {config}" if config else "pluginsdk"
     return (

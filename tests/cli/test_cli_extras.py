@@ -74,6 +74,26 @@ def test_a_command_imports_only_its_own_operations(env: dict[str, str]) -> None:
     assert json.loads(res.stdout)["templates"] == []
 
 
+def test_a_call_that_configures_no_app_builds_no_auth_settings_model(env: dict[str, str]) -> None:
+    """The auth service's typed settings (`pluginsdk.config.AppSettings` and its groups) are built only when a
+    configuration gives `app`: a call without it takes their defaults as they are (cold start)."""
+    code = (
+        "import sys\nfrom pluginsdk.cli import cli\n"
+        "try:\n    cli(['--format', 'json', 'templates', 'list'], prog_name='pluginsdk')\n"
+        "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "from pluginsdk import config\n"
+        "groups = [getattr(config, n) for n in config.__all__ if n.endswith('Settings') and n != 'Settings']\n"
+        "built = [g.__name__ for g in groups if g.__pydantic_complete__]\n"
+        "print(built, file=sys.stderr)\nassert len(groups) == 9 and not built\n"
+        "app = {'authProvider': {'useManaged': {'tokenMinutes': '5'}}}\n"
+        "s = config.load_settings(config={'app': app}, environ={})\n"
+        "assert s.app.authProvider.useManaged.tokenMinutes == 5 and config.AppSettings.__pydantic_complete__\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["templates"] == []
+
+
 @pytest.mark.parametrize("plugins", [None, ""])
 def test_console_script_skips_pydantic_plugin_discovery_unless_asked(env: dict[str, str], plugins: str | None) -> None:
     """The entry point runs without the collector and without scanning entry points, unless the caller sets

@@ -18,9 +18,7 @@ Decisions asked through the decision point may be logged too: `app.audit.decisio
 from __future__ import annotations
 
 import json
-import math
 import random
-import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -211,20 +209,9 @@ def operator() -> str:
     return f"operator:{login}"
 
 
-_RATES: weakref.WeakKeyDictionary[Engine, float] = weakref.WeakKeyDictionary()
-
-
 def decision_sample_rate(engine: Engine) -> float:
-    """`app.audit.decisionSampleRate` clamped to 0..1 (0 when unusable); read once per engine, asked per decision."""
-    rate = _RATES.get(engine)
-    if rate is None:
-        raw = (engine.settings.app.get("audit") or {}).get("decisionSampleRate", 0)
-        try:
-            rate = float(raw)
-        except (TypeError, ValueError):
-            rate = 0.0
-        rate = _RATES[engine] = min(max(rate, 0.0), 1.0) if math.isfinite(rate) else 0.0
-    return rate
+    """`app.audit.decisionSampleRate` (0..1, checked when the settings were loaded)."""
+    return engine.settings.app.audit.decisionSampleRate
 
 
 async def log_decision(

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import logging
 
+from pluginsdk.config import SmtpSettings
 from pluginsdk.errors import ConfigurationError, ProviderError
-
-from .config import SmtpConfig
 
 __all__ = ["Mailer"]
 
@@ -14,7 +13,7 @@ log = logging.getLogger("pluginsdk.auth.mail")
 
 
 class Mailer:
-    def __init__(self, config: SmtpConfig) -> None:
+    def __init__(self, config: SmtpSettings) -> None:
         self.config = config
 
     @property
@@ -45,8 +44,8 @@ class Mailer:
                 port=c.port,
                 username=c.username,
                 password=c.password,
-                start_tls=c.start_tls,
-                use_tls=c.use_tls,
+                start_tls=c.startTls,
+                use_tls=c.useTls,
                 timeout=c.timeout,
             )
         except (aiosmtplib.SMTPException, OSError) as exc:

@@ -14,10 +14,9 @@ from typing import Any
 
 import jwt
 
+from pluginsdk.config import ExternalIdpSettings
 from pluginsdk.errors import AuthenticationError
 from pluginsdk.principal import Principal
-
-from .config import ExternalIdpConfig
 
 __all__ = ["ExternalVerifier"]
 
@@ -25,7 +24,7 @@ __all__ = ["ExternalVerifier"]
 class ExternalVerifier:
     """Verifies the IdP's JWTs and turns them into principals."""
 
-    def __init__(self, config: ExternalIdpConfig) -> None:
+    def __init__(self, config: ExternalIdpSettings) -> None:
         self.config = config
         self._keys: dict[str, Any] = {}
         self._fetched_at = 0.0
@@ -38,8 +37,8 @@ class ExternalVerifier:
 
         self.fetches += 1
         try:
-            async with httpx.AsyncClient(timeout=self.config.http_timeout, follow_redirects=False) as client:
-                resp = await client.get(self.config.jwks_url)
+            async with httpx.AsyncClient(timeout=self.config.httpTimeout, follow_redirects=False) as client:
+                resp = await client.get(self.config.jwksUrl)
                 resp.raise_for_status()
                 data = resp.json()
         except (httpx.HTTPError, ValueError):
@@ -58,12 +57,12 @@ class ExternalVerifier:
 
     async def _key(self, kid: str) -> Any:
         age = time.monotonic() - self._fetched_at
-        if kid in self._keys and age < self.config.jwks_cache_seconds:
+        if kid in self._keys and age < self.config.jwksCacheSeconds:
             return self._keys[kid]
         async with self._lock:
             age = time.monotonic() - self._fetched_at
-            stale = age >= self.config.jwks_cache_seconds
-            if stale or (kid not in self._keys and age >= self.config.jwks_min_refresh_seconds):
+            stale = age >= self.config.jwksCacheSeconds
+            if stale or (kid not in self._keys and age >= self.config.jwksMinRefreshSeconds):
                 await self._fetch()
         return self._keys.get(kid)
 
@@ -84,19 +83,19 @@ class ExternalVerifier:
                 token,
                 key,
                 algorithms=[alg],
-                audience=self.config.audience,
+                audience=self.config.audience or self.config.clientId,
                 issuer=self.config.issuer,
                 options={"require": ["exp", "iss", "aud"]},
             )
         except jwt.PyJWTError:
             raise invalid from None
-        user_id = claims.get(self.config.user_id_claim)
+        user_id = claims.get(self.config.userIdClaim)
         if not isinstance(user_id, str) or not user_id:
             raise invalid
-        amr = claims.get(self.config.mfa_claim)
+        amr = claims.get(self.config.mfaClaim)
         values = amr if isinstance(amr, list) else [amr] if isinstance(amr, str) else []
-        mfa = any(v in self.config.mfa_values for v in values)
-        email = claims.get(self.config.email_claim)
+        mfa = any(v in self.config.mfaValues for v in values)
+        email = claims.get(self.config.emailClaim)
         return Principal(
             user_id=user_id,
             mfa=mfa,

@@ -168,7 +168,7 @@ class AuthService:
         store.on_bump.append(self.watch.bumped_here)
         self.guard = LockoutGuard(store, config, rules=self.rules)
         store.on_policy_change = self.guard.check
-        self.throttle = SignInThrottle(store, config.managed.limits)
+        self.throttle = SignInThrottle(store, config.managed.signInLimits)
 
     async def start(self) -> None:
         if self.store.db.dialect == "postgresql":
@@ -189,10 +189,8 @@ class AuthService:
     @property
     def passwords(self) -> Passwords:
         if self._passwords is None:
-            m = self.config.managed
-            self._passwords = Passwords(
-                m.argon2_time_cost, m.argon2_memory_kib, m.argon2_parallelism, m.hashing_concurrency, m.hashing_queue
-            )
+            h = self.config.managed.passwordHashing
+            self._passwords = Passwords(h.timeCost, h.memoryKib, h.parallelism, h.concurrency, h.queue)
         return self._passwords
 
     # -- policy ------------------------------------------------------------------

@@ -21,7 +21,8 @@ from pluginsdk.errors import TooManyRequestsError
 from .crypto import ts
 
 if TYPE_CHECKING:
-    from .config import SignInLimits
+    from pluginsdk.config import SignInLimitsSettings
+
     from .store import AuthStore
 
 __all__ = ["SignInThrottle"]
@@ -34,15 +35,15 @@ _SWEEP_CHANCE = 1 / 64
 class SignInThrottle:
     """Counts failed sign-ins in the store and refuses attempts while the account or client is locked."""
 
-    def __init__(self, store: AuthStore, limits: SignInLimits) -> None:
+    def __init__(self, store: AuthStore, limits: SignInLimitsSettings) -> None:
         self.store = store
         self.limits = limits
 
     def _keys(self, user_id: str, client: str | None) -> list[tuple[str, int, tuple[str, str]]]:
         """(store key, limit, audit target) of the account name and, when known, the client address."""
-        keys = [("user:" + user_id, self.limits.account_failures, ("managedUser", user_id))]
+        keys = [("user:" + user_id, self.limits.accountFailures, ("managedUser", user_id))]
         if client:
-            keys.append(("client:" + client, self.limits.client_failures, ("client", client)))
+            keys.append(("client:" + client, self.limits.clientFailures, ("client", client)))
         return keys
 
     async def check(self, user_id: str, client: str | None = None) -> None:
@@ -66,8 +67,8 @@ class SignInThrottle:
         """Count one failure (`kind`: password or totp) against the account name and the client; lock a key
         that reaches its limit, and audit that lock."""
         moment = time.time()
-        start = moment - self.limits.window_seconds
-        until = moment + self.limits.lock_seconds
+        start = moment - self.limits.failureWindowSeconds
+        until = moment + self.limits.lockSeconds
         async with self.store.transaction():
             for key, limit, target in self._keys(user_id, client):
                 row = await self.store.db.fetchone(
@@ -104,6 +105,6 @@ class SignInThrottle:
             "failures": limit,
             "kind": kind,
             "lockedUntil": ts(datetime.fromtimestamp(until, UTC)),
-            "lockSeconds": self.limits.lock_seconds,
+            "lockSeconds": self.limits.lockSeconds,
             "client": client,
         }

@@ -17,9 +17,9 @@ from typing import Any
 import jwt
 from jwt.algorithms import OKPAlgorithm, RSAAlgorithm
 
+from pluginsdk.config import ManagedPoolSettings
 from pluginsdk.errors import AuthenticationError
 
-from .config import ManagedPoolConfig
 from .crypto import SecretBox, now, ts
 from .store import AuthStore
 
@@ -31,7 +31,7 @@ _RELOAD_SECONDS = 30.0
 class TokenService:
     """Issues and verifies the managed pool's id and access tokens."""
 
-    def __init__(self, store: AuthStore, box: SecretBox, config: ManagedPoolConfig) -> None:
+    def __init__(self, store: AuthStore, box: SecretBox, config: ManagedPoolSettings) -> None:
         self.store = store
         self.box = box
         self.config = config
@@ -44,8 +44,8 @@ class TokenService:
     async def start(self) -> None:
         """Load the signing keys, making the first one when the store has none."""
         await self._load()
-        if not any(alg == self.config.signing_algorithm for alg, _ in self._private.values()):
-            await self._create_key(self.config.signing_algorithm)
+        if not any(alg == self.config.signingAlgorithm for alg, _ in self._private.values()):
+            await self._create_key(self.config.signingAlgorithm)
             await self._load()
 
     async def _create_key(self, alg: str) -> None:
@@ -88,7 +88,7 @@ class TokenService:
             private[kid] = (alg, key)
             public[kid] = (alg, key.public_key())
             jwks.append(json.loads(row["public_jwk"]))
-            if alg == self.config.signing_algorithm:
+            if alg == self.config.signingAlgorithm:
                 signing = kid  # newest of the configured algorithm signs
         self._private, self._public, self._jwks, self._signing_kid = private, public, jwks, signing
         self._loaded_at = now().timestamp()
@@ -101,10 +101,10 @@ class TokenService:
         assert self._signing_kid is not None
         alg, key = self._private[self._signing_kid]
         issued = now()
-        lifetime = self.config.id_token_seconds
+        lifetime = self.config.tokenMinutes * 60
         base = {
             "iss": self.config.issuer,
-            "aud": self.config.app_client_id,
+            "aud": self.config.appClientId,
             "sub": user_id,
             "username": user_id,
             "sid": session_id,
@@ -143,7 +143,7 @@ class TokenService:
                 token,
                 key,
                 algorithms=[alg],
-                audience=self.config.app_client_id,
+                audience=self.config.appClientId,
                 issuer=self.config.issuer,
                 options={"require": ["exp", "iat", "sub", "iss", "aud", "sid"]},
             )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import time
 import uuid
 from typing import TYPE_CHECKING
 
@@ -108,14 +106,11 @@ def _created(r: Request, message: str) -> RequestCreated:
 
 
 async def wait_for(engine: Engine, request: Request, seconds: float) -> Request:
-    """Poll the request until it is finished or `seconds` pass."""
-    deadline = time.monotonic() + seconds
-    delay = 0.05
-    while not request.status.terminal and time.monotonic() < deadline:
-        await asyncio.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-        delay = min(delay * 1.5, 1.0)
-        request = await reconcile(engine, request)
-    return request
+    """Reconcile the request until it is finished or `seconds` pass: the one wait loop (`pluginsdk.waiting`),
+    pausing up to a second between reconciliations (each one asks the provider)."""
+    from pluginsdk import waiting
+
+    return await waiting.follow(lambda r: reconcile(engine, r), request, seconds=seconds, poll=1.0)
 
 
 @handlers.on(CancelRequestCommand)

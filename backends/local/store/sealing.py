@@ -253,7 +253,6 @@ async def rotate(settings: Settings, new_key: bytes | None = None, *, wait: floa
     `rotate_seal_key`) in the transaction that re-seals.
     """
     from backends.local.auth.audit import operator
-    from backends.local.auth.config import load_auth_config
     from backends.local.auth.store import AuthStore
 
     from . import open_store
@@ -264,7 +263,7 @@ async def rotate(settings: Settings, new_key: bytes | None = None, *, wait: floa
         db = store.db
         hold = await hold_store(db, exclusive=True, wait=wait)
         try:
-            current = await load_seal_key(settings, db, load_auth_config(settings).secrets_key)
+            current = await load_seal_key(settings, db, settings.app.authProvider.seal_key())
             if current.path is None and new_key is None:
                 raise ConfigurationError(
                     f"The sealing key comes from {current.source}: give the new one in {NEW_KEY_ENV} "

@@ -33,30 +33,30 @@ async def get_amplify_config(engine: Engine, op: GetAmplifyConfigQuery, principa
     out = AmplifyConfig(
         region=c.region,
         api=c.api_url,
-        content_security_policy=c.content_security_policy,
-        banner_html_message=c.banner_html_message,
+        content_security_policy=c.app.contentSecurityPolicy,
+        banner_html_message=c.app.bannerHtmlMessage,
     )
     if c.mode == "managed":
         m = c.managed
         out = out.model_copy(
             update={
-                "managed_user_pool_id": m.user_pool_id,
-                "managed_app_client_id": m.app_client_id,
-                "managed_identity_pool_id": m.identity_pool_id,
-                "managed_user_pool_endpoint": m.endpoint or c.api_url,
+                "managed_user_pool_id": m.userPoolId,
+                "managed_app_client_id": m.appClientId,
+                "managed_identity_pool_id": m.identityPoolId,
+                "managed_user_pool_endpoint": m.userPoolEndpoint or c.api_url,
             }
         )
     elif c.mode == "external":
         e = c.external
         out = out.model_copy(
             update={
-                "external_oauth_idp_url": e.idp_url,
-                "external_oauth_idp_client_id": e.client_id,
+                "external_oauth_idp_url": e.idpUrl,
+                "external_oauth_idp_client_id": e.clientId,
                 "external_oauth_idp_scope": e.scope,
-                "external_oauth_idp_scope_mfa": e.scope_mfa,
-                "external_oauth_idp_token_endpoint": e.token_endpoint,
-                "external_oauth_idp_authorization_endpoint": e.authorization_endpoint,
-                "external_oauth_idp_discovery_endpoint": e.discovery_endpoint,
+                "external_oauth_idp_scope_mfa": e.scopeMfa,
+                "external_oauth_idp_token_endpoint": e.tokenEndpoint,
+                "external_oauth_idp_authorization_endpoint": e.authorizationEndpoint,
+                "external_oauth_idp_discovery_endpoint": e.discoveryEndpoint,
             }
         )
     return out
@@ -70,18 +70,18 @@ async def get_version(engine: Engine, op: GetVersionQuery, principal: Principal)
 @handlers.on(GetSecureConfigQuery)
 async def get_secure_config(engine: Engine, op: GetSecureConfigQuery, principal: Principal) -> SecureConfig:
     c = service(engine).config
-    flags = list(c.features_enabled)
+    flags = list(c.app.featuresEnabled)
     flags.append(
         {"managed": "AUTHPROVIDER_MANAGED", "external": "AUTHPROVIDER_EXTERNALOAUTHIDP"}.get(
             c.mode, "AUTHPROVIDER_APIKEY"
         )
     )
-    if c.location_service_api_url:
+    if c.app.locationServiceApiUrl:
         flags.append("LOCATIONSERVICES")
     return SecureConfig(
         features_enabled=",".join(dict.fromkeys(flags)),
-        location_service_api_url=c.location_service_api_url,
-        web_deployed_url=c.web_deployed_url,
+        location_service_api_url=c.app.locationServiceApiUrl,
+        web_deployed_url=c.app.webDeployedUrl,
     )
 
 

@@ -60,7 +60,7 @@ def _managed(engine: Engine) -> AuthService:
 
 
 def _check_password(svc: AuthService, user_id: str, password: str) -> None:
-    minimum = svc.config.managed.password_min_length
+    minimum = svc.config.managed.passwordMinLength
     problems = []
     if len(password) < minimum or len(password) > 256:
         problems.append(f"be {minimum} to 256 characters long")
@@ -128,7 +128,7 @@ async def _open_session(svc: AuthService, user: Row, mfa: bool) -> SessionTokens
             "refresh_hash": sha256_hex(refresh),
             "mfa": int(mfa),
             "created_at": ts(created),
-            "expires_at": ts(created + timedelta(seconds=svc.config.managed.refresh_token_seconds)),
+            "expires_at": ts(created + timedelta(days=svc.config.managed.refreshTokenDays)),
             "revoked": 0,
         }
     )

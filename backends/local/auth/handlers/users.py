@@ -39,7 +39,7 @@ CONFIRMED = "CONFIRMED"
 
 
 def _mail_body(svc: AuthService, user_id: str, password: str, reason: str) -> str:
-    days = svc.config.managed.temporary_password_days
+    days = svc.config.managed.temporaryPasswordDays
     return (
         f"{reason}\n\nUser name: {user_id}\nTemporary password: {password}\n\n"
         f"The temporary password expires in {days} days. You will choose a new password when you sign in.\n"
@@ -52,7 +52,7 @@ async def _temporary(svc: AuthService, user_id: str, email: str, reason: str) ->
     password = temporary_password()
     if svc.mailer.configured:
         await svc.mailer.send(email, "Your temporary password", _mail_body(svc, user_id, password, reason))
-    expires = now() + timedelta(days=svc.config.managed.temporary_password_days)
+    expires = now() + timedelta(days=svc.config.managed.temporaryPasswordDays)
     columns = {
         "password_hash": await svc.passwords.ahash(password),
         "password_expires_at": ts(expires),
