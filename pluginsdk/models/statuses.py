@@ -9,7 +9,9 @@ from enum import StrEnum
 
 __all__ = [
     "MACHINE_TRANSITIONS",
+    "RECLAIMED",
     "REQUEST_TRANSITIONS",
+    "RETURNED_BEFORE_RUNNING",
     "MachineStatus",
     "RequestStatus",
     "RequestType",
@@ -97,3 +99,11 @@ def can_transition(current: RequestStatus | MachineStatus, new: RequestStatus | 
     if isinstance(current, MachineStatus) and isinstance(new, MachineStatus):
         return new in MACHINE_TRANSITIONS[current]
     return False
+
+
+RETURNED_BEFORE_RUNNING = "returned before it was running"
+"""`status_reason` of a machine returned while it was still starting: its launch was stopped, so it
+was withdrawn, not failed (the engine records it; the scheduler strategies read it)."""
+
+RECLAIMED = "Reclaimed by the provider"
+"""Start of the `status_reason` of a machine the cloud took back on its own (spot interruption)."""

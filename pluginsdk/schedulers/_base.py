@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 if TYPE_CHECKING:
     from ..config import Settings
 
-__all__ = ["RECLAIMED", "RETURNED_BEFORE_RUNNING", "Strategy"]
+__all__ = ["Strategy"]
 
 
 class Strategy:
@@ -29,11 +29,3 @@ class Strategy:
     def render_error(self, envelope: dict[str, Any]) -> dict[str, Any]:
         """The failure output (default: the error envelope)."""
         return envelope
-
-
-RETURNED_BEFORE_RUNNING = "returned before it was running"
-"""`status_reason` of a machine returned while it was still starting: its launch was stopped, so it
-was withdrawn, not failed (the engine records it; the scheduler strategies read it)."""
-
-RECLAIMED = "Reclaimed by the provider"
-"""Start of the `status_reason` of a machine the cloud took back on its own (spot interruption)."""
