@@ -35,7 +35,7 @@ from pluginsdk.models import (
     can_transition,
     utcnow,
 )
-from pluginsdk.schedulers._base import RECLAIMED, RETURNED_BEFORE_RUNNING
+from pluginsdk.models.statuses import RECLAIMED, RETURNED_BEFORE_RUNNING
 
 from .providers.base import LaunchResult, ProviderDriver, ProvisionedMachine
 

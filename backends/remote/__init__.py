@@ -36,9 +36,8 @@ import httpx
 from pydantic import ValidationError
 from pydantic_core import to_json
 
-from pluginsdk._constants import KEYRING_SERVICE
-from pluginsdk._logs import request_id as _request_id
 from pluginsdk.config import Settings
+from pluginsdk.constants import KEYRING_SERVICE
 from pluginsdk.errors import (
     APIConnectionError,
     APITimeoutError,
@@ -47,6 +46,7 @@ from pluginsdk.errors import (
     MethodExecutionError,
     error_from_envelope,
 )
+from pluginsdk.logs import request_id as _request_id
 from pluginsdk.operations import Operation, OperationSpec, Rest
 from pluginsdk.principal import Principal
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import click
 
-from .._constants import VERSION
 from .._index import GROUPS
+from ..constants import VERSION
 from ._output import FORMATS, structured
 
 __all__ = ["cli", "main"]
@@ -157,7 +157,7 @@ def cli(ctx: click.Context, /, **options: Any) -> None:
 
     fmt = os.environ.get("PLUGIN_LOG_FORMAT", "text")
     if options.get("log_level") or options.get("verbose") or fmt == "json":
-        from .._logs import configure, new_request_id, request_id
+        from ..logs import configure, new_request_id, request_id
 
         request_id.set(new_request_id())  # on every line of this invocation, and sent to a server as X-Request-ID
         configure(options.get("log_level") or ("INFO" if options.get("verbose") else "WARNING"), fmt)

@@ -211,7 +211,7 @@ class Operation(BaseModel, _Typed[R_co]):
         out = dict(data)
         for name in cls.ignored_fields:
             out.pop(name, None)
-        aliases, list_keys = _alias_plan(cls)
+        aliases, list_keys = alias_plan(cls)
         for canonical, names in aliases:
             given = [a for a in names if a in out]
             if not given:
@@ -277,7 +277,7 @@ class Query(Operation[R_co]):
 
 
 @functools.cache
-def _alias_plan(cls: type[Operation]) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], tuple[str, ...]]:
+def alias_plan(cls: type[Operation]) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], tuple[str, ...]]:
     """Per class, computed once: (field, every input name for it) for aliased fields, and the input keys of
     list fields (snake_case and camelCase)."""
     aliases = tuple(
@@ -285,12 +285,12 @@ def _alias_plan(cls: type[Operation]) -> tuple[tuple[tuple[str, tuple[str, ...]]
         for canonical, names in {**GLOBAL_ALIASES, **cls.field_aliases}.items()
         if canonical in cls.model_fields
     )
-    list_keys = tuple(key for name in _list_fields(cls) for key in dict.fromkeys((name, to_camel(name))))
+    list_keys = tuple(key for name in list_fields(cls) for key in dict.fromkeys((name, to_camel(name))))
     return aliases, list_keys
 
 
 @functools.cache
-def _list_fields(cls: type[Operation]) -> tuple[str, ...]:
+def list_fields(cls: type[Operation]) -> tuple[str, ...]:
     """Fields typed as a list (optionally | None)."""
     out = []
     for name, f in cls.model_fields.items():

@@ -17,7 +17,8 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ._base import RECLAIMED, RETURNED_BEFORE_RUNNING, Strategy
+from ..models.statuses import RECLAIMED, RETURNED_BEFORE_RUNNING
+from ._base import Strategy
 from .instance_types import Shape, resolve_shape
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ import pytest
 from click.testing import CliRunner
 
 from pluginsdk import ConfigurationError, PluginSDK
-from pluginsdk._yaml import MAX_INPUT_BYTES, MAX_NESTING, InputTooLargeError, load_yaml
 from pluginsdk.cli import cli
 from pluginsdk.config import load_settings
+from pluginsdk.files import MAX_INPUT_BYTES, MAX_NESTING, InputTooLargeError, load_yaml
 from tests.support.backends import base_config
 
 

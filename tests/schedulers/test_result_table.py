@@ -11,8 +11,8 @@ import pytest
 
 from pluginsdk.config import Settings
 from pluginsdk.models import Machine, MachineStatus, Request, RequestList, RequestStatus, RequestStatusList, RequestType
+from pluginsdk.models.statuses import RECLAIMED, RETURNED_BEFORE_RUNNING
 from pluginsdk.schedulers import get_strategy
-from pluginsdk.schedulers._base import RECLAIMED, RETURNED_BEFORE_RUNNING
 from tests.schedulers.ibm_contract import validate
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "schedulers.md"

@@ -10,7 +10,6 @@ from collections import defaultdict
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from pluginsdk._words import counted
 from pluginsdk.errors import AlreadyExistsError, NotFoundError, ProviderError, StateConflictError, ValidationError
 from pluginsdk.models import (
     CleanupResult,
@@ -46,6 +45,7 @@ from pluginsdk.operations import (
     UpdateRequestStatusCommand,
 )
 from pluginsdk.principal import Principal
+from pluginsdk.words import counted
 
 from ..reconciler import (
     RETURNED_BEFORE_RUNNING,
