@@ -296,3 +296,16 @@ def test_the_boundary_scans_see_planted_crossings() -> None:
     assert private_name_imports(modules, crossing) == [
         "backends.local.policy.example (line 1) imports _private_helper from backends.local.policy.evaluator"
     ]
+
+
+def test_only_the_lazy_module_reads_the_index() -> None:
+    """Cold-start machinery sits behind `pluginsdk/_lazy.py`: it alone imports the generated index, and the
+    packages that export lazily take their `__getattr__` from it (docs/design.md, "Lazy catalog")."""
+    modules = our_modules()
+    readers = {
+        m.name for m in modules.values() for target, _, _ in _imports(modules, m) if target == "pluginsdk._index"
+    }
+    assert readers == {"pluginsdk._lazy"}
+    graph = import_graph()
+    for package in ("pluginsdk.models", "pluginsdk.operations"):
+        assert "pluginsdk._lazy" in graph[package], package
