@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._constants import VERSION as __version__
+from .constants import VERSION as __version__
 from .errors import (
     AlreadyExistsError,
     APIConnectionError,

@@ -742,7 +742,7 @@ def _flatten(tree: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def _read_file(path: Path) -> dict[str, Any]:
-    from ._yaml import InputTooLargeError, load_json, load_yaml, read_bounded
+    from .files import InputTooLargeError, load_json, load_yaml, read_bounded
 
     try:
         text = read_bounded(path)

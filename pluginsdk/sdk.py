@@ -17,9 +17,9 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from . import operations
-from ._constants import DEFAULT_BACKEND
 from .backend import Backend, load_backend
 from .config import Settings, load_settings
+from .constants import DEFAULT_BACKEND
 from .errors import ConfigurationError
 from .operations import CATALOG, Operation, OperationSpec
 from .principal import Principal

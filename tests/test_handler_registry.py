@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from backends.local.registry import HandlerRegistry, HandlerTable
+from backends.local.registry import HANDLER_MODULES, HandlerRegistry, HandlerTable
 from pluginsdk.errors import HandlerDiscoveryError
 from pluginsdk.operations import CATALOG
 from pluginsdk.operations.auth_sessions import LoginCommand
@@ -35,7 +35,15 @@ def test_every_catalog_operation_has_exactly_one_handler() -> None:
     assert not missing, f"operations without a handler: {missing}"
 
 
-def test_a_registry_finds_the_module_named_like_the_operation_module() -> None:
+def test_each_operation_is_served_by_a_module_its_table_names() -> None:
+    """Loading only the handler modules `HANDLER_MODULES` lists for an operation's module finds its handler."""
+    for spec in CATALOG.values():
+        group = spec.cls.__module__.rsplit(".", 1)[-1]
+        handler = HandlerRegistry().get(spec.cls)
+        assert handler is not None and handler.__module__ in HANDLER_MODULES[group], spec.name
+
+
+def test_a_registry_finds_the_module_its_table_names() -> None:
     registry = HandlerRegistry()
     handler = registry.get(ListTemplatesQuery)
     assert handler is not None and handler.__module__ == "backends.local.handlers.templates"
@@ -72,7 +80,7 @@ def test_two_handlers_for_one_operation_are_an_error() -> None:
         table.on(ListTemplatesQuery)(_other)
     other = HandlerTable()
     other.on(ListTemplatesQuery)(_other)
-    registry = HandlerRegistry(packages=())
+    registry = HandlerRegistry(modules={})
     registry.register(table)
     registry.register(table)  # the same table again changes nothing
     with pytest.raises(HandlerDiscoveryError, match="Two handlers for ListTemplatesQuery"):

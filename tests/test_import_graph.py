@@ -25,9 +25,10 @@ from __future__ import annotations
 
 import ast
 import itertools
-from collections.abc import Iterator
+import re
+from collections.abc import Callable, Iterator
 
-from tests.support.sources import Module, our_modules
+from tests.support.sources import ROOT, Module, our_modules
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -175,3 +176,136 @@ def test_a_cycle_is_found_and_named() -> None:
     graph = {"a": {"b": 3}, "b": {"c": 5}, "c": {"a": 7}, "d": {"a": 1}}
     (cycle,) = _cycles(graph)
     assert _describe(graph, cycle) == "a (line 3) -> b (line 5) -> c (line 7) -> a"
+
+
+# -- the boundary between `pluginsdk` and `backends` --------------------------------------------------------------
+# Every import counts here, lazy and `if TYPE_CHECKING:` ones too: a type a backend names is part of what it
+# relies on. A backend uses `pluginsdk`'s public modules and names only (docs/design.md, "The contract a backend
+# uses"); `pluginsdk` reaches a backend only through the loader, `pluginsdk.backend`.
+
+LOADER = "pluginsdk.backend"
+_BACKEND_TARGET = re.compile(r"backends(\.\w+)+(:\w+)?")
+
+
+def _private(part: str) -> bool:
+    return part.startswith("_") and not part.startswith("__")
+
+
+def _imports(modules: dict[str, Module], module: Module) -> Iterator[tuple[str, str | None, int]]:
+    """(absolute module, name imported from it or None, line) for every import and literal `import_module`."""
+    for node in ast.walk(module.tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name, None, node.lineno
+        elif isinstance(node, ast.ImportFrom):
+            base = module.absolute(node.module, node.level)
+            for alias in node.names:
+                if f"{base}.{alias.name}" in modules:
+                    yield f"{base}.{alias.name}", None, node.lineno
+                else:
+                    yield base, alias.name, node.lineno
+        elif isinstance(node, ast.Call) and (target := module.import_module_target(node)):
+            yield target, None, node.lineno
+
+
+def backend_reaches_private(modules: dict[str, Module], module: Module) -> list[str]:
+    """Where a `backends` module imports a private module or name of `pluginsdk`."""
+    found = []
+    for target, name, line in _imports(modules, module):
+        if target.split(".")[0] != "pluginsdk":
+            continue
+        if any(_private(p) for p in target.split(".")) or (name is not None and _private(name)):
+            found.append(f"{module.name} (line {line}) imports {target}{'' if name is None else ' ' + name}")
+    return found
+
+
+def pluginsdk_reaches_backend(modules: dict[str, Module], module: Module) -> list[str]:
+    """Where a `pluginsdk` module other than the loader imports or names a module of `backends`."""
+    if module.name == LOADER:
+        return []
+    found = {
+        line: f"{module.name} (line {line}) imports {target}"
+        for target, _, line in _imports(modules, module)
+        if target.split(".")[0] == "backends"
+    }
+    for node in ast.walk(module.tree):  # a target written as text, e.g. "backends.local:LocalBackend"
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and _BACKEND_TARGET.fullmatch(node.value):
+            found.setdefault(node.lineno, f"{module.name} (line {node.lineno}) names {node.value}")
+    return [found[line] for line in sorted(found)]
+
+
+def private_name_imports(modules: dict[str, Module], module: Module) -> list[str]:
+    """Where a module imports a private name (not a private submodule) of another module of ours."""
+    return [
+        f"{module.name} (line {line}) imports {name} from {target}"
+        for target, name, line in _imports(modules, module)
+        if name is not None and _private(name) and target in modules
+    ]
+
+
+def _violations(check: Callable[[dict[str, Module], Module], list[str]], package: str) -> list[str]:
+    modules = our_modules()
+    return [v for m in modules.values() if m.name.split(".")[0] == package for v in check(modules, m)]
+
+
+def test_backends_use_only_the_public_contract_of_pluginsdk() -> None:
+    found = _violations(backend_reaches_private, "backends")
+    assert not found, "backends reach into private parts of pluginsdk (make them public and documented):\n" + (
+        "\n".join(found)
+    )
+
+
+def test_pluginsdk_reaches_backends_only_through_the_loader() -> None:
+    found = _violations(pluginsdk_reaches_backend, "pluginsdk")
+    assert not found, f"pluginsdk reaches a backend other than through {LOADER}:\n" + "\n".join(found)
+
+
+def test_no_private_name_crosses_modules() -> None:
+    found = _violations(private_name_imports, "pluginsdk") + _violations(private_name_imports, "backends")
+    assert not found, "private names imported from another module (make them public):\n" + "\n".join(found)
+
+
+def test_the_boundary_scans_see_planted_crossings() -> None:
+    """The three scans on modules written here: a scan that saw nothing would pass vacuously."""
+    modules = our_modules()
+
+    def planted(name: str, source: str) -> Module:
+        return Module(name, ROOT / (name.replace(".", "/") + ".py"), False, ast.parse(source))
+
+    backend = planted(
+        "backends.local.example",
+        "from typing import TYPE_CHECKING\nfrom pluginsdk import _index, errors\n"
+        "from pluginsdk.operations import _base\nfrom pluginsdk.operations._base import CATALOG\n"
+        "if TYPE_CHECKING:\n    from pluginsdk.sdk import _spec\ndef f():\n    import pluginsdk.models._base\n",
+    )
+    assert [v.split(" imports ")[1] for v in backend_reaches_private(modules, backend)] == [
+        "pluginsdk._index",
+        "pluginsdk.operations._base",
+        "pluginsdk.operations._base CATALOG",
+        "pluginsdk.sdk _spec",
+        "pluginsdk.models._base",
+    ]
+    interface = planted(
+        "pluginsdk.cli.example",
+        "import importlib\ndef f():\n    from backends.local.auth import break_glass\n"
+        "    importlib.import_module('backends.remote')\nTARGET = 'backends.local:LocalBackend'\n",
+    )
+    assert len(pluginsdk_reaches_backend(modules, interface)) == 3
+    assert pluginsdk_reaches_backend(modules, modules[LOADER]) == []
+    crossing = planted("backends.local.policy.example", "from .evaluator import CompiledPolicy, _private_helper\n")
+    assert private_name_imports(modules, crossing) == [
+        "backends.local.policy.example (line 1) imports _private_helper from backends.local.policy.evaluator"
+    ]
+
+
+def test_only_the_lazy_module_reads_the_index() -> None:
+    """Cold-start machinery sits behind `pluginsdk/_lazy.py`: it alone imports the generated index, and the
+    packages that export lazily take their `__getattr__` from it (docs/design.md, "Lazy catalog")."""
+    modules = our_modules()
+    readers = {
+        m.name for m in modules.values() for target, _, _ in _imports(modules, m) if target == "pluginsdk._index"
+    }
+    assert readers == {"pluginsdk._lazy"}
+    graph = import_graph()
+    for package in ("pluginsdk.models", "pluginsdk.operations"):
+        assert "pluginsdk._lazy" in graph[package], package

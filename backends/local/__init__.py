@@ -22,6 +22,26 @@ class LocalBackend:
 
     name = "local"
 
+    # -- operator entry points (pluginsdk.backend.StoreOperator): on the store, no engine started ---------
+    @staticmethod
+    async def break_glass(settings: Settings, user_id: str) -> dict[str, Any]:
+        """Give the administrator role back to `user_id`, directly in the store (`auth/break_glass.py`)."""
+        from .auth.break_glass import break_glass
+
+        return await break_glass(settings, user_id)
+
+    @staticmethod
+    async def rotate_seal_key(settings: Settings, *, wait: float = 5.0) -> dict[str, Any]:
+        """Reseal the store's secrets under a new key (PLUGIN_SEAL_KEY_NEW, else a fresh one; `store/sealing.py`)."""
+        from .store.sealing import new_key_from_env, rotate, rotated_message
+
+        key, count = await rotate(settings, new_key_from_env(), wait=wait)
+        return {
+            "resealed": count,
+            "keyFile": str(key.path) if key.path else None,
+            "message": rotated_message(key, count),
+        }
+
     def __init__(self, settings: Settings, *, background: bool = False, **_: Any) -> None:
         from .engine import Engine
 

@@ -22,7 +22,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
-from pluginsdk import _observe
+from pluginsdk import observe
 from pluginsdk.config import Settings
 from pluginsdk.errors import (
     ConfigurationError,
@@ -264,7 +264,7 @@ class Engine:
         if bind is not None:
             bind(self.db)
         await driver.start()
-        if _observe.provider_call is not None:
+        if observe.provider_call is not None:
             _measure_provider(driver)
         self.providers[name] = driver
         return driver
@@ -366,7 +366,7 @@ def _measure_provider(driver: ProviderDriver) -> None:
     """Wrap the driver's calls so /metrics times them and counts their errors (server only)."""
     from functools import wraps
 
-    for op in _observe.PROVIDER_OPERATIONS:
+    for op in observe.PROVIDER_OPERATIONS:
         call = getattr(driver, op, None)
         if call is None:
             continue
@@ -379,10 +379,10 @@ def _measure_provider(driver: ProviderDriver) -> None:
                 try:
                     return await call(*args, **kwargs)
                 except Exception:
-                    outcome = "error"  # throttled attempts are the driver's to report (_observe.provider_throttle)
+                    outcome = "error"  # throttled attempts are the driver's to report (observe.provider_throttle)
                     raise
                 finally:
-                    hook = _observe.provider_call
+                    hook = observe.provider_call
                     if hook is not None:
                         hook(driver.name, op, time.perf_counter() - started, outcome)
 

@@ -1,11 +1,12 @@
 """Which handler runs which operation: each handler module's table, and the engine's registry of them.
 
 A handler module declares its handlers in a table of its own (`handlers = HandlerTable()`, then
-`@handlers.on(SomeCommand)`); importing it changes nothing outside it. The engine owns a
-`HandlerRegistry` and registers a module's table explicitly, on the first call of one of its
-operations, so a CLI call imports only the handlers it runs. Handler modules depend on this module,
-never on the engine (they name `Engine` for the type checker only), so the dependencies point one way:
-engine -> registry <- handlers.
+`@handlers.on(SomeCommand)`); importing it changes nothing outside it. `HANDLER_MODULES` names, for each
+operation module, the handler modules that serve its operations: the one place a handler module is named.
+The engine owns a `HandlerRegistry`, which imports those modules and registers their tables on the first
+call of one of their operations, so a CLI call imports only the handlers it runs. Handler modules depend on
+this module, never on the engine (they name `Engine` for the type checker only), so the dependencies point
+one way: engine -> registry <- handlers.
 """
 
 from __future__ import annotations
@@ -21,18 +22,34 @@ from pluginsdk.principal import Principal
 if TYPE_CHECKING:
     from .engine import Engine
 
-__all__ = ["HANDLER_PACKAGES", "Handler", "HandlerRegistry", "HandlerTable"]
+__all__ = ["HANDLER_MODULES", "Handler", "HandlerRegistry", "HandlerTable"]
 
 Handler = Callable[["Engine", Any, Principal], Awaitable[Any]]
 
-HANDLER_PACKAGES = ("backends.local.handlers", "backends.local.auth.handlers")
-"""Where handler modules live; each is named like the operation module it serves, or listed in `_SERVED_BY`."""
+_PROVISIONING = "backends.local.handlers"
+_AUTH = "backends.local.auth.handlers"
 
-_SERVED_BY = {
-    "auth_sessions": ("sessions",),
-    "requests": ("request_queries", "provisioning", "returns", "request_cleanup"),
+HANDLER_MODULES: Mapping[str, tuple[str, ...]] = {
+    "api_keys": (f"{_AUTH}.api_keys",),
+    "audit": (f"{_AUTH}.audit",),
+    "auth_sessions": (f"{_AUTH}.sessions",),
+    "bootstrap": (f"{_AUTH}.bootstrap",),
+    "constraints": (f"{_AUTH}.constraints",),
+    "grants": (f"{_AUTH}.grants",),
+    "machines": (f"{_PROVISIONING}.machines",),
+    "policy_checks": (f"{_AUTH}.policy_checks",),
+    "requests": tuple(
+        f"{_PROVISIONING}.{name}" for name in ("request_queries", "provisioning", "returns", "request_cleanup")
+    ),
+    "roles": (f"{_AUTH}.roles",),
+    "routes": (f"{_AUTH}.routes",),
+    "system": (f"{_PROVISIONING}.system",),
+    "template_writes": (f"{_PROVISIONING}.template_writes",),
+    "templates": (f"{_PROVISIONING}.templates",),
+    "users": (f"{_AUTH}.users",),
 }
-"""Operation module -> the handler modules serving it, tried in order, where the names differ."""
+"""Operation module (`pluginsdk/operations/<name>.py`) -> the handler modules serving its operations.
+`tests/test_handler_registry.py` checks that each operation is served by a module listed for its own."""
 
 
 class HandlerTable(dict[type[Operation], Handler]):
@@ -54,8 +71,8 @@ class HandlerTable(dict[type[Operation], Handler]):
 class HandlerRegistry:
     """The engine's handlers: filled from the handler modules' tables as operations are first called."""
 
-    def __init__(self, packages: tuple[str, ...] = HANDLER_PACKAGES) -> None:
-        self._packages = packages
+    def __init__(self, modules: Mapping[str, tuple[str, ...]] = HANDLER_MODULES) -> None:
+        self._modules = modules
         self._handlers: dict[type[Operation], Handler] = {}
         self._loaded: set[str] = set()
 
@@ -67,38 +84,19 @@ class HandlerRegistry:
             self._handlers[op] = fn
 
     def get(self, op: type[Operation]) -> Handler | None:
-        """The handler of `op`, loading its module (named like the operation module, or as `_SERVED_BY` says) on
-        first use."""
+        """The handler of `op`, loading the handler modules `HANDLER_MODULES` names for its operation module."""
         found = self._handlers.get(op)
         if found is not None:
             return found
-        group = op.__module__.rsplit(".", 1)[-1]
-        for package in self._packages:
-            for name in _SERVED_BY.get(group, (group,)):
-                self._load(f"{package}.{name}", missing_ok=True)
-                if op in self._handlers:
-                    return self._handlers[op]
-        self._load_all()  # a handler module named otherwise
+        for module_name in self._modules.get(op.__module__.rsplit(".", 1)[-1], ()):
+            self._load(module_name)
         return self._handlers.get(op)
 
-    def _load(self, module_name: str, *, missing_ok: bool = False) -> None:
+    def _load(self, module_name: str) -> None:
         if module_name in self._loaded:
             return
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if missing_ok and exc.name == module_name:
-                return
-            raise
+        table = getattr(importlib.import_module(module_name), "handlers", None)
+        if not isinstance(table, HandlerTable):
+            raise HandlerDiscoveryError(f"{module_name} has no `handlers = HandlerTable()`.")
+        self.register(table)
         self._loaded.add(module_name)
-        table = getattr(module, "handlers", None)
-        if isinstance(table, HandlerTable):
-            self.register(table)
-
-    def _load_all(self) -> None:
-        import pkgutil
-
-        for package in self._packages:
-            for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
-                if not info.name.startswith("_"):
-                    self._load(f"{package}.{info.name}")

@@ -89,7 +89,7 @@ class TemplateFiles:
         return out
 
     def _read(self, path: Path) -> list[Template]:
-        from pluginsdk._yaml import load_json, load_yaml, read_bounded
+        from pluginsdk.files import load_json, load_yaml, read_bounded
 
         try:
             text = read_bounded(path)  # bounded like every file read (docs/input.md)

@@ -36,8 +36,8 @@ import httpx
 from pydantic import ValidationError
 from pydantic_core import to_json
 
-from pluginsdk._logs import request_id as _request_id
 from pluginsdk.config import Settings
+from pluginsdk.constants import KEYRING_SERVICE
 from pluginsdk.errors import (
     APIConnectionError,
     APITimeoutError,
@@ -46,12 +46,13 @@ from pluginsdk.errors import (
     MethodExecutionError,
     error_from_envelope,
 )
+from pluginsdk.logs import request_id as _request_id
 from pluginsdk.operations import Operation, OperationSpec, Rest
 from pluginsdk.principal import Principal
 
 from ._client import build_client, timeout_of
 
-__all__ = ["KEYRING_SERVICE", "RemoteBackend", "keyring_key"]
+__all__ = ["RemoteBackend", "keyring_key"]
 
 log = logging.getLogger("pluginsdk.remote")
 
@@ -64,7 +65,6 @@ _RETRY_UNLESS_ANSWERED = frozenset({500, 502})
 a handler's failure) is its answer, and a command retried with its id would read back the failed request."""
 _URL_CACHE = 512
 """Parsed URLs kept per backend (by target); a full cache is dropped and refilled."""
-KEYRING_SERVICE = "pluginsdk"
 
 
 def keyring_key(url: str) -> str | None:

@@ -1,8 +1,8 @@
 """`pluginsdk auth break-glass --user ID`: give the administrator role back, directly in the store.
 
 Not a catalog operation and never a network call: it opens the configured store itself (SQLite file or
-PostgreSQL URL), so only an operator who holds the store can run it. The work is done by
-`backends.local.auth.break_glass` (see docs/auth.md, "Break-glass recovery").
+PostgreSQL URL), so only an operator who holds the store can run it. The work is done by the local
+backend's operator entry point (`pluginsdk.backend.StoreOperator`; see docs/auth.md, "Break-glass recovery").
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ def break_glass(ctx: Context, user_id: str) -> None:
     """Re-grant the admin role to USER in the local store (recovery when nobody can administer roles)."""
     import asyncio
 
-    from backends.local.auth.break_glass import break_glass as run
-
+    from ..backend import store_operator
     from ..config import load_settings
     from ..errors import SDKError
     from ._output import emit, emit_error
@@ -34,7 +33,7 @@ def break_glass(ctx: Context, user_id: str) -> None:
         settings = load_settings(
             config_path=ctx.options.get("config"), overrides={"logging.level": ctx.options.get("log_level")}
         )
-        result = asyncio.run(run(settings, user_id))
+        result = asyncio.run(store_operator().break_glass(settings, user_id))
     except SDKError as exc:
         emit_error(ctx, exc.to_envelope())
         raise SystemExit(1) from None

@@ -19,7 +19,7 @@ __all__ = ["command_for", "find_spec"]
 
 def find_spec(group: str, action: str) -> OperationSpec | None:
     """The catalog entry bound to `pluginsdk GROUP ACTION` (imports the catalog)."""
-    from .._index import COMMANDS
+    from .._lazy import COMMANDS
     from ..operations import CATALOG
 
     name = COMMANDS.get(f"{group} {action}")

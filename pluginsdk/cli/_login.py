@@ -54,7 +54,7 @@ def _store(url: str, key: str | None) -> tuple[bool, str]:
     import keyring
     from keyring.errors import KeyringError, PasswordDeleteError
 
-    from backends.remote import KEYRING_SERVICE
+    from ..constants import KEYRING_SERVICE
 
     backend = type(keyring.get_keyring())
     where = f"{backend.__module__}.{backend.__qualname__}"

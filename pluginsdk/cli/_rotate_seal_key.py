@@ -2,8 +2,8 @@
 
 Not a catalog operation and never a network call, like break-glass: it opens the configured store and its
 key itself, so only an operator who holds both can run it. It is refused while any process holds the store
-(running processes keep the key in memory). The work is done by `backends.local.store.sealing.rotate`
-(see docs/auth.md, "Secrets at rest").
+(running processes keep the key in memory). The work is done by the local backend's operator entry point
+(`pluginsdk.backend.StoreOperator`; see docs/auth.md, "Secrets at rest").
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ def rotate_seal_key(ctx: Context, wait: float) -> None:
     new key when the key comes from PLUGIN_SEAL_KEY or the configuration)."""
     import asyncio
 
-    from backends.local.store.sealing import new_key_from_env, rotate, rotated_message
-
+    from ..backend import store_operator
     from ..config import load_settings
     from ..errors import SDKError
     from ._output import emit, emit_error
@@ -42,10 +41,8 @@ def rotate_seal_key(ctx: Context, wait: float) -> None:
         settings = load_settings(
             config_path=ctx.options.get("config"), overrides={"logging.level": ctx.options.get("log_level")}
         )
-        key, count = asyncio.run(rotate(settings, new_key_from_env(), wait=wait))
+        result = asyncio.run(store_operator().rotate_seal_key(settings, wait=wait))
     except SDKError as exc:
         emit_error(ctx, exc.to_envelope())
         raise SystemExit(1) from None
-    emit(
-        ctx, {"resealed": count, "keyFile": str(key.path) if key.path else None, "message": rotated_message(key, count)}
-    )
+    emit(ctx, result)

@@ -3,7 +3,7 @@
 The active scheduler strategy (`--scheduler`, else `scheduler.type`) turns the `-f FILE` / `-d JSON`
 object into parameters and renders the result; arguments and options given on the command line win
 over the input object. Every failure, bad input included, becomes the error envelope and exit 1 (a file
-input past the bounds of `pluginsdk._yaml` — size, alias expansion, nesting — exits 2, a usage error); a
+input past the bounds of `pluginsdk.files` — size, alias expansion, nesting — exits 2, a usage error); a
 result short of what was asked exits with the code `_exit.outcome` gives it (the result still printed).
 
 `--output` is checked before anything runs; a write that fails afterwards prints the result on stdout
@@ -59,7 +59,7 @@ class InputFileRefused(ValidationError):
 
 
 def _read_input(input_file: str | None, input_data: str | None) -> dict[str, Any]:
-    from .._yaml import InputTooLargeError, load_json
+    from ..files import InputTooLargeError, load_json
 
     data: dict[str, Any] = {}
     for label, text, name in (
@@ -72,7 +72,7 @@ def _read_input(input_file: str | None, input_data: str | None) -> dict[str, Any
         where = f"input file {name!r}" if name else f"{label} input"
         try:
             if yaml_file:
-                from .._yaml import load_yaml
+                from ..files import load_yaml
 
                 value = load_yaml(text, name)
             else:
@@ -100,7 +100,7 @@ def _read_input(input_file: str | None, input_data: str | None) -> dict[str, Any
 
 
 def _refused(message: str, label: str, name: str) -> InputFileRefused:
-    from .._yaml import MAX_INPUT_BYTES, MAX_NESTING
+    from ..files import MAX_INPUT_BYTES, MAX_NESTING
 
     details: dict[str, Any] = {"field": label.lstrip("-"), "expected": f"at most {MAX_INPUT_BYTES} bytes, "
                                f"aliases expanded, and {MAX_NESTING} levels (docs/input.md)"}  # fmt: skip
@@ -110,7 +110,7 @@ def _refused(message: str, label: str, name: str) -> InputFileRefused:
 
 
 def _read_text(path: str) -> str:
-    from .._yaml import InputTooLargeError, read_bounded
+    from ..files import InputTooLargeError, read_bounded
 
     try:
         return read_bounded(path)

@@ -16,7 +16,7 @@ import mcp_types as types
 from mcp.server import Server
 from mcp.server.context import ServerRequestContext
 
-from .._constants import VERSION
+from ..constants import VERSION
 from ..waiting import Progress, Report, when_rising
 from .profiles import ALL, PROFILES, resolve_profile
 from .resources import ResourceSet

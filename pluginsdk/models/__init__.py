@@ -2,8 +2,8 @@
 
 The submodules load on first use (PEP 562), each found by the name asked for: a CLI call that needs only
 the template models does not pay for building the request, system or auth result classes. Each name is
-written once, in its submodule's `__all__`; the generated `pluginsdk/_index.py` (`MODELS`) says where it
-lives. Type checkers read the star imports below, which list the submodules this package re-exports.
+written once, in its submodule's `__all__`; the index (`MODELS`, read through `pluginsdk/_lazy.py`) says
+where it lives. Type checkers read the star imports below, which list the submodules this package re-exports.
 """
 
 from typing import TYPE_CHECKING
@@ -23,16 +23,7 @@ if TYPE_CHECKING:
     from .template_results import *  # noqa: F403
     from .templates import *  # noqa: F403
 else:  # at run time each name is found through the index and imported on first use
-    from importlib import import_module
-
-    from .._index import MODELS
+    from .._lazy import MODELS, exports
 
     __all__ = list(MODELS)
-
-    def __getattr__(name: str) -> object:
-        module = MODELS.get(name)
-        if module is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(import_module(f".{module}", __name__), name)
-        globals()[name] = value
-        return value
+    __getattr__ = exports(__name__, MODELS, globals())

@@ -1,12 +1,12 @@
 """The operation catalog.
 
 Operation modules load on demand: `CATALOG[name]` or `from pluginsdk.operations import SomeQuery` imports
-just the module that defines it (through the generated `pluginsdk/_index.py`); iterating `CATALOG` imports them all.
+just the module that defines it (through the index, `pluginsdk/_lazy.py`); iterating `CATALOG` imports them all.
 """
 
-from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import CLASSES, exports
 from ._base import CATALOG as CATALOG
 from ._base import Catalog as Catalog
 from ._base import Cli as Cli
@@ -36,16 +36,14 @@ if TYPE_CHECKING:
     from .users import *  # noqa: F403
 
 
-def __getattr__(name: str) -> Any:
-    from .._index import CLASSES
+def _unindexed(name: str) -> Any:
+    """A class the index does not list (an index older than the catalog): load the catalog, then look."""
+    CATALOG.load_all()
+    found = [spec.cls for spec in CATALOG.values() if spec.cls.__name__ == name]
+    if not found:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return found[0]
 
-    module = CLASSES.get(name)
-    if module is None:  # not an operation class, or an index older than the catalog
-        CATALOG.load_all()
-        found = [spec.cls for spec in CATALOG.values() if spec.cls.__name__ == name]
-        if not found:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        return found[0]
-    value = getattr(import_module(f".{module}", __name__), name)
-    globals()[name] = value
-    return value
+
+if not TYPE_CHECKING:
+    __getattr__ = exports(__name__, CLASSES, globals(), _unindexed)

@@ -20,6 +20,7 @@ from pydantic import ConfigDict, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
+from .._lazy import Returning, Typed, declared_result
 from ..errors import HandlerDiscoveryError, InvalidPaginationToken, ValidationError
 from ..models import BaseModel
 from ..models.values import is_storable, value_problem
@@ -57,43 +58,6 @@ if TYPE_CHECKING:
     R_co = TypeVar("R_co", covariant=True, default=Any)
 else:
     R_co = typing.TypeVar("R_co", covariant=True)
-
-if TYPE_CHECKING:
-    from typing import Generic as _Typed
-else:
-
-    class _Typed:
-        """`Generic` for type checkers only. At run time a real `Generic` would make pydantic create a
-        parametrized model class for every `Query[X]` (~1 ms each, on every CLI call); instead
-        `Operation.__class_getitem__` records X as the class's `result_type`. `_Typed[R_co]` is `object`, so
-        no class is added to an operation's MRO (pydantic walks it for every class it creates)."""
-
-        def __class_getitem__(cls, _: object) -> type:
-            return object
-
-
-class _Returning:
-    """`Query[TemplateList]` at run time: subclassing it subclasses `Query`; the class keeps `TemplateList`
-    (read back from `__orig_bases__` when the class is created)."""
-
-    __slots__ = ("base", "result")
-
-    def __init__(self, base: type, result: object) -> None:
-        self.base = base
-        self.result = result
-
-    def __mro_entries__(self, bases: tuple[object, ...]) -> tuple[type]:
-        return (self.base,)
-
-
-def _declared_result(cls: type) -> type | None:
-    """The result type `cls` names in its bases (`Query[TemplateList]`), or None (a generic step such as
-    `_ListKeys(Query[R_co])`, or a class that inherits its result type)."""
-    for base in cls.__dict__.get("__orig_bases__", ()):
-        if isinstance(base, _Returning) and isinstance(base.result, type):
-            return base.result
-    return None
-
 
 #: Global parameter aliases (spec "Parameter mapping"), applied before any operation is built.
 GLOBAL_ALIASES: dict[str, tuple[str, ...]] = {
@@ -168,7 +132,7 @@ class Policy(NamedTuple):
     category: str | None = None
 
 
-class Operation(BaseModel, _Typed[R_co]):
+class Operation(BaseModel, Typed[R_co]):
     """Base of every command and query: strict input (unknown fields rejected), aliases applied, every value
     storable (`pluginsdk.models.values`: finite numbers, 64-bit integers, valid text, bounded nesting)."""
 
@@ -200,8 +164,8 @@ class Operation(BaseModel, _Typed[R_co]):
         spec: ClassVar["OperationSpec"]
     else:
 
-        def __class_getitem__(cls, result: object) -> _Returning:
-            return _Returning(cls, result)
+        def __class_getitem__(cls, result: object) -> Returning:
+            return Returning(cls, result)
 
     @model_validator(mode="before")
     @classmethod
@@ -211,7 +175,7 @@ class Operation(BaseModel, _Typed[R_co]):
         out = dict(data)
         for name in cls.ignored_fields:
             out.pop(name, None)
-        aliases, list_keys = _alias_plan(cls)
+        aliases, list_keys = alias_plan(cls)
         for canonical, names in aliases:
             given = [a for a in names if a in out]
             if not given:
@@ -251,7 +215,7 @@ class Operation(BaseModel, _Typed[R_co]):
     @classmethod
     def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
         super().__pydantic_init_subclass__(**kwargs)
-        result = _declared_result(cls)
+        result = declared_result(cls)
         if result is not None:
             cls.result_type = result
         if cls.__name__.endswith(("Command", "Query")) and cls.__module__ != __name__:
@@ -277,7 +241,7 @@ class Query(Operation[R_co]):
 
 
 @functools.cache
-def _alias_plan(cls: type[Operation]) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], tuple[str, ...]]:
+def alias_plan(cls: type[Operation]) -> tuple[tuple[tuple[str, tuple[str, ...]], ...], tuple[str, ...]]:
     """Per class, computed once: (field, every input name for it) for aliased fields, and the input keys of
     list fields (snake_case and camelCase)."""
     aliases = tuple(
@@ -285,12 +249,12 @@ def _alias_plan(cls: type[Operation]) -> tuple[tuple[tuple[str, tuple[str, ...]]
         for canonical, names in {**GLOBAL_ALIASES, **cls.field_aliases}.items()
         if canonical in cls.model_fields
     )
-    list_keys = tuple(key for name in _list_fields(cls) for key in dict.fromkeys((name, to_camel(name))))
+    list_keys = tuple(key for name in list_fields(cls) for key in dict.fromkeys((name, to_camel(name))))
     return aliases, list_keys
 
 
 @functools.cache
-def _list_fields(cls: type[Operation]) -> tuple[str, ...]:
+def list_fields(cls: type[Operation]) -> tuple[str, ...]:
     """Fields typed as a list (optionally | None)."""
     out = []
     for name, f in cls.model_fields.items():
@@ -549,7 +513,7 @@ def _documented(cls: type[Operation]) -> bool:
     Only help and schemas show them, so a plain call (`build`) never pays for reading the module's
     source. Descriptions are baked into the core schema, so a class a call has built already is rebuilt.
     """
-    from .._docs import apply_field_docs
+    from .._lazy import apply_field_docs
 
     apply_field_docs(cls)
     if cls.__pydantic_complete__:
@@ -560,7 +524,7 @@ def _documented(cls: type[Operation]) -> bool:
 class Catalog(MutableMapping[str, OperationSpec]):
     """SDK name -> spec. Operation modules are imported on demand.
 
-    Looking one operation up imports only its module (found through the generated `_index.py`); listing,
+    Looking one operation up imports only its module (found through the index, `pluginsdk/_lazy.py`); listing,
     counting or iterating imports every operation module first, so a listing is always complete. A CLI
     call of one command thereby builds only its own module's classes, not the ~160 of the whole catalog.
     A stale index costs only speed: a name it does not know loads everything.
@@ -594,11 +558,11 @@ class Catalog(MutableMapping[str, OperationSpec]):
         if spec is None and not self._complete:
             import importlib
 
-            from .._index import OPERATIONS
+            from .._lazy import operation_module
 
-            module = OPERATIONS.get(name)
+            module = operation_module(name)
             if module is not None:
-                importlib.import_module(f"{__package__}.{module}")
+                importlib.import_module(module)
                 spec = self._specs.get(name)
             if spec is None:
                 self.load_all()

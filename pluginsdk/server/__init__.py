@@ -43,7 +43,7 @@ def operator_app(settings: Settings) -> PluginApp:
     a server (`pluginsdk._gc.tune_for_server`) and the HTTP protocol's header timeout set
     (`api.header_timeout`): this runs in the process that serves, each worker's included."""
     from .._gc import tune_for_server
-    from .._logs import configure
+    from ..logs import configure
     from .app import create_app as _create
 
     configure(settings.logging.level, settings.logging.format, settings.logging.file)

@@ -1,4 +1,4 @@
-"""What every served route is (`_Endpoint`, answering a `Reply`) and the one error envelope's bytes.
+"""What every served route is (`Endpoint`, answering a `Reply`) and the one error envelope's bytes.
 
 Apart from `app.py` so the routes defined elsewhere (`ops.py`: /livez, /readyz, /metrics) subclass it
 without importing the app that routes to them.
@@ -15,17 +15,17 @@ from ..errors import SDKError
 if TYPE_CHECKING:
     from starlette.types import Receive
 
-    from .app import PluginApp, _Head
+    from .app import Head, PluginApp
 
 __all__ = ["Reply", "error_body"]
 
-_JSON = b"application/json"
+JSON_TYPE = b"application/json"
 
 Reply = tuple[int, bytes, str | None]
 """(status, JSON body, user id or None)."""
 
 
-def _dumps(value: Any) -> bytes:
+def dumps(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode()
 
 
@@ -34,13 +34,13 @@ def error_body(err: SDKError, camel: bool = False) -> bytes:
     body = err.to_envelope()
     if camel:
         body["message"] = err.message
-    return _dumps(body)
+    return dumps(body)
 
 
-class _Endpoint(ABC):
+class Endpoint(ABC):
     """A served route: answers one request with a Reply."""
 
-    content_type: bytes = _JSON
+    content_type: bytes = JSON_TYPE
     """Of a successful answer (an error is the JSON envelope)."""
     headers: tuple[tuple[bytes, bytes], ...] = ()
     """Added to every answer."""
@@ -48,5 +48,5 @@ class _Endpoint(ABC):
     """Its path template: the `http_route` label of the request metrics."""
 
     @abstractmethod
-    async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
+    async def respond(self, app: PluginApp, head: Head, params: dict[str, str], receive: Receive) -> Reply:
         """The reply to one request routed here."""

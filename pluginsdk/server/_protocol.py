@@ -234,7 +234,7 @@ class DoorHttpToolsProtocol(HttpToolsProtocol):
 
     def send_400_response(self, msg: str) -> None:
         """Whatever the parser refused, answered in the error envelope (then the connection closes)."""
-        from .._logs import new_request_id
+        from ..logs import new_request_id
         from ._endpoint import error_body
 
         err = self._refusal or ValidationError(

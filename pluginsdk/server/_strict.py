@@ -27,7 +27,7 @@ import pydantic
 from pydantic import AliasChoices, ConfigDict, Field, TypeAdapter
 
 from ..operations import Operation, OperationSpec
-from ..operations._base import _alias_plan, validation_error
+from ..operations._base import alias_plan, validation_error
 
 __all__ = ["check_body", "strict_operation"]
 
@@ -74,7 +74,7 @@ def _build(spec: OperationSpec) -> TypeAdapter[Any]:
     if spec.rest.body_field is not None:
         f = fields[spec.rest.body_field]
         return TypeAdapter(_annotated(f.annotation, f.metadata), config=ConfigDict(strict=True))
-    names = dict(_alias_plan(spec.cls)[0])
+    names = dict(alias_plan(spec.cls)[0])
     definitions: dict[str, Any] = {}
     for name in spec.body_fields:
         f = fields[name]
@@ -119,7 +119,7 @@ def _strict_class(spec: OperationSpec) -> tuple[type[Operation], frozenset[str]]
         strict: type[Operation] = type(f"{cls.__name__}StrictBody", (cls,), {"model_config": ConfigDict(strict=True)})
         strict.model_rebuild(force=True)  # built now (operations defer it), to read its schema
         if _kinds(strict.__pydantic_core_schema__) <= _JSON_NATIVE:
-            aliases, list_keys = _alias_plan(cls)
+            aliases, list_keys = alias_plan(cls)
             lists = {name for key in list_keys for name, inputs in aliases if key in inputs}
             names = {*list_keys, *(i for name, inputs in aliases if name in lists for i in inputs)}
             found = (strict, frozenset(names))

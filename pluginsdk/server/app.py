@@ -31,14 +31,14 @@ from urllib.parse import parse_qsl
 from pydantic.alias_generators import to_camel
 from starlette.types import Receive, Scope, Send
 
-from .._constants import VERSION
-from .._logs import new_request_id
-from .._logs import request_id as log_request_id
 from ..config import Settings
+from ..constants import VERSION
 from ..errors import MethodExecutionError, SDKError, TooManyRequestsError, ValidationError
+from ..logs import new_request_id
+from ..logs import request_id as log_request_id
 from ..operations import CATALOG, Operation, OperationSpec
 from ..principal import Principal
-from ._endpoint import _JSON, Reply, _dumps, _Endpoint, error_body
+from ._endpoint import JSON_TYPE, Endpoint, Reply, dumps, error_body
 from ._openapi import LISTING_B, build_document, docs_html, listing_b_created, route_key
 from ._routes import Router
 from ._strict import check_body, strict_operation
@@ -79,10 +79,10 @@ def _render(result: Any, camel: bool) -> bytes:
     if serializer is not None:
         data: bytes = serializer.to_json(result, by_alias=camel)
         return data
-    return _dumps(result)
+    return dumps(result)
 
 
-class _Head:
+class Head:
     """What the door read from the request head (one pass over the headers), for itself and the endpoints."""
 
     __slots__ = (
@@ -140,18 +140,18 @@ class _Head:
         self.retry_after: int | None = None
         """Seconds for the `Retry-After` header of a throttled answer."""
 
-    def drops_body(self, endpoint: _Endpoint | None) -> bool:
+    def drops_body(self, endpoint: Endpoint | None) -> bool:
         """A body came (or may come) that this answer does not read: the connection must close after it."""
         sent = self.streamed or (self.declared is not None and self.declared != b"0")
         return sent and not (isinstance(endpoint, _Plan) and endpoint.reads_body)
 
 
-_Routed = tuple["_Endpoint | None", dict[str, str], SDKError | None, list[tuple[bytes, bytes]]]
+_Routed = tuple["Endpoint | None", dict[str, str], SDKError | None, list[tuple[bytes, bytes]]]
 """(endpoint, path parameters, refusal, extra response headers): what the door decided before any work."""
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class _Plan(_Endpoint):
+class _Plan(Endpoint):
     """One REST binding of a catalog operation, with what it needs per request computed once."""
 
     spec: OperationSpec
@@ -172,10 +172,10 @@ class _Plan(_Endpoint):
 
     @classmethod
     def of(cls, spec: OperationSpec, path: str) -> _Plan:
-        from ..operations._base import _list_fields
+        from ..operations._base import list_fields
 
         assert spec.rest is not None
-        lists = set(_list_fields(spec.cls))
+        lists = set(list_fields(spec.cls))
         return cls(
             spec=spec,
             method=spec.method,
@@ -191,7 +191,7 @@ class _Plan(_Endpoint):
             reshape=listing_b_created if (spec.name, path) in LISTING_B else None,
         )
 
-    async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
+    async def respond(self, app: PluginApp, head: Head, params: dict[str, str], receive: Receive) -> Reply:
         """The steps in the order docs/rest.md gives them; the first refusal is the answer, in the envelope."""
         backend = app.backend
         user: str | None = None
@@ -217,7 +217,7 @@ class _Plan(_Endpoint):
         usable for the next request (a refusal of an unread body has to close it)."""
         return await read_body(receive, app.max_body_bytes, app.body_timeout)
 
-    async def admit(self, backend: ServedBackend, head: _Head) -> Principal:
+    async def admit(self, backend: ServedBackend, head: Head) -> Principal:
         """Step 2, the caller: authenticated (401) unless the operation is public, and for a route that takes a
         body, tier 1 on the concrete path (403) before the body is parsed, so a denied caller learns nothing
         from a 400 about its body."""
@@ -251,7 +251,7 @@ class _Plan(_Endpoint):
         create that stored nothing) and the result rendered as the spec names it, straight to bytes."""
         status = 200 if self.dry_run is not None and getattr(op, self.dry_run) else self.status
         if self.reshape is not None:
-            return status, _dumps(self.reshape(result))
+            return status, dumps(self.reshape(result))
         return status, _render(result, self.camel)
 
     def _checked(self, raw: bytes, body: Any, params: dict[str, str], query_string: bytes) -> Operation[Any] | None:
@@ -317,7 +317,7 @@ def _anonymous(client: str | None) -> Principal:
     return Principal(user_id="anonymous", auth_method="none", claims={"client": client})
 
 
-def _refused(head: _Head, err: SDKError) -> int:
+def _refused(head: Head, err: SDKError) -> int:
     """The status of an error answer; a throttled one also sets the `Retry-After` header."""
     if isinstance(err, TooManyRequestsError):
         head.retry_after = err.retry_after
@@ -336,30 +336,30 @@ def _add_path(data: dict[str, Any], path_params: dict[str, str]) -> None:
     data.update(path_params)
 
 
-class _Static(_Endpoint):
+class _Static(Endpoint):
     """A fixed JSON or HTML document, built on first use (the OpenAPI document, /docs)."""
 
-    def __init__(self, route: str, build: Callable[[], bytes], content_type: bytes = _JSON) -> None:
+    def __init__(self, route: str, build: Callable[[], bytes], content_type: bytes = JSON_TYPE) -> None:
         self.route = route
         self._build = build
         self.content_type = content_type
         self._body: bytes | None = None
 
-    async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
+    async def respond(self, app: PluginApp, head: Head, params: dict[str, str], receive: Receive) -> Reply:
         if self._body is None:
             self._body = self._build()
         return 200, self._body, None
 
 
-class _Health(_Endpoint):
+class _Health(Endpoint):
     route = "/health"
 
-    async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
+    async def respond(self, app: PluginApp, head: Head, params: dict[str, str], receive: Receive) -> Reply:
         try:
             await app.backend.ping()
         except Exception:
-            return 503, _dumps({"status": "unavailable", "store": "unreachable"}), None
-        return 200, _dumps({"status": "ok", "store": "ok", "version": VERSION}), None
+            return 503, dumps({"status": "unavailable", "store": "unreachable"}), None
+        return 200, dumps({"status": "ok", "store": "ok", "version": VERSION}), None
 
 
 class PluginApp:
@@ -387,17 +387,17 @@ class PluginApp:
         """Who may read /metrics (`api.metrics`)."""
         self.title, self.version, self.description = TITLE, VERSION, DESCRIPTION
         self._openapi: dict[str, Any] | None = None
-        entries: list[tuple[str, str, _Endpoint]] = []
+        entries: list[tuple[str, str, Endpoint]] = []
         routes = [(path, spec) for spec in CATALOG.values() if spec.rest for path in spec.rest.paths]
         for path, spec in sorted(routes, key=lambda r: (route_key(r[0]), r[1].name)):
             assert spec.rest is not None
             entries.append((spec.rest.method, path, _Plan.of(spec, path)))
         entries.append(("GET", "/health", _Health()))
-        entries.append(("GET", "/openapi.json", _Static("/openapi.json", lambda: _dumps(self.openapi()))))
+        entries.append(("GET", "/openapi.json", _Static("/openapi.json", lambda: dumps(self.openapi()))))
         html = b"text/html; charset=utf-8"
         entries.append(("GET", "/docs", _Static("/docs", lambda: docs_html("/openapi.json", self.title), html)))
         entries.extend((method, path, endpoint()) for method, path, endpoint in OPERATOR_ROUTES)
-        self.router: Router[_Endpoint] = Router(entries)
+        self.router: Router[Endpoint] = Router(entries)
         self.observe: Callable[[str, str, int, float], None] | None = None
         """Called with (route template, method, status, seconds) after each request (the server's metrics)."""
 
@@ -440,7 +440,7 @@ class PluginApp:
         """Every HTTP request: its id set as the log context, limits and router, the endpoint's answer (or
         the one envelope), then the access log line and the request metrics."""
         started = time.perf_counter()
-        head = _Head(scope)
+        head = Head(scope)
         token = log_request_id.set(head.request_id)
         status, user, route = 500, None, "other"
         try:
@@ -466,7 +466,7 @@ class PluginApp:
             if self.observe is not None:
                 self.observe(route, scope["method"], status, time.perf_counter() - started)
 
-    def _route(self, method: str, head: _Head, scope: Scope) -> _Routed:
+    def _route(self, method: str, head: Head, scope: Scope) -> _Routed:
         """The limits on the head, then the router: (endpoint, path parameters, refusal, extra headers)."""
         if len(scope.get("raw_path") or head.path.encode()) + len(head.query_string) > MAX_URL_BYTES:
             return None, _NO_PARAMS, uri_too_long(), []
@@ -495,11 +495,11 @@ class PluginApp:
             extra,
         )
 
-    async def _reply(self, head: _Head, routed: _Routed, receive: Receive, send: Send) -> tuple[int, str | None]:
+    async def _reply(self, head: Head, routed: _Routed, receive: Receive, send: Send) -> tuple[int, str | None]:
         """Answer (the endpoint's reply, the refusal, or 204 to OPTIONS) and send it; (status, user id)."""
         endpoint, params, err, extra = routed
         user: str | None = None
-        ctype = _JSON
+        ctype = JSON_TYPE
         if err is not None:
             status, body = err.http_status, error_body(err)
         elif endpoint is None:  # OPTIONS on a served path
@@ -535,7 +535,7 @@ async def _refuse_websocket(scope: Scope, receive: Receive, send: Send) -> None:
         await send({"type": "websocket.close", "code": 1008})
         return
     body = error_body(err)
-    head = _Head(scope)
+    head = Head(scope)
     await send(
         {"type": "websocket.http.response.start", "status": err.http_status, "headers": _headers(body, head, [])}
     )
@@ -550,7 +550,7 @@ def _declared_size(value: bytes) -> int:
 
 
 def _headers(
-    body: bytes, head: _Head, extra: list[tuple[bytes, bytes]], content_type: bytes = _JSON
+    body: bytes, head: Head, extra: list[tuple[bytes, bytes]], content_type: bytes = JSON_TYPE
 ) -> list[tuple[bytes, bytes]]:
     headers = [(b"x-request-id", head.request_id.encode("latin-1")), *extra]
     if body:

@@ -22,7 +22,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, generate_la
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
-from .. import _observe
+from .. import observe
 
 __all__ = ["CONTENT_TYPE", "Metrics"]
 
@@ -76,7 +76,7 @@ class Metrics:
             registry=r,
         )
         for provider in providers:
-            for operation in _observe.PROVIDER_OPERATIONS:
+            for operation in observe.PROVIDER_OPERATIONS:
                 self.provider_errors.labels(provider, operation)
         for tier in _AUTHZ_TIERS:  # every known label set from the start: a scrape before any traffic shows 0
             for outcome in _AUTHZ_OUTCOMES:
@@ -94,27 +94,27 @@ class Metrics:
         self._http_children: dict[tuple[str, str, int], Callable[[float], None]] = {}
 
     def install(self) -> None:
-        """Point the engine's hooks (`pluginsdk._observe`) at these instruments.
+        """Point the engine's hooks (`pluginsdk.observe`) at these instruments.
 
         The hot hooks (a store statement, an authorization decision: several per request) keep each label
         set's child, so an event costs one dict lookup and the child's own update, not `labels()`.
         """
-        _observe.statement = _by_labels(self.statements, "observe")
-        _observe.authz = _by_labels(self.authz, "inc")
-        _observe.policy_compile = self.policy_compile.observe
+        observe.statement = _by_labels(self.statements, "observe")
+        observe.authz = _by_labels(self.authz, "inc")
+        observe.policy_compile = self.policy_compile.observe
 
         def provider_call(provider: str, op: str, seconds: float, outcome: str | None) -> None:
             self.provider_calls.labels(provider, op).observe(seconds)
             if outcome is not None:
                 self.provider_errors.labels(provider, op).inc()
 
-        _observe.provider_call = provider_call
-        _observe.provider_throttle = lambda provider, op: self.provider_throttles.labels(provider, op).inc()
+        observe.provider_call = provider_call
+        observe.provider_throttle = lambda provider, op: self.provider_throttles.labels(provider, op).inc()
 
     @staticmethod
     def uninstall() -> None:
-        _observe.statement = _observe.authz = _observe.policy_compile = _observe.provider_call = None
-        _observe.provider_throttle = None
+        observe.statement = observe.authz = observe.policy_compile = observe.provider_call = None
+        observe.provider_throttle = None
 
     def observe_http(self, route: str, method: str, status: int, seconds: float) -> None:
         key = (route, method, status)

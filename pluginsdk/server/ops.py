@@ -19,13 +19,13 @@ import json
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import AuthenticationError, PermissionDeniedError, SDKError
-from ._endpoint import Reply, _Endpoint, error_body
+from ._endpoint import Endpoint, Reply, error_body
 from .limits import RouteNotFound
 
 if TYPE_CHECKING:
     from starlette.types import Receive
 
-    from .app import PluginApp, _Head
+    from .app import Head, PluginApp
 
 __all__ = ["OPERATOR_ROUTES", "NotReady"]
 
@@ -40,24 +40,24 @@ class NotReady(SDKError):
     http_status: ClassVar[int] = 503
 
 
-class _Livez(_Endpoint):
+class _Livez(Endpoint):
     route = "/livez"
     headers = _NO_STORE
 
-    async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
+    async def respond(self, app: PluginApp, head: Head, params: dict[str, str], receive: Receive) -> Reply:
         return 200, b'{"status":"ok"}', None
 
 
-class _Readyz(_Endpoint):
+class _Readyz(Endpoint):
     route = "/readyz"
     headers = _NO_STORE
 
-    async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
+    async def respond(self, app: PluginApp, head: Head, params: dict[str, str], receive: Receive) -> Reply:
         status, detail = await _ready(app.backend)
         return status, json.dumps(detail).encode(), None
 
 
-class _Metrics(_Endpoint):
+class _Metrics(Endpoint):
     route = "/metrics"
     headers = _NO_STORE
 
@@ -66,14 +66,14 @@ class _Metrics(_Endpoint):
 
         self.content_type = CONTENT_TYPE
 
-    async def respond(self, app: PluginApp, head: _Head, params: dict[str, str], receive: Receive) -> Reply:
+    async def respond(self, app: PluginApp, head: Head, params: dict[str, str], receive: Receive) -> Reply:
         refused = await _metrics_refusal(app, head)
         if refused is not None:
             return refused.http_status, error_body(refused), None
         return 200, await app.metrics.exposition(app.backend), None
 
 
-OPERATOR_ROUTES: tuple[tuple[str, str, type[_Endpoint]], ...] = (
+OPERATOR_ROUTES: tuple[tuple[str, str, type[Endpoint]], ...] = (
     ("GET", "/livez", _Livez),
     ("GET", "/metrics", _Metrics),
     ("GET", "/readyz", _Readyz),
@@ -96,7 +96,7 @@ async def _ready(backend: Any) -> tuple[int, dict[str, Any]]:
     return 200, {"status": "ok", "store": "ok", "schema": state["schema"]}
 
 
-async def _metrics_refusal(app: PluginApp, head: _Head) -> SDKError | None:
+async def _metrics_refusal(app: PluginApp, head: Head) -> SDKError | None:
     """Why this caller may not read /metrics under `api.metrics`, or None."""
     access = app.metrics_access
     if app.metrics is None or access == "off":

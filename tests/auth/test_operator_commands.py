@@ -124,3 +124,13 @@ async def _start_with(engine: Any, wait: float) -> None:
         await engine.start()
     finally:
         auth.hold_store = original
+
+
+def test_operator_commands_come_through_the_backend_contract() -> None:
+    """The CLI finds them on the backend class by name (`pluginsdk.backend`); a backend without a store has none."""
+    from pluginsdk.backend import StoreOperator, backend_class, store_operator
+
+    local = store_operator()
+    assert local is backend_class("local") and isinstance(local, StoreOperator)
+    with pytest.raises(ConfigurationError, match="no operator commands"):
+        store_operator("remote")

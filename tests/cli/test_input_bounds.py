@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from pluginsdk import ConfigurationError, PluginSDK
-from pluginsdk._yaml import MAX_INPUT_BYTES, MAX_NESTING, InputTooLargeError, load_yaml
 from pluginsdk.config import load_settings
+from pluginsdk.files import MAX_INPUT_BYTES, MAX_NESTING, InputTooLargeError, load_yaml
 from tests.support.backends import base_config
 from tests.support.cli import invoke as cli
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pluginsdk import PluginSDK, _observe
+from pluginsdk import PluginSDK, observe
 from pluginsdk.errors import PermissionDeniedError
 from tests.auth.conftest import acting_as
 
@@ -20,7 +20,7 @@ def compiles(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     """Every policy compile in this process (the local engine's, or the test server's running in a thread), seen
     through the metrics hook."""
     seen: list[float] = []
-    monkeypatch.setattr(_observe, "policy_compile", seen.append)
+    monkeypatch.setattr(observe, "policy_compile", seen.append)
     return seen
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from pluginsdk import _observe
+from pluginsdk import observe
 from pluginsdk.server.metrics import LoopCounter, LoopHistogram, Metrics
 from tests.support.backends import base_config
 
@@ -43,10 +43,10 @@ def test_the_hooks_count_every_event_through_their_kept_children() -> None:
     metrics = Metrics()
     metrics.install()
     try:
-        assert _observe.statement is not None and _observe.authz is not None
+        assert observe.statement is not None and observe.authz is not None
         for _ in range(3):
-            _observe.statement("sqlite", "SELECT", 0.002)
-            _observe.authz("route", "allow")
+            observe.statement("sqlite", "SELECT", 0.002)
+            observe.authz("route", "allow")
         metrics.observe_http("/api/v1/requests/{request_id}", "GET", 200, 0.004)
         metrics.observe_http("/api/v1/requests/{request_id}", "GET", 200, 0.004)
     finally:

@@ -31,10 +31,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from pluginsdk._constants import VERSION
+from pluginsdk.constants import VERSION
 from pluginsdk.errors import SDKError, TooManyRequestsError, ValidationError
 from pluginsdk.operations import CATALOG, OperationSpec
-from pluginsdk.operations._base import _list_fields
+from pluginsdk.operations._base import list_fields
 from pluginsdk.principal import Principal
 from pluginsdk.server._strict import check_body
 from pluginsdk.server._wire import parse_json
@@ -126,7 +126,7 @@ class _Operation:
     def __init__(self, spec: OperationSpec, path: str, twin: _Twin) -> None:
         assert spec.rest is not None
         self.spec, self.path, self.twin, self.rest = spec, path, twin, spec.rest
-        self.lists = set(_list_fields(spec.cls))
+        self.lists = set(list_fields(spec.cls))
 
     async def __call__(self, request: Request) -> Response:
         camel = self.rest.camel

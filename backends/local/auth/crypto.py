@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from pluginsdk._constants import API_KEY_PREFIX
+from pluginsdk.constants import API_KEY_PREFIX
 from pluginsdk.errors import InvalidPaginationToken, TooManyRequestsError, ValidationError
 
 __all__ = [

@@ -43,8 +43,8 @@ from contextvars import ContextVar
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
-from pluginsdk import _observe
-from pluginsdk._constants import API_KEY_PREFIX
+from pluginsdk import observe
+from pluginsdk.constants import API_KEY_PREFIX
 from pluginsdk.errors import AuthenticationError, PermissionDeniedError, ValidationError
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
 from pluginsdk.operations import Operation, OperationSpec
@@ -234,8 +234,8 @@ class AuthService:
         roles = {r["role_name"]: bool(r["mfa_required"]) for r in role_rows}
         started = time.perf_counter()
         policy = compile_policy(constraints, roles)
-        if _observe.policy_compile is not None:
-            _observe.policy_compile(time.perf_counter() - started)
+        if observe.policy_compile is not None:
+            observe.policy_compile(time.perf_counter() - started)
         self.compiles += 1
         self._rules = rules = Rules(key, policy, roles, constraints)
         return rules
@@ -514,8 +514,8 @@ def _check_input(policy: CompiledPolicy, p: Principal, spec: OperationSpec, op: 
 
 
 def _decided(tier: str, outcome: str) -> None:
-    if _observe.authz is not None:
-        _observe.authz(tier, outcome)
+    if observe.authz is not None:
+        observe.authz(tier, outcome)
 
 
 def _expand(attrs: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,4 +1,4 @@
-"""Provisioning handlers, one module per operation group, named like the operation module it serves.
+"""Provisioning handlers, one module per operation group (listed in `backends.local.registry.HANDLER_MODULES`).
 
 Each declares its handlers in its own table (`handlers = HandlerTable()`); the engine's registry
 loads a module and registers its table on first use (`backends.local.registry`), so a CLI call imports

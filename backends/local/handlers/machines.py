@@ -6,7 +6,6 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from pluginsdk._words import counted
 from pluginsdk.errors import NotFoundError
 from pluginsdk.models import (
     ActiveMachineCount,
@@ -27,6 +26,7 @@ from pluginsdk.operations import (
     ListMachinesQuery,
 )
 from pluginsdk.principal import Principal
+from pluginsdk.words import counted
 
 from ..reconciler import reconcile
 from ..registry import HandlerTable

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING
 
-from pluginsdk._words import counted
 from pluginsdk.errors import AlreadyExistsError, NotFoundError, StateConflictError, ValidationError
 from pluginsdk.models import MachineStatus, Request, RequestCreated, RequestStatus, RequestType, can_transition, utcnow
 from pluginsdk.operations import (
@@ -17,6 +16,7 @@ from pluginsdk.operations import (
     UpdateRequestStatusCommand,
 )
 from pluginsdk.principal import Principal
+from pluginsdk.words import counted
 
 from ..reconciler import apply_states, ended, launch, reconcile, terminate_machines
 from ..registry import HandlerTable

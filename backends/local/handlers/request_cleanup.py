@@ -6,11 +6,11 @@ import logging
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from pluginsdk._words import counted
 from pluginsdk.errors import ProviderError
 from pluginsdk.models import CleanupResult, MachineStatus, RequestStatus, RequestType, utcnow
 from pluginsdk.operations import CleanupAllResourcesCommand, CleanupOldRequestsCommand
 from pluginsdk.principal import Principal
+from pluginsdk.words import counted
 
 from ..reconciler import sweep_orphans
 from ..registry import HandlerTable

@@ -6,7 +6,6 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from pluginsdk._words import counted
 from pluginsdk.errors import NotFoundError, ProviderError, ValidationError
 from pluginsdk.models import Request, RequestList, RequestStatus, RequestStatusList, RequestSummary, RequestType
 from pluginsdk.operations import (
@@ -18,6 +17,7 @@ from pluginsdk.operations import (
     ListReturnRequestsQuery,
 )
 from pluginsdk.principal import Principal
+from pluginsdk.words import counted
 
 from ..reconciler import reconcile, record_reclaimed
 from ..registry import HandlerTable

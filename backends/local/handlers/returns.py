@@ -6,7 +6,6 @@ import uuid
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from pluginsdk._words import counted
 from pluginsdk.errors import NotFoundError, ProviderError, ValidationError
 from pluginsdk.models import (
     Machine,
@@ -21,6 +20,7 @@ from pluginsdk.models import (
 )
 from pluginsdk.operations import CreateReturnRequestCommand
 from pluginsdk.principal import Principal
+from pluginsdk.words import counted
 
 from ..reconciler import reconcile, terminate_machines
 from ..registry import HandlerTable

@@ -5,9 +5,8 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from pluginsdk._constants import VERSION
-from pluginsdk._words import counted
 from pluginsdk.config import mask_credentials
+from pluginsdk.constants import VERSION
 from pluginsdk.errors import ValidationError
 from pluginsdk.models import (
     ConfigurationView,
@@ -25,6 +24,7 @@ from pluginsdk.operations import (
     ListProvidersQuery,
 )
 from pluginsdk.principal import Principal
+from pluginsdk.words import counted
 
 from ..providers import load_provider_class, provider_names
 from ..registry import HandlerTable

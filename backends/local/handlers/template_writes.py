@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pluginsdk._words import counted
 from pluginsdk.errors import AlreadyExistsError, NotFoundError, StateConflictError, ValidationError
 from pluginsdk.models import Template, TemplateRefresh, TemplateWritten, utcnow
 from pluginsdk.operations import (
@@ -14,6 +13,7 @@ from pluginsdk.operations import (
     UpdateTemplateCommand,
 )
 from pluginsdk.principal import Principal
+from pluginsdk.words import counted
 
 from ..registry import HandlerTable
 from .templates import check_template, invalid_template

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 
 import pydantic
 
-from pluginsdk._words import counted
 from pluginsdk.errors import InvalidTemplateError, NotFoundError, ValidationError
 from pluginsdk.models import Template, TemplateList, TemplateResult, TemplateValidation
 from pluginsdk.operations import GetTemplateQuery, ListTemplatesQuery, ValidateTemplateQuery
 from pluginsdk.principal import Principal
+from pluginsdk.words import counted
 
 from ..registry import HandlerTable
 from ..stored import take

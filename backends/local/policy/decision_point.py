@@ -18,7 +18,7 @@ from typing import Any, NamedTuple
 
 from pluginsdk.principal import Principal
 
-from .evaluator import CompiledPolicy, Rule, _compile_rule, _FieldIndex, gc_paused, read_constraint
+from .evaluator import CompiledPolicy, FieldIndex, Rule, compile_rule, gc_paused, read_constraint
 from .matching import CriterionTest, values_of
 
 __all__ = ["Decision", "Diff", "Explained", "PolicyModel", "Question", "diff_models", "diff_subjects"]
@@ -68,7 +68,7 @@ _Uses = Mapping[Rule, list[tuple[int, str, str]]]
 
 class _Explainer:
     """Every grant's rules for one object type and method, filed by their guards as the evaluator's indexes
-    file them (`_FieldIndex`: exact values, literal prefixes) and under each guard by grantee, so an
+    file them (`FieldIndex`: exact values, literal prefixes) and under each guard by grantee, so an
     explanation walks the index once for all of a subject's grants and tests only the rules an object's
     attributes hit, plus the unguarded ones."""
 
@@ -87,7 +87,7 @@ class _Explainer:
                     by_via = tables.setdefault((name, is_exact), {}).setdefault(text, {})
                     by_via.setdefault(via, []).append((rule, None if sure else rule.check, hits))
         self.fields = tuple(
-            _FieldIndex(f, tables.get((f, True), {}), tables.get((f, False), {})) for f in {f for f, _ in tables}
+            FieldIndex(f, tables.get((f, True), {}), tables.get((f, False), {})) for f in {f for f, _ in tables}
         )
 
     def hits(self, attributes: Mapping[str, Any], vias: Sequence[str], out: list[_Hit]) -> None:
@@ -229,7 +229,7 @@ class PolicyModel:
             return rule
         key = (object_type, c_and, c_or)
         if key not in self._rules:
-            self._rules[key] = _compile_rule(len(self._rules), object_type, c_and, c_or, self._crit_cache)
+            self._rules[key] = compile_rule(len(self._rules), object_type, c_and, c_or, self._crit_cache)
         return self._rules[key]
 
     def _explainers_index(self) -> dict[tuple[str, str], _Explainer]:

@@ -266,7 +266,7 @@ def _choose_guards(all_of: list[_Compiled], any_of: list[_Compiled]) -> list[_Gu
     return union or None
 
 
-def _compile_rule(
+def compile_rule(
     index: int,
     object_type: str,
     c_and: _Criteria,
@@ -304,7 +304,7 @@ def _file(old: _Filing | None, rule: Rule, sure: bool) -> _Filing:
     return rule.checks if old is None else (*old, rule.check)
 
 
-class _FieldIndex:
+class FieldIndex:
     """Guarded rules of one field: a dict of exact values, and sorted literal prefixes.
 
     Prefix lookup: every stored prefix of a value `v` is <= `v` and a prefix of the greatest stored
@@ -380,7 +380,7 @@ class _Index:
                     texts = table[field] = {}
                 texts[text] = _file(texts.get(text), rule, sure)
         self.unguarded = tuple(unguarded)
-        self.fields = tuple(_FieldIndex(f, exact.get(f, {}), prefix.get(f, {})) for f in {*exact, *prefix})
+        self.fields = tuple(FieldIndex(f, exact.get(f, {}), prefix.get(f, {})) for f in {*exact, *prefix})
         self.match: CriterionTest = _never if self.empty else self._matcher()
         """`attrs -> does some rule here match`, specialised for this index's shape."""
 
@@ -494,7 +494,7 @@ class CompiledPolicy:
             if key in rules:
                 rule = rules[key]
             else:
-                rule = rules[key] = _compile_rule(len(rules), object_type, c_and, c_or, crit_cache)
+                rule = rules[key] = compile_rule(len(rules), object_type, c_and, c_or, crit_cache)
             if rule is None:
                 continue
             self.constraint_count += 1

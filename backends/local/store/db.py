@@ -34,7 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
-from pluginsdk import _observe
+from pluginsdk import observe
 from pluginsdk.errors import ConfigurationError
 
 from .conflicts import StoreFailure, already_exists
@@ -155,7 +155,7 @@ class SqliteDatabase:
         """`run()` once (the hot path: no retry machinery unless the file is busy), timed for /metrics."""
         if self._owner is not None and self._owner is not asyncio.current_task():
             await self._mine()
-        hook = _observe.statement
+        hook = observe.statement
         started = time.perf_counter() if hook is not None else 0.0
         try:
             try:
@@ -354,7 +354,7 @@ class PostgresDatabase:
 
     async def _run(self, method: str, sql: str, params: Params) -> Any:
         """`method` (fetch, fetchrow, execute) on the task's transaction connection, or on an idle one."""
-        hook = _observe.statement
+        hook = observe.statement
         started = time.perf_counter() if hook is not None else 0.0
         query, names = _positional(sql)
         args = [params[n] for n in names] if names and params is not None else []

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from pluginsdk._constants import VERSION
+from pluginsdk.constants import VERSION
 from pluginsdk.errors import PermissionDeniedError
 from pluginsdk.models.auth_results import AmplifyConfig, LoginProfile, SecureConfig, VersionInfo
 from pluginsdk.operations.bootstrap import (

@@ -6,7 +6,7 @@ with jittered exponential backoff, `max_attempts` attempts in all (`legacy` is b
 What we add is counting, through botocore's public `needs-retry` event, which fires once per attempt:
 attempts per API operation (the benchmark's "API calls") and attempts AWS refused for rate limiting,
 classified by botocore's own throttling detector (the one its adaptive mode uses), so the /metrics
-throttle counter (`pluginsdk._observe.provider_throttle`) sees retried throttles too. A failure becomes
+throttle counter (`pluginsdk.observe.provider_throttle`) sees retried throttles too. A failure becomes
 `ProviderError` with the cloud's code, the attempts made and a message with any credential material removed.
 aiobotocore is imported only when the first client is made.
 """
@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Mapping
 from typing import Any
 
-from pluginsdk import _observe
+from pluginsdk import observe
 from pluginsdk.errors import ConfigurationError, ProviderError
 
 __all__ = ["RETRY_MODES", "AwsClients", "scrub"]
@@ -135,7 +135,7 @@ class AwsClients:
         self.calls[operation] += 1
         if self._throttling is not None and self._throttling.is_throttling_error(**kwargs):
             self.throttled += 1
-            hook = _observe.provider_throttle
+            hook = observe.provider_throttle
             if hook is not None:
                 hook(self.provider, operation)
 

@@ -1,8 +1,0 @@
-"""Defaults in one place."""
-
-VERSION = "0.1.0"
-DEFAULT_BACKEND = "local"
-REQUEST_ID_PREFIX = "req-"
-RETURN_ID_PREFIX = "ret-"
-API_KEY_PREFIX = "psdk_"
-"""Every API key starts with this, so a key in a log or a diff is recognisable."""
