@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from pathlib import Path
 
 from pluginsdk import NotFoundError, PluginSDK, StateConflictError
 from tests.auth.grants import failure
-from tests.cli.test_cli_edges import cli, env
+from tests.support.cli import cli_environment, invoke
 from tests.support.sources import Module, our_modules
-
-__all__ = ["env"]  # the fixture, shared with test_cli_edges
 
 INTERFACES = ("pluginsdk.cli", "pluginsdk.mcp", "pluginsdk.server", "pluginsdk.schedulers")
 """What the engine (`backends.local`) never imports: the interfaces and the scheduler strategies."""
@@ -32,11 +31,12 @@ async def test_a_lock_out_refusal_names_break_glass_but_no_command(sdk: PluginSD
     assert "pluginsdk " not in err.message and "--user" not in err.message
 
 
-def test_the_cli_adds_the_command_that_helps(env: dict[str, str]) -> None:
-    missing = cli(env, "requests", "status", "req-nope")
+def test_the_cli_adds_the_command_that_helps(tmp_path: Path) -> None:
+    env = cli_environment(tmp_path)
+    missing = invoke(env, "requests", "status", "req-nope")
     assert missing.code == 1 and missing.json()["error"] == "Request 'req-nope' not found."
     assert "See `pluginsdk requests list` for the ones that exist." in missing.err
-    refused = cli(env, "user-roles", "delete", "administrator")
+    refused = invoke(env, "user-roles", "delete", "administrator")
     assert refused.code == 1 and "`pluginsdk auth break-glass --user ID`" in refused.err
     assert "pluginsdk " not in refused.json()["error"]
 
