@@ -160,7 +160,7 @@ class Rule:
     """One distinct condition (object type + criteria), compiled; shared by every constraint,
     role and method that uses it."""
 
-    __slots__ = ("all_of", "any_of", "check", "checks", "guards", "index")
+    __slots__ = ("all_of", "any_of", "check", "checks", "guards", "index", "terms")
 
     def __init__(
         self,
@@ -168,8 +168,12 @@ class Rule:
         all_of: tuple[CriterionTest, ...],
         any_of: tuple[CriterionTest, ...],
         guards: tuple[_Guard, ...],
+        terms: tuple[_Criteria, _Criteria] = ((), ()),
     ) -> None:
         self.index = index
+        self.terms = terms
+        """The criteria tested, as (field, value, operator) triples: (criteriaAnd, criteriaOr) without the entries
+        ignored at evaluation (a query plan states the rule from them)."""
         """Identity of the distinct condition (for deduplication inside a bucket)."""
         self.all_of = all_of
         self.any_of = any_of
@@ -221,7 +225,8 @@ def _selectivity(guards: list[_Guard]) -> int:
     return 10_000 // len(guards) + (500 if exact else min(len(g[2]) for g in guards))
 
 
-_Compiled = tuple[_Crit, CriterionTest]
+_Compiled = tuple[_Crit, CriterionTest, tuple[str, str, str]]
+"""A known criterion: its patterns, its test, and its (field, value, operator) as written."""
 
 
 def _compile_criteria(
@@ -239,7 +244,7 @@ def _compile_criteria(
             compiled = None
             if patterns is not None:
                 crit = (field, patterns, operator in NEGATED_OPERATORS)
-                compiled = (crit, compile_criterion(*crit))
+                compiled = (crit, compile_criterion(*crit), (field, value, operator))
             crit_cache[key] = compiled
         if compiled is not None:
             kept.append(compiled)
@@ -250,7 +255,7 @@ def _choose_guards(all_of: list[_Compiled], any_of: list[_Compiled]) -> list[_Gu
     """The most selective guard of the criteriaAnd, else the union of every criteriaOr entry's guards."""
     guards: list[_Guard] | None = None
     alone = len(all_of) == 1 and not any_of
-    for crit, _ in all_of:
+    for crit, _, _ in all_of:
         g = _guards_of(crit, alone)
         if g is not None and (guards is None or _selectivity(g) > _selectivity(guards)):
             guards = g
@@ -258,7 +263,7 @@ def _choose_guards(all_of: list[_Compiled], any_of: list[_Compiled]) -> list[_Gu
         return guards
     # Some criteriaOr entry must hold: guard on the union of all of them if each has a guard.
     union: list[_Guard] = []
-    for crit, _ in any_of:
+    for crit, _, _ in any_of:
         g = _guards_of(crit, not all_of)
         if g is None:
             return None
@@ -287,9 +292,10 @@ def _compile_rule(
     guards = _choose_guards(all_of, any_of)
     return Rule(
         index,
-        tuple(test for _, test in all_of),
-        tuple(test for _, test in any_of),
+        tuple(test for _, test, _ in all_of),
+        tuple(test for _, test, _ in any_of),
         tuple(sorted(set(guards))) if guards else (),
+        (tuple(raw for _, _, raw in all_of), tuple(raw for _, _, raw in any_of)),
     )
 
 
@@ -602,6 +608,14 @@ class CompiledPolicy:
             return [False] * len(objects)
         decide = bucket.decide
         return [decide(o) for o in objects]
+
+    def plan_rules(
+        self, principal: Principal, object_type: str, method: str
+    ) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
+        """(allow rules, deny rules) of one principal, object type and method: exactly the rules its decisions test
+        (deduplicated, MFA roles and user permissions applied), from which a query plan is stated."""
+        bucket = self._bucket(principal, object_type, method)
+        return bucket.allow.rules, bucket.deny.rules
 
     def decider(self, principal: Principal, object_type: str, method: str) -> CriterionTest:
         """`attributes -> allowed?` for one principal, object type and method: `is_allowed` with the lookup of
