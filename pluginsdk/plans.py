@@ -163,10 +163,8 @@ def _join(op: str, frags: Sequence[_Frag]) -> _Frag:
     if not kept:
         return unit
     while len(kept) > 1:
-        kept = [
-            (f"({a[0]} {op} {b[0]})", a[1] + b[1]) if b is not None else a
-            for a, b in zip(kept[::2], [*kept[1::2], None], strict=True)
-        ]
+        paired = [(f"({a[0]} {op} {b[0]})", a[1] + b[1]) for a, b in zip(kept[::2], kept[1::2], strict=False)]
+        kept = paired + kept[len(paired) * 2 :]
     return kept[0]
 
 
