@@ -1,0 +1,36 @@
+"""Listings filter in the store through the caller's query plan: every page is full and `total_count` counts
+exactly what the caller may read — on both backends, for a restricted user and for the administrator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pluginsdk import PluginSDK
+from tests.auth.conftest import acting_as
+from tests.auth.grants import role, rule
+from tests.auth.test_stored_objects import _requests_by
+
+
+async def test_request_pages_are_full_and_totals_exact(sdk: PluginSDK, tmp_path: Path) -> None:
+    ids = await _requests_by(sdk, tmp_path)  # bob and carol, each on templates web and gpu
+    await role(sdk, "web-readers")
+    await rule(sdk, "web-readers", "request", [("templateId", "equals", "web")])
+    await rule(sdk, "web-readers", "request", [("userId", "equals", "bob")], kind="deny")
+    await sdk.create_user_roles("alice", ["web-readers"])
+    everything = await sdk.list_requests()
+    assert everything.total_count == 4 and len(everything.requests) == 4  # the administrator: unchanged
+    async with acting_as(sdk, "alice", tmp_path) as alice:
+        page = await alice.list_requests(limit=1)
+        assert [r.request_id for r in page.requests] == [ids["carol-web"]] and page.total_count == 1
+        assert (await alice.list_requests(limit=1, offset=1)).requests == []
+        plan = await sdk.plan_access("request", "GET", user_id="alice")
+        for r in everything.requests:
+            allowed = await sdk.check_access(
+                "request",
+                "GET",
+                user_id="alice",
+                attributes={"requestId": r.request_id, "templateId": r.template_id, "userId": r.created_by},
+            )
+            assert allowed.allowed is (r.request_id == ids["carol-web"]), plan
+        active = await alice.list_active_requests(all_resources=True, limit=1)
+        assert active.total_count == 1 and len(active.requests) == 1
