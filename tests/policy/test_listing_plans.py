@@ -34,3 +34,16 @@ async def test_request_pages_are_full_and_totals_exact(sdk: PluginSDK, tmp_path:
             assert allowed.allowed is (r.request_id == ids["carol-web"]), plan
         active = await alice.list_active_requests(all_resources=True, limit=1)
         assert active.total_count == 1 and len(active.requests) == 1
+
+
+async def test_machine_pages_are_full_and_totals_exact(sdk: PluginSDK, tmp_path: Path) -> None:
+    await _requests_by(sdk, tmp_path)  # one machine per request: web and gpu, by bob and carol
+    await role(sdk, "gpu-readers")
+    await rule(sdk, "gpu-readers", "machine", [("templateId", "equals", "gpu")])
+    await sdk.create_user_roles("alice", ["gpu-readers"])
+    everything = await sdk.list_machines()
+    assert everything.total_count == 4 and len(everything.machines) == 4
+    async with acting_as(sdk, "alice", tmp_path) as alice:
+        first, second = await alice.list_machines(limit=1), await alice.list_machines(limit=1, offset=1)
+        assert first.total_count == second.total_count == 2
+        assert [m.template_id for m in (*first.machines, *second.machines)] == ["gpu", "gpu"]

@@ -353,7 +353,10 @@ class Store:
         updated_before: datetime | None = None,
         limit: int | None = None,
         offset: int = 0,
+        access: AccessPlan | None = None,
     ) -> tuple[list[Machine], int]:
+        """Machines newest first, and the total that matched before limit/offset: only those `access` (the
+        caller's query plan) allows, when given."""
         conds: list[str] = []
         params: dict[str, Any] = {}
         if statuses:
@@ -367,6 +370,10 @@ class Store:
         if updated_before is not None:
             conds.append("updated_at < :before")
             params["before"] = _ts(updated_before)
+        allowed, plan_params = plan_where(access, "machine", self.db.dialect)
+        if allowed is not None:
+            conds.append(f"({allowed})")
+            params.update(plan_params)
         where = (" WHERE " + " AND ".join(conds)) if conds else ""
         total_row = await self.db.fetchone(f"SELECT COUNT(*) AS n FROM machines{where}", params)
         sql = f"SELECT data FROM machines{where} ORDER BY created_at DESC, machine_id"

@@ -2,7 +2,7 @@
 may read — and what the caller may not read costs nothing to skip (the plan's tests run on indexed columns).
 
 `COLUMNS` maps each object type's criterion fields to the columns holding them, exactly as the authorizer reads
-them off the model (`request_attrs`: `userId` is `created_by`); `tests/policy/test_listing_plans.py` holds a
+them off the model (`request_attrs`, `machine_attrs`: a request's `userId` is `created_by`); `tests/policy/test_listing_plans.py` holds a
 listing to `check_access` on every row.
 """
 
@@ -22,6 +22,11 @@ COLUMNS: Final[dict[str, dict[str, str | Column]]] = {
         "requestId": Column("request_id", not_null=True),
         "templateId": "template_id",
         "userId": "created_by",
+    },
+    "machine": {
+        "machineId": Column("machine_id", not_null=True),
+        "templateId": Column("template_id", not_null=True),
+        "requestId": Column("request_id", not_null=True),
     },
 }
 
