@@ -1,9 +1,9 @@
 """Listings filtered by the caller's query plan in SQL, so a page is full and its total counts what the caller
 may read — and what the caller may not read costs nothing to skip (the plan's tests run on indexed columns).
 
-`COLUMNS` maps each object type's criterion fields to the columns holding them, exactly as the authorizer reads
-them off the model (`request_attrs`, `machine_attrs`: a request's `userId` is `created_by`); `tests/policy/test_listing_plans.py` holds a
-listing to `check_access` on every row.
+`COLUMNS` maps each object type's criterion fields to the columns holding them, exactly as the authorizer
+reads them off the model (`request_attrs`, `machine_attrs`: a request's `userId` is `created_by`);
+`tests/policy/test_listing_plans.py` holds the listings to `check_access`.
 """
 
 from __future__ import annotations
