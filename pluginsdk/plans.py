@@ -216,19 +216,24 @@ class _Sql:
 
     def node(self, node: PlanCondition) -> _Frag:
         if node.op == "match":
+            field = node.field or ""
             patterns, negated = leaf_patterns(node.operator or "", node.value or "")
-            return _negate(self.leaf(node.field or "", patterns)) if negated else self.leaf(node.field or "", patterns)
+            return _negate(self.leaf(field, patterns)) if negated else self.leaf(field, patterns)
         if node.op == "not":
             return _negate(self.node(node.operands[0]))
         if node.op == "and":
             return _join("AND", [self.node(n) for n in node.operands])
-        if node.op != "or":
-            raise ValueError(f"unknown plan node {node.op!r}")
-        # positive leaves on one field are one test: an IN list and the patterns (policies grant long lists of ids)
+        if node.op == "or":
+            return self.any_node(node.operands)
+        raise ValueError(f"unknown plan node {node.op!r}")
+
+    def any_node(self, operands: Sequence[PlanCondition]) -> _Frag:
+        """`or` of the operands; positive leaves on one field are one test — an IN list and the patterns
+        (policies grant long lists of ids, and one test per field keeps the SQL small)."""
         merged: dict[str, list[str]] = {}
         rest: list[_Frag] = []
-        for n in node.operands:
-            if n.op == "match" and (n.operator or "") not in _NEGATED:
+        for n in operands:
+            if n.op == "match" and n.operator not in _NEGATED:
                 merged.setdefault(n.field or "", []).extend(leaf_patterns(n.operator or "", n.value or "")[0])
             else:
                 rest.append(self.node(n))
