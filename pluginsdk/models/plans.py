@@ -6,6 +6,8 @@ fields; `pluginsdk.plans` renders the tree as SQL, a SQLAlchemy expression or a 
 
 from typing import Literal
 
+from pydantic import ConfigDict
+
 from ._base import BaseModel
 
 __all__ = ["AccessPlan", "PlanCondition"]
@@ -16,11 +18,14 @@ class PlanCondition(BaseModel):
 
     `op` is `and` / `or` of `operands`, `not` of its one operand, or `match`: a criterion in the constraint
     language's own terms (`field`, `operator`, `value`: literal text in which `*` matches any run of characters;
-    a list attribute matches when an element does, an absent one has no values).
+    a list attribute matches when an element does, an absent one has no values). Immutable: the engine keeps one
+    tree per subject and policy version and hands the same one to every caller.
     """
 
+    model_config = ConfigDict(frozen=True)
+
     op: Literal["and", "or", "not", "match"]
-    operands: list["PlanCondition"] = []
+    operands: tuple["PlanCondition", ...] = ()
     field: str | None = None
     operator: str | None = None
     value: str | None = None

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import gc
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 
@@ -49,6 +49,7 @@ ConstraintSource: TypeAlias = "Constraint | Mapping[str, Any]"
 """A `Constraint`, or its dict form with camelCase (wire) or snake_case keys."""
 
 _M = TypeVar("_M", bound=Mapping[str, Any])
+_P = TypeVar("_P")
 
 _EFFECTS: Final = frozenset({"allow", "deny"})
 _MAX_GUARD: Final = 64
@@ -433,11 +434,13 @@ class _Index:
 class _Bucket:
     """What one principal may do with one object type and method: its deny and allow indexes."""
 
-    __slots__ = ("allow", "decide", "deny")
+    __slots__ = ("allow", "decide", "deny", "plan")
 
     def __init__(self, allow: Iterable[Rule], deny: Iterable[Rule]) -> None:
         self.allow = _Index(allow)
         self.deny = _Index(deny)
+        self.plan: Any = None
+        """The query plan's condition stated from these rules, once asked for (`CompiledPolicy.plan_of`)."""
         self.decide: CriterionTest
         """`attrs -> allowed?`: no allow -> deny; any matching deny -> deny; else any matching allow."""
         if self.allow.empty:
@@ -609,13 +612,20 @@ class CompiledPolicy:
         decide = bucket.decide
         return [decide(o) for o in objects]
 
-    def plan_rules(
-        self, principal: Principal, object_type: str, method: str
-    ) -> tuple[tuple[Rule, ...], tuple[Rule, ...]]:
-        """(allow rules, deny rules) of one principal, object type and method: exactly the rules its decisions test
-        (deduplicated, MFA roles and user permissions applied), from which a query plan is stated."""
+    def plan_of(
+        self,
+        principal: Principal,
+        object_type: str,
+        method: str,
+        state: Callable[[tuple[Rule, ...], tuple[Rule, ...]], _P],
+    ) -> _P:
+        """`state(allow rules, deny rules)` of one principal, object type and method — exactly the rules its
+        decisions test (deduplicated, MFA roles, the default role and user permissions applied) — kept with those
+        rules, so a query plan is stated once per subject and policy version."""
         bucket = self._bucket(principal, object_type, method)
-        return bucket.allow.rules, bucket.deny.rules
+        if bucket.plan is None:
+            bucket.plan = (state(bucket.allow.rules, bucket.deny.rules),)
+        return cast("_P", bucket.plan[0])
 
     def decider(self, principal: Principal, object_type: str, method: str) -> CriterionTest:
         """`attributes -> allowed?` for one principal, object type and method: `is_allowed` with the lookup of

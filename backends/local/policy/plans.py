@@ -2,7 +2,7 @@
 
 A subject's decision on an object is "some allow rule matches and no deny rule does", each rule "every
 criteriaAnd entry holds and, when criteriaOr is given, one of its entries does". The plan is that sentence
-over the very rules `CompiledPolicy` tests for the subject (`plan_rules`: MFA roles, the default role and user
+over the very rules `CompiledPolicy` tests for the subject (`plan_of`: MFA roles, the default role and user
 permissions already applied, unknown fields and operators already dropped), so it agrees with the decision
 by construction. Constant parts fold away: a `*_one_of` whose list names no pattern holds never (positive)
 or always (negated), and `and`/`or`/`not` of constants simplify, so a subject without allow rules gets `never`.
@@ -27,7 +27,7 @@ _Node: TypeAlias = "PlanCondition | bool"
 def _leaf(field: str, value: str, operator: str) -> _Node:
     if not operator_patterns(operator, value):  # a list naming no pattern: no value matches it
         return operator in NEGATED_OPERATORS
-    return PlanCondition.model_construct(op="match", operands=[], field=field, operator=operator, value=value)
+    return PlanCondition.model_construct(op="match", operands=(), field=field, operator=operator, value=value)
 
 
 def _join(op: Literal["and", "or"], nodes: Iterable[_Node]) -> _Node:
@@ -46,7 +46,7 @@ def _join(op: Literal["and", "or"], nodes: Iterable[_Node]) -> _Node:
             kept.append(n)
     if not kept:
         return unit
-    return kept[0] if len(kept) == 1 else PlanCondition.model_construct(op=op, operands=kept)
+    return kept[0] if len(kept) == 1 else PlanCondition.model_construct(op=op, operands=tuple(kept))
 
 
 def _not(node: _Node) -> _Node:
@@ -54,7 +54,7 @@ def _not(node: _Node) -> _Node:
         return not node
     if node.op == "not":
         return node.operands[0]
-    return PlanCondition.model_construct(op="not", operands=[node])
+    return PlanCondition.model_construct(op="not", operands=(node,))
 
 
 def _rule(rule: Rule) -> _Node:
@@ -77,8 +77,7 @@ def plan_access(
     policy: CompiledPolicy, principal: Principal, object_type: str, method: str, revision: int
 ) -> AccessPlan:
     """The plan of `principal` (roles resolved) using `method` on objects of `object_type`."""
-    allow, deny = policy.plan_rules(principal, object_type, method.upper())
-    node = plan_condition(allow, deny)
+    node = policy.plan_of(principal, object_type, method.upper(), plan_condition)
     return AccessPlan(
         object_type=object_type,
         method=method.upper(),
