@@ -334,7 +334,7 @@ GROUPS: dict[str, dict[str, str]] = {
         "mfa-disable": "Turn the caller's MFA off; needs the current factor (a multi-factor session, or `code`).",
         "mfa-setup": "Start TOTP set-up for the caller's signed-in session: returns a secret for an authenticator app.",
         "mfa-verify": "Confirm the TOTP set-up this session started with a code: MFA is enabled and the session becomes multi-factor.",
-        "plan": "Which objects of a type a subject may use a method on, as a query plan.",
+        "plan": "Which objects of a type a subject may use a method on: always, never, or a condition tree to query by.",
         "profile": "The caller's own login profile.",
         "profile-update": "Write the caller's own login profile (the user pool's email wins when it knows one).",
         "refresh": "Exchange a refresh token for new id and access tokens (same session, same MFA state).",

@@ -161,7 +161,7 @@ class SDKMethods:
     async def logout(self) -> SessionTokens:
         """End the caller's session: its refresh token stops working and its tokens are rejected."""
     async def plan_access(self, object_type: str, method: str, user_id: str | None = ..., roles: list[str] | None = ..., mfa: bool = ..., at_least_revision: int | None = ...) -> AccessPlan:
-        """Which objects of a type a subject may use a method on, as a query plan."""
+        """Which objects of a type a subject may use a method on: always, never, or a condition tree to query by."""
     async def populate_machine_ids(self, request_id: str) -> Request:
         """Record machine ids the provider holds for a request (fleets that filled later, crash recovery)."""
     async def refresh_templates(self, force: bool = ...) -> TemplateRefresh:

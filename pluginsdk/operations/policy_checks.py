@@ -227,11 +227,7 @@ class WhoCanQuery(_AboutObject[WhoCan]):
 
 
 class PlanAccessQuery(_AboutSubject[AccessPlan]):
-    """Which objects of a type a subject may use a method on, as a query plan.
-
-    The answer is `always`, `never`, or `conditional` with a condition tree over the type's criterion fields,
-    which a service renders as its own query (`pluginsdk.plans`: SQL, SQLAlchemy, a predicate).
-    """
+    """Which objects of a type a subject may use a method on: always, never, or a condition tree to query by."""
 
     rest = Rest("POST", "/auth/plan", camel=True)
     cli = Cli("auth", "plan", args=("object_type", "method"))
