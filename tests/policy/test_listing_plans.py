@@ -47,3 +47,24 @@ async def test_machine_pages_are_full_and_totals_exact(sdk: PluginSDK, tmp_path:
         first, second = await alice.list_machines(limit=1), await alice.list_machines(limit=1, offset=1)
         assert first.total_count == second.total_count == 2
         assert [m.template_id for m in (*first.machines, *second.machines)] == ["gpu", "gpu"]
+
+
+def test_a_plan_too_large_for_one_statement_is_left_to_the_decisions() -> None:
+    from backends.local.policy import CompiledPolicy
+    from backends.local.policy.plans import plan_access
+    from backends.local.store.access import MAX_PLAN_PARAMETERS, plan_where
+    from pluginsdk.principal import Principal
+
+    values = ",".join(f"t{i}" for i in range(MAX_PLAN_PARAMETERS + 1))
+    grant = {"groupId": "many", "permission": "GET", "permissionType": "allow"}
+    policy = CompiledPolicy(
+        [
+            {
+                "objectType": "request",
+                "criteriaAnd": [{"field": "templateId", "operator": "is_one_of", "value": values}],
+                "groupPermissions": [grant],
+            }
+        ]
+    )
+    plan = plan_access(policy, Principal(user_id="u", roles=("many",)), "request", "GET", 1)
+    assert plan.kind == "conditional" and plan_where(plan, "request", "sqlite") == (None, {})

@@ -15,7 +15,13 @@ from pluginsdk.plans import Column, to_sql
 if TYPE_CHECKING:
     from pluginsdk.models.plans import AccessPlan
 
-__all__ = ["COLUMNS", "plan_where"]
+__all__ = ["COLUMNS", "MAX_PLAN_PARAMETERS", "plan_where"]
+
+MAX_PLAN_PARAMETERS: Final = 10_000
+"""A plan needing more parameters than this (a subject granted that many literal values) is not sent to the
+database (SQLite and asyncpg cap a statement's parameters near 32,767): the listing then pages unfiltered and
+the handlers' decision per item (`Engine.visible`, which every listing still applies) drops what the caller may
+not read — correct, with short pages, rather than a failed statement."""
 
 COLUMNS: Final[dict[str, dict[str, str | Column]]] = {
     "request": {
@@ -40,4 +46,6 @@ def plan_where(plan: AccessPlan | None, object_type: str, dialect: str) -> tuple
     if where.sql == "1 = 1":
         return None, {}
     assert isinstance(where.params, dict)
+    if len(where.params) > MAX_PLAN_PARAMETERS:
+        return None, {}
     return where.sql, where.params
