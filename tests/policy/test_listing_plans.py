@@ -4,6 +4,7 @@ exactly what the caller may read — on both backends, for a restricted user and
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from pluginsdk import PluginSDK
 from tests.auth.conftest import acting_as
@@ -68,3 +69,20 @@ def test_a_plan_too_large_for_one_statement_is_left_to_the_decisions() -> None:
     )
     plan = plan_access(policy, Principal(user_id="u", roles=("many",)), "request", "GET", 1)
     assert plan.kind == "conditional" and plan_where(plan, "request", "sqlite") == (None, {})
+
+
+async def test_listing_plans_on_each_store(any_store: dict[str, Any]) -> None:
+    """The plan's SQL as the store runs it: SQLite, then PostgreSQL (skipped where none answers)."""
+    async with PluginSDK(config=any_store) as admin:
+        for t in ("web", "gpu"):
+            await admin.create_template(template_id=t, image_id="ami-1", max_number=5)
+        made = [(await admin.create_request(t, 1, wait=True)).request_id for t in ("web", "gpu", "web", "gpu", "web")]
+        await role(admin, "web-readers")
+        await rule(admin, "web-readers", "request", [("templateId", "starts_with", "we")])
+        await rule(admin, "web-readers", "machine", [("templateId", "equals", "web")])
+        await admin.create_user_roles("alice", ["web-readers"])
+        async with PluginSDK(config=any_store, user="alice") as alice:
+            page = await alice.list_requests(limit=2)
+            assert page.total_count == 3 and [r.request_id for r in page.requests] == [made[4], made[2]]
+            machines = await alice.list_machines(limit=2, offset=2)
+            assert machines.total_count == 3 and [m.template_id for m in machines.machines] == ["web"]
