@@ -33,6 +33,7 @@ from pluginsdk.errors import (
     ValidationError,
 )
 from pluginsdk.models import Template
+from pluginsdk.models.plans import AccessPlan
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
@@ -92,6 +93,10 @@ class Authorizer(Protocol):
         """The items of a listing this principal may see."""
         ...
 
+    async def plan(self, principal: Principal, object_type: str, method: str) -> AccessPlan:
+        """The query plan of a listing: which objects of `object_type` this principal may use `method` on."""
+        ...
+
 
 class AllowAll:
     """Every call allowed, every caller the administrator.
@@ -128,6 +133,9 @@ class AllowAll:
         method: str,
     ) -> list[T]:
         return items
+
+    async def plan(self, principal: Principal, object_type: str, method: str) -> AccessPlan:
+        return AccessPlan(object_type=object_type, method=method, kind="always", revision=0)
 
 
 class Engine:
@@ -331,6 +339,10 @@ class Engine:
     ) -> list[T]:
         """Tier-2 filter for listings (GET)."""
         return await self.authz.filter_allowed(principal, object_type, list(items), attrs, "GET")
+
+    async def readable(self, principal: Principal, object_type: str) -> AccessPlan:
+        """The query plan of a listing (GET): the store filters by it, so a page is full and its total exact."""
+        return await self.authz.plan(principal, object_type, "GET")
 
     async def changeable(
         self,

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from .auth_results import *  # noqa: F403
     from .auth_vocabulary import *  # noqa: F403
     from .machine_results import *  # noqa: F403
+    from .plans import *  # noqa: F403
     from .policy_results import *  # noqa: F403
     from .provisioning import *  # noqa: F403
     from .request_results import *  # noqa: F403

@@ -14,6 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from ..models.auth_results import WebRoute
 from ..models.identifiers import ConstraintId, RoleName, UserId, identifier_problem
+from ..models.plans import AccessPlan
 from ..models.policy_results import (
     AccessQuestion,
     AccessQuestionData,
@@ -36,6 +37,7 @@ __all__ = [
     "CheckAccessQuery",
     "ExplainAccessQuery",
     "ListSubjectRoutesQuery",
+    "PlanAccessQuery",
     "RunPolicyTestsQuery",
     "WhatIfQuery",
     "WhoCanQuery",
@@ -222,6 +224,19 @@ class WhoCanQuery(_AboutObject[WhoCan]):
     """Evaluate as multi-factor sessions (MFA-only roles count)."""
     at_least_revision: int | None = Field(None, ge=0)
     """Answer on at least this policy revision."""
+
+
+class PlanAccessQuery(_AboutSubject[AccessPlan]):
+    """Which objects of a type a subject may use a method on: always, never, or a condition tree to query by."""
+
+    rest = Rest("POST", "/auth/plan", camel=True)
+    cli = Cli("auth", "plan", args=("object_type", "method"))
+    policy = _PDP
+
+    object_type: str = Field(min_length=1, max_length=64)
+    """Permission object type (see get_permission_objects)."""
+    method: str = Field(pattern=_METHOD)
+    """GET, PUT, POST or DELETE."""
 
 
 class ListSubjectRoutesQuery(_AboutSubject[SubjectRoutes]):

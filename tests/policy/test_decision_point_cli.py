@@ -44,3 +44,17 @@ def test_policy_test_file_exit_codes(env: dict[str, str], tmp_path: Path) -> Non
     res = run(env, "auth", "test", "-f", str(bad), "--format", "json")
     assert res.code == 1
     assert "flipped on purpose: expected deny, got allow" in res.err
+
+
+def test_plan_from_the_cli(env: dict[str, str]) -> None:
+    """`auth plan` answers the JSON plan: the default read-only role reads every template, nobody else any."""
+    import json
+
+    res = run(env, "auth", "plan", "template", "GET", "--roles", "basicReadOnly", "--format", "json")
+    assert res.code == 0, res.err
+    plan = json.loads(res.out)
+    assert plan["kind"] == "conditional" and plan["revision"] >= 1
+    leaves = [(n["op"], n["field"], n["operator"], n["value"]) for n in plan["condition"]["operands"]]
+    assert plan["condition"]["op"] == "or" and ("match", "templateId", "equals", "*") in leaves
+    res = run(env, "auth", "plan", "template", "DELETE", "--roles", "basicReadOnly", "--format", "json")
+    assert json.loads(res.out)["kind"] == "never"

@@ -47,10 +47,12 @@ from pluginsdk import observe
 from pluginsdk.constants import API_KEY_PREFIX
 from pluginsdk.errors import AuthenticationError, PermissionDeniedError, ValidationError
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
+from pluginsdk.models.plans import AccessPlan
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
 from ..policy import CompiledPolicy, compile_policy
+from ..policy.plans import plan_access
 from ..store.db import Row
 from .config import AuthConfig
 from .crypto import PageTokens, Passwords, SecretBox, now, parse_ts, sha256_hex
@@ -469,6 +471,13 @@ class AuthService:
         p = await self.with_roles(principal, snap)
         keep = snap.policy.allowed_flags(p, object_type, [attrs(i) for i in items], method)
         return [i for i, ok in zip(items, keep, strict=True) if ok]
+
+    async def plan(self, principal: Principal, object_type: str, method: str) -> AccessPlan:
+        """The query plan of `principal` for `method` on objects of `object_type`, on the current policy version:
+        what a listing filters by in the store (`filter_allowed` gives the same answers object by object)."""
+        snap = await self.snapshot()
+        p = await self.with_roles(principal, snap)
+        return plan_access(snap.policy, p, object_type, method, snap.version)
 
     # -- helpers for handlers ----------------------------------------------------------
     def decode_page(self, listing: str, token: str | None) -> dict[str, Any] | None:

@@ -76,6 +76,7 @@ async def list_machines(engine: Engine, op: ListMachinesQuery, principal: Princi
         provider_name=op.provider_name,
         limit=op.limit,
         offset=op.offset,
+        access=await engine.readable(principal, "machine"),
     )
     shown = await engine.visible(principal, "machine", items, machine_attrs)
     total -= len(items) - len(shown)

@@ -123,6 +123,7 @@ async def list_requests(engine: Engine, op: ListRequestsQuery, principal: Princi
         request_type=op.request_type,
         limit=op.limit,
         offset=op.offset,
+        access=await engine.readable(principal, "request"),
     )
     return await _listing(engine, principal, items, total)
 
@@ -154,6 +155,7 @@ async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, prin
         provider_name=op.provider_name,
         limit=None if filters else op.limit,
         offset=0 if filters else op.offset,
+        access=await engine.readable(principal, "request"),
     )
     if filters:
 
@@ -178,6 +180,7 @@ async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, prin
         provider_name=op.provider_name,
         limit=None if op.machine_names else op.limit,
         offset=0 if op.machine_names else op.offset,
+        access=await engine.readable(principal, "request"),
     )
     items, stale = await refresh_listed(engine, items)
     if op.machine_names:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import gc
 from bisect import bisect_right
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final, TypeAlias, TypeVar, cast
 
@@ -49,6 +49,7 @@ ConstraintSource: TypeAlias = "Constraint | Mapping[str, Any]"
 """A `Constraint`, or its dict form with camelCase (wire) or snake_case keys."""
 
 _M = TypeVar("_M", bound=Mapping[str, Any])
+_P = TypeVar("_P")
 
 _EFFECTS: Final = frozenset({"allow", "deny"})
 _MAX_GUARD: Final = 64
@@ -160,7 +161,7 @@ class Rule:
     """One distinct condition (object type + criteria), compiled; shared by every constraint,
     role and method that uses it."""
 
-    __slots__ = ("all_of", "any_of", "check", "checks", "guards", "index")
+    __slots__ = ("all_of", "any_of", "check", "checks", "guards", "index", "terms")
 
     def __init__(
         self,
@@ -168,8 +169,12 @@ class Rule:
         all_of: tuple[CriterionTest, ...],
         any_of: tuple[CriterionTest, ...],
         guards: tuple[_Guard, ...],
+        terms: tuple[_Criteria, _Criteria] = ((), ()),
     ) -> None:
         self.index = index
+        self.terms = terms
+        """The criteria tested, as (field, value, operator) triples: (criteriaAnd, criteriaOr) without the entries
+        ignored at evaluation (a query plan states the rule from them)."""
         """Identity of the distinct condition (for deduplication inside a bucket)."""
         self.all_of = all_of
         self.any_of = any_of
@@ -221,7 +226,8 @@ def _selectivity(guards: list[_Guard]) -> int:
     return 10_000 // len(guards) + (500 if exact else min(len(g[2]) for g in guards))
 
 
-_Compiled = tuple[_Crit, CriterionTest]
+_Compiled = tuple[_Crit, CriterionTest, tuple[str, str, str]]
+"""A known criterion: its patterns, its test, and its (field, value, operator) as written."""
 
 
 def _compile_criteria(
@@ -239,7 +245,7 @@ def _compile_criteria(
             compiled = None
             if patterns is not None:
                 crit = (field, patterns, operator in NEGATED_OPERATORS)
-                compiled = (crit, compile_criterion(*crit))
+                compiled = (crit, compile_criterion(*crit), (field, value, operator))
             crit_cache[key] = compiled
         if compiled is not None:
             kept.append(compiled)
@@ -250,7 +256,7 @@ def _choose_guards(all_of: list[_Compiled], any_of: list[_Compiled]) -> list[_Gu
     """The most selective guard of the criteriaAnd, else the union of every criteriaOr entry's guards."""
     guards: list[_Guard] | None = None
     alone = len(all_of) == 1 and not any_of
-    for crit, _ in all_of:
+    for crit, _, _ in all_of:
         g = _guards_of(crit, alone)
         if g is not None and (guards is None or _selectivity(g) > _selectivity(guards)):
             guards = g
@@ -258,7 +264,7 @@ def _choose_guards(all_of: list[_Compiled], any_of: list[_Compiled]) -> list[_Gu
         return guards
     # Some criteriaOr entry must hold: guard on the union of all of them if each has a guard.
     union: list[_Guard] = []
-    for crit, _ in any_of:
+    for crit, _, _ in any_of:
         g = _guards_of(crit, not all_of)
         if g is None:
             return None
@@ -287,9 +293,10 @@ def compile_rule(
     guards = _choose_guards(all_of, any_of)
     return Rule(
         index,
-        tuple(test for _, test in all_of),
-        tuple(test for _, test in any_of),
+        tuple(test for _, test, _ in all_of),
+        tuple(test for _, test, _ in any_of),
         tuple(sorted(set(guards))) if guards else (),
+        (tuple(raw for _, _, raw in all_of), tuple(raw for _, _, raw in any_of)),
     )
 
 
@@ -427,11 +434,13 @@ class _Index:
 class _Bucket:
     """What one principal may do with one object type and method: its deny and allow indexes."""
 
-    __slots__ = ("allow", "decide", "deny")
+    __slots__ = ("allow", "decide", "deny", "plan")
 
     def __init__(self, allow: Iterable[Rule], deny: Iterable[Rule]) -> None:
         self.allow = _Index(allow)
         self.deny = _Index(deny)
+        self.plan: Any = None
+        """The query plan's condition stated from these rules, once asked for (`CompiledPolicy.plan_of`)."""
         self.decide: CriterionTest
         """`attrs -> allowed?`: no allow -> deny; any matching deny -> deny; else any matching allow."""
         if self.allow.empty:
@@ -602,6 +611,21 @@ class CompiledPolicy:
             return [False] * len(objects)
         decide = bucket.decide
         return [decide(o) for o in objects]
+
+    def plan_of(
+        self,
+        principal: Principal,
+        object_type: str,
+        method: str,
+        state: Callable[[tuple[Rule, ...], tuple[Rule, ...]], _P],
+    ) -> _P:
+        """`state(allow rules, deny rules)` of one principal, object type and method — exactly the rules its
+        decisions test (deduplicated, MFA roles, the default role and user permissions applied) — kept with those
+        rules, so a query plan is stated once per subject and policy version."""
+        bucket = self._bucket(principal, object_type, method)
+        if bucket.plan is None:
+            bucket.plan = (state(bucket.allow.rules, bucket.deny.rules),)
+        return cast("_P", bucket.plan[0])
 
     def decider(self, principal: Principal, object_type: str, method: str) -> CriterionTest:
         """`attributes -> allowed?` for one principal, object type and method: `is_allowed` with the lookup of

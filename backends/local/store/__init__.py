@@ -16,12 +16,14 @@ from pluginsdk import models
 from pluginsdk.errors import AlreadyExistsError
 from pluginsdk.models.statuses import MachineStatus
 
+from .access import plan_where
 from .claims import Claims
 from .db import Database, open_database
 from .schema import migrate
 
 if TYPE_CHECKING:  # the classes are read through `models` when first used: a call builds only those it needs
     from pluginsdk.models import Machine, Request, Template
+    from pluginsdk.models.plans import AccessPlan
 
 __all__ = ["Store", "open_store"]
 
@@ -167,9 +169,15 @@ class Store:
         created_before: datetime | None = None,
         limit: int | None = None,
         offset: int = 0,
+        access: AccessPlan | None = None,
     ) -> tuple[list[Request], int]:
-        """Requests newest first, and the total that matched before limit/offset."""
+        """Requests newest first, and the total that matched before limit/offset: only those `access` (the
+        caller's query plan) allows, when given."""
         where, params = self._request_filter(statuses, template_id, request_type, provider_name, created_before)
+        allowed, plan_params = plan_where(access, "request", self.db.dialect)
+        if allowed is not None:
+            where = f"{where} AND ({allowed})" if where else f" WHERE {allowed}"
+            params = {**params, **plan_params}
         total_row = await self.db.fetchone(f"SELECT COUNT(*) AS n FROM requests{where}", params)
         sql = f"SELECT data FROM requests{where} ORDER BY created_at DESC, request_id"
         if limit is not None:
@@ -345,7 +353,10 @@ class Store:
         updated_before: datetime | None = None,
         limit: int | None = None,
         offset: int = 0,
+        access: AccessPlan | None = None,
     ) -> tuple[list[Machine], int]:
+        """Machines newest first, and the total that matched before limit/offset: only those `access` (the
+        caller's query plan) allows, when given."""
         conds: list[str] = []
         params: dict[str, Any] = {}
         if statuses:
@@ -359,6 +370,10 @@ class Store:
         if updated_before is not None:
             conds.append("updated_at < :before")
             params["before"] = _ts(updated_before)
+        allowed, plan_params = plan_where(access, "machine", self.db.dialect)
+        if allowed is not None:
+            conds.append(f"({allowed})")
+            params.update(plan_params)
         where = (" WHERE " + " AND ".join(conds)) if conds else ""
         total_row = await self.db.fetchone(f"SELECT COUNT(*) AS n FROM machines{where}", params)
         sql = f"SELECT data FROM machines{where} ORDER BY created_at DESC, machine_id"

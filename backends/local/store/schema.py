@@ -174,6 +174,10 @@ MIGRATIONS: dict[int, Sequence[str]] = {
         "ALTER TABLE local_instances ADD COLUMN host_name TEXT",
         "ALTER TABLE local_instances ADD COLUMN process_id INTEGER",
     ),
+    10: (  # request listings filtered by the caller's query plan (store/access.py): by owner, newest first
+        "CREATE INDEX ix_requests_created_by ON requests (created_by, created_at)",
+        "CREATE INDEX ix_machines_template ON machines (template_id)",
+    ),
 }
 
 

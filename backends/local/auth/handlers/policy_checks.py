@@ -19,6 +19,7 @@ from pluginsdk.errors import PermissionDeniedError, RevisionNotReachedError, Val
 from pluginsdk.models.auth import validate_constraint
 from pluginsdk.models.auth_results import AllowedApiRoute, AllowedWebRoute
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
+from pluginsdk.models.plans import AccessPlan
 from pluginsdk.models.policy_results import (
     AccessQuestionData,
     BatchDecision,
@@ -42,6 +43,7 @@ from pluginsdk.operations.policy_checks import (
     CheckAccessQuery,
     ExplainAccessQuery,
     ListSubjectRoutesQuery,
+    PlanAccessQuery,
     RunPolicyTestsQuery,
     WhatIfQuery,
     WhoCanQuery,
@@ -51,6 +53,7 @@ from pluginsdk.principal import Principal
 
 from ...policy.decision_point import Explained, PolicyModel, Question, diff_models, object_questions
 from ...policy.evaluator import read_constraint
+from ...policy.plans import plan_access as _plan
 from ...registry import HandlerTable
 from ..audit import decision_sample_rate, log_decision
 from ..object_routes import object_routes
@@ -375,6 +378,13 @@ async def explain_access(engine: Engine, op: ExplainAccessQuery, principal: Prin
     if _may_see_routes(svc, principal):
         routes = _routes(model, model.subject(op.user_id, op.roles, op.mfa), op.object_type, op.method, op.attributes)
     return _explanation(_explain(model, op), revision, routes)
+
+
+@handlers.on(PlanAccessQuery)
+async def plan_access(engine: Engine, op: PlanAccessQuery, principal: Principal) -> AccessPlan:
+    _known_type(op.object_type)
+    revision, model = await current_model(service(engine), op.at_least_revision, principal)
+    return _plan(model.policy, model.subject(op.user_id, op.roles, op.mfa), op.object_type, op.method, revision)
 
 
 @handlers.on(WhoCanQuery)
