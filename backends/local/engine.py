@@ -36,6 +36,7 @@ from pluginsdk.models import Template
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
+from .call import Call
 from .providers import load_provider_class
 from .providers.base import ProviderDriver
 from .registry import HandlerRegistry
@@ -59,11 +60,10 @@ class Authorizer(Protocol):
         """
         ...
 
-    async def authorize(
-        self, principal: Principal, spec: OperationSpec, op: Operation, *, route_path: str | None = None
-    ) -> Principal:
-        """Resolve roles, check the route (`route_path`, the concrete path called, or the operation's first
-        path) and the stored object the operation names; raise PermissionDeniedError or NotFoundError."""
+    async def authorize(self, call: Call) -> None:
+        """Resolve roles, check the route (`call.route_path`, the concrete path called, or the operation's first
+        path) and the stored object the operation names, and fill in `call` with what was decided on (the
+        principal with its roles, ...); raise PermissionDeniedError or NotFoundError."""
         ...
 
     async def authorize_also(
@@ -106,10 +106,8 @@ class AllowAll:
     async def authenticate(self, authorization: str | None) -> Principal:
         return self.admin
 
-    async def authorize(
-        self, principal: Principal, spec: OperationSpec, op: Operation, *, route_path: str | None = None
-    ) -> Principal:
-        return principal
+    async def authorize(self, call: Call) -> None:
+        return None
 
     async def authorize_also(
         self, principal: Principal, spec: OperationSpec, calls: Iterable[tuple[Operation, str]]
@@ -149,7 +147,8 @@ class Engine:
         self._closing = asyncio.Event()
         self.on_close: list[Callable[[], Awaitable[None]]] = []
         self.around_command: Callable[..., Awaitable[Any]] | None = None
-        """Wraps every command's handler (the auth service's audit log: backends/local/auth/audit.py)."""
+        """Wraps every command's handler: `(engine, call, handler)` (the auth service's audit log,
+        backends/local/auth/audit.py)."""
 
     # -- lifecycle --------------------------------------------------------
     async def start(self) -> None:
@@ -277,11 +276,14 @@ class Engine:
         return await self.db.get_template(template_id) or self.files.load().get(template_id)
 
     # -- execution --------------------------------------------------------
-    async def execute(self, op: Operation, principal: Principal, *, route_path: str | None = None) -> Any:
-        """Authorize and run `op` as `principal`.
+    async def execute(
+        self, op: Operation, principal: Principal, *, route_path: str | None = None, route_checked: bool = False
+    ) -> Any:
+        """Authorize and run `op` as `principal`, on one `Call` the authorizer fills in and the handler receives.
 
         `route_path` is the concrete path a REST request arrived on (e.g. `/api/v1/machines/request`); tier 1
-        decides on it. None (in-process calls) means the operation's first path.
+        decides on it. None (in-process calls) means the operation's first path. `route_checked`: the server
+        decided tier 1 on it already (`Authorizer.check_route`).
         """
         spec = op.spec
         handler = self.handlers.get(type(op))
@@ -291,9 +293,10 @@ class Engine:
         stats["calls"] += 1
         started = time.perf_counter()
         try:
-            principal = await self.authz.authorize(principal, spec, op, route_path=route_path)
+            call = Call(op, spec, principal, route_path, route_checked)
+            await self.authz.authorize(call)
             wrap = self.around_command if spec.kind == "command" else None
-            return await (handler(self, op, principal) if wrap is None else wrap(self, spec, op, principal, handler))
+            return await (handler(self, op, call) if wrap is None else wrap(self, call, handler))
         except SDKError:
             stats["errors"] += 1
             raise

@@ -16,14 +16,15 @@ from typing import TYPE_CHECKING, Any
 
 from pluginsdk.errors import HandlerDiscoveryError
 from pluginsdk.operations import Operation
-from pluginsdk.principal import Principal
 
 if TYPE_CHECKING:
+    from .call import Call
     from .engine import Engine
 
 __all__ = ["HANDLER_PACKAGES", "Handler", "HandlerRegistry", "HandlerTable"]
 
-Handler = Callable[["Engine", Any, Principal], Awaitable[Any]]
+Handler = Callable[["Engine", Any, "Call"], Awaitable[Any]]
+"""`handler(engine, op, call)`: the operation (typed by the handler) and its call (`call.py`)."""
 
 HANDLER_PACKAGES = ("backends.local.handlers", "backends.local.auth.handlers")
 """Where handler modules live; each is named like the operation module it serves."""

@@ -267,7 +267,7 @@ class _Plan(_Endpoint):
                 if not self.public and not self.reads_body:  # path/query input: still 403 before 400
                     await backend.check_route(principal, self.method, head.path)
                 raise
-            result = await backend.execute(op, principal, route_path=head.path)
+            result = await backend.execute(op, principal, route_path=head.path, route_checked=self.reads_body)
         except SDKError as err:
             return _refused(head, err), error_body(err, self.camel), user
         status = 200 if self.dry_run is not None and getattr(op, self.dry_run) else self.status

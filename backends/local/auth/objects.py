@@ -31,9 +31,8 @@ from pluginsdk.errors import NotFoundError, PermissionDeniedError, StateConflict
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import Principal
 
-from ..stored import hand_over
-
 if TYPE_CHECKING:
+    from ..call import Call
     from ..engine import Engine
     from ..policy import CompiledPolicy
 
@@ -213,18 +212,20 @@ def denied(principal: Principal, method: str, object_type: str) -> PermissionDen
 async def check_stored(
     engine: Engine,
     policy: CompiledPolicy,
-    principal: Principal,
-    spec: OperationSpec,
-    op: Operation,
+    call: Call,
     *,
     roles_of: Callable[[str], Awaitable[list[str]]],
 ) -> None:
-    """Tier 2 of `op` on the stored object(s) it names; raises NotFoundError / PermissionDeniedError."""
+    """Tier 2 of `call.op` on the stored object(s) it names; raises NotFoundError / PermissionDeniedError.
+    A read of one object leaves the object decided on in `call.stored`: its handler answers with it."""
+    spec, op, principal = call.spec, call.op, call.principal
     method = spec.method
     plan = OBJECT_OPERATIONS.get(spec.name)
     if plan is not None:
         if plan.applies(op):
-            await _check_one(engine, policy, principal, plan, op, method=method)
+            obj = await _check_one(engine, policy, principal, plan, op, method=method)
+            if method == "GET":
+                call.stored = obj  # one read: the decision and the answer are on the same object
         return
     if spec.name in ("update_user_roles", "delete_user_roles"):
         await _user_roles(policy, principal, spec, op, roles_of)
@@ -234,8 +235,8 @@ async def check_stored(
 
 async def _check_one(
     engine: Engine, policy: CompiledPolicy, principal: Principal, plan: ObjectPlan, op: Operation, *, method: str
-) -> None:
-    """`decide` on the one stored object `plan` names; a read hands the object to its handler."""
+) -> Any:
+    """`decide` on the one stored object `plan` names; the object as read."""
     kind = KINDS[plan.kind]
     ident = str(getattr(op, plan.field))
     obj = await kind.load(engine, ident)
@@ -243,13 +244,11 @@ async def _check_one(
         raise kind.not_found(ident)
     stored = kind.attrs(obj)
     decide(policy, principal, kind, ident, stored, method=method)
-    if method == "GET":
-        hand_over(op, obj)  # the read's handler answers with this very object (`stored.py`)
-        return
-    if plan.after is not None:
+    if method != "GET" and plan.after is not None:
         changed = plan.after(op, stored)
         if changed != stored and not policy.is_allowed(principal, kind.object_type, changed, method):
             raise denied(principal, method, kind.object_type)
+    return obj
 
 
 def decide(
