@@ -61,6 +61,7 @@ from ..registry import HandlerTable
 from ..stored import take
 
 if TYPE_CHECKING:
+    from ..call import Call
     from ..engine import Engine
 
 handlers = HandlerTable()
@@ -108,9 +109,10 @@ async def fresh(engine: Engine, r: Request, *, lightweight: bool = False) -> Req
 
 
 @handlers.on(CreateRequestCommand)
-async def create_request(engine: Engine, op: CreateRequestCommand, principal: Principal) -> RequestCreated:
+async def create_request(engine: Engine, op: CreateRequestCommand, call: Call) -> RequestCreated:
     """validate -> record `pending` -> launch -> settle the first status (-> wait); a retry with the same
     request id answers the first result."""
+    principal = call.principal
     if op.request_id and (existing := await engine.db.get_request(op.request_id)) is not None:
         return _replayed(existing, op)
     request_id = op.request_id or f"req-{uuid.uuid4()}"
@@ -210,11 +212,10 @@ async def machines_by_name(engine: Engine, names: list[str]) -> dict[str, Machin
 
 
 @handlers.on(CreateReturnRequestCommand)
-async def create_return_request(
-    engine: Engine, op: CreateReturnRequestCommand, principal: Principal
-) -> ReturnRequestCreated:
+async def create_return_request(engine: Engine, op: CreateReturnRequestCommand, call: Call) -> ReturnRequestCreated:
     """validate -> select -> screen -> claim -> terminate -> settle; a retry with the same request id answers
     the first result (docs/design.md, "Requests, machines, reconciliation")."""
+    principal = call.principal
     _validate_return(op)
     if op.request_id and (existing := await engine.db.get_request(op.request_id)) is not None:
         return ReturnRequestCreated(
@@ -523,7 +524,8 @@ def machine_attrs(m: Machine) -> dict[str, Any]:
 
 
 @handlers.on(CancelRequestCommand)
-async def cancel_request(engine: Engine, op: CancelRequestCommand, principal: Principal) -> Request:
+async def cancel_request(engine: Engine, op: CancelRequestCommand, call: Call) -> Request:
+    principal = call.principal
     r = await load_request(engine, op.request_id)
     if r.request_type is RequestType.RETURN:
         raise StateConflictError(
@@ -557,7 +559,7 @@ async def cancel_request(engine: Engine, op: CancelRequestCommand, principal: Pr
 
 
 @handlers.on(UpdateRequestStatusCommand)
-async def update_request_status(engine: Engine, op: UpdateRequestStatusCommand, principal: Principal) -> Request:
+async def update_request_status(engine: Engine, op: UpdateRequestStatusCommand, call: Call) -> Request:
     async with engine.db.transaction():
         r = await load_request(engine, op.request_id)
         if not can_transition(r.status, op.status):
@@ -585,9 +587,7 @@ def _next(status: RequestStatus) -> list[str]:
 
 
 @handlers.on(SyncRequestCommand, PopulateMachineIdsCommand)
-async def sync_request(
-    engine: Engine, op: SyncRequestCommand | PopulateMachineIdsCommand, principal: Principal
-) -> Request:
+async def sync_request(engine: Engine, op: SyncRequestCommand | PopulateMachineIdsCommand, call: Call) -> Request:
     r = await load_request(engine, op.request_id)
     if r.request_type is RequestType.PROVISION and r.status.terminal and not r.dry_run:
         # still adopt machines the provider holds (crash recovery), without moving the status
@@ -607,7 +607,8 @@ async def sync_request(
 
 
 @handlers.on(CompleteRequestCommand)
-async def complete_request(engine: Engine, op: CompleteRequestCommand, principal: Principal) -> Request:
+async def complete_request(engine: Engine, op: CompleteRequestCommand, call: Call) -> Request:
+    principal = call.principal
     r = await fresh(engine, await load_request(engine, op.request_id))
     if r.status.terminal:
         raise StateConflictError(
@@ -623,13 +624,14 @@ async def complete_request(engine: Engine, op: CompleteRequestCommand, principal
 
 
 @handlers.on(GetRequestQuery)
-async def get_request(engine: Engine, op: GetRequestQuery, principal: Principal) -> Request:
+async def get_request(engine: Engine, op: GetRequestQuery, call: Call) -> Request:
     r = await fresh(engine, take(op) or await load_request(engine, op.request_id), lightweight=op.lightweight)
     return await with_machines(engine, r) if op.long else r
 
 
 @handlers.on(GetRequestStatusQuery)
-async def get_request_status(engine: Engine, op: GetRequestStatusQuery, principal: Principal) -> RequestStatusList:
+async def get_request_status(engine: Engine, op: GetRequestStatusQuery, call: Call) -> RequestStatusList:
+    principal = call.principal
     found = await engine.db.get_requests(op.request_ids)
     visible = {r.request_id for r in await engine.visible(principal, "request", list(found.values()), request_attrs)}
     out: list[Request] = []
@@ -703,7 +705,8 @@ async def _listing(
 
 
 @handlers.on(ListRequestsQuery)
-async def list_requests(engine: Engine, op: ListRequestsQuery, principal: Principal) -> RequestList:
+async def list_requests(engine: Engine, op: ListRequestsQuery, call: Call) -> RequestList:
+    principal = call.principal
     items, total = await engine.db.list_requests(
         statuses=[op.status.value] if op.status else None,
         template_id=op.template_id,
@@ -734,7 +737,8 @@ def _filters(expressions: list[str]) -> list[tuple[str, bool, str]]:
 
 
 @handlers.on(ListActiveRequestsQuery)
-async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, principal: Principal) -> RequestList:
+async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, call: Call) -> RequestList:
+    principal = call.principal
     filters = _filters(op.filter_expressions)
     items, total = await engine.db.list_requests(
         statuses=None if op.all_resources else ACTIVE,
@@ -754,7 +758,8 @@ async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, prin
 
 
 @handlers.on(ListReturnRequestsQuery)
-async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, principal: Principal) -> RequestList:
+async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, call: Call) -> RequestList:
+    principal = call.principal
     try:  # machines the cloud took back (spot interruptions) are listed as return requests too
         await record_reclaimed(engine)
     except ProviderError as exc:
@@ -781,7 +786,7 @@ async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, prin
 
 
 @handlers.on(GetRequestSummaryQuery)
-async def get_request_summary(engine: Engine, op: GetRequestSummaryQuery, principal: Principal) -> RequestSummary:
+async def get_request_summary(engine: Engine, op: GetRequestSummaryQuery, call: Call) -> RequestSummary:
     by_status = await engine.db.count_requests_by("status", op.template_id)
     by_type = await engine.db.count_requests_by("request_type", op.template_id)
     return RequestSummary(
@@ -818,7 +823,8 @@ async def _cleanup_requests(
 
 
 @handlers.on(CleanupOldRequestsCommand)
-async def cleanup_old_requests(engine: Engine, op: CleanupOldRequestsCommand, principal: Principal) -> CleanupResult:
+async def cleanup_old_requests(engine: Engine, op: CleanupOldRequestsCommand, call: Call) -> CleanupResult:
+    principal = call.principal
     ids, machines = await _cleanup_requests(
         engine, principal, [s.value for s in op.statuses_to_cleanup], op.older_than_days, op.dry_run
     )
@@ -834,7 +840,8 @@ async def cleanup_old_requests(engine: Engine, op: CleanupOldRequestsCommand, pr
 
 
 @handlers.on(CleanupAllResourcesCommand)
-async def cleanup_all_resources(engine: Engine, op: CleanupAllResourcesCommand, principal: Principal) -> CleanupResult:
+async def cleanup_all_resources(engine: Engine, op: CleanupAllResourcesCommand, call: Call) -> CleanupResult:
+    principal = call.principal
     if op.include_pending:
         before = utcnow() - timedelta(days=op.older_than_days)
         pending, _ = await engine.db.list_requests(statuses=[RequestStatus.PENDING.value], created_before=before)

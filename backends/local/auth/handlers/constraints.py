@@ -45,6 +45,7 @@ from ._common import service
 from .policy_checks import import_dry_run
 
 if TYPE_CHECKING:
+    from ...call import Call
     from ...engine import Engine
 
 handlers = HandlerTable()
@@ -85,7 +86,7 @@ def _written(c: Constraint, operation: str, verb: str) -> ConstraintWritten:
 
 
 @handlers.on(ListConstraintsQuery)
-async def list_constraints(engine: Engine, op: ListConstraintsQuery, principal: Principal) -> ConstraintList:
+async def list_constraints(engine: Engine, op: ListConstraintsQuery, call: Call) -> ConstraintList:
     svc = service(engine)
     size = min(op.page_size, op.max_items, PAGE_MAX)
     pos = svc.decode_page("constraints", op.starting_token)
@@ -99,7 +100,7 @@ async def list_constraints(engine: Engine, op: ListConstraintsQuery, principal: 
 
 
 @handlers.on(GetConstraintQuery)
-async def get_constraint(engine: Engine, op: GetConstraintQuery, principal: Principal) -> Constraint:
+async def get_constraint(engine: Engine, op: GetConstraintQuery, call: Call) -> Constraint:
     row = await service(engine).store.get_constraint(op.constraint_id)
     if row is None:
         raise NotFoundError("constraint", op.constraint_id)
@@ -107,7 +108,8 @@ async def get_constraint(engine: Engine, op: GetConstraintQuery, principal: Prin
 
 
 @handlers.on(CreateConstraintCommand)
-async def create_constraint(engine: Engine, op: CreateConstraintCommand, principal: Principal) -> ConstraintWritten:
+async def create_constraint(engine: Engine, op: CreateConstraintCommand, call: Call) -> ConstraintWritten:
+    principal = call.principal
     store = service(engine).store
     c = _validated(op)
     data = json.dumps(_wire(c))
@@ -156,7 +158,7 @@ _UPDATE_FIELDS = (
 
 
 @handlers.on(UpdateConstraintCommand)
-async def update_constraint(engine: Engine, op: UpdateConstraintCommand, principal: Principal) -> ConstraintWritten:
+async def update_constraint(engine: Engine, op: UpdateConstraintCommand, call: Call) -> ConstraintWritten:
     store = service(engine).store
     c = _validated(op)
     async with store.transaction():
@@ -167,7 +169,7 @@ async def update_constraint(engine: Engine, op: UpdateConstraintCommand, princip
 
 
 @handlers.on(DeleteConstraintCommand)
-async def delete_constraint(engine: Engine, op: DeleteConstraintCommand, principal: Principal) -> ConstraintWritten:
+async def delete_constraint(engine: Engine, op: DeleteConstraintCommand, call: Call) -> ConstraintWritten:
     store = service(engine).store
     async with store.transaction():
         if not await store.delete_constraint(op.constraint_id):
@@ -217,9 +219,10 @@ def _prefixed(exc: ValidationError, where: str) -> ValidationError:
 
 @handlers.on(ImportConstraintsTemplateCommand)
 async def import_constraints_template(
-    engine: Engine, op: ImportConstraintsTemplateCommand, principal: Principal
+    engine: Engine, op: ImportConstraintsTemplateCommand, call: Call
 ) -> ConstraintImported:
     """Parse every constraint of the template (variables substituted), then write them all or none."""
+    principal = call.principal
     room = [IMPORT_MAX_TEXT]
     parsed = [
         _template_constraint(raw, op.variables, f"constraints[{i}]", room) for i, raw in enumerate(op.constraints)
@@ -306,9 +309,7 @@ def _label(name: str) -> str:
 
 
 @handlers.on(GetPermissionObjectsQuery)
-async def get_permission_objects(
-    engine: Engine, op: GetPermissionObjectsQuery, principal: Principal
-) -> PermissionObjects:
+async def get_permission_objects(engine: Engine, op: GetPermissionObjectsQuery, call: Call) -> PermissionObjects:
     return PermissionObjects(
         message=PermissionObjectsBody(
             object_types=[

@@ -10,7 +10,6 @@ from pluginsdk.models.auth import Constraint, validate_constraint
 from pluginsdk.models.auth_results import AccessGranted
 from pluginsdk.operations.constraints import RESERVED_ID
 from pluginsdk.operations.grants import GrantAccessCommand
-from pluginsdk.principal import Principal
 
 from ...registry import HandlerTable
 from ..crypto import now, ts
@@ -18,6 +17,7 @@ from ..object_routes import object_routes, other_routes, route_pattern
 from ._common import service
 
 if TYPE_CHECKING:
+    from ...call import Call
     from ...engine import Engine
     from ..store import AuthStore
 
@@ -82,9 +82,10 @@ def _wire(c: Constraint) -> dict[str, Any]:
 
 
 @handlers.on(GrantAccessCommand)
-async def grant_access(engine: Engine, op: GrantAccessCommand, principal: Principal) -> AccessGranted:
+async def grant_access(engine: Engine, op: GrantAccessCommand, call: Call) -> AccessGranted:
     """Validate both tiers' constraints, check the right to create each, then write the missing ones in one
     transaction (all or none); one that exists as asked is kept, one that differs is a 409."""
+    principal = call.principal
     svc = service(engine)
     constraints, opened = _constraints(op)
     for c in constraints:

@@ -59,6 +59,7 @@ from ._common import service
 from .routes import api_routes
 
 if TYPE_CHECKING:
+    from ...call import Call
     from ...engine import Engine
 
 handlers = HandlerTable()
@@ -313,7 +314,8 @@ async def _log(engine: Engine, principal: Principal, decisions: Sequence[Subject
 
 
 @handlers.on(CheckAccessQuery)
-async def check_access(engine: Engine, op: CheckAccessQuery, principal: Principal) -> SubjectDecision:
+async def check_access(engine: Engine, op: CheckAccessQuery, call: Call) -> SubjectDecision:
+    principal = call.principal
     _known_type(op.object_type)
     svc = service(engine)
     if op.explain:
@@ -340,7 +342,8 @@ async def check_access(engine: Engine, op: CheckAccessQuery, principal: Principa
 
 
 @handlers.on(CheckAccessBatchQuery)
-async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principal: Principal) -> SubjectDecisions:
+async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, call: Call) -> SubjectDecisions:
+    principal = call.principal
     questions = cast("list[AccessQuestionData]", op.questions)  # held as plain data (see the operation)
     for i, q in enumerate(questions):
         if q["object_type"] not in OBJECT_TYPES:
@@ -367,7 +370,8 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principa
 
 
 @handlers.on(ExplainAccessQuery)
-async def explain_access(engine: Engine, op: ExplainAccessQuery, principal: Principal) -> Explanation:
+async def explain_access(engine: Engine, op: ExplainAccessQuery, call: Call) -> Explanation:
+    principal = call.principal
     _known_type(op.object_type)
     svc = service(engine)
     revision, model = await current_model(svc, op.at_least_revision, principal)
@@ -378,7 +382,8 @@ async def explain_access(engine: Engine, op: ExplainAccessQuery, principal: Prin
 
 
 @handlers.on(WhoCanQuery)
-async def who_can(engine: Engine, op: WhoCanQuery, principal: Principal) -> WhoCan:
+async def who_can(engine: Engine, op: WhoCanQuery, call: Call) -> WhoCan:
+    principal = call.principal
     _known_type(op.object_type)
     revision, model = await current_model(service(engine), op.at_least_revision, principal)
     found = model.who_can(op.object_type, op.attributes, op.method, mfa=op.mfa)
@@ -386,7 +391,8 @@ async def who_can(engine: Engine, op: WhoCanQuery, principal: Principal) -> WhoC
 
 
 @handlers.on(ListSubjectRoutesQuery)
-async def list_subject_routes(engine: Engine, op: ListSubjectRoutesQuery, principal: Principal) -> SubjectRoutes:
+async def list_subject_routes(engine: Engine, op: ListSubjectRoutesQuery, call: Call) -> SubjectRoutes:
+    principal = call.principal
     revision, model = await current_model(service(engine), op.at_least_revision, principal)
     p = model.principal(op.user_id, op.roles, op.mfa)
     policy = model.policy
@@ -520,7 +526,8 @@ def _report(
 
 
 @handlers.on(WhatIfQuery)
-async def what_if(engine: Engine, op: WhatIfQuery, principal: Principal) -> WhatIfReport:
+async def what_if(engine: Engine, op: WhatIfQuery, call: Call) -> WhatIfReport:
+    principal = call.principal
     for i, o in enumerate(op.objects):
         _known_type(str(o.get("objectType") or o.get("object_type") or ""), f"objects[{i}].objectType")
     revision, model = await current_model(service(engine), op.at_least_revision, principal)
@@ -586,7 +593,8 @@ def _mismatch(failed: Sequence[PolicyTestOutcome], total: int) -> ValidationErro
 
 
 @handlers.on(RunPolicyTestsQuery)
-async def run_policy_tests(engine: Engine, op: RunPolicyTestsQuery, principal: Principal) -> PolicyTestReport:
+async def run_policy_tests(engine: Engine, op: RunPolicyTestsQuery, call: Call) -> PolicyTestReport:
+    principal = call.principal
     for i, t in enumerate(op.tests):
         _known_type(t.object_type, f"tests[{i}].object_type")
     revision, model = await current_model(service(engine), op.at_least_revision, principal)

@@ -33,20 +33,22 @@ from ..crypto import now, parse_ts, ts
 from ._common import role_from_row, service
 
 if TYPE_CHECKING:
+    from ...call import Call
     from ...engine import Engine
 
 handlers = HandlerTable()
 
 
 @handlers.on(ListRolesQuery)
-async def list_roles(engine: Engine, op: ListRolesQuery, principal: Principal) -> RoleList:
+async def list_roles(engine: Engine, op: ListRolesQuery, call: Call) -> RoleList:
+    principal = call.principal
     roles = [role_from_row(r) for r in await service(engine).store.list_roles()]
     roles = await engine.authz.filter_allowed(principal, "role", roles, lambda r: {"roleName": r.role_name}, "GET")
     return RoleList(message=RoleItems(items=roles))
 
 
 @handlers.on(CreateRoleCommand)
-async def create_role(engine: Engine, op: CreateRoleCommand, principal: Principal) -> RoleWritten:
+async def create_role(engine: Engine, op: CreateRoleCommand, call: Call) -> RoleWritten:
     store = service(engine).store
     async with store.transaction():
         await store.insert_role(
@@ -65,7 +67,7 @@ async def create_role(engine: Engine, op: CreateRoleCommand, principal: Principa
 
 
 @handlers.on(UpdateRoleCommand)
-async def update_role(engine: Engine, op: UpdateRoleCommand, principal: Principal) -> RoleWritten:
+async def update_role(engine: Engine, op: UpdateRoleCommand, call: Call) -> RoleWritten:
     store = service(engine).store
     changes: dict[str, object] = {}
     for name in ("description", "source", "source_identifier", "mfa_required"):
@@ -80,7 +82,7 @@ async def update_role(engine: Engine, op: UpdateRoleCommand, principal: Principa
 
 
 @handlers.on(DeleteRoleCommand)
-async def delete_role(engine: Engine, op: DeleteRoleCommand, principal: Principal) -> RoleWritten:
+async def delete_role(engine: Engine, op: DeleteRoleCommand, call: Call) -> RoleWritten:
     store = service(engine).store
     async with store.transaction():
         if not await store.delete_role(op.role_id):
@@ -94,7 +96,8 @@ async def delete_role(engine: Engine, op: DeleteRoleCommand, principal: Principa
 
 
 @handlers.on(ListUserRolesQuery)
-async def list_user_roles(engine: Engine, op: ListUserRolesQuery, principal: Principal) -> UserRoleList:
+async def list_user_roles(engine: Engine, op: ListUserRolesQuery, call: Call) -> UserRoleList:
+    principal = call.principal
     by_user: dict[str, list[str]] = defaultdict(list)
     created: dict[str, str] = {}
     for r in await service(engine).store.user_role_rows():
@@ -121,7 +124,7 @@ async def _check_roles_exist(engine: Engine, names: list[str]) -> None:
 
 
 @handlers.on(CreateUserRolesCommand)
-async def create_user_roles(engine: Engine, op: CreateUserRolesCommand, principal: Principal) -> UserRolesWritten:
+async def create_user_roles(engine: Engine, op: CreateUserRolesCommand, call: Call) -> UserRolesWritten:
     store = service(engine).store
     async with store.transaction():
         await _check_roles_exist(engine, op.role_name)
@@ -153,7 +156,8 @@ async def _readable(engine: Engine, principal: Principal, user_id: str, roles: l
 
 
 @handlers.on(UpdateUserRolesCommand)
-async def update_user_roles(engine: Engine, op: UpdateUserRolesCommand, principal: Principal) -> UserRolesWritten:
+async def update_user_roles(engine: Engine, op: UpdateUserRolesCommand, call: Call) -> UserRolesWritten:
+    principal = call.principal
     store = service(engine).store
     readable = await _readable(engine, principal, op.user_id, await store.roles_of(op.user_id))
     async with store.transaction():
@@ -170,7 +174,8 @@ async def update_user_roles(engine: Engine, op: UpdateUserRolesCommand, principa
 
 
 @handlers.on(DeleteUserRolesCommand)
-async def delete_user_roles(engine: Engine, op: DeleteUserRolesCommand, principal: Principal) -> UserRolesWritten:
+async def delete_user_roles(engine: Engine, op: DeleteUserRolesCommand, call: Call) -> UserRolesWritten:
+    principal = call.principal
     store = service(engine).store
     readable = await _readable(engine, principal, op.user_id, await store.roles_of(op.user_id))
     async with store.transaction():
