@@ -49,11 +49,11 @@ from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
+from ..call import Call
 from ..policy import CompiledPolicy, compile_policy
 from ..store.db import Row
 from .config import AuthConfig
 from .crypto import PageTokens, Passwords, SecretBox, now, parse_ts, sha256_hex
-from ..call import Call
 from .lockout import LockoutGuard
 from .mail import Mailer
 from .objects import CREATE_ATTRIBUTES, OBJECT_OPERATIONS, SPECIAL_OPERATIONS, check_stored, denied, handles_stored

@@ -29,7 +29,6 @@ from pluginsdk.operations import (
 
 from ..reconciler import reconcile
 from ..registry import HandlerTable
-from ..stored import take
 from .requests import machine_attrs
 
 if TYPE_CHECKING:
@@ -63,7 +62,7 @@ async def _load(engine: Engine, machine_id: str) -> Machine:
 
 @handlers.on(GetMachineQuery)
 async def get_machine(engine: Engine, op: GetMachineQuery, call: Call) -> Machine:
-    return (await _refresh(engine, [take(op) or await _load(engine, op.machine_id)]))[0]
+    return (await _refresh(engine, [call.stored or await _load(engine, op.machine_id)]))[0]
 
 
 @handlers.on(ListMachinesQuery)

@@ -58,7 +58,6 @@ from ..reconciler import (
     terminate_machines,
 )
 from ..registry import HandlerTable
-from ..stored import take
 
 if TYPE_CHECKING:
     from ..call import Call
@@ -625,7 +624,7 @@ async def complete_request(engine: Engine, op: CompleteRequestCommand, call: Cal
 
 @handlers.on(GetRequestQuery)
 async def get_request(engine: Engine, op: GetRequestQuery, call: Call) -> Request:
-    r = await fresh(engine, take(op) or await load_request(engine, op.request_id), lightweight=op.lightweight)
+    r = await fresh(engine, call.stored or await load_request(engine, op.request_id), lightweight=op.lightweight)
     return await with_machines(engine, r) if op.long else r
 
 

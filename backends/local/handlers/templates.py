@@ -15,7 +15,6 @@ from pluginsdk.models import Template, TemplateList, TemplateResult, TemplateVal
 from pluginsdk.operations import GetTemplateQuery, ListTemplatesQuery, ValidateTemplateQuery
 
 from ..registry import HandlerTable
-from ..stored import take
 from ..templates_files import template_from_mapping
 
 if TYPE_CHECKING:
@@ -131,7 +130,7 @@ async def list_templates(engine: Engine, op: ListTemplatesQuery, call: Call) -> 
 
 @handlers.on(GetTemplateQuery)
 async def get_template(engine: Engine, op: GetTemplateQuery, call: Call) -> TemplateResult:
-    t = take(op) or await engine.template(op.template_id)
+    t = call.stored or await engine.template(op.template_id)
     if t is None:
         raise NotFoundError("template", op.template_id, f"Template '{op.template_id}' not found.")
     if not op.include_config:

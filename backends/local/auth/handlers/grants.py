@@ -14,7 +14,7 @@ from pluginsdk.operations.grants import GrantAccessCommand
 from ...registry import HandlerTable
 from ..crypto import now, ts
 from ..object_routes import object_routes, other_routes, route_pattern
-from ._common import service
+from ._common import bump, service
 
 if TYPE_CHECKING:
     from ...call import Call
@@ -91,9 +91,9 @@ async def grant_access(engine: Engine, op: GrantAccessCommand, call: Call) -> Ac
     for c in constraints:
         await svc.check_route(principal, "POST", f"/auth/constraints/{c.constraint_id}")
     try:
-        written = await _write(svc.store, constraints)
+        written = await _write(svc.store, call, constraints)
     except AlreadyExistsError:  # a concurrent grant wrote first: it holds these constraints, or it differs
-        written = await _write(svc.store, constraints)
+        written = await _write(svc.store, call, constraints)
     ids = [c.constraint_id for c in constraints]
     return AccessGranted(
         message=(
@@ -106,7 +106,7 @@ async def grant_access(engine: Engine, op: GrantAccessCommand, call: Call) -> Ac
     )
 
 
-async def _write(store: AuthStore, constraints: list[Constraint]) -> int:
+async def _write(store: AuthStore, call: Call, constraints: list[Constraint]) -> int:
     """Insert the constraints not stored yet; the number inserted. One stored under an id with other content
     is a 409 and nothing is written."""
     at = ts(now())
@@ -125,5 +125,5 @@ async def _write(store: AuthStore, constraints: list[Constraint]) -> int:
                 )
         if fresh:
             await store.insert_constraints(fresh)
-            await store.bump_policy_version()
+            await bump(store, call)
     return len(fresh)

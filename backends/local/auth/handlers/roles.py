@@ -30,7 +30,7 @@ from pluginsdk.principal import Principal
 
 from ...registry import HandlerTable
 from ..crypto import now, parse_ts, ts
-from ._common import role_from_row, service
+from ._common import bump, role_from_row, service
 
 if TYPE_CHECKING:
     from ...call import Call
@@ -62,7 +62,7 @@ async def create_role(engine: Engine, op: CreateRoleCommand, call: Call) -> Role
                 "created_on": ts(now()),
             }
         )
-        await store.bump_policy_version()
+        await bump(store, call)
     return RoleWritten(role_name=op.role_name, operation="create", message=f"Role '{op.role_name}' created.")
 
 
@@ -77,7 +77,7 @@ async def update_role(engine: Engine, op: UpdateRoleCommand, call: Call) -> Role
     async with store.transaction():
         if not await store.update_role(op.role_name, changes):
             raise NotFoundError("role", op.role_name, f"Role '{op.role_name}' not found.")
-        await store.bump_policy_version()
+        await bump(store, call)
     return RoleWritten(role_name=op.role_name, operation="update", message=f"Role '{op.role_name}' updated.")
 
 
@@ -87,7 +87,7 @@ async def delete_role(engine: Engine, op: DeleteRoleCommand, call: Call) -> Role
     async with store.transaction():
         if not await store.delete_role(op.role_id):
             raise NotFoundError("role", op.role_id, f"Role '{op.role_id}' not found.")
-        await store.bump_policy_version()
+        await bump(store, call)
     return RoleWritten(
         role_name=op.role_id,
         operation="delete",
@@ -139,7 +139,7 @@ async def create_user_roles(engine: Engine, op: CreateUserRolesCommand, call: Ca
                 details={"field": "role_name", "value": dup[0]},
             )
         await store.add_user_roles(op.user_id, op.role_name, ts(now()))
-        await store.bump_policy_version(assignments_only=True)
+        await bump(store, call, assignments_only=True)
         roles = await store.roles_of(op.user_id)
     return UserRolesWritten(
         user_id=op.user_id, operation="create", role_name=roles, message=f"Roles assigned to '{op.user_id}'."
@@ -165,7 +165,7 @@ async def update_user_roles(engine: Engine, op: UpdateUserRolesCommand, call: Ca
         held = await store.roles_of(op.user_id)
         await store.delete_user_roles(op.user_id, [r for r in readable if r not in op.role_name])
         await store.add_user_roles(op.user_id, [r for r in op.role_name if r not in held], ts(now()))
-        await store.bump_policy_version(assignments_only=True)
+        await bump(store, call, assignments_only=True)
         kept = set(readable) | set(op.role_name)
         roles = [r for r in await store.roles_of(op.user_id) if r in kept]
     return UserRolesWritten(
@@ -181,5 +181,5 @@ async def delete_user_roles(engine: Engine, op: DeleteUserRolesCommand, call: Ca
     async with store.transaction():
         if not readable or not await store.delete_user_roles(op.user_id, readable):
             raise NotFoundError("user_role", op.user_id, f"User '{op.user_id}' has no role assignments.")
-        await store.bump_policy_version(assignments_only=True)
+        await bump(store, call, assignments_only=True)
     return UserRolesWritten(user_id=op.user_id, operation="delete", message=f"All roles of '{op.user_id}' removed.")
