@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ..call import Call
     from ..engine import Engine
     from ..policy import CompiledPolicy
+    from .store import AuthStore
 
 __all__ = [
     "CREATE_ATTRIBUTES",
@@ -55,30 +56,28 @@ class ObjectKind(NamedTuple):
     """How to find one object type as stored."""
 
     object_type: str
-    load: Callable[[Engine, str], Awaitable[Any]]
-    """id -> the stored object, or None when there is none."""
+    load: Callable[[Engine, AuthStore, str], Awaitable[Any]]
+    """(engine, auth tables, id) -> the stored object, or None when there is none."""
     attrs: Callable[[Any], Attrs]
     """The stored object's attributes (the same function its listings filter with)."""
     not_found: Callable[[str], NotFoundError]
     """The error a missing object answers with (the handler's own wording)."""
 
 
-async def _request(engine: Engine, request_id: str) -> Any:
+async def _request(engine: Engine, auth: AuthStore, request_id: str) -> Any:
     return await engine.db.get_request(request_id)
 
 
-async def _machine(engine: Engine, machine_id: str) -> Any:
+async def _machine(engine: Engine, auth: AuthStore, machine_id: str) -> Any:
     return await engine.db.get_machine(machine_id)
 
 
-async def _template(engine: Engine, template_id: str) -> Any:
+async def _template(engine: Engine, auth: AuthStore, template_id: str) -> Any:
     return await engine.template(template_id)
 
 
-async def _role(engine: Engine, role_name: str) -> Any:
-    from .store import AuthStore  # the tables, not the service: the service imports this module
-
-    row = await AuthStore(engine.db.db).get_role(role_name)
+async def _role(engine: Engine, auth: AuthStore, role_name: str) -> Any:
+    row = await auth.get_role(role_name)
     return None if row is None else {"roleName": row["role_name"]}
 
 
@@ -209,13 +208,7 @@ def denied(principal: Principal, method: str, object_type: str) -> PermissionDen
     )
 
 
-async def check_stored(
-    engine: Engine,
-    policy: CompiledPolicy,
-    call: Call,
-    *,
-    roles_of: Callable[[str], Awaitable[list[str]]],
-) -> None:
+async def check_stored(engine: Engine, auth: AuthStore, policy: CompiledPolicy, call: Call) -> None:
     """Tier 2 of `call.op` on the stored object(s) it names; raises NotFoundError / PermissionDeniedError.
     A read of one object leaves the object decided on in `call.stored`: its handler answers with it."""
     spec, op, principal = call.spec, call.op, call.principal
@@ -223,23 +216,22 @@ async def check_stored(
     plan = OBJECT_OPERATIONS.get(spec.name)
     if plan is not None:
         if plan.applies(op):
-            obj = await _check_one(engine, policy, principal, plan, op, method=method)
+            obj = await _check_one(engine, auth, policy, call, plan)
             if method == "GET":
                 call.stored = obj  # one read: the decision and the answer are on the same object
         return
     if spec.name in ("update_user_roles", "delete_user_roles"):
-        await _user_roles(policy, principal, spec, op, roles_of)
+        await _user_roles(policy, principal, spec, op, auth.roles_of)
     elif spec.name in ("create_request", "create_return_request"):
-        await _replay(engine, policy, principal, op)
+        await _replay(engine, auth, policy, principal, op)
 
 
-async def _check_one(
-    engine: Engine, policy: CompiledPolicy, principal: Principal, plan: ObjectPlan, op: Operation, *, method: str
-) -> Any:
+async def _check_one(engine: Engine, auth: AuthStore, policy: CompiledPolicy, call: Call, plan: ObjectPlan) -> Any:
     """`decide` on the one stored object `plan` names; the object as read."""
+    principal, op, method = call.principal, call.op, call.spec.method
     kind = KINDS[plan.kind]
     ident = str(getattr(op, plan.field))
-    obj = await kind.load(engine, ident)
+    obj = await kind.load(engine, auth, ident)
     if obj is None:
         raise kind.not_found(ident)
     stored = kind.attrs(obj)
@@ -309,14 +301,14 @@ async def _user_roles(
             raise denied(principal, "DELETE", "userRole")
 
 
-async def _replay(engine: Engine, policy: CompiledPolicy, principal: Principal, op: Operation) -> None:
+async def _replay(engine: Engine, auth: AuthStore, policy: CompiledPolicy, principal: Principal, op: Operation) -> None:
     """A create naming an existing request id is a replay: it answers with that request, so the caller must
     be allowed to read it (403 when it may read but not POST on it). A caller that may not read it gets
     one 409 whatever the request holds: nothing about its status or parameters."""
     request_id = getattr(op, "request_id", None)
     if not request_id:
         return
-    found = await _request(engine, str(request_id))
+    found = await _request(engine, auth, str(request_id))
     if found is None:
         return
     stored = _request_attrs(found)

@@ -385,7 +385,7 @@ class AuthService:
             _check_input(policy, p, spec, op, object_type)
         if spec.name in OBJECT_OPERATIONS or spec.name in SPECIAL_OPERATIONS:
             try:
-                await check_stored(self.engine, policy, call, roles_of=self.store.roles_of)
+                await check_stored(self.engine, self.store, policy, call)
             except PermissionDeniedError:
                 _decided("object", "deny")
                 raise

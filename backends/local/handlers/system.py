@@ -96,7 +96,7 @@ async def get_system_status(engine: Engine, op: GetSystemStatusQuery, call: Call
         version=VERSION,
         backend="local",
         provider=engine.settings.provider.type,
-        storage=engine.db.db.dialect,
+        storage=engine.db.dialect,
         scheduler=engine.settings.scheduler.type,
         requests_by_status=by_status,
         active_machines=active,
