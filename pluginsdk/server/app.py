@@ -36,7 +36,7 @@ from ..errors import MethodExecutionError, SDKError, TooManyRequestsError, Valid
 from ..operations import CATALOG, Operation, OperationSpec
 from ..principal import Principal
 from ._endpoint import _JSON, Reply, _dumps, _Endpoint, error_body
-from ._openapi import LISTING_B, build_document, docs_html, listing_b_created, route_key
+from ._openapi import build_document, docs_html, listing_b_created, route_key
 from ._routes import Router
 from ._strict import check_body, strict_operation
 from ._wire import ClientGone, parse_json, read_body
@@ -185,7 +185,7 @@ class _Plan(_Endpoint):
             public=spec.policy.unauthenticated,
             route=path,
             dry_run=spec.rest.dry_run,
-            reshape=listing_b_created if (spec.name, path) in LISTING_B else None,
+            reshape=listing_b_created if path in spec.rest.listing_b else None,
         )
 
     def gather(self, path_params: dict[str, str], query_string: bytes, body: Any) -> dict[str, Any]:

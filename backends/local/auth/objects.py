@@ -1,4 +1,9 @@
-"""Tier 2 on the stored object: one loader per object type, one plan per operation on an existing object.
+"""Tier 2 on the stored object: one loader per object type; what each operation needs is its own binding.
+
+An operation declares in its `Policy` which input field names the one existing object it acts on
+(`stored`), which attributes a change sets (`changes`) or a create carries beyond its fields
+(`new_attributes`), or a rule of its own (`rule`: `assignments`, `replay`); the catalog checks those
+declarations when it compiles the operation, so a new operation's security is declared in its class.
 
 An operation on one existing object (get, cancel, sync, update, delete, ...) is decided on the object's
 attributes *as stored* — every field `permissionObjects` lists for its type — never only on the id the
@@ -37,17 +42,7 @@ if TYPE_CHECKING:
     from ..policy import CompiledPolicy
     from .store import AuthStore
 
-__all__ = [
-    "CREATE_ATTRIBUTES",
-    "KINDS",
-    "OBJECT_OPERATIONS",
-    "SPECIAL_OPERATIONS",
-    "ObjectKind",
-    "ObjectPlan",
-    "check_stored",
-    "denied",
-    "handles_stored",
-]
+__all__ = ["KINDS", "ObjectKind", "check_stored", "decides_stored", "denied", "handles_stored", "new_attributes"]
 
 Attrs = dict[str, Any]
 
@@ -130,75 +125,9 @@ KINDS: dict[str, ObjectKind] = {
 """Object type -> its loader (userRole assignments are sets per user: see `_user_roles`)."""
 
 
-def _always(op: Operation) -> bool:
-    return True
-
-
-def _template_after_update(op: Operation, stored: Attrs) -> Attrs:
-    provider_api = getattr(op, "provider_api", None)
-    return stored if provider_api is None else {**stored, "providerApi": provider_api}
-
-
-class ObjectPlan(NamedTuple):
-    """One operation on one existing object: which kind, and which input field holds its id."""
-
-    kind: str
-    field: str
-    applies: Callable[[Operation], bool] = _always
-    """False when this call names no stored object (validate_template with a configuration)."""
-    after: Callable[[Operation, Attrs], Attrs] | None = None
-    """The attributes the object will have after the change (when the change can alter them)."""
-
-
-OBJECT_OPERATIONS: dict[str, ObjectPlan] = {
-    **{
-        name: ObjectPlan("request", "request_id")
-        for name in (
-            "get_request",
-            "cancel_request",
-            "update_request_status",
-            "sync_request",
-            "complete_request",
-            "populate_machine_ids",
-        )
-    },
-    "get_machine": ObjectPlan("machine", "machine_id"),
-    "get_machine_health": ObjectPlan("machine", "machine_id"),
-    "get_template": ObjectPlan("template", "template_id"),
-    "update_template": ObjectPlan("template", "template_id", after=_template_after_update),
-    "delete_template": ObjectPlan("template", "template_id"),
-    "validate_template": ObjectPlan(
-        "template",
-        "template_id",
-        applies=lambda op: (
-            getattr(op, "template_config", None) is None and getattr(op, "template_id", None) is not None
-        ),
-    ),
-    "update_role": ObjectPlan("role", "role_name"),
-    "delete_role": ObjectPlan("role", "role_id"),
-}
-"""SDK name -> plan, for every operation on one existing object of a permission object type."""
-
-SPECIAL_OPERATIONS = frozenset({"update_user_roles", "delete_user_roles", "create_request", "create_return_request"})
-"""Decided here too, each by its own rule (replacing writes, deletes of a set, idempotent replays)."""
-
-
-def _create_template(op: Operation, attrs: Attrs) -> Attrs:
-    return {**attrs, "providerApi": getattr(op, "provider_api", None)}
-
-
-CREATE_ATTRIBUTES: dict[str, Callable[[Operation, Attrs], Attrs]] = {"create_template": _create_template}
-"""Creates whose new object carries attributes beyond the policy fields of the input (tier 2 sees them).
-A new request's `requestId` is not one of them: the remote client always sends one (for safe retries) and an
-in-process call lets the engine make it, so deciding on it would make the interfaces disagree."""
-
-
 def handles_stored(spec: OperationSpec, op: Operation) -> bool:
     """Whether tier 2 of this call is decided on stored objects here (instead of on the input alone)."""
-    plan = OBJECT_OPERATIONS.get(spec.name)
-    if plan is not None:
-        return plan.applies(op)
-    return spec.name in ("update_user_roles", "delete_user_roles")
+    return spec.stored_id(op) is not None or spec.policy.rule == "assignments"
 
 
 def denied(principal: Principal, method: str, object_type: str) -> PermissionDeniedError:
@@ -208,36 +137,49 @@ def denied(principal: Principal, method: str, object_type: str) -> PermissionDen
     )
 
 
+def decides_stored(spec: OperationSpec) -> bool:
+    """Whether tier 2 of `spec` reads stored objects (`Policy.stored` or `Policy.rule`)."""
+    return spec.policy.stored is not None or spec.policy.rule is not None
+
+
+def new_attributes(spec: OperationSpec, op: Operation, attrs: Attrs) -> Attrs:
+    """The attributes tier 2 decides a new object on: the input's, and those `Policy.new_attributes` names."""
+    extra = spec.policy.new_attributes
+    if not extra:
+        return attrs
+    return {k: v for k, v in {**attrs, **{a: getattr(op, f) for a, f in extra.items()}}.items() if v is not None}
+
+
 async def check_stored(engine: Engine, auth: AuthStore, policy: CompiledPolicy, call: Call) -> None:
     """Tier 2 of `call.op` on the stored object(s) it names; raises NotFoundError / PermissionDeniedError.
     A read of one object leaves the object decided on in `call.stored`: its handler answers with it."""
     spec, op, principal = call.spec, call.op, call.principal
-    method = spec.method
-    plan = OBJECT_OPERATIONS.get(spec.name)
-    if plan is not None:
-        if plan.applies(op):
-            obj = await _check_one(engine, auth, policy, call, plan)
-            if method == "GET":
-                call.stored = obj  # one read: the decision and the answer are on the same object
-        return
-    if spec.name in ("update_user_roles", "delete_user_roles"):
+    rule = spec.policy.rule
+    if rule == "assignments":
         await _user_roles(policy, principal, spec, op, auth.roles_of)
-    elif spec.name in ("create_request", "create_return_request"):
+    elif rule == "replay":
         await _replay(engine, auth, policy, principal, op)
+    else:
+        ident = spec.stored_id(op)
+        if ident is not None:
+            obj = await _check_one(engine, auth, policy, call, ident)
+            if spec.method == "GET":
+                call.stored = obj  # one read: the decision and the answer are on the same object
 
 
-async def _check_one(engine: Engine, auth: AuthStore, policy: CompiledPolicy, call: Call, plan: ObjectPlan) -> Any:
-    """`decide` on the one stored object `plan` names; the object as read."""
-    principal, op, method = call.principal, call.op, call.spec.method
-    kind = KINDS[plan.kind]
-    ident = str(getattr(op, plan.field))
+async def _check_one(engine: Engine, auth: AuthStore, policy: CompiledPolicy, call: Call, ident: str) -> Any:
+    """`decide` on the one stored object the call names (`Policy.stored`); the object as read."""
+    principal, op, spec = call.principal, call.op, call.spec
+    method = spec.method
+    kind = KINDS[str(spec.policy.object_type)]
     obj = await kind.load(engine, auth, ident)
     if obj is None:
         raise kind.not_found(ident)
     stored = kind.attrs(obj)
     decide(policy, principal, kind, ident, stored, method=method)
-    if method != "GET" and plan.after is not None:
-        changed = plan.after(op, stored)
+    changes = {a: getattr(op, f) for a, f in spec.policy.changes.items() if getattr(op, f) is not None}
+    if method != "GET" and changes:
+        changed = {**stored, **changes}
         if changed != stored and not policy.is_allowed(principal, kind.object_type, changed, method):
             raise denied(principal, method, kind.object_type)
     return obj

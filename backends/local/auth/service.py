@@ -56,7 +56,7 @@ from .config import AuthConfig
 from .crypto import PageTokens, Passwords, SecretBox, now, parse_ts, sha256_hex
 from .lockout import LockoutGuard
 from .mail import Mailer
-from .objects import CREATE_ATTRIBUTES, OBJECT_OPERATIONS, SPECIAL_OPERATIONS, check_stored, denied, handles_stored
+from .objects import check_stored, decides_stored, denied, handles_stored, new_attributes
 from .policy_watch import PolicyWatch
 from .routes import routes_to_check
 from .store import AuthStore
@@ -383,7 +383,7 @@ class AuthService:
         spec, op, p = call.spec, call.op, call.principal
         if not handles_stored(spec, op):
             _check_input(policy, p, spec, op, object_type)
-        if spec.name in OBJECT_OPERATIONS or spec.name in SPECIAL_OPERATIONS:
+        if decides_stored(spec):
             try:
                 await check_stored(self.engine, self.store, policy, call)
             except PermissionDeniedError:
@@ -467,10 +467,7 @@ def _route_denied(p: Principal, method: str, shown: str | None) -> PermissionDen
 def _check_input(policy: CompiledPolicy, p: Principal, spec: OperationSpec, op: Operation, object_type: str) -> None:
     """Tier 2 on the attributes the input gives (a new object; a list value names several, each decided)."""
     method = spec.method
-    attrs = spec.object_attributes(op)
-    extra = CREATE_ATTRIBUTES.get(spec.name)
-    if extra is not None:
-        attrs = {k: v for k, v in extra(op, attrs).items() if v is not None}
+    attrs = new_attributes(spec, op, spec.object_attributes(op))
     if not attrs:
         return
     if method == "POST" and "userId" in OBJECT_TYPES.get(object_type, ()) and "userId" not in attrs:
