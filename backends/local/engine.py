@@ -20,7 +20,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pluginsdk import _observe
 from pluginsdk.config import Settings
@@ -42,6 +42,9 @@ from .providers.base import ProviderDriver
 from .registry import HandlerRegistry
 from .store import Store, open_store
 from .templates_files import TemplateFiles
+
+if TYPE_CHECKING:
+    from .auth.service import AuthService
 
 __all__ = ["AllowAll", "Authorizer", "Engine"]
 
@@ -141,6 +144,9 @@ class Engine:
         """Operation class -> handler, filled from the handler modules as operations are first called."""
         self._templates: tuple[str | None, list[Template]] | None = None
         self.authz: Authorizer = _NotStarted()
+        self.auth: AuthService | None = None
+        """The auth service when it authorizes (the auth handlers' own dependency, typed); None when
+        authorization is disabled or the engine is not started."""
         self.metrics: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "errors": 0, "seconds": 0.0})
         self.started_at = time.time()
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -177,7 +183,8 @@ class Engine:
                 "true to run with every call allowed.",
                 key="app.authProvider.disableAuthorization",
             ) from exc
-        self.authz = await auth.start_auth(self)
+        self.auth = await auth.start_auth(self)
+        self.authz = self.auth
 
     async def aclose(self) -> None:
         self._closing.set()

@@ -19,8 +19,9 @@ __all__ = ["api_key_from_row", "bump", "clear_mfa", "role_from_row", "service", 
 
 
 def service(engine: Engine) -> AuthService:
-    svc = engine.authz
-    if not isinstance(svc, AuthService):
+    """The engine's auth service (`Engine.auth`); refused when authorization is disabled."""
+    svc = engine.auth
+    if svc is None:
         raise HandlerDiscoveryError("The auth service is not running in this engine.")
     return svc
 
