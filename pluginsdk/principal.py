@@ -24,6 +24,9 @@ class Principal:
     api_key_id: str | None = None
     email: str | None = None
     claims: dict[str, object] = field(default_factory=dict, compare=False, hash=False)
+    policy_version: int | None = field(default=None, compare=False, hash=False, repr=False)
+    """The policy version read with the credential when this principal was authenticated (an API key's one
+    statement): the request is decided on the policy as of its authentication, without reading it again."""
 
 
 SYSTEM_ADMIN = Principal(user_id="administrator", auth_method="local")

@@ -60,11 +60,18 @@ class LocalBackend:
             self._started = False
 
     async def execute(
-        self, operation: Operation[R], principal: Principal | None = None, *, route_path: str | None = None
+        self,
+        operation: Operation[R],
+        principal: Principal | None = None,
+        *,
+        route_path: str | None = None,
+        route_checked: bool = False,
     ) -> R:
         if not self._started:
             await self.start()
-        result: R = await self.engine.execute(operation, principal or SYSTEM_ADMIN, route_path=route_path)
+        result: R = await self.engine.execute(
+            operation, principal or SYSTEM_ADMIN, route_path=route_path, route_checked=route_checked
+        )
         return result
 
     async def authenticate(self, authorization: str | None) -> Principal:

@@ -20,7 +20,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pluginsdk import observe
 from pluginsdk.config import Settings
@@ -37,11 +37,15 @@ from pluginsdk.models.plans import AccessPlan
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
+from .call import Call
 from .providers import load_provider_class
 from .providers.base import ProviderDriver
 from .registry import HandlerRegistry
 from .store import Store, open_store
 from .templates_files import TemplateFiles
+
+if TYPE_CHECKING:
+    from .auth.service import AuthService
 
 __all__ = ["AllowAll", "Authorizer", "Engine"]
 
@@ -60,11 +64,10 @@ class Authorizer(Protocol):
         """
         ...
 
-    async def authorize(
-        self, principal: Principal, spec: OperationSpec, op: Operation, *, route_path: str | None = None
-    ) -> Principal:
-        """Resolve roles, check the route (`route_path`, the concrete path called, or the operation's first
-        path) and the stored object the operation names; raise PermissionDeniedError or NotFoundError."""
+    async def authorize(self, call: Call) -> None:
+        """Resolve roles, check the route (`call.route_path`, the concrete path called, or the operation's first
+        path) and the stored object the operation names, and fill in `call` with what was decided on (the
+        principal with its roles, ...); raise PermissionDeniedError or NotFoundError."""
         ...
 
     async def authorize_also(
@@ -111,10 +114,8 @@ class AllowAll:
     async def authenticate(self, authorization: str | None) -> Principal:
         return self.admin
 
-    async def authorize(
-        self, principal: Principal, spec: OperationSpec, op: Operation, *, route_path: str | None = None
-    ) -> Principal:
-        return principal
+    async def authorize(self, call: Call) -> None:
+        return None
 
     async def authorize_also(
         self, principal: Principal, spec: OperationSpec, calls: Iterable[tuple[Operation, str]]
@@ -151,13 +152,17 @@ class Engine:
         """Operation class -> handler, filled from the handler modules as operations are first called."""
         self._templates: tuple[str | None, list[Template]] | None = None
         self.authz: Authorizer = _NotStarted()
+        self.auth: AuthService | None = None
+        """The auth service when it authorizes (the auth handlers' own dependency, typed); None when
+        authorization is disabled or the engine is not started."""
         self.metrics: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "errors": 0, "seconds": 0.0})
         self.started_at = time.time()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = asyncio.Event()
         self.on_close: list[Callable[[], Awaitable[None]]] = []
         self.around_command: Callable[..., Awaitable[Any]] | None = None
-        """Wraps every command's handler (the auth service's audit log: backends/local/auth/audit.py)."""
+        """Wraps every command's handler: `(engine, call, handler)` (the auth service's audit log,
+        backends/local/auth/audit.py)."""
 
     # -- lifecycle --------------------------------------------------------
     async def start(self) -> None:
@@ -186,7 +191,8 @@ class Engine:
                 "true to run with every call allowed.",
                 key="app.authProvider.disableAuthorization",
             ) from exc
-        self.authz = await auth.start_auth(self)
+        self.auth = await auth.start_auth(self)
+        self.authz = self.auth
 
     async def aclose(self) -> None:
         self._closing.set()
@@ -307,11 +313,14 @@ class Engine:
         return await self.db.get_template(template_id) or self.files.load().get(template_id)
 
     # -- execution --------------------------------------------------------
-    async def execute(self, op: Operation, principal: Principal, *, route_path: str | None = None) -> Any:
-        """Authorize and run `op` as `principal`.
+    async def execute(
+        self, op: Operation, principal: Principal, *, route_path: str | None = None, route_checked: bool = False
+    ) -> Any:
+        """Authorize and run `op` as `principal`, on one `Call` the authorizer fills in and the handler receives.
 
         `route_path` is the concrete path a REST request arrived on (e.g. `/api/v1/machines/request`); tier 1
-        decides on it. None (in-process calls) means the operation's first path.
+        decides on it. None (in-process calls) means the operation's first path. `route_checked`: the server
+        decided tier 1 on it already (`Authorizer.check_route`).
         """
         spec = op.spec
         handler = self.handlers.get(type(op))
@@ -321,9 +330,10 @@ class Engine:
         stats["calls"] += 1
         started = time.perf_counter()
         try:
-            principal = await self.authz.authorize(principal, spec, op, route_path=route_path)
+            call = Call(op, spec, principal, route_path, route_checked)
+            await self.authz.authorize(call)
             wrap = self.around_command if spec.kind == "command" else None
-            return await (handler(self, op, principal) if wrap is None else wrap(self, spec, op, principal, handler))
+            return await (handler(self, op, call) if wrap is None else wrap(self, call, handler))
         except SDKError:
             stats["errors"] += 1
             raise

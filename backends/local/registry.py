@@ -17,14 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from pluginsdk.errors import HandlerDiscoveryError
 from pluginsdk.operations import Operation
-from pluginsdk.principal import Principal
 
 if TYPE_CHECKING:
+    from .call import Call
     from .engine import Engine
 
 __all__ = ["HANDLER_MODULES", "Handler", "HandlerRegistry", "HandlerTable"]
 
-Handler = Callable[["Engine", Any, Principal], Awaitable[Any]]
+Handler = Callable[["Engine", Any, "Call"], Awaitable[Any]]
+"""`handler(engine, op, call)`: the operation (typed by the handler) and its call (`call.py`)."""
 
 _PROVISIONING = "backends.local.handlers"
 _AUTH = "backends.local.auth.handlers"

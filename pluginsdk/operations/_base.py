@@ -27,6 +27,7 @@ from ..models.values import is_storable, value_problem
 
 __all__ = [
     "CATALOG",
+    "STORED_RULES",
     "Catalog",
     "Cli",
     "Command",
@@ -87,6 +88,9 @@ class Rest(NamedTuple):
     dry_run: str | None = None
     """The input flag that makes a create store nothing: when true the answer is 200, not `status` (201/202
     would claim an object that does not exist, and the document's links from it would lead nowhere)."""
+    listing_b: tuple[str, ...] = ()
+    """Paths (of `paths`) that answer as the provisioning spec's listing B writes the answer (`requestId`,
+    `message`), in the OpenAPI document too."""
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -115,13 +119,22 @@ class Mcp(NamedTuple):
     `get_request_status`); an alias of the field. A list field shown under it takes one item or a list."""
 
 
+STORED_RULES = ("assignments", "replay")
+"""Tier-2 rules of their own (`Policy.rule`): `assignments`, a write or delete of a user's set of role
+assignments (each assignment it reads and changes decided); `replay`, a create whose caller-chosen id may
+name an existing object (answered only to a caller that may read it)."""
+
+
 class Policy(NamedTuple):
     """Authorization binding.
 
     Tier 1 authorizes `route` (default: the REST path) with `method` (default:
     the REST method). Tier 2 authorizes `object_type` objects; `fields` maps the
     object's attribute names to operation fields so a decision can be made
-    before the entity is loaded (no 404/403 oracle).
+    before the entity is loaded (no 404/403 oracle). An operation on one existing
+    object names the field holding its id (`stored`): tier 2 then decides on the
+    object as stored. Everything tier 2 needs to know about an operation is here,
+    checked when the spec is compiled.
     """
 
     object_type: str | None = None
@@ -130,6 +143,19 @@ class Policy(NamedTuple):
     method: str | None = None
     unauthenticated: bool = False
     category: str | None = None
+    stored: str | None = None
+    """The input field holding the id of the one existing `object_type` object the operation acts on: tier 2
+    decides on that object as stored (a caller that may not read it gets its 404), and a read answers with
+    the object decided on. A call that leaves the field empty names no stored object."""
+    stored_unless: str | None = None
+    """A field that, when given, means the call names no stored object (a configuration sent instead)."""
+    changes: Mapping[str, str] = _NO_ENTRIES
+    """Attribute -> field: attributes a change to the stored object sets when the field is given; the
+    object as changed must be allowed the method too."""
+    new_attributes: Mapping[str, str] = _NO_ENTRIES
+    """Attribute -> field: attributes a created object carries beyond `fields`, decided on as well."""
+    rule: str | None = None
+    """A tier-2 rule of its own (one of `STORED_RULES`)."""
 
 
 class Operation(BaseModel, Typed[R_co]):
@@ -346,10 +372,34 @@ def _mcp_names(op: type[Operation], name: str, inputs: tuple[str, ...], where: s
     return (op.mcp.name or name, *op.mcp.extra) if op.mcp.enabled else ()
 
 
-def _check_policy(policy: Policy, inputs: tuple[str, ...], where: str) -> None:
-    for f, target in policy.fields.items():
+def _check_policy(policy: Policy, method: str, inputs: tuple[str, ...], where: str) -> None:
+    """The policy binding names real fields, and says how tier 2 decides: an operation naming an object by
+    its fields is a create (POST), or acts on a stored object (`stored`), or has a rule of its own."""
+    for f, target in (*policy.fields.items(), *policy.changes.items(), *policy.new_attributes.items()):
         if target not in inputs:
             raise HandlerDiscoveryError(f"{where}: policy field {f!r} maps to unknown field {target!r}.")
+    for name, value in (("stored", policy.stored), ("stored_unless", policy.stored_unless)):
+        if value is not None and value not in inputs:
+            raise HandlerDiscoveryError(f"{where}: policy {name} {value!r} is not a field.")
+    needs_type = policy.stored or policy.rule or policy.new_attributes
+    if needs_type and not policy.object_type:
+        raise HandlerDiscoveryError(f"{where}: a policy on stored or new objects needs an object_type.")
+    if (policy.stored_unless or policy.changes) and not policy.stored:
+        raise HandlerDiscoveryError(f"{where}: policy stored_unless and changes need a stored field.")
+    if policy.rule is not None and (policy.rule not in STORED_RULES or policy.stored):
+        raise HandlerDiscoveryError(
+            f"{where}: policy rule {policy.rule!r} is not one of {STORED_RULES}, or comes with a stored field."
+        )
+    if policy.object_type and policy.fields and method != "POST" and not (policy.stored or policy.rule):
+        raise HandlerDiscoveryError(
+            f"{where}: a {method} naming {policy.object_type} objects must say how tier 2 decides on them: "
+            "Policy(stored=<the id field>) for one existing object, or Policy(rule=...)."
+        )
+
+
+def _check_listing_b(rest: Rest | None, where: str) -> None:
+    if rest is not None and not set(rest.listing_b) <= set(rest.paths):
+        raise HandlerDiscoveryError(f"{where}: listing_b paths {list(rest.listing_b)} are not paths of the route.")
 
 
 class OperationSpec(NamedTuple, Generic[R_co]):
@@ -382,7 +432,9 @@ class OperationSpec(NamedTuple, Generic[R_co]):
         path_fields, query_fields, body_fields = _rest_fields(op.rest, inputs, where)
         _check_cli(op.cli, inputs, where)
         mcp_names = _mcp_names(op, name, inputs, where)
-        _check_policy(op.policy, inputs, where)
+        method = op.policy.method or (op.rest.method if op.rest else "GET" if op.kind == "query" else "POST")
+        _check_policy(op.policy, method, inputs, where)
+        _check_listing_b(op.rest, where)
         lines = doc.splitlines()
         return cls(
             cls=op,
@@ -438,6 +490,14 @@ class OperationSpec(NamedTuple, Generic[R_co]):
         if route is None:
             return None
         return _PATH_PARAM.sub(lambda m: str(getattr(op, m.group(1), m.group(0))), route)
+
+    def stored_id(self, op: Operation) -> str | None:
+        """The id of the one stored object this call acts on (`Policy.stored`), or None when it names none."""
+        policy = self.policy
+        if policy.stored is None or (policy.stored_unless and getattr(op, policy.stored_unless) is not None):
+            return None
+        value = getattr(op, policy.stored)
+        return None if value is None else str(value)
 
     def object_attributes(self, op: Operation) -> dict[str, Any]:
         """Tier-2 attributes known from the input alone (before any lookup)."""

@@ -15,7 +15,9 @@ __all__ = [
     "ListMachinesQuery",
 ]
 
-_MACHINE_POLICY = Policy(object_type="machine", fields={"machineId": "machine_id"}, category="machines")
+_MACHINE_POLICY = Policy(
+    object_type="machine", fields={"machineId": "machine_id"}, category="machines", stored="machine_id"
+)
 
 
 class GetMachineQuery(Query[Machine]):

@@ -43,7 +43,9 @@ _RETURN_ID = r"^ret-[A-Za-z0-9-]{1,64}$"
 _HOST_NAME = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"
 """A host name label (RFC 1123): what a scheduler's node name must be to name a machine."""
 
-_REQUEST_POLICY = Policy(object_type="request", fields={"requestId": "request_id"}, category="requests")
+_REQUEST_POLICY = Policy(
+    object_type="request", fields={"requestId": "request_id"}, category="requests", stored="request_id"
+)
 
 
 class CreateRequestCommand(Command[RequestCreated]):
@@ -53,10 +55,17 @@ class CreateRequestCommand(Command[RequestCreated]):
     With `wait` it returns once the request is finished or `timeout` passes.
     """
 
-    rest = Rest("POST", "/api/v1/machines", status=202, alt_paths=("/api/v1/machines/request",), dry_run="dry_run")
+    rest = Rest(
+        "POST",
+        "/api/v1/machines",
+        status=202,
+        alt_paths=("/api/v1/machines/request",),
+        dry_run="dry_run",
+        listing_b=("/api/v1/machines/request",),
+    )
     cli = Cli("machines", "request", args=("template_id", "requested_count"))
     mcp = Mcp(extra=("request_machines",), extra_names={"requested_count": "count"})
-    policy = Policy(object_type="request", fields={"templateId": "template_id"}, category="machines")
+    policy = Policy(object_type="request", fields={"templateId": "template_id"}, category="machines", rule="replay")
     output_fields = ("created_request_id",)
 
     template_id: TemplateId
@@ -95,7 +104,7 @@ class CreateReturnRequestCommand(Command[ReturnRequestCreated]):
     rest = Rest("POST", "/api/v1/machines/return")
     cli = Cli("machines", "return", args=("machine_ids",))
     mcp = Mcp(extra=("return_machines",))
-    policy = Policy(object_type="machine", category="machines")
+    policy = Policy(object_type="machine", category="machines", rule="replay")
     output_fields = ("created_request_ids", "processed_machines", "skipped_machines")
 
     machine_ids: list[str] = []

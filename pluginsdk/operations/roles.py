@@ -56,7 +56,7 @@ class UpdateRoleCommand(PartialUpdate[RoleWritten], Command):
     rest = Rest("PUT", "/roles", camel=True)
     ignored_fields = ("id",)
     cli = Cli("roles", "update", args=("role_name",))
-    policy = _ROLE
+    policy = _ROLE._replace(stored="role_name")
 
     role_name: RoleName
     """Role to update."""
@@ -88,7 +88,7 @@ class DeleteRoleCommand(Command[RoleWritten]):
 
     rest = Rest("DELETE", "/roles/{role_id}", camel=True)
     cli = Cli("roles", "delete", args=("role_id",))
-    policy = Policy(object_type="role", fields={"roleName": "role_id"}, category="roles")
+    policy = Policy(object_type="role", fields={"roleName": "role_id"}, category="roles", stored="role_id")
 
     role_id: RoleName
     """Name of the role to delete."""
@@ -124,7 +124,7 @@ class UpdateUserRolesCommand(_UserRoles[UserRolesWritten]):
 
     rest = Rest("PUT", "/user-roles", camel=True)
     cli = Cli("user-roles", "replace", args=("user_id", "role_name"))
-    policy = _USER_ROLE
+    policy = _USER_ROLE._replace(rule="assignments")
 
 
 class DeleteUserRolesCommand(Command[UserRolesWritten]):
@@ -132,7 +132,7 @@ class DeleteUserRolesCommand(Command[UserRolesWritten]):
 
     rest = Rest("DELETE", "/user-roles", query=(), camel=True)
     cli = Cli("user-roles", "delete", args=("user_id",))
-    policy = Policy(object_type="userRole", fields={"userId": "user_id"}, category="userRoles")
+    policy = Policy(object_type="userRole", fields={"userId": "user_id"}, category="userRoles", rule="assignments")
 
     user_id: UserId
     """The user whose roles are removed."""

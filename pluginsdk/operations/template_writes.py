@@ -55,7 +55,7 @@ class CreateTemplateCommand(_TemplateFields[TemplateWritten]):
 
     rest = Rest("POST", "/api/v1/templates", status=201, dry_run="validate_only")
     cli = Cli("templates", "create")
-    policy = TEMPLATE_POLICY
+    policy = TEMPLATE_POLICY._replace(new_attributes={"providerApi": "provider_api"})
 
     template_id: TemplateId
     """Unique template id (1-255 of letters, digits, _ - ., starting with a letter or digit)."""
@@ -73,7 +73,7 @@ class UpdateTemplateCommand(_TemplateFields[TemplateWritten]):
 
     rest = Rest("PUT", "/api/v1/templates/{template_id}")
     cli = Cli("templates", "update", args=("template_id",))
-    policy = TEMPLATE_POLICY
+    policy = TEMPLATE_POLICY._replace(stored="template_id", changes={"providerApi": "provider_api"})
 
     template_id: TemplateId
     """Template to update."""
@@ -86,7 +86,7 @@ class DeleteTemplateCommand(Command[TemplateWritten]):
 
     rest = Rest("DELETE", "/api/v1/templates/{template_id}")
     cli = Cli("templates", "delete", args=("template_id",))
-    policy = TEMPLATE_POLICY
+    policy = TEMPLATE_POLICY._replace(stored="template_id")
 
     template_id: TemplateId
     """Template to delete."""

@@ -44,7 +44,7 @@ class GetTemplateQuery(Query[TemplateResult]):
 
     rest = Rest("GET", "/api/v1/templates/{template_id}")
     cli = Cli("templates", "show", args=("template_id",))
-    policy = TEMPLATE_POLICY
+    policy = TEMPLATE_POLICY._replace(stored="template_id")
 
     template_id: TemplateId
     """Template to show."""
@@ -58,7 +58,7 @@ class ValidateTemplateQuery(Query[TemplateValidation]):
 
     rest = Rest("POST", "/api/v1/templates/validate", body_field="template_config", query=("template_id",))
     cli = Cli("templates", "validate")
-    policy = Policy(object_type="template", fields={"templateId": "template_id"}, category="templates")
+    policy = TEMPLATE_POLICY._replace(stored="template_id", stored_unless="template_config")
 
     template_config: dict[str, Any] | None = None
     """Raw template configuration to check (keys in snake or camel case)."""

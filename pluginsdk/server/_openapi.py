@@ -17,7 +17,7 @@ from pydantic.alias_generators import to_camel, to_snake
 
 from ..operations import CATALOG, OperationSpec
 
-__all__ = ["ERROR_SCHEMA", "LISTING_B", "build_document", "docs_html", "listing_b_created", "operation_id", "route_key"]
+__all__ = ["ERROR_SCHEMA", "build_document", "docs_html", "listing_b_created", "operation_id", "route_key"]
 
 _REF = "#/components/schemas/{model}"
 _PREFIX = "#/components/schemas/"
@@ -70,9 +70,6 @@ SECURITY_SCHEMES = {
         "description": "A token from POST /auth/login (managed user pool): `Authorization: Bearer <jwt>`",
     },
 }
-
-LISTING_B: dict[tuple[str, str], str] = {("create_request", "/api/v1/machines/request"): "RequestSubmittedListingB"}
-"""Routes of listing B whose answer the provisioning spec writes differently: (operation, path) -> schema."""
 
 _LISTING_B_SCHEMA: dict[str, Any] = {
     "title": "RequestSubmittedListingB",
@@ -318,8 +315,8 @@ def _responses(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, A
     """The success response (with its links) and every error status, in the envelope."""
     assert spec.rest is not None
     ref, model_schema = schemas.output(spec.result_type, spec.rest.camel)
-    listing_b = LISTING_B.get((spec.name, path))
-    if listing_b is not None:
+    if path in spec.rest.listing_b:  # the provisioning spec's listing B writes this answer its own way
+        listing_b = str(_LISTING_B_SCHEMA["title"])
         schemas.components[listing_b] = _LISTING_B_SCHEMA
         ref, model_schema = {"$ref": _REF.format(model=listing_b)}, _LISTING_B_SCHEMA
     success: dict[str, Any] = {"description": spec.summary, "content": {"application/json": {"schema": ref}}}

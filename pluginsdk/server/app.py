@@ -39,7 +39,7 @@ from ..logs import request_id as log_request_id
 from ..operations import CATALOG, Operation, OperationSpec
 from ..principal import Principal
 from ._endpoint import JSON_TYPE, Endpoint, Reply, dumps, error_body
-from ._openapi import LISTING_B, build_document, docs_html, listing_b_created, route_key
+from ._openapi import build_document, docs_html, listing_b_created, route_key
 from ._routes import Router
 from ._strict import check_body, strict_operation
 from ._wire import ClientGone, parse_json, read_body
@@ -188,7 +188,7 @@ class _Plan(Endpoint):
             public=spec.policy.unauthenticated,
             route=path,
             dry_run=spec.rest.dry_run,
-            reshape=listing_b_created if (spec.name, path) in LISTING_B else None,
+            reshape=listing_b_created if path in spec.rest.listing_b else None,
         )
 
     async def respond(self, app: PluginApp, head: Head, params: dict[str, str], receive: Receive) -> Reply:
@@ -205,7 +205,7 @@ class _Plan(Endpoint):
             except ValidationError:
                 await self.deny_first(backend, principal, head.path)
                 raise
-            result = await backend.execute(op, principal, route_path=head.path)
+            result = await backend.execute(op, principal, route_path=head.path, route_checked=self.reads_body)
         except SDKError as err:
             return _refused(head, err), error_body(err, self.camel), user
         status, body = self.answer(op, result)

@@ -25,9 +25,15 @@ class ServedBackend(Protocol):
     async def aclose(self) -> None: ...
 
     async def execute(
-        self, operation: Operation[R], principal: Principal | None = None, *, route_path: str | None = None
+        self,
+        operation: Operation[R],
+        principal: Principal | None = None,
+        *,
+        route_path: str | None = None,
+        route_checked: bool = False,
     ) -> R:
-        """Authorize (tier 1 on `route_path`, the concrete request path; tier 2) and run the operation."""
+        """Authorize (tier 1 on `route_path`, the concrete request path; tier 2) and run the operation;
+        `route_checked`: `check_route` already allowed (and counted) this principal on `route_path`."""
         ...
 
     async def authenticate(self, authorization: str | None) -> Principal:

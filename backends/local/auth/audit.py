@@ -22,13 +22,13 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from pluginsdk.operations import Operation, OperationSpec
-from pluginsdk.principal import Principal
+from pluginsdk.operations import Operation
 
 from .crypto import now, ts
-from .store import new_record_id, written_revision
+from .store import new_record_id
 
 if TYPE_CHECKING:
+    from ..call import Call
     from ..engine import Engine
     from .store import AuthStore
 
@@ -126,32 +126,26 @@ def _import_ids(op: Operation) -> list[str]:
     return [i[:_MAX_ID] for i in ids if i]
 
 
-async def around_command(
-    engine: Engine,
-    spec: OperationSpec,
-    op: Operation,
-    principal: Principal,
-    handler: Callable[[Engine, Any, Principal], Awaitable[Any]],
-) -> Any:
+async def around_command(engine: Engine, call: Call, handler: Callable[[Engine, Any, Call], Awaitable[Any]]) -> Any:
     """Run an auth command and record it (nothing is recorded when it fails, or when its result says it
     wrote nothing: nothing changed). A command that writes several constraints (a template import, a grant)
     records each as its own record, found by that constraint's id."""
+    spec, op, principal = call.spec, call.op, call.principal
     target_type = AUDITED.get(spec.category or "")
     if target_type is None or getattr(op, "dry_run", False):
-        return await handler(engine, op, principal)
+        return await handler(engine, op, call)
     from .handlers._common import service
 
     store = service(engine).store
     if "constraint_ids" in spec.result_type.model_fields:
         before_all = await _constraints(store, _import_ids(op))
-        written_revision(reset=True)
-        result = await handler(engine, op, principal)
+        result = await handler(engine, op, call)
         ids = [str(i)[:_MAX_ID] for i in getattr(result, "constraint_ids", [])]
         if getattr(result, "created", True) is False:  # every constraint already as asked: nothing to record
             ids = []
         async with store.transaction():
             after_all = await _constraints(store, ids)
-            revision = written_revision() or await store.policy_version()  # the write's own, else the current one
+            revision = call.revision or await store.policy_version()  # the write's own, else the current one
             for i in ids:
                 await store.append_audit(
                     actor=principal.user_id,
@@ -164,12 +158,11 @@ async def around_command(
     else:
         target = _target_id(target_type, op)
         before = await _read(store, target_type, op, target)
-        written_revision(reset=True)
-        result = await handler(engine, op, principal)
+        result = await handler(engine, op, call)
         target = target or _target_id(target_type, op, result)
         async with store.transaction():
             after = await _read(store, target_type, op, target)
-            revision = written_revision() or await store.policy_version()  # the write's own, else the current one
+            revision = call.revision or await store.policy_version()  # the write's own, else the current one
             await store.append_audit(
                 actor=principal.user_id,
                 action=spec.name,

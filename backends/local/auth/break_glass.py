@@ -50,15 +50,12 @@ async def break_glass(settings: Settings, user_id: str) -> dict[str, Any]:
     from .audit import operator
     from .crypto import now, ts
     from .lockout import administers
-    from .service import AuthService
 
     engine = Engine(settings)
     await engine.start()
     try:
-        if isinstance(engine.authz, AuthService):
-            svc = engine.authz
-        else:  # authorization disabled in this configuration: the store is repaired all the same
-            svc = await start_auth(engine)
+        # authorization disabled in this configuration: the store is repaired all the same
+        svc = engine.auth or await start_auth(engine)
         store = svc.store
         at = ts(now())
         store.on_policy_change = None  # this is the repair: the lock-out guard does not apply

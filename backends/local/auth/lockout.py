@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Final
 
 from pluginsdk.errors import StateConflictError
@@ -92,10 +91,6 @@ def find_administrator(
 class LockoutGuard:
     """The store's policy-change hook: refuse a change that removes the last administrator."""
 
-    had_administrator: ContextVar[bool | None] = ContextVar("psdk_had_administrator", default=None)
-    """Set by the authorizer for the write being authorized in this task: whether an administrator existed
-    before it (None: unknown, checked strictly)."""
-
     def __init__(
         self,
         store: AuthStore,
@@ -142,8 +137,10 @@ class LockoutGuard:
         rows = await self.store.all_constraints()
         return compile_policy([json.loads(r["data"]) for r in rows], roles), roles
 
-    async def check(self) -> None:
-        if self.had_administrator.get() is False:
+    async def check(self, had_administrator: bool | None = None) -> None:
+        """Refuse (409) a change after which no one could administer roles. `had_administrator`: whether
+        someone could before it, as the authorizer found (`Call.had_administrator`); None: unknown, checked."""
+        if had_administrator is False:
             return  # nobody could administer before this change: it may be the repair
         if await self.administrator() is None:
             raise StateConflictError(

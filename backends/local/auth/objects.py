@@ -1,4 +1,9 @@
-"""Tier 2 on the stored object: one loader per object type, one plan per operation on an existing object.
+"""Tier 2 on the stored object: one loader per object type; what each operation needs is its own binding.
+
+An operation declares in its `Policy` which input field names the one existing object it acts on
+(`stored`), which attributes a change sets (`changes`) or a create carries beyond its fields
+(`new_attributes`), or a rule of its own (`rule`: `assignments`, `replay`); the catalog checks those
+declarations when it compiles the operation, so a new operation's security is declared in its class.
 
 An operation on one existing object (get, cancel, sync, update, delete, ...) is decided on the object's
 attributes *as stored* — every field `permissionObjects` lists for its type — never only on the id the
@@ -31,23 +36,13 @@ from pluginsdk.errors import NotFoundError, PermissionDeniedError, StateConflict
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import Principal
 
-from ..stored import hand_over
-
 if TYPE_CHECKING:
+    from ..call import Call
     from ..engine import Engine
     from ..policy import CompiledPolicy
+    from .store import AuthStore
 
-__all__ = [
-    "CREATE_ATTRIBUTES",
-    "KINDS",
-    "OBJECT_OPERATIONS",
-    "SPECIAL_OPERATIONS",
-    "ObjectKind",
-    "ObjectPlan",
-    "check_stored",
-    "denied",
-    "handles_stored",
-]
+__all__ = ["KINDS", "ObjectKind", "check_stored", "decides_stored", "denied", "handles_stored", "new_attributes"]
 
 Attrs = dict[str, Any]
 
@@ -56,30 +51,28 @@ class ObjectKind(NamedTuple):
     """How to find one object type as stored."""
 
     object_type: str
-    load: Callable[[Engine, str], Awaitable[Any]]
-    """id -> the stored object, or None when there is none."""
+    load: Callable[[Engine, AuthStore, str], Awaitable[Any]]
+    """(engine, auth tables, id) -> the stored object, or None when there is none."""
     attrs: Callable[[Any], Attrs]
     """The stored object's attributes (the same function its listings filter with)."""
     not_found: Callable[[str], NotFoundError]
     """The error a missing object answers with (the handler's own wording)."""
 
 
-async def _request(engine: Engine, request_id: str) -> Any:
+async def _request(engine: Engine, auth: AuthStore, request_id: str) -> Any:
     return await engine.db.get_request(request_id)
 
 
-async def _machine(engine: Engine, machine_id: str) -> Any:
+async def _machine(engine: Engine, auth: AuthStore, machine_id: str) -> Any:
     return await engine.db.get_machine(machine_id)
 
 
-async def _template(engine: Engine, template_id: str) -> Any:
+async def _template(engine: Engine, auth: AuthStore, template_id: str) -> Any:
     return await engine.template(template_id)
 
 
-async def _role(engine: Engine, role_name: str) -> Any:
-    from .store import AuthStore  # the tables, not the service: the service imports this module
-
-    row = await AuthStore(engine.db.db).get_role(role_name)
+async def _role(engine: Engine, auth: AuthStore, role_name: str) -> Any:
+    row = await auth.get_role(role_name)
     return None if row is None else {"roleName": row["role_name"]}
 
 
@@ -132,75 +125,9 @@ KINDS: dict[str, ObjectKind] = {
 """Object type -> its loader (userRole assignments are sets per user: see `_user_roles`)."""
 
 
-def _always(op: Operation) -> bool:
-    return True
-
-
-def _template_after_update(op: Operation, stored: Attrs) -> Attrs:
-    provider_api = getattr(op, "provider_api", None)
-    return stored if provider_api is None else {**stored, "providerApi": provider_api}
-
-
-class ObjectPlan(NamedTuple):
-    """One operation on one existing object: which kind, and which input field holds its id."""
-
-    kind: str
-    field: str
-    applies: Callable[[Operation], bool] = _always
-    """False when this call names no stored object (validate_template with a configuration)."""
-    after: Callable[[Operation, Attrs], Attrs] | None = None
-    """The attributes the object will have after the change (when the change can alter them)."""
-
-
-OBJECT_OPERATIONS: dict[str, ObjectPlan] = {
-    **{
-        name: ObjectPlan("request", "request_id")
-        for name in (
-            "get_request",
-            "cancel_request",
-            "update_request_status",
-            "sync_request",
-            "complete_request",
-            "populate_machine_ids",
-        )
-    },
-    "get_machine": ObjectPlan("machine", "machine_id"),
-    "get_machine_health": ObjectPlan("machine", "machine_id"),
-    "get_template": ObjectPlan("template", "template_id"),
-    "update_template": ObjectPlan("template", "template_id", after=_template_after_update),
-    "delete_template": ObjectPlan("template", "template_id"),
-    "validate_template": ObjectPlan(
-        "template",
-        "template_id",
-        applies=lambda op: (
-            getattr(op, "template_config", None) is None and getattr(op, "template_id", None) is not None
-        ),
-    ),
-    "update_role": ObjectPlan("role", "role_name"),
-    "delete_role": ObjectPlan("role", "role_id"),
-}
-"""SDK name -> plan, for every operation on one existing object of a permission object type."""
-
-SPECIAL_OPERATIONS = frozenset({"update_user_roles", "delete_user_roles", "create_request", "create_return_request"})
-"""Decided here too, each by its own rule (replacing writes, deletes of a set, idempotent replays)."""
-
-
-def _create_template(op: Operation, attrs: Attrs) -> Attrs:
-    return {**attrs, "providerApi": getattr(op, "provider_api", None)}
-
-
-CREATE_ATTRIBUTES: dict[str, Callable[[Operation, Attrs], Attrs]] = {"create_template": _create_template}
-"""Creates whose new object carries attributes beyond the policy fields of the input (tier 2 sees them).
-A new request's `requestId` is not one of them: the remote client always sends one (for safe retries) and an
-in-process call lets the engine make it, so deciding on it would make the interfaces disagree."""
-
-
 def handles_stored(spec: OperationSpec, op: Operation) -> bool:
     """Whether tier 2 of this call is decided on stored objects here (instead of on the input alone)."""
-    plan = OBJECT_OPERATIONS.get(spec.name)
-    if plan is not None:
-        return plan.applies(op)
-    return spec.name in ("update_user_roles", "delete_user_roles")
+    return spec.stored_id(op) is not None or spec.policy.rule == "assignments"
 
 
 def denied(principal: Principal, method: str, object_type: str) -> PermissionDeniedError:
@@ -210,46 +137,52 @@ def denied(principal: Principal, method: str, object_type: str) -> PermissionDen
     )
 
 
-async def check_stored(
-    engine: Engine,
-    policy: CompiledPolicy,
-    principal: Principal,
-    spec: OperationSpec,
-    op: Operation,
-    *,
-    roles_of: Callable[[str], Awaitable[list[str]]],
-) -> None:
-    """Tier 2 of `op` on the stored object(s) it names; raises NotFoundError / PermissionDeniedError."""
+def decides_stored(spec: OperationSpec) -> bool:
+    """Whether tier 2 of `spec` reads stored objects (`Policy.stored` or `Policy.rule`)."""
+    return spec.policy.stored is not None or spec.policy.rule is not None
+
+
+def new_attributes(spec: OperationSpec, op: Operation, attrs: Attrs) -> Attrs:
+    """The attributes tier 2 decides a new object on: the input's, and those `Policy.new_attributes` names."""
+    extra = spec.policy.new_attributes
+    if not extra:
+        return attrs
+    return {k: v for k, v in {**attrs, **{a: getattr(op, f) for a, f in extra.items()}}.items() if v is not None}
+
+
+async def check_stored(engine: Engine, auth: AuthStore, policy: CompiledPolicy, call: Call) -> None:
+    """Tier 2 of `call.op` on the stored object(s) it names; raises NotFoundError / PermissionDeniedError.
+    A read of one object leaves the object decided on in `call.stored`: its handler answers with it."""
+    spec, op, principal = call.spec, call.op, call.principal
+    rule = spec.policy.rule
+    if rule == "assignments":
+        await _user_roles(policy, principal, spec, op, auth.roles_of)
+    elif rule == "replay":
+        await _replay(engine, auth, policy, principal, op)
+    else:
+        ident = spec.stored_id(op)
+        if ident is not None:
+            obj = await _check_one(engine, auth, policy, call, ident)
+            if spec.method == "GET":
+                call.stored = obj  # one read: the decision and the answer are on the same object
+
+
+async def _check_one(engine: Engine, auth: AuthStore, policy: CompiledPolicy, call: Call, ident: str) -> Any:
+    """`decide` on the one stored object the call names (`Policy.stored`); the object as read."""
+    principal, op, spec = call.principal, call.op, call.spec
     method = spec.method
-    plan = OBJECT_OPERATIONS.get(spec.name)
-    if plan is not None:
-        if plan.applies(op):
-            await _check_one(engine, policy, principal, plan, op, method=method)
-        return
-    if spec.name in ("update_user_roles", "delete_user_roles"):
-        await _user_roles(policy, principal, spec, op, roles_of)
-    elif spec.name in ("create_request", "create_return_request"):
-        await _replay(engine, policy, principal, op)
-
-
-async def _check_one(
-    engine: Engine, policy: CompiledPolicy, principal: Principal, plan: ObjectPlan, op: Operation, *, method: str
-) -> None:
-    """`decide` on the one stored object `plan` names; a read hands the object to its handler."""
-    kind = KINDS[plan.kind]
-    ident = str(getattr(op, plan.field))
-    obj = await kind.load(engine, ident)
+    kind = KINDS[str(spec.policy.object_type)]
+    obj = await kind.load(engine, auth, ident)
     if obj is None:
         raise kind.not_found(ident)
     stored = kind.attrs(obj)
     decide(policy, principal, kind, ident, stored, method=method)
-    if method == "GET":
-        hand_over(op, obj)  # the read's handler answers with this very object (`stored.py`)
-        return
-    if plan.after is not None:
-        changed = plan.after(op, stored)
+    changes = {a: getattr(op, f) for a, f in spec.policy.changes.items() if getattr(op, f) is not None}
+    if method != "GET" and changes:
+        changed = {**stored, **changes}
         if changed != stored and not policy.is_allowed(principal, kind.object_type, changed, method):
             raise denied(principal, method, kind.object_type)
+    return obj
 
 
 def decide(
@@ -310,14 +243,14 @@ async def _user_roles(
             raise denied(principal, "DELETE", "userRole")
 
 
-async def _replay(engine: Engine, policy: CompiledPolicy, principal: Principal, op: Operation) -> None:
+async def _replay(engine: Engine, auth: AuthStore, policy: CompiledPolicy, principal: Principal, op: Operation) -> None:
     """A create naming an existing request id is a replay: it answers with that request, so the caller must
     be allowed to read it (403 when it may read but not POST on it). A caller that may not read it gets
     one 409 whatever the request holds: nothing about its status or parameters."""
     request_id = getattr(op, "request_id", None)
     if not request_id:
         return
-    found = await _request(engine, str(request_id))
+    found = await _request(engine, auth, str(request_id))
     if found is None:
         return
     stored = _request_attrs(found)

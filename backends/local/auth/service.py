@@ -39,7 +39,6 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterable, Mapping
-from contextvars import ContextVar
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -51,6 +50,7 @@ from pluginsdk.models.plans import AccessPlan
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
+from ..call import Call
 from ..policy import CompiledPolicy, compile_policy
 from ..policy.plans import plan_access
 from ..store.db import Row
@@ -58,7 +58,7 @@ from .config import AuthConfig
 from .crypto import PageTokens, Passwords, SecretBox, now, parse_ts, sha256_hex
 from .lockout import LockoutGuard
 from .mail import Mailer
-from .objects import CREATE_ATTRIBUTES, OBJECT_OPERATIONS, SPECIAL_OPERATIONS, check_stored, denied, handles_stored
+from .objects import check_stored, decides_stored, denied, handles_stored, new_attributes
 from .policy_watch import PolicyWatch
 from .routes import routes_to_check
 from .store import AuthStore
@@ -80,29 +80,8 @@ POLICY_CATEGORIES = frozenset({"roles", "userRoles", "constraints"})
 """Operation categories whose commands write the policy (the lock-out guard watches them)."""
 
 
-_version_read: ContextVar[tuple[Principal, int] | None] = ContextVar("pluginsdk_policy_version_read", default=None)
-"""The policy version read with the credential of the principal this request authenticated (one statement)."""
-
-
-_authorized_on: ContextVar[tuple[Principal, int] | None] = ContextVar("pluginsdk_policy_authorized_on", default=None)
-"""The policy version the current operation was authorized on, with the principal `authorize` returned."""
-
-_route_counted: ContextVar[tuple[Principal, str, str] | None] = ContextVar("pluginsdk_route_counted", default=None)
-"""(principal, method, path) whose tier-1 allow `check_route` counted in this request: the same decision made
-again by `authorize` is not counted twice."""
-
 _ROUTE_CACHE = 65_536
 """Tier-1 answers kept per version (cleared when full)."""
-
-
-def _read_with(principal: Principal | None) -> int | None:
-    """The version read with `principal`'s credential in this request, taken once (the next decision reads
-    again); None for any other principal, or when none was read."""
-    read = _version_read.get()
-    if read is None or principal is None or read[0] is not principal:
-        return None
-    _version_read.set(None)
-    return read[1]
 
 
 class Rules(NamedTuple):
@@ -162,7 +141,7 @@ class AuthService:
         self._snapshot: _Snapshot | None = None
         self._rules: Rules | None = None
         self._resolved: tuple[Principal, _Snapshot, Principal] | None = None
-        """The last (principal given, snapshot, principal resolved): an in-process SDK passes one object."""
+        """The last (principal given, snapshot, principal resolved): an in-process SDK asks as one caller."""
         self._lock = asyncio.Lock()
         self.compiles = 0
         """How many times the policy was compiled (observability, tests)."""
@@ -196,13 +175,11 @@ class AuthService:
         return self._passwords
 
     # -- policy ------------------------------------------------------------------
-    async def snapshot(self, principal: Principal | None = None) -> _Snapshot:
-        """The compiled policy of the current version (recompiled only when the rules version moved).
-
-        The version is the one read with `principal`'s credential when it was authenticated in this request
-        (`_read_with`), else read now (`PolicyWatch`: no statement while PostgreSQL notifications are live).
+    async def snapshot(self, version: int | None = None) -> _Snapshot:
+        """The compiled policy of `version` when given (the one read with the caller's credential:
+        `Principal.policy_version`), else of the current version, read now (`PolicyWatch`: no statement while
+        PostgreSQL notifications are live); recompiled only when the rules version moved.
         """
-        version = _read_with(principal)
         if version is None:
             version = await self.watch.version(self.store.policy_version)
         snap = self._snapshot
@@ -304,10 +281,14 @@ class AuthService:
             or (row["expires_at"] is not None and parse_ts(row["expires_at"]) <= now())
         ):
             raise AuthenticationError("The API key is unknown, expired or deactivated.")
-        principal = Principal(user_id=row["user_id"], auth_method="api_key", api_key_id=row["api_key_id"], mfa=False)
-        if row["policy_version"] is not None:
-            _version_read.set((principal, int(row["policy_version"])))
-        return principal
+        version = row["policy_version"]
+        return Principal(
+            user_id=row["user_id"],
+            auth_method="api_key",
+            api_key_id=row["api_key_id"],
+            mfa=False,
+            policy_version=None if version is None else int(version),
+        )
 
     async def _bearer(self, token: str) -> Principal:
         if self.tokens is not None:
@@ -333,63 +314,50 @@ class AuthService:
             return await self.external.principal(token)
         raise AuthenticationError("Bearer tokens are not accepted here: no identity provider is configured.")
 
-    async def authorize(
-        self, principal: Principal, spec: OperationSpec, op: Operation, *, route_path: str | None = None
-    ) -> Principal:
+    async def authorize(self, call: Call) -> None:
         """Tier 1 on the route called, tier 2 on the object (as stored, or as the input gives a new one), then
-        the lock-out guard's note for policy writes; the principal with its roles."""
+        the lock-out guard's note for policy writes; fills in `call`: the principal with its roles, the policy
+        version decided on, the stored object a read answers with, `had_administrator`."""
+        spec = call.spec
         if spec.policy.unauthenticated:
-            return principal
-        snap = await self.snapshot(principal)
-        p = await self._resolve(principal, snap)
-        counted = _route_counted.get()
-        if counted is not None:
-            _route_counted.set(None)
-        again = counted is not None and counted == (principal, spec.method, route_path)
-        self._check_routes(snap, p, spec, op, route_path, count_allow=not again)
+            return
+        # the version read with the credential decides the request's first decision (check_route's, if any)
+        snap = await self.snapshot(None if call.route_checked else call.principal.policy_version)
+        p = await self._resolve(call.principal, snap)
+        self._check_routes(snap, p, spec, call.op, call.route_path, count_allow=not call.route_checked)
+        call.principal = p
         object_type = spec.policy.object_type
         if object_type:
-            await self._check_object(snap.policy, p, spec, op, object_type)
+            await self._check_object(snap.policy, call, object_type)
         if spec.kind == "command" and spec.category in POLICY_CATEGORIES:
-            had = await self.guard.administrator(snap.policy, snap.roles) is not None
-            LockoutGuard.had_administrator.set(had)
-        else:
-            LockoutGuard.had_administrator.set(None)
-        _authorized_on.set((p, snap.version))
-        return p
+            call.had_administrator = await self.guard.administrator(snap.policy, snap.roles) is not None
+        call.policy_version = snap.version
 
     async def authorize_also(
         self, principal: Principal, spec: OperationSpec, calls: Iterable[tuple[Operation, str]]
     ) -> None:
         """Tier 1 and tier 2 of `spec` for each (operation, route path), on one policy snapshot and without the
         bookkeeping of `authorize` (the running operation keeps its own)."""
-        snap = await self.snapshot(principal)
+        snap = await self.snapshot()
         p = await self._resolve(principal, snap)
         object_type = spec.policy.object_type
         for op, route_path in calls:
             self._check_routes(snap, p, spec, op, route_path)
             if object_type:
-                await self._check_object(snap.policy, p, spec, op, object_type)
+                await self._check_object(snap.policy, Call(op, spec, p, route_path), object_type)
 
     async def _resolve(self, principal: Principal, snap: _Snapshot) -> Principal:
-        """`with_roles(_local_admin(principal))`, remembered for the last principal object and snapshot (both
-        immutable, and a snapshot is one policy version): an in-process SDK asks with the same object."""
+        """`with_roles(_local_admin(principal))` without the version read at authentication (a later call
+        with it reads the policy anew), remembered for the last equal principal and snapshot (a snapshot is
+        one policy version): an in-process SDK asks as the same caller every time."""
         last = self._resolved
-        if last is not None and last[0] is principal and last[1] is snap:
+        if last is not None and last[1] is snap and last[0] == principal and last[0].claims == principal.claims:
             return last[2]
         p = await self.with_roles(self._local_admin(principal), snap)
+        if p.policy_version is not None:
+            p = replace(p, policy_version=None)
         self._resolved = (principal, snap, p)
         return p
-
-    @staticmethod
-    def authorized_version(principal: Principal) -> int | None:
-        """The policy version the current operation was authorized on, taken once: its handler (called with the
-        principal `authorize` returned) answers on it without reading the version again; None otherwise."""
-        seen = _authorized_on.get()
-        if seen is None or seen[0] is not principal:
-            return None
-        _authorized_on.set(None)
-        return seen[1]
 
     @staticmethod
     def _check_routes(
@@ -410,15 +378,14 @@ class AuthService:
         if count_allow:
             _decided("route", "allow")
 
-    async def _check_object(
-        self, policy: CompiledPolicy, p: Principal, spec: OperationSpec, op: Operation, object_type: str
-    ) -> None:
+    async def _check_object(self, policy: CompiledPolicy, call: Call, object_type: str) -> None:
         """Tier 2: on the stored object(s) the operation names (`objects.py`), else on the input's attributes."""
+        spec, op, p = call.spec, call.op, call.principal
         if not handles_stored(spec, op):
             _check_input(policy, p, spec, op, object_type)
-        if spec.name in OBJECT_OPERATIONS or spec.name in SPECIAL_OPERATIONS:
+        if decides_stored(spec):
             try:
-                await check_stored(self.engine, policy, p, spec, op, roles_of=self.store.roles_of)
+                await check_stored(self.engine, self.store, policy, call)
             except PermissionDeniedError:
                 _decided("object", "deny")
                 raise
@@ -435,11 +402,10 @@ class AuthService:
         return spec.policy.unauthenticated or snap.route_allowed(principal, route, spec.method)
 
     async def check_route(self, principal: Principal, method: str, path: str) -> None:
-        snap = await self.snapshot(principal)
+        snap = await self.snapshot(principal.policy_version)
         p = await self.with_roles(principal, snap)
         if snap.route_allowed(p, path, method):
             _decided("route", "allow")
-            _route_counted.set((principal, method, path))
             return
         _decided("route", "deny")
         shown = path if len(path) <= 200 else path[:200] + "..."
@@ -508,10 +474,7 @@ def _route_denied(p: Principal, method: str, shown: str | None) -> PermissionDen
 def _check_input(policy: CompiledPolicy, p: Principal, spec: OperationSpec, op: Operation, object_type: str) -> None:
     """Tier 2 on the attributes the input gives (a new object; a list value names several, each decided)."""
     method = spec.method
-    attrs = spec.object_attributes(op)
-    extra = CREATE_ATTRIBUTES.get(spec.name)
-    if extra is not None:
-        attrs = {k: v for k, v in extra(op, attrs).items() if v is not None}
+    attrs = new_attributes(spec, op, spec.object_attributes(op))
     if not attrs:
         return
     if method == "POST" and "userId" in OBJECT_TYPES.get(object_type, ()) and "userId" not in attrs:

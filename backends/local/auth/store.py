@@ -17,7 +17,6 @@ import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from contextvars import ContextVar
 from typing import Any
 
 from pluginsdk.errors import AlreadyExistsError
@@ -25,7 +24,7 @@ from pluginsdk.errors import AlreadyExistsError
 from ..store.db import Database, Row
 from .crypto import now, ts
 
-__all__ = ["AuthStore", "new_record_id", "written_revision"]
+__all__ = ["AuthStore", "new_record_id"]
 
 VERSION_KEY = "auth.policy_version"
 ASSIGNMENT_BUMPS_KEY = "auth.assignment_bumps"
@@ -37,18 +36,6 @@ _MAX_ID = 1024
 def new_record_id() -> str:
     """An audit record id: sorts by time (nanoseconds, then random), so concurrent writers never collide."""
     return f"{time.time_ns():020d}-{secrets.token_hex(4)}"
-
-
-_WRITTEN: ContextVar[int | None] = ContextVar("pluginsdk_policy_revision", default=None)
-
-
-def written_revision(*, reset: bool = False) -> int | None:
-    """The revision the last policy write of this task (an operation's call) got from `bump_policy_version`;
-    `reset`: forget it (before the next operation runs)."""
-    if reset:
-        _WRITTEN.set(None)
-        return None
-    return _WRITTEN.get()
 
 
 def _in(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
@@ -63,9 +50,9 @@ class AuthStore:
         self.db = db
         self.on_bump: list[Callable[[], None]] = []
         """Called after each bump (this process drops its cached version at once)."""
-        self.on_policy_change: Callable[[], Awaitable[None]] | None = None
-        """Called by every policy write after the bump, inside its transaction (the lock-out guard); raising
-        rolls the write back."""
+        self.on_policy_change: Callable[[bool | None], Awaitable[None]] | None = None
+        """Called by every policy write after the bump, inside its transaction, with the write's
+        `had_administrator` (the lock-out guard); raising rolls the write back."""
 
     def transaction(self) -> Any:
         return self.db.transaction()
@@ -86,18 +73,21 @@ class AuthStore:
         version = int(values.get(VERSION_KEY, 0))
         return version, f"{version - int(values.get(ASSIGNMENT_BUMPS_KEY, 0))}:{values.get(RULES_STAMP_KEY, '')}"
 
-    async def bump_policy_version(self, *, assignments_only: bool = False) -> int:
+    async def bump_policy_version(
+        self, *, assignments_only: bool = False, had_administrator: bool | None = None
+    ) -> int:
         """Bump the version (this row lock also orders concurrent policy writes), then run the guard; returns
         the write's own revision, read in the same statement (another write's bump cannot come between).
 
         `assignments_only`: the write changed user-role assignments and nothing else (the compiled rules stay).
+        `had_administrator`: whether someone could administer roles before the write, for the guard (None:
+        unknown, checked strictly).
         """
         row = await self.db.fetchone(
             "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = :k RETURNING value",
             {"k": VERSION_KEY},
         )
         revision = int(row["value"]) if row else 0
-        _WRITTEN.set(revision)
         if assignments_only:
             await self.db.execute(
                 "INSERT INTO meta (key, value) VALUES (:k, '1') ON CONFLICT (key) "
@@ -111,7 +101,7 @@ class AuthStore:
         for hook in self.on_bump:
             hook()
         if self.on_policy_change is not None:
-            await self.on_policy_change()
+            await self.on_policy_change(had_administrator)
         return revision
 
     async def meta(self, key: str) -> str | None:

@@ -25,15 +25,14 @@ from pluginsdk.operations import (
     GetMachineStatusQuery,
     ListMachinesQuery,
 )
-from pluginsdk.principal import Principal
 from pluginsdk.words import counted
 
 from ..reconciler import reconcile
 from ..registry import HandlerTable
-from ..stored import take
 from .request_records import machine_attrs
 
 if TYPE_CHECKING:
+    from ..call import Call
     from ..engine import Engine
 
 handlers = HandlerTable()
@@ -62,12 +61,13 @@ async def _load(engine: Engine, machine_id: str) -> Machine:
 
 
 @handlers.on(GetMachineQuery)
-async def get_machine(engine: Engine, op: GetMachineQuery, principal: Principal) -> Machine:
-    return (await _refresh(engine, [take(op) or await _load(engine, op.machine_id)]))[0]
+async def get_machine(engine: Engine, op: GetMachineQuery, call: Call) -> Machine:
+    return (await _refresh(engine, [call.stored or await _load(engine, op.machine_id)]))[0]
 
 
 @handlers.on(ListMachinesQuery)
-async def list_machines(engine: Engine, op: ListMachinesQuery, principal: Principal) -> MachineList:
+async def list_machines(engine: Engine, op: ListMachinesQuery, call: Call) -> MachineList:
+    principal = call.principal
     statuses = [op.status.value] if op.status else ACTIVE if op.active_only else None
     items, total = await engine.db.list_machines(
         statuses=statuses,
@@ -84,7 +84,8 @@ async def list_machines(engine: Engine, op: ListMachinesQuery, principal: Princi
 
 
 @handlers.on(GetMachineStatusQuery)
-async def get_machine_status(engine: Engine, op: GetMachineStatusQuery, principal: Principal) -> MachineList:
+async def get_machine_status(engine: Engine, op: GetMachineStatusQuery, call: Call) -> MachineList:
+    principal = call.principal
     found = await engine.db.get_machines(op.machine_ids)
     shown = await engine.visible(principal, "machine", list(found.values()), machine_attrs)
     shown = await _refresh(engine, shown)
@@ -98,7 +99,7 @@ async def get_machine_status(engine: Engine, op: GetMachineStatusQuery, principa
 
 
 @handlers.on(GetMachineHealthQuery)
-async def get_machine_health(engine: Engine, op: GetMachineHealthQuery, principal: Principal) -> MachineHealth:
+async def get_machine_health(engine: Engine, op: GetMachineHealthQuery, call: Call) -> MachineHealth:
     m = (await _refresh(engine, [await _load(engine, op.machine_id)]))[0]
     healthy = m.status is MachineStatus.RUNNING
     return MachineHealth(
@@ -111,9 +112,7 @@ async def get_machine_health(engine: Engine, op: GetMachineHealthQuery, principa
 
 
 @handlers.on(GetActiveMachineCountQuery)
-async def get_active_machine_count(
-    engine: Engine, op: GetActiveMachineCountQuery, principal: Principal
-) -> ActiveMachineCount:
+async def get_active_machine_count(engine: Engine, op: GetActiveMachineCountQuery, call: Call) -> ActiveMachineCount:
     by_template = await engine.db.count_active_machines(op.template_id)
     total = sum(by_template.values())
     return ActiveMachineCount(count=total, by_template=by_template, message=f"{total} active machines")
@@ -121,8 +120,9 @@ async def get_active_machine_count(
 
 @handlers.on(CleanupTerminatedMachinesCommand)
 async def cleanup_terminated_machines(
-    engine: Engine, op: CleanupTerminatedMachinesCommand, principal: Principal
+    engine: Engine, op: CleanupTerminatedMachinesCommand, call: Call
 ) -> CleanupResult:
+    principal = call.principal
     before = utcnow() - timedelta(days=op.older_than_days)
     gone, _ = await engine.db.list_machines(
         statuses=[MachineStatus.TERMINATED.value, MachineStatus.FAILED.value], updated_before=before

@@ -15,7 +15,6 @@ from pluginsdk.operations import (
     SyncRequestCommand,
     UpdateRequestStatusCommand,
 )
-from pluginsdk.principal import Principal
 from pluginsdk.words import counted
 
 from ..reconciler import apply_states, ended, launch, reconcile, terminate_machines
@@ -25,6 +24,7 @@ from .request_records import fresh, load_request, with_machines
 if TYPE_CHECKING:
     from pluginsdk.models import Template
 
+    from ..call import Call
     from ..engine import Engine
 
 
@@ -32,9 +32,10 @@ handlers = HandlerTable()
 
 
 @handlers.on(CreateRequestCommand)
-async def create_request(engine: Engine, op: CreateRequestCommand, principal: Principal) -> RequestCreated:
+async def create_request(engine: Engine, op: CreateRequestCommand, call: Call) -> RequestCreated:
     """validate -> record `pending` -> launch -> settle the first status (-> wait); a retry with the same
     request id answers the first result."""
+    principal = call.principal
     if op.request_id and (existing := await engine.db.get_request(op.request_id)) is not None:
         return _replayed(existing, op)
     request_id = op.request_id or f"req-{uuid.uuid4()}"
@@ -114,7 +115,8 @@ async def wait_for(engine: Engine, request: Request, seconds: float) -> Request:
 
 
 @handlers.on(CancelRequestCommand)
-async def cancel_request(engine: Engine, op: CancelRequestCommand, principal: Principal) -> Request:
+async def cancel_request(engine: Engine, op: CancelRequestCommand, call: Call) -> Request:
+    principal = call.principal
     r = await load_request(engine, op.request_id)
     if r.request_type is RequestType.RETURN:
         raise StateConflictError(
@@ -148,7 +150,7 @@ async def cancel_request(engine: Engine, op: CancelRequestCommand, principal: Pr
 
 
 @handlers.on(UpdateRequestStatusCommand)
-async def update_request_status(engine: Engine, op: UpdateRequestStatusCommand, principal: Principal) -> Request:
+async def update_request_status(engine: Engine, op: UpdateRequestStatusCommand, call: Call) -> Request:
     async with engine.db.transaction():
         r = await load_request(engine, op.request_id)
         if not can_transition(r.status, op.status):
@@ -176,9 +178,7 @@ def _next(status: RequestStatus) -> list[str]:
 
 
 @handlers.on(SyncRequestCommand, PopulateMachineIdsCommand)
-async def sync_request(
-    engine: Engine, op: SyncRequestCommand | PopulateMachineIdsCommand, principal: Principal
-) -> Request:
+async def sync_request(engine: Engine, op: SyncRequestCommand | PopulateMachineIdsCommand, call: Call) -> Request:
     r = await load_request(engine, op.request_id)
     if r.request_type is RequestType.PROVISION and r.status.terminal and not r.dry_run:
         # still adopt machines the provider holds (crash recovery), without moving the status
@@ -198,7 +198,8 @@ async def sync_request(
 
 
 @handlers.on(CompleteRequestCommand)
-async def complete_request(engine: Engine, op: CompleteRequestCommand, principal: Principal) -> Request:
+async def complete_request(engine: Engine, op: CompleteRequestCommand, call: Call) -> Request:
+    principal = call.principal
     r = await fresh(engine, await load_request(engine, op.request_id))
     if r.status.terminal:
         raise StateConflictError(

@@ -17,6 +17,7 @@ from ..registry import HandlerTable
 from .request_records import machine_attrs, request_attrs
 
 if TYPE_CHECKING:
+    from ..call import Call
     from ..engine import Engine
 
 
@@ -50,7 +51,8 @@ async def _cleanup_requests(
 
 
 @handlers.on(CleanupOldRequestsCommand)
-async def cleanup_old_requests(engine: Engine, op: CleanupOldRequestsCommand, principal: Principal) -> CleanupResult:
+async def cleanup_old_requests(engine: Engine, op: CleanupOldRequestsCommand, call: Call) -> CleanupResult:
+    principal = call.principal
     ids, machines = await _cleanup_requests(
         engine, principal, [s.value for s in op.statuses_to_cleanup], op.older_than_days, op.dry_run
     )
@@ -66,7 +68,8 @@ async def cleanup_old_requests(engine: Engine, op: CleanupOldRequestsCommand, pr
 
 
 @handlers.on(CleanupAllResourcesCommand)
-async def cleanup_all_resources(engine: Engine, op: CleanupAllResourcesCommand, principal: Principal) -> CleanupResult:
+async def cleanup_all_resources(engine: Engine, op: CleanupAllResourcesCommand, call: Call) -> CleanupResult:
+    principal = call.principal
     if op.include_pending:
         before = utcnow() - timedelta(days=op.older_than_days)
         pending, _ = await engine.db.list_requests(statuses=[RequestStatus.PENDING.value], created_before=before)

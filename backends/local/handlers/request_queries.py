@@ -21,10 +21,10 @@ from pluginsdk.words import counted
 
 from ..reconciler import reconcile, record_reclaimed
 from ..registry import HandlerTable
-from ..stored import take
 from .request_records import fresh, load_request, request_attrs, with_machines, with_machines_all
 
 if TYPE_CHECKING:
+    from ..call import Call
     from ..engine import Engine
 
 
@@ -36,13 +36,14 @@ ACTIVE = (RequestStatus.PENDING.value, RequestStatus.RUNNING.value)
 
 
 @handlers.on(GetRequestQuery)
-async def get_request(engine: Engine, op: GetRequestQuery, principal: Principal) -> Request:
-    r = await fresh(engine, take(op) or await load_request(engine, op.request_id), lightweight=op.lightweight)
+async def get_request(engine: Engine, op: GetRequestQuery, call: Call) -> Request:
+    r = await fresh(engine, call.stored or await load_request(engine, op.request_id), lightweight=op.lightweight)
     return await with_machines(engine, r) if op.long else r
 
 
 @handlers.on(GetRequestStatusQuery)
-async def get_request_status(engine: Engine, op: GetRequestStatusQuery, principal: Principal) -> RequestStatusList:
+async def get_request_status(engine: Engine, op: GetRequestStatusQuery, call: Call) -> RequestStatusList:
+    principal = call.principal
     found = await engine.db.get_requests(op.request_ids)
     visible = {r.request_id for r in await engine.visible(principal, "request", list(found.values()), request_attrs)}
     out: list[Request] = []
@@ -116,7 +117,8 @@ async def _listing(
 
 
 @handlers.on(ListRequestsQuery)
-async def list_requests(engine: Engine, op: ListRequestsQuery, principal: Principal) -> RequestList:
+async def list_requests(engine: Engine, op: ListRequestsQuery, call: Call) -> RequestList:
+    principal = call.principal
     items, total = await engine.db.list_requests(
         statuses=[op.status.value] if op.status else None,
         template_id=op.template_id,
@@ -148,7 +150,8 @@ def _filters(expressions: list[str]) -> list[tuple[str, bool, str]]:
 
 
 @handlers.on(ListActiveRequestsQuery)
-async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, principal: Principal) -> RequestList:
+async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, call: Call) -> RequestList:
+    principal = call.principal
     filters = _filters(op.filter_expressions)
     items, total = await engine.db.list_requests(
         statuses=None if op.all_resources else ACTIVE,
@@ -169,7 +172,8 @@ async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, prin
 
 
 @handlers.on(ListReturnRequestsQuery)
-async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, principal: Principal) -> RequestList:
+async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, call: Call) -> RequestList:
+    principal = call.principal
     try:  # machines the cloud took back (spot interruptions) are listed as return requests too
         await record_reclaimed(engine)
     except ProviderError as exc:
@@ -197,7 +201,7 @@ async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, prin
 
 
 @handlers.on(GetRequestSummaryQuery)
-async def get_request_summary(engine: Engine, op: GetRequestSummaryQuery, principal: Principal) -> RequestSummary:
+async def get_request_summary(engine: Engine, op: GetRequestSummaryQuery, call: Call) -> RequestSummary:
     by_status = await engine.db.count_requests_by("status", op.template_id)
     by_type = await engine.db.count_requests_by("request_type", op.template_id)
     return RequestSummary(

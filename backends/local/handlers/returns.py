@@ -27,6 +27,7 @@ from ..registry import HandlerTable
 from .request_records import load_request, machine_attrs, request_attrs
 
 if TYPE_CHECKING:
+    from ..call import Call
     from ..engine import Engine
 
 
@@ -36,14 +37,8 @@ handlers = HandlerTable()
 async def machines_by_name(engine: Engine, names: list[str]) -> dict[str, Machine]:
     """Machines by host name (HostFactory and LSF return hosts by name). A name reused after its machine
     went away names the live machine; among several, the newest."""
-    found: list[Machine] = []
-    for start in range(0, len(names), 500):  # bounded statement size, whatever the caller sends
-        params = {f"n{i}": n for i, n in enumerate(names[start : start + 500])}
-        clause = ", ".join(f":{k}" for k in params)
-        rows = await engine.db.db.fetchall(f"SELECT data FROM machines WHERE name IN ({clause})", params)
-        found += (Machine.model_validate_json(row["data"]) for row in rows)
     out: dict[str, Machine] = {}
-    for m in sorted(found, key=lambda m: (m.created_at, m.machine_id)):
+    for m in sorted(await engine.db.machines_named(names), key=lambda m: (m.created_at, m.machine_id)):
         prior = out.get(m.name or "")
         if prior is None or not m.status.gone or prior.status.gone:
             out[m.name or ""] = m
@@ -51,11 +46,10 @@ async def machines_by_name(engine: Engine, names: list[str]) -> dict[str, Machin
 
 
 @handlers.on(CreateReturnRequestCommand)
-async def create_return_request(
-    engine: Engine, op: CreateReturnRequestCommand, principal: Principal
-) -> ReturnRequestCreated:
+async def create_return_request(engine: Engine, op: CreateReturnRequestCommand, call: Call) -> ReturnRequestCreated:
     """validate -> select -> screen -> claim -> terminate -> settle; a retry with the same request id answers
     the first result (docs/design.md, "Requests, machines, reconciliation")."""
+    principal = call.principal
     _validate_return(op)
     if op.request_id and (existing := await engine.db.get_request(op.request_id)) is not None:
         return ReturnRequestCreated(

@@ -23,20 +23,20 @@ from pluginsdk.operations import (
     GetSystemStatusQuery,
     ListProvidersQuery,
 )
-from pluginsdk.principal import Principal
 from pluginsdk.words import counted
 
 from ..providers import load_provider_class, provider_names
 from ..registry import HandlerTable
 
 if TYPE_CHECKING:
+    from ..call import Call
     from ..engine import Engine
 
 handlers = HandlerTable()
 
 
 @handlers.on(GetConfigurationQuery)
-async def get_configuration(engine: Engine, op: GetConfigurationQuery, principal: Principal) -> ConfigurationView:
+async def get_configuration(engine: Engine, op: GetConfigurationQuery, call: Call) -> ConfigurationView:
     config = engine.settings.redacted()
     sources = dict(engine.settings.sources)
     storage = config.get("storage", {})
@@ -55,7 +55,7 @@ async def get_configuration(engine: Engine, op: GetConfigurationQuery, principal
 
 
 @handlers.on(GetProviderHealthQuery)
-async def get_provider_health(engine: Engine, op: GetProviderHealthQuery, principal: Principal) -> ProviderHealth:
+async def get_provider_health(engine: Engine, op: GetProviderHealthQuery, call: Call) -> ProviderHealth:
     name = op.provider_name or engine.settings.provider.type
     driver = await engine.provider(op.provider_name)
     started = time.perf_counter()
@@ -76,7 +76,7 @@ async def get_provider_health(engine: Engine, op: GetProviderHealthQuery, princi
 
 
 @handlers.on(ListProvidersQuery)
-async def list_providers(engine: Engine, op: ListProvidersQuery, principal: Principal) -> ProviderList:
+async def list_providers(engine: Engine, op: ListProvidersQuery, call: Call) -> ProviderList:
     active = engine.settings.provider.type
     infos = []
     for name in provider_names():
@@ -89,14 +89,14 @@ async def list_providers(engine: Engine, op: ListProvidersQuery, principal: Prin
 
 
 @handlers.on(GetSystemStatusQuery)
-async def get_system_status(engine: Engine, op: GetSystemStatusQuery, principal: Principal) -> SystemStatus:
+async def get_system_status(engine: Engine, op: GetSystemStatusQuery, call: Call) -> SystemStatus:
     by_status = await engine.db.count_requests_by("status")
     active = sum((await engine.db.count_active_machines()).values())
     return SystemStatus(
         version=VERSION,
         backend="local",
         provider=engine.settings.provider.type,
-        storage=engine.db.db.dialect,
+        storage=engine.db.dialect,
         scheduler=engine.settings.scheduler.type,
         requests_by_status=by_status,
         active_machines=active,
@@ -105,7 +105,7 @@ async def get_system_status(engine: Engine, op: GetSystemStatusQuery, principal:
 
 
 @handlers.on(GetMetricsQuery)
-async def get_metrics(engine: Engine, op: GetMetricsQuery, principal: Principal) -> Metrics:
+async def get_metrics(engine: Engine, op: GetMetricsQuery, call: Call) -> Metrics:
     counters: dict[str, float] = {"uptime_seconds": round(time.time() - engine.started_at, 3)}
     for name, stats in sorted(engine.metrics.items()):
         counters[f"{name}.calls"] = stats["calls"]

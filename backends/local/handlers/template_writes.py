@@ -12,20 +12,20 @@ from pluginsdk.operations import (
     RefreshTemplatesCommand,
     UpdateTemplateCommand,
 )
-from pluginsdk.principal import Principal
 from pluginsdk.words import counted
 
 from ..registry import HandlerTable
 from .templates import check_template, invalid_template
 
 if TYPE_CHECKING:
+    from ..call import Call
     from ..engine import Engine
 
 handlers = HandlerTable()
 
 
 @handlers.on(CreateTemplateCommand)
-async def create_template(engine: Engine, op: CreateTemplateCommand, principal: Principal) -> TemplateWritten:
+async def create_template(engine: Engine, op: CreateTemplateCommand, call: Call) -> TemplateWritten:
     data = op.model_dump(exclude={"validate_only"}, exclude_none=True)
     template, errors, _ = check_template(engine, data)
     if template is None:
@@ -59,7 +59,7 @@ async def _stored(engine: Engine, template_id: str) -> Template:
 
 
 @handlers.on(UpdateTemplateCommand)
-async def update_template(engine: Engine, op: UpdateTemplateCommand, principal: Principal) -> TemplateWritten:
+async def update_template(engine: Engine, op: UpdateTemplateCommand, call: Call) -> TemplateWritten:
     async with engine.db.transaction():
         current = await _stored(engine, op.template_id)
         changes = op.model_dump(exclude={"template_id"}, exclude_unset=True, exclude_none=True)
@@ -80,7 +80,7 @@ async def update_template(engine: Engine, op: UpdateTemplateCommand, principal: 
 
 
 @handlers.on(DeleteTemplateCommand)
-async def delete_template(engine: Engine, op: DeleteTemplateCommand, principal: Principal) -> TemplateWritten:
+async def delete_template(engine: Engine, op: DeleteTemplateCommand, call: Call) -> TemplateWritten:
     async with engine.db.transaction():
         await _stored(engine, op.template_id)
         _, active = await engine.db.list_requests(statuses=("pending", "running"), template_id=op.template_id, limit=1)
@@ -94,7 +94,7 @@ async def delete_template(engine: Engine, op: DeleteTemplateCommand, principal: 
 
 
 @handlers.on(RefreshTemplatesCommand)
-async def refresh_templates(engine: Engine, op: RefreshTemplatesCommand, principal: Principal) -> TemplateRefresh:
+async def refresh_templates(engine: Engine, op: RefreshTemplatesCommand, call: Call) -> TemplateRefresh:
     engine.files.invalidate()
     loaded = engine.files.load(force=op.force)
     total = len(await engine.all_templates())

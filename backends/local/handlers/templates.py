@@ -12,14 +12,13 @@ import pydantic
 from pluginsdk.errors import InvalidTemplateError, NotFoundError, ValidationError
 from pluginsdk.models import Template, TemplateList, TemplateResult, TemplateValidation
 from pluginsdk.operations import GetTemplateQuery, ListTemplatesQuery, ValidateTemplateQuery
-from pluginsdk.principal import Principal
 from pluginsdk.words import counted
 
 from ..registry import HandlerTable
-from ..stored import take
 from ..templates_files import template_from_mapping
 
 if TYPE_CHECKING:
+    from ..call import Call
     from ..engine import Engine
 
 handlers = HandlerTable()
@@ -116,7 +115,8 @@ def invalid_template(template_id: str | None, errors: list[str]) -> InvalidTempl
 
 
 @handlers.on(ListTemplatesQuery)
-async def list_templates(engine: Engine, op: ListTemplatesQuery, principal: Principal) -> TemplateList:
+async def list_templates(engine: Engine, op: ListTemplatesQuery, call: Call) -> TemplateList:
+    principal = call.principal
     templates = await engine.all_templates(op.provider_api, force_refresh=op.force_refresh)
     if op.active_only:
         templates = [t for t in templates if t.configuration.get("active", True) is not False]
@@ -129,8 +129,8 @@ async def list_templates(engine: Engine, op: ListTemplatesQuery, principal: Prin
 
 
 @handlers.on(GetTemplateQuery)
-async def get_template(engine: Engine, op: GetTemplateQuery, principal: Principal) -> TemplateResult:
-    t = take(op) or await engine.template(op.template_id)
+async def get_template(engine: Engine, op: GetTemplateQuery, call: Call) -> TemplateResult:
+    t = call.stored or await engine.template(op.template_id)
     if t is None:
         raise NotFoundError("template", op.template_id, f"Template '{op.template_id}' not found.")
     if not op.include_config:
@@ -139,7 +139,7 @@ async def get_template(engine: Engine, op: GetTemplateQuery, principal: Principa
 
 
 @handlers.on(ValidateTemplateQuery)
-async def validate_template(engine: Engine, op: ValidateTemplateQuery, principal: Principal) -> TemplateValidation:
+async def validate_template(engine: Engine, op: ValidateTemplateQuery, call: Call) -> TemplateValidation:
     if op.template_config is None:
         if op.template_id is None:
             raise ValidationError(

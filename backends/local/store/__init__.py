@@ -54,6 +54,11 @@ class Store:
     def transaction(self) -> Any:
         return self.db.transaction()
 
+    @property
+    def dialect(self) -> str:
+        """The database's dialect (`sqlite` or `postgresql`)."""
+        return self.db.dialect
+
     # -- templates --------------------------------------------------------
     async def get_template(self, template_id: str) -> Template | None:
         row = await self.db.fetchone("SELECT data FROM templates WHERE template_id = :id", {"id": template_id})
@@ -306,6 +311,16 @@ class Store:
         )
         out = (models.Machine.model_validate_json(r["data"]) for r in rows)
         return {m.machine_id: m for m in out}
+
+    async def machines_named(self, names: Sequence[str]) -> list[Machine]:
+        """Every stored machine with one of these host names (a name may be reused after its machine went away:
+        several machines can answer one name)."""
+        found: list[Machine] = []
+        for start in range(0, len(names), 500):  # bounded statement size, whatever the caller sends
+            clause, params = _in("n", list(names[start : start + 500]))
+            rows = await self.db.fetchall(f"SELECT data FROM machines WHERE name IN {clause}", params)
+            found += (models.Machine.model_validate_json(row["data"]) for row in rows)
+        return found
 
     async def machines_of_request(self, request_id: str, *, for_update: bool = False) -> list[Machine]:
         return (await self.machines_of_requests([request_id], for_update=for_update))[request_id]

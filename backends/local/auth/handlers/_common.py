@@ -11,16 +11,29 @@ from ..crypto import now, parse_ts, ts
 from ..service import AuthService
 
 if TYPE_CHECKING:
+    from ...call import Call
     from ...engine import Engine
+    from ..store import AuthStore
 
-__all__ = ["api_key_from_row", "clear_mfa", "role_from_row", "service", "user_from_row"]
+__all__ = ["api_key_from_row", "bump", "clear_mfa", "role_from_row", "service", "user_from_row"]
 
 
 def service(engine: Engine) -> AuthService:
-    svc = engine.authz
-    if not isinstance(svc, AuthService):
+    """The engine's auth service (`Engine.auth`); refused when authorization is disabled."""
+    svc = engine.auth
+    if svc is None:
         raise HandlerDiscoveryError("The auth service is not running in this engine.")
     return svc
+
+
+async def bump(store: AuthStore, call: Call, *, assignments_only: bool = False) -> int:
+    """Start the policy version `call`'s write makes (`AuthStore.bump_policy_version`), in the caller's
+    transaction: the lock-out guard decides with what authorization found before it, and the revision is
+    recorded on `call` (the audit record's)."""
+    call.revision = await store.bump_policy_version(
+        assignments_only=assignments_only, had_administrator=call.had_administrator
+    )
+    return call.revision
 
 
 def role_from_row(r: Any) -> Role:

@@ -35,6 +35,7 @@ from ..crypto import new_api_key, now, parse_expiry, parse_ts, sha256_hex, ts
 from ._common import api_key_from_row, service
 
 if TYPE_CHECKING:
+    from ...call import Call
     from ...engine import Engine
     from ..store import AuthStore
 
@@ -83,12 +84,13 @@ async def _list(
 
 
 @handlers.on(ListAPIKeysQuery)
-async def list_api_keys(engine: Engine, op: ListAPIKeysQuery, principal: Principal) -> ApiKeyList:
+async def list_api_keys(engine: Engine, op: ListAPIKeysQuery, call: Call) -> ApiKeyList:
     return await _list(engine, f"api-keys:all:{op.user_id or ''}", op.user_id, op)
 
 
 @handlers.on(ListMyAPIKeysQuery)
-async def list_my_api_keys(engine: Engine, op: ListMyAPIKeysQuery, principal: Principal) -> ApiKeyList:
+async def list_my_api_keys(engine: Engine, op: ListMyAPIKeysQuery, call: Call) -> ApiKeyList:
+    principal = call.principal
     return await _list(engine, f"api-keys:self:{principal.user_id}", principal.user_id, op)
 
 
@@ -100,13 +102,14 @@ async def _owned(engine: Engine, api_key_id: str, owner: str | None) -> Row:
 
 
 @handlers.on(GetAPIKeyQuery)
-async def get_api_key(engine: Engine, op: GetAPIKeyQuery, principal: Principal) -> ApiKeyResult:
+async def get_api_key(engine: Engine, op: GetAPIKeyQuery, call: Call) -> ApiKeyResult:
     row = await _owned(engine, op.api_key_id, None)
     return ApiKeyResult(**api_key_from_row(row).model_dump())
 
 
 @handlers.on(GetMyAPIKeyQuery)
-async def get_my_api_key(engine: Engine, op: GetMyAPIKeyQuery, principal: Principal) -> ApiKeyResult:
+async def get_my_api_key(engine: Engine, op: GetMyAPIKeyQuery, call: Call) -> ApiKeyResult:
+    principal = call.principal
     row = await _owned(engine, op.api_key_id, principal.user_id)
     return ApiKeyResult(**api_key_from_row(row).model_dump())
 
@@ -157,7 +160,8 @@ async def _create(
 
 
 @handlers.on(CreateAPIKeyCommand)
-async def create_api_key(engine: Engine, op: CreateAPIKeyCommand, principal: Principal) -> ApiKeyCreated:
+async def create_api_key(engine: Engine, op: CreateAPIKeyCommand, call: Call) -> ApiKeyCreated:
+    principal = call.principal
     return await _create(
         engine,
         principal,
@@ -170,7 +174,8 @@ async def create_api_key(engine: Engine, op: CreateAPIKeyCommand, principal: Pri
 
 
 @handlers.on(CreateMyAPIKeyCommand)
-async def create_my_api_key(engine: Engine, op: CreateMyAPIKeyCommand, principal: Principal) -> ApiKeyCreated:
+async def create_my_api_key(engine: Engine, op: CreateMyAPIKeyCommand, call: Call) -> ApiKeyCreated:
+    principal = call.principal
     return await _create(
         engine,
         principal,
@@ -253,12 +258,13 @@ async def _write_update(store: AuthStore, api_key_id: str, changes: dict[str, An
 
 
 @handlers.on(UpdateAPIKeyCommand)
-async def update_api_key(engine: Engine, op: UpdateAPIKeyCommand, principal: Principal) -> ApiKeyResult:
+async def update_api_key(engine: Engine, op: UpdateAPIKeyCommand, call: Call) -> ApiKeyResult:
     return await _update(engine, op, None)
 
 
 @handlers.on(UpdateMyAPIKeyCommand)
-async def update_my_api_key(engine: Engine, op: UpdateMyAPIKeyCommand, principal: Principal) -> ApiKeyResult:
+async def update_my_api_key(engine: Engine, op: UpdateMyAPIKeyCommand, call: Call) -> ApiKeyResult:
+    principal = call.principal
     return await _update(engine, op, principal.user_id)
 
 
@@ -271,10 +277,11 @@ async def _delete(engine: Engine, api_key_id: str, owner: str | None) -> ApiKeyR
 
 
 @handlers.on(DeleteAPIKeyCommand)
-async def delete_api_key(engine: Engine, op: DeleteAPIKeyCommand, principal: Principal) -> ApiKeyResult:
+async def delete_api_key(engine: Engine, op: DeleteAPIKeyCommand, call: Call) -> ApiKeyResult:
     return await _delete(engine, op.api_key_id, None)
 
 
 @handlers.on(DeleteMyAPIKeyCommand)
-async def delete_my_api_key(engine: Engine, op: DeleteMyAPIKeyCommand, principal: Principal) -> ApiKeyResult:
+async def delete_my_api_key(engine: Engine, op: DeleteMyAPIKeyCommand, call: Call) -> ApiKeyResult:
+    principal = call.principal
     return await _delete(engine, op.api_key_id, principal.user_id)

@@ -7,13 +7,13 @@ from typing import TYPE_CHECKING
 
 from pluginsdk.models.policy_results import AuditPage, AuditRecord
 from pluginsdk.operations.audit import ListAuditRecordsQuery
-from pluginsdk.principal import Principal
 
 from ...registry import HandlerTable
 from ..audit import page_records
 from ._common import service
 
 if TYPE_CHECKING:
+    from ...call import Call
     from ...engine import Engine
 
 handlers = HandlerTable()
@@ -22,7 +22,7 @@ _LISTING = "audit"
 
 
 @handlers.on(ListAuditRecordsQuery)
-async def list_audit_records(engine: Engine, op: ListAuditRecordsQuery, principal: Principal) -> AuditPage:
+async def list_audit_records(engine: Engine, op: ListAuditRecordsQuery, call: Call) -> AuditPage:
     svc = service(engine)
     pos = svc.decode_page(_LISTING, op.starting_token)
     filters = {

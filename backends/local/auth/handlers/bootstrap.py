@@ -22,13 +22,14 @@ from ..crypto import now, ts
 from ._common import service
 
 if TYPE_CHECKING:
+    from ...call import Call
     from ...engine import Engine
 
 handlers = HandlerTable()
 
 
 @handlers.on(GetAmplifyConfigQuery)
-async def get_amplify_config(engine: Engine, op: GetAmplifyConfigQuery, principal: Principal) -> AmplifyConfig:
+async def get_amplify_config(engine: Engine, op: GetAmplifyConfigQuery, call: Call) -> AmplifyConfig:
     c = service(engine).config
     out = AmplifyConfig(
         region=c.region,
@@ -63,12 +64,12 @@ async def get_amplify_config(engine: Engine, op: GetAmplifyConfigQuery, principa
 
 
 @handlers.on(GetVersionQuery)
-async def get_version(engine: Engine, op: GetVersionQuery, principal: Principal) -> VersionInfo:
+async def get_version(engine: Engine, op: GetVersionQuery, call: Call) -> VersionInfo:
     return VersionInfo(version=VERSION)
 
 
 @handlers.on(GetSecureConfigQuery)
-async def get_secure_config(engine: Engine, op: GetSecureConfigQuery, principal: Principal) -> SecureConfig:
+async def get_secure_config(engine: Engine, op: GetSecureConfigQuery, call: Call) -> SecureConfig:
     c = service(engine).config
     flags = list(c.app.featuresEnabled)
     flags.append(
@@ -94,7 +95,8 @@ def _own(principal: Principal, user_id: str) -> None:
 
 
 @handlers.on(GetLoginProfileQuery)
-async def get_login_profile(engine: Engine, op: GetLoginProfileQuery, principal: Principal) -> LoginProfile:
+async def get_login_profile(engine: Engine, op: GetLoginProfileQuery, call: Call) -> LoginProfile:
+    principal = call.principal
     _own(principal, op.user_id)
     row = await service(engine).store.get_profile(op.user_id)
     if row is None:
@@ -104,7 +106,8 @@ async def get_login_profile(engine: Engine, op: GetLoginProfileQuery, principal:
 
 
 @handlers.on(UpdateLoginProfileCommand)
-async def update_login_profile(engine: Engine, op: UpdateLoginProfileCommand, principal: Principal) -> LoginProfile:
+async def update_login_profile(engine: Engine, op: UpdateLoginProfileCommand, call: Call) -> LoginProfile:
+    principal = call.principal
     _own(principal, op.user_id)
     store = service(engine).store
     email = op.email

@@ -41,10 +41,11 @@ from pluginsdk.principal import Principal
 
 from ...registry import HandlerTable
 from ..crypto import now, ts
-from ._common import service
+from ._common import bump, service
 from .policy_checks import import_dry_run
 
 if TYPE_CHECKING:
+    from ...call import Call
     from ...engine import Engine
 
 handlers = HandlerTable()
@@ -85,7 +86,7 @@ def _written(c: Constraint, operation: str, verb: str) -> ConstraintWritten:
 
 
 @handlers.on(ListConstraintsQuery)
-async def list_constraints(engine: Engine, op: ListConstraintsQuery, principal: Principal) -> ConstraintList:
+async def list_constraints(engine: Engine, op: ListConstraintsQuery, call: Call) -> ConstraintList:
     svc = service(engine)
     size = min(op.page_size, op.max_items, PAGE_MAX)
     pos = svc.decode_page("constraints", op.starting_token)
@@ -99,7 +100,7 @@ async def list_constraints(engine: Engine, op: ListConstraintsQuery, principal: 
 
 
 @handlers.on(GetConstraintQuery)
-async def get_constraint(engine: Engine, op: GetConstraintQuery, principal: Principal) -> Constraint:
+async def get_constraint(engine: Engine, op: GetConstraintQuery, call: Call) -> Constraint:
     row = await service(engine).store.get_constraint(op.constraint_id)
     if row is None:
         raise NotFoundError("constraint", op.constraint_id)
@@ -107,7 +108,8 @@ async def get_constraint(engine: Engine, op: GetConstraintQuery, principal: Prin
 
 
 @handlers.on(CreateConstraintCommand)
-async def create_constraint(engine: Engine, op: CreateConstraintCommand, principal: Principal) -> ConstraintWritten:
+async def create_constraint(engine: Engine, op: CreateConstraintCommand, call: Call) -> ConstraintWritten:
+    principal = call.principal
     store = service(engine).store
     c = _validated(op)
     data = json.dumps(_wire(c))
@@ -116,14 +118,14 @@ async def create_constraint(engine: Engine, op: CreateConstraintCommand, princip
     for _ in range(_UPSERT_TRIES):
         async with store.transaction():
             if await store.insert_constraint(c.constraint_id, c.object_type, data, ts(now())):
-                await store.bump_policy_version()
+                await bump(store, call)
                 return _written(c, "create", "created")
         if not op.replace_existing:
             raise AlreadyExistsError("constraint", c.constraint_id)
         await _may_replace(engine, principal, [c])
         async with store.transaction():
             if await store.update_constraint(c.constraint_id, c.object_type, data, ts(now())):
-                await store.bump_policy_version()
+                await bump(store, call)
                 return _written(c, "update", "updated")
     raise StateConflictError(
         f"Constraint '{c.constraint_id}' is being created and deleted by other callers; retry.",
@@ -156,23 +158,23 @@ _UPDATE_FIELDS = (
 
 
 @handlers.on(UpdateConstraintCommand)
-async def update_constraint(engine: Engine, op: UpdateConstraintCommand, principal: Principal) -> ConstraintWritten:
+async def update_constraint(engine: Engine, op: UpdateConstraintCommand, call: Call) -> ConstraintWritten:
     store = service(engine).store
     c = _validated(op)
     async with store.transaction():
         if not await store.update_constraint(c.constraint_id, c.object_type, json.dumps(_wire(c)), ts(now())):
             raise NotFoundError("constraint", c.constraint_id)
-        await store.bump_policy_version()
+        await bump(store, call)
     return _written(c, "update", "updated")
 
 
 @handlers.on(DeleteConstraintCommand)
-async def delete_constraint(engine: Engine, op: DeleteConstraintCommand, principal: Principal) -> ConstraintWritten:
+async def delete_constraint(engine: Engine, op: DeleteConstraintCommand, call: Call) -> ConstraintWritten:
     store = service(engine).store
     async with store.transaction():
         if not await store.delete_constraint(op.constraint_id):
             raise NotFoundError("constraint", op.constraint_id)
-        await store.bump_policy_version()
+        await bump(store, call)
     return ConstraintWritten(
         constraint_id=op.constraint_id, operation="delete", message=f"Constraint '{op.constraint_id}' deleted."
     )
@@ -217,7 +219,7 @@ def _prefixed(exc: ValidationError, where: str) -> ValidationError:
 
 @handlers.on(ImportConstraintsTemplateCommand)
 async def import_constraints_template(
-    engine: Engine, op: ImportConstraintsTemplateCommand, principal: Principal
+    engine: Engine, op: ImportConstraintsTemplateCommand, call: Call
 ) -> ConstraintImported:
     """Parse every constraint of the template (variables substituted), then write them all or none."""
     room = [IMPORT_MAX_TEXT]
@@ -228,7 +230,7 @@ async def import_constraints_template(
     _check_unique(ids)
     if op.dry_run:  # report the decisions it would change, write nothing
         return await import_dry_run(engine, ids, [_wire(c) for c in parsed])
-    replaced = await _write_imported(engine, principal, parsed, overwrite=op.overwrite)
+    replaced = await _write_imported(engine, call, parsed, overwrite=op.overwrite)
     return ConstraintImported(message=f"Imported {len(ids)} constraint(s) ({replaced} replaced).", constraint_ids=ids)
 
 
@@ -260,7 +262,7 @@ def _check_unique(ids: list[str]) -> None:
         seen.add(cid)
 
 
-async def _write_imported(engine: Engine, principal: Principal, parsed: list[Constraint], *, overwrite: bool) -> int:
+async def _write_imported(engine: Engine, call: Call, parsed: list[Constraint], *, overwrite: bool) -> int:
     """Insert the new constraints and replace the existing ones (only with `overwrite`, each allowed as its
     `PUT` would be), in one transaction; the number replaced.
 
@@ -270,7 +272,7 @@ async def _write_imported(engine: Engine, principal: Principal, parsed: list[Con
     ids = [c.constraint_id for c in parsed]
     checked = await store.existing_constraint_ids(ids) if overwrite else set()
     if checked:
-        await _may_replace(engine, principal, [c for c in parsed if c.constraint_id in checked])
+        await _may_replace(engine, call.principal, [c for c in parsed if c.constraint_id in checked])
     at = ts(now())
     async with store.transaction():
         existing = await store.existing_constraint_ids(ids)
@@ -295,7 +297,7 @@ async def _write_imported(engine: Engine, principal: Principal, parsed: list[Con
                 fresh.append({"id": c.constraint_id, "type": c.object_type, "data": data, "at": at})
         if fresh:
             await store.insert_constraints(fresh)
-        await store.bump_policy_version()
+        await bump(store, call)
     return len(existing)
 
 
@@ -306,9 +308,7 @@ def _label(name: str) -> str:
 
 
 @handlers.on(GetPermissionObjectsQuery)
-async def get_permission_objects(
-    engine: Engine, op: GetPermissionObjectsQuery, principal: Principal
-) -> PermissionObjects:
+async def get_permission_objects(engine: Engine, op: GetPermissionObjectsQuery, call: Call) -> PermissionObjects:
     return PermissionObjects(
         message=PermissionObjectsBody(
             object_types=[

@@ -10,14 +10,14 @@ from pluginsdk.models.auth import Constraint, validate_constraint
 from pluginsdk.models.auth_results import AccessGranted
 from pluginsdk.operations.constraints import RESERVED_ID
 from pluginsdk.operations.grants import GrantAccessCommand
-from pluginsdk.principal import Principal
 
 from ...registry import HandlerTable
 from ..crypto import now, ts
 from ..object_routes import object_routes, other_routes, route_pattern
-from ._common import service
+from ._common import bump, service
 
 if TYPE_CHECKING:
+    from ...call import Call
     from ...engine import Engine
     from ..store import AuthStore
 
@@ -82,17 +82,18 @@ def _wire(c: Constraint) -> dict[str, Any]:
 
 
 @handlers.on(GrantAccessCommand)
-async def grant_access(engine: Engine, op: GrantAccessCommand, principal: Principal) -> AccessGranted:
+async def grant_access(engine: Engine, op: GrantAccessCommand, call: Call) -> AccessGranted:
     """Validate both tiers' constraints, check the right to create each, then write the missing ones in one
     transaction (all or none); one that exists as asked is kept, one that differs is a 409."""
+    principal = call.principal
     svc = service(engine)
     constraints, opened = _constraints(op)
     for c in constraints:
         await svc.check_route(principal, "POST", f"/auth/constraints/{c.constraint_id}")
     try:
-        written = await _write(svc.store, constraints)
+        written = await _write(svc.store, call, constraints)
     except AlreadyExistsError:  # a concurrent grant wrote first: it holds these constraints, or it differs
-        written = await _write(svc.store, constraints)
+        written = await _write(svc.store, call, constraints)
     ids = [c.constraint_id for c in constraints]
     return AccessGranted(
         message=(
@@ -105,7 +106,7 @@ async def grant_access(engine: Engine, op: GrantAccessCommand, principal: Princi
     )
 
 
-async def _write(store: AuthStore, constraints: list[Constraint]) -> int:
+async def _write(store: AuthStore, call: Call, constraints: list[Constraint]) -> int:
     """Insert the constraints not stored yet; the number inserted. One stored under an id with other content
     is a 409 and nothing is written."""
     at = ts(now())
@@ -124,5 +125,5 @@ async def _write(store: AuthStore, constraints: list[Constraint]) -> int:
                 )
         if fresh:
             await store.insert_constraints(fresh)
-            await store.bump_policy_version()
+            await bump(store, call)
     return len(fresh)

@@ -62,6 +62,7 @@ from ._common import service
 from .routes import api_routes
 
 if TYPE_CHECKING:
+    from ...call import Call
     from ...engine import Engine
 
 handlers = HandlerTable()
@@ -75,16 +76,15 @@ _WAIT_MAX = 2.0
 
 
 async def current_model(
-    svc: AuthService, at_least_revision: int | None = None, principal: Principal | None = None
+    svc: AuthService, at_least_revision: int | None = None, version: int | None = None
 ) -> tuple[int, PolicyModel]:
     """The policy model of the current version (at least `at_least_revision`: waits up to 2 s, else 409
     REVISION_NOT_REACHED).
 
-    The version is the one this operation was authorized on (`principal`: the one the handler was called
-    with), else read like the authorizer reads it (`svc.watch`: no statement while a PostgreSQL listener is
-    up); waiting for a revision reads the store itself.
+    The version is the one this operation was authorized on (`version`: `Call.policy_version`), else read
+    like the authorizer reads it (`svc.watch`: no statement while a PostgreSQL listener is up); waiting for a
+    revision reads the store itself.
     """
-    version = svc.authorized_version(principal) if principal is not None else None
     if version is None:
         version = await svc.watch.version(svc.store.policy_version)
     if at_least_revision is not None and version < at_least_revision:
@@ -316,12 +316,13 @@ async def _log(engine: Engine, principal: Principal, decisions: Sequence[Subject
 
 
 @handlers.on(CheckAccessQuery)
-async def check_access(engine: Engine, op: CheckAccessQuery, principal: Principal) -> SubjectDecision:
+async def check_access(engine: Engine, op: CheckAccessQuery, call: Call) -> SubjectDecision:
+    principal = call.principal
     _known_type(op.object_type)
     svc = service(engine)
     if op.explain:
         _may_explain(svc, principal)
-    revision, model = await current_model(svc, op.at_least_revision, principal)
+    revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
     p = model.subject(op.user_id, op.roles, op.mfa)
     routes = (
         _routes(model, p, op.object_type, op.method, op.attributes) if _may_see_routes(svc, principal) else _NO_ROUTES
@@ -343,7 +344,8 @@ async def check_access(engine: Engine, op: CheckAccessQuery, principal: Principa
 
 
 @handlers.on(CheckAccessBatchQuery)
-async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principal: Principal) -> SubjectDecisions:
+async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, call: Call) -> SubjectDecisions:
+    principal = call.principal
     questions = cast("list[AccessQuestionData]", op.questions)  # held as plain data (see the operation)
     for i, q in enumerate(questions):
         if q["object_type"] not in OBJECT_TYPES:
@@ -351,7 +353,7 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principa
     svc = service(engine)
     if op.explain:
         _may_explain(svc, principal)
-    revision, model = await current_model(svc, op.at_least_revision, principal)
+    revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
     logged = decision_sample_rate(engine) > 0
     if op.allowed_only and not logged:  # else the answers are built, to be logged
         return SubjectDecisions.model_construct(decisions=[], allowed=_allowed(model, questions), revision=revision)
@@ -370,10 +372,11 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, principa
 
 
 @handlers.on(ExplainAccessQuery)
-async def explain_access(engine: Engine, op: ExplainAccessQuery, principal: Principal) -> Explanation:
+async def explain_access(engine: Engine, op: ExplainAccessQuery, call: Call) -> Explanation:
+    principal = call.principal
     _known_type(op.object_type)
     svc = service(engine)
-    revision, model = await current_model(svc, op.at_least_revision, principal)
+    revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
     routes = _NO_ROUTES
     if _may_see_routes(svc, principal):
         routes = _routes(model, model.subject(op.user_id, op.roles, op.mfa), op.object_type, op.method, op.attributes)
@@ -381,23 +384,23 @@ async def explain_access(engine: Engine, op: ExplainAccessQuery, principal: Prin
 
 
 @handlers.on(PlanAccessQuery)
-async def plan_access(engine: Engine, op: PlanAccessQuery, principal: Principal) -> AccessPlan:
+async def plan_access(engine: Engine, op: PlanAccessQuery, call: Call) -> AccessPlan:
     _known_type(op.object_type)
-    revision, model = await current_model(service(engine), op.at_least_revision, principal)
+    revision, model = await current_model(service(engine), op.at_least_revision, call.policy_version)
     return _plan(model.policy, model.subject(op.user_id, op.roles, op.mfa), op.object_type, op.method, revision)
 
 
 @handlers.on(WhoCanQuery)
-async def who_can(engine: Engine, op: WhoCanQuery, principal: Principal) -> WhoCan:
+async def who_can(engine: Engine, op: WhoCanQuery, call: Call) -> WhoCan:
     _known_type(op.object_type)
-    revision, model = await current_model(service(engine), op.at_least_revision, principal)
+    revision, model = await current_model(service(engine), op.at_least_revision, call.policy_version)
     found = model.who_can(op.object_type, op.attributes, op.method, mfa=op.mfa)
     return WhoCan(object_type=op.object_type, method=op.method, revision=revision, **found)
 
 
 @handlers.on(ListSubjectRoutesQuery)
-async def list_subject_routes(engine: Engine, op: ListSubjectRoutesQuery, principal: Principal) -> SubjectRoutes:
-    revision, model = await current_model(service(engine), op.at_least_revision, principal)
+async def list_subject_routes(engine: Engine, op: ListSubjectRoutesQuery, call: Call) -> SubjectRoutes:
+    revision, model = await current_model(service(engine), op.at_least_revision, call.policy_version)
     p = model.principal(op.user_id, op.roles, op.mfa)
     policy = model.policy
     routes = []
@@ -530,10 +533,10 @@ def _report(
 
 
 @handlers.on(WhatIfQuery)
-async def what_if(engine: Engine, op: WhatIfQuery, principal: Principal) -> WhatIfReport:
+async def what_if(engine: Engine, op: WhatIfQuery, call: Call) -> WhatIfReport:
     for i, o in enumerate(op.objects):
         _known_type(str(o.get("objectType") or o.get("object_type") or ""), f"objects[{i}].objectType")
-    revision, model = await current_model(service(engine), op.at_least_revision, principal)
+    revision, model = await current_model(service(engine), op.at_least_revision, call.policy_version)
     return await _what_if(service(engine), model, revision, op)
 
 
@@ -596,10 +599,10 @@ def _mismatch(failed: Sequence[PolicyTestOutcome], total: int) -> ValidationErro
 
 
 @handlers.on(RunPolicyTestsQuery)
-async def run_policy_tests(engine: Engine, op: RunPolicyTestsQuery, principal: Principal) -> PolicyTestReport:
+async def run_policy_tests(engine: Engine, op: RunPolicyTestsQuery, call: Call) -> PolicyTestReport:
     for i, t in enumerate(op.tests):
         _known_type(t.object_type, f"tests[{i}].object_type")
-    revision, model = await current_model(service(engine), op.at_least_revision, principal)
+    revision, model = await current_model(service(engine), op.at_least_revision, call.policy_version)
     changed = op.add_constraints or op.delete_constraint_ids or op.role_mfa or op.user_roles
     outcomes = await _off_loop(
         service(engine), lambda: _outcomes(_candidate(model, op) if changed else model, op.tests)

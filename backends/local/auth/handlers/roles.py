@@ -30,23 +30,25 @@ from pluginsdk.principal import Principal
 
 from ...registry import HandlerTable
 from ..crypto import now, parse_ts, ts
-from ._common import role_from_row, service
+from ._common import bump, role_from_row, service
 
 if TYPE_CHECKING:
+    from ...call import Call
     from ...engine import Engine
 
 handlers = HandlerTable()
 
 
 @handlers.on(ListRolesQuery)
-async def list_roles(engine: Engine, op: ListRolesQuery, principal: Principal) -> RoleList:
+async def list_roles(engine: Engine, op: ListRolesQuery, call: Call) -> RoleList:
+    principal = call.principal
     roles = [role_from_row(r) for r in await service(engine).store.list_roles()]
     roles = await engine.authz.filter_allowed(principal, "role", roles, lambda r: {"roleName": r.role_name}, "GET")
     return RoleList(message=RoleItems(items=roles))
 
 
 @handlers.on(CreateRoleCommand)
-async def create_role(engine: Engine, op: CreateRoleCommand, principal: Principal) -> RoleWritten:
+async def create_role(engine: Engine, op: CreateRoleCommand, call: Call) -> RoleWritten:
     store = service(engine).store
     async with store.transaction():
         await store.insert_role(
@@ -60,12 +62,12 @@ async def create_role(engine: Engine, op: CreateRoleCommand, principal: Principa
                 "created_on": ts(now()),
             }
         )
-        await store.bump_policy_version()
+        await bump(store, call)
     return RoleWritten(role_name=op.role_name, operation="create", message=f"Role '{op.role_name}' created.")
 
 
 @handlers.on(UpdateRoleCommand)
-async def update_role(engine: Engine, op: UpdateRoleCommand, principal: Principal) -> RoleWritten:
+async def update_role(engine: Engine, op: UpdateRoleCommand, call: Call) -> RoleWritten:
     store = service(engine).store
     changes: dict[str, object] = {}
     for name in ("description", "source", "source_identifier", "mfa_required"):
@@ -75,17 +77,17 @@ async def update_role(engine: Engine, op: UpdateRoleCommand, principal: Principa
     async with store.transaction():
         if not await store.update_role(op.role_name, changes):
             raise NotFoundError("role", op.role_name, f"Role '{op.role_name}' not found.")
-        await store.bump_policy_version()
+        await bump(store, call)
     return RoleWritten(role_name=op.role_name, operation="update", message=f"Role '{op.role_name}' updated.")
 
 
 @handlers.on(DeleteRoleCommand)
-async def delete_role(engine: Engine, op: DeleteRoleCommand, principal: Principal) -> RoleWritten:
+async def delete_role(engine: Engine, op: DeleteRoleCommand, call: Call) -> RoleWritten:
     store = service(engine).store
     async with store.transaction():
         if not await store.delete_role(op.role_id):
             raise NotFoundError("role", op.role_id, f"Role '{op.role_id}' not found.")
-        await store.bump_policy_version()
+        await bump(store, call)
     return RoleWritten(
         role_name=op.role_id,
         operation="delete",
@@ -94,7 +96,8 @@ async def delete_role(engine: Engine, op: DeleteRoleCommand, principal: Principa
 
 
 @handlers.on(ListUserRolesQuery)
-async def list_user_roles(engine: Engine, op: ListUserRolesQuery, principal: Principal) -> UserRoleList:
+async def list_user_roles(engine: Engine, op: ListUserRolesQuery, call: Call) -> UserRoleList:
+    principal = call.principal
     by_user: dict[str, list[str]] = defaultdict(list)
     created: dict[str, str] = {}
     for r in await service(engine).store.user_role_rows():
@@ -121,7 +124,7 @@ async def _check_roles_exist(engine: Engine, names: list[str]) -> None:
 
 
 @handlers.on(CreateUserRolesCommand)
-async def create_user_roles(engine: Engine, op: CreateUserRolesCommand, principal: Principal) -> UserRolesWritten:
+async def create_user_roles(engine: Engine, op: CreateUserRolesCommand, call: Call) -> UserRolesWritten:
     store = service(engine).store
     async with store.transaction():
         await _check_roles_exist(engine, op.role_name)
@@ -136,7 +139,7 @@ async def create_user_roles(engine: Engine, op: CreateUserRolesCommand, principa
                 details={"field": "role_name", "value": dup[0]},
             )
         await store.add_user_roles(op.user_id, op.role_name, ts(now()))
-        await store.bump_policy_version(assignments_only=True)
+        await bump(store, call, assignments_only=True)
         roles = await store.roles_of(op.user_id)
     return UserRolesWritten(
         user_id=op.user_id, operation="create", role_name=roles, message=f"Roles assigned to '{op.user_id}'."
@@ -153,7 +156,8 @@ async def _readable(engine: Engine, principal: Principal, user_id: str, roles: l
 
 
 @handlers.on(UpdateUserRolesCommand)
-async def update_user_roles(engine: Engine, op: UpdateUserRolesCommand, principal: Principal) -> UserRolesWritten:
+async def update_user_roles(engine: Engine, op: UpdateUserRolesCommand, call: Call) -> UserRolesWritten:
+    principal = call.principal
     store = service(engine).store
     readable = await _readable(engine, principal, op.user_id, await store.roles_of(op.user_id))
     async with store.transaction():
@@ -161,7 +165,7 @@ async def update_user_roles(engine: Engine, op: UpdateUserRolesCommand, principa
         held = await store.roles_of(op.user_id)
         await store.delete_user_roles(op.user_id, [r for r in readable if r not in op.role_name])
         await store.add_user_roles(op.user_id, [r for r in op.role_name if r not in held], ts(now()))
-        await store.bump_policy_version(assignments_only=True)
+        await bump(store, call, assignments_only=True)
         kept = set(readable) | set(op.role_name)
         roles = [r for r in await store.roles_of(op.user_id) if r in kept]
     return UserRolesWritten(
@@ -170,11 +174,12 @@ async def update_user_roles(engine: Engine, op: UpdateUserRolesCommand, principa
 
 
 @handlers.on(DeleteUserRolesCommand)
-async def delete_user_roles(engine: Engine, op: DeleteUserRolesCommand, principal: Principal) -> UserRolesWritten:
+async def delete_user_roles(engine: Engine, op: DeleteUserRolesCommand, call: Call) -> UserRolesWritten:
+    principal = call.principal
     store = service(engine).store
     readable = await _readable(engine, principal, op.user_id, await store.roles_of(op.user_id))
     async with store.transaction():
         if not readable or not await store.delete_user_roles(op.user_id, readable):
             raise NotFoundError("user_role", op.user_id, f"User '{op.user_id}' has no role assignments.")
-        await store.bump_policy_version(assignments_only=True)
+        await bump(store, call, assignments_only=True)
     return UserRolesWritten(user_id=op.user_id, operation="delete", message=f"All roles of '{op.user_id}' removed.")

@@ -25,12 +25,12 @@ from pluginsdk.operations.routes import (
     ListAllowedApiRoutesQuery,
     ListApiRoutesQuery,
 )
-from pluginsdk.principal import Principal
 
 from ...registry import HandlerTable
 from ._common import service
 
 if TYPE_CHECKING:
+    from ...call import Call
     from ...engine import Engine
 
 handlers = HandlerTable()
@@ -54,14 +54,13 @@ def api_routes() -> list[ApiRoute]:
 
 
 @handlers.on(ListApiRoutesQuery)
-async def list_api_routes(engine: Engine, op: ListApiRoutesQuery, principal: Principal) -> ApiRouteList:
+async def list_api_routes(engine: Engine, op: ListApiRoutesQuery, call: Call) -> ApiRouteList:
     return ApiRouteList(routes=api_routes())
 
 
 @handlers.on(ListAllowedApiRoutesQuery)
-async def list_allowed_api_routes(
-    engine: Engine, op: ListAllowedApiRoutesQuery, principal: Principal
-) -> AllowedApiRoutes:
+async def list_allowed_api_routes(engine: Engine, op: ListAllowedApiRoutesQuery, call: Call) -> AllowedApiRoutes:
+    principal = call.principal
     svc = service(engine)
     out = []
     for route in api_routes():
@@ -74,7 +73,8 @@ async def list_allowed_api_routes(
 
 
 @handlers.on(AuthorizeWebRoutesQuery)
-async def authorize_web_routes(engine: Engine, op: AuthorizeWebRoutesQuery, principal: Principal) -> WebRoutesAllowed:
+async def authorize_web_routes(engine: Engine, op: AuthorizeWebRoutesQuery, call: Call) -> WebRoutesAllowed:
+    principal = call.principal
     svc = service(engine)
     allowed = [
         AllowedWebRoute(method=r.method, route__path=r.route__path)
@@ -94,14 +94,16 @@ def _known_type(object_type: str) -> None:
 
 
 @handlers.on(IsAllowedQuery)
-async def is_allowed(engine: Engine, op: IsAllowedQuery, principal: Principal) -> AuthorizationDecision:
+async def is_allowed(engine: Engine, op: IsAllowedQuery, call: Call) -> AuthorizationDecision:
+    principal = call.principal
     _known_type(op.object_type)
     ok = await service(engine).is_allowed(principal, op.object_type, op.attributes, op.method)
     return AuthorizationDecision(allowed=ok, object_type=op.object_type, method=op.method, user_id=principal.user_id)
 
 
 @handlers.on(FilterAllowedQuery)
-async def filter_allowed(engine: Engine, op: FilterAllowedQuery, principal: Principal) -> FilteredObjects:
+async def filter_allowed(engine: Engine, op: FilterAllowedQuery, call: Call) -> FilteredObjects:
+    principal = call.principal
     _known_type(op.object_type)
     indexed = list(enumerate(op.objects))
     kept = await engine.authz.filter_allowed(principal, op.object_type, indexed, lambda p: p[1], op.method)

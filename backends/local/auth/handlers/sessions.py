@@ -40,6 +40,7 @@ from ._common import clear_mfa, service
 from .users import CONFIRMED, FORCE_CHANGE
 
 if TYPE_CHECKING:
+    from ...call import Call
     from ...engine import Engine
 
 handlers = HandlerTable()
@@ -145,9 +146,10 @@ async def _open_session(svc: AuthService, user: Row, mfa: bool) -> SessionTokens
 
 
 @handlers.on(LoginCommand)
-async def login(engine: Engine, op: LoginCommand, principal: Principal) -> SessionTokens:
+async def login(engine: Engine, op: LoginCommand, call: Call) -> SessionTokens:
     """Sign-in limits, password, then the pending password change, then the MFA code; each missing step answers
     a challenge."""
+    principal = call.principal
     svc = _managed(engine)
     client = _client(principal)
     await svc.throttle.check(op.username, client)  # before any hashing: a locked name costs nothing
@@ -231,7 +233,7 @@ async def _proved_step(
 
 
 @handlers.on(RefreshTokensCommand)
-async def refresh_tokens(engine: Engine, op: RefreshTokensCommand, principal: Principal) -> SessionTokens:
+async def refresh_tokens(engine: Engine, op: RefreshTokensCommand, call: Call) -> SessionTokens:
     svc = _managed(engine)
     assert svc.tokens is not None
     ended = AuthenticationError("The refresh token is invalid or expired; sign in again.")
@@ -256,7 +258,8 @@ def _session_id(principal: Principal) -> str | None:
 
 
 @handlers.on(LogoutCommand)
-async def logout(engine: Engine, op: LogoutCommand, principal: Principal) -> SessionTokens:
+async def logout(engine: Engine, op: LogoutCommand, call: Call) -> SessionTokens:
+    principal = call.principal
     svc = service(engine)
     sid = _session_id(principal)
     if sid is None:
@@ -268,7 +271,8 @@ async def logout(engine: Engine, op: LogoutCommand, principal: Principal) -> Ses
 
 
 @handlers.on(ChangePasswordCommand)
-async def change_password(engine: Engine, op: ChangePasswordCommand, principal: Principal) -> SessionTokens:
+async def change_password(engine: Engine, op: ChangePasswordCommand, call: Call) -> SessionTokens:
+    principal = call.principal
     svc = _managed(engine)
     user = await _user(svc, principal)
     await svc.throttle.check(user["user_id"])
@@ -323,8 +327,9 @@ async def _claim(svc: AuthService, user_id: str, step: int | None) -> None:
 
 
 @handlers.on(SetupMfaCommand)
-async def setup_mfa(engine: Engine, op: SetupMfaCommand, principal: Principal) -> MfaSetup:
+async def setup_mfa(engine: Engine, op: SetupMfaCommand, call: Call) -> MfaSetup:
     """A pending secret bound to this session; the enrolled one (if any) stays in force until it is verified."""
+    principal = call.principal
     import pyotp
 
     svc = _managed(engine)
@@ -350,9 +355,10 @@ async def setup_mfa(engine: Engine, op: SetupMfaCommand, principal: Principal) -
 
 
 @handlers.on(VerifyMfaCommand)
-async def verify_mfa(engine: Engine, op: VerifyMfaCommand, principal: Principal) -> SessionTokens:
+async def verify_mfa(engine: Engine, op: VerifyMfaCommand, call: Call) -> SessionTokens:
     """The pending secret this session started becomes the enrolled one, and this session multi-factor: it
     either had no factor to prove or proved it when it started the set-up."""
+    principal = call.principal
     svc = _managed(engine)
     assert svc.tokens is not None
     sid = _own_session(principal, "verify MFA")
@@ -387,7 +393,8 @@ async def verify_mfa(engine: Engine, op: VerifyMfaCommand, principal: Principal)
 
 
 @handlers.on(DisableMfaCommand)
-async def disable_mfa(engine: Engine, op: DisableMfaCommand, principal: Principal) -> SessionTokens:
+async def disable_mfa(engine: Engine, op: DisableMfaCommand, call: Call) -> SessionTokens:
+    principal = call.principal
     svc = _managed(engine)
     _own_session(principal, "turn MFA off")
     user = await _user(svc, principal)
@@ -402,6 +409,6 @@ async def disable_mfa(engine: Engine, op: DisableMfaCommand, principal: Principa
 
 
 @handlers.on(GetJwksQuery)
-async def get_jwks(engine: Engine, op: GetJwksQuery, principal: Principal) -> Jwks:
+async def get_jwks(engine: Engine, op: GetJwksQuery, call: Call) -> Jwks:
     svc = service(engine)
     return Jwks(keys=svc.tokens.jwks() if svc.tokens is not None else [])

@@ -22,7 +22,6 @@ from pluginsdk.operations.users import (
     ResetManagedUserPasswordCommand,
     UpdateManagedUserCommand,
 )
-from pluginsdk.principal import Principal
 
 from ...registry import HandlerTable
 from ..crypto import now, temporary_password, ts
@@ -30,6 +29,7 @@ from ..service import AuthService
 from ._common import clear_mfa, service, user_from_row
 
 if TYPE_CHECKING:
+    from ...call import Call
     from ...engine import Engine
 
 handlers = HandlerTable()
@@ -68,7 +68,7 @@ _SHOWN_ONCE = (
 
 
 @handlers.on(ListManagedUsersQuery)
-async def list_managed_users(engine: Engine, op: ListManagedUsersQuery, principal: Principal) -> ManagedUserList:
+async def list_managed_users(engine: Engine, op: ListManagedUsersQuery, call: Call) -> ManagedUserList:
     svc = service(engine)
     svc.require_managed()
     size = op.page_size or op.max_items
@@ -83,7 +83,7 @@ async def list_managed_users(engine: Engine, op: ListManagedUsersQuery, principa
 
 
 @handlers.on(CreateManagedUserCommand)
-async def create_managed_user(engine: Engine, op: CreateManagedUserCommand, principal: Principal) -> ManagedUserWritten:
+async def create_managed_user(engine: Engine, op: CreateManagedUserCommand, call: Call) -> ManagedUserWritten:
     svc = service(engine)
     svc.require_managed()
     if await svc.store.get_user(op.user_id) is not None:
@@ -115,7 +115,7 @@ async def create_managed_user(engine: Engine, op: CreateManagedUserCommand, prin
 
 
 @handlers.on(UpdateManagedUserCommand)
-async def update_managed_user(engine: Engine, op: UpdateManagedUserCommand, principal: Principal) -> ManagedUserWritten:
+async def update_managed_user(engine: Engine, op: UpdateManagedUserCommand, call: Call) -> ManagedUserWritten:
     svc = service(engine)
     svc.require_managed()
     changes: dict[str, Any] = {"updated_at": ts(now())}
@@ -136,7 +136,7 @@ async def update_managed_user(engine: Engine, op: UpdateManagedUserCommand, prin
 
 
 @handlers.on(DeleteManagedUserCommand)
-async def delete_managed_user(engine: Engine, op: DeleteManagedUserCommand, principal: Principal) -> ManagedUserWritten:
+async def delete_managed_user(engine: Engine, op: DeleteManagedUserCommand, call: Call) -> ManagedUserWritten:
     svc = service(engine)
     svc.require_managed()
     async with svc.store.transaction():
@@ -151,7 +151,7 @@ async def delete_managed_user(engine: Engine, op: DeleteManagedUserCommand, prin
 
 @handlers.on(ResetManagedUserPasswordCommand)
 async def reset_managed_user_password(
-    engine: Engine, op: ResetManagedUserPasswordCommand, principal: Principal
+    engine: Engine, op: ResetManagedUserPasswordCommand, call: Call
 ) -> ManagedUserWritten:
     svc = service(engine)
     svc.require_managed()
@@ -174,9 +174,7 @@ async def reset_managed_user_password(
 
 
 @handlers.on(ResetManagedUserMfaCommand)
-async def reset_managed_user_mfa(
-    engine: Engine, op: ResetManagedUserMfaCommand, principal: Principal
-) -> ManagedUserWritten:
+async def reset_managed_user_mfa(engine: Engine, op: ResetManagedUserMfaCommand, call: Call) -> ManagedUserWritten:
     """An administrator's reset for a lost authenticator (audited like every managed-user change)."""
     svc = service(engine)
     svc.require_managed()
