@@ -375,17 +375,8 @@ def _mcp_names(op: type[Operation], name: str, inputs: tuple[str, ...], where: s
 def _check_policy(policy: Policy, method: str, inputs: tuple[str, ...], where: str) -> None:
     """The policy binding names real fields, and says how tier 2 decides: an operation naming an object by
     its fields is a create (POST), or acts on a stored object (`stored`), or has a rule of its own."""
-    for f, target in (*policy.fields.items(), *policy.changes.items(), *policy.new_attributes.items()):
-        if target not in inputs:
-            raise HandlerDiscoveryError(f"{where}: policy field {f!r} maps to unknown field {target!r}.")
-    for name, value in (("stored", policy.stored), ("stored_unless", policy.stored_unless)):
-        if value is not None and value not in inputs:
-            raise HandlerDiscoveryError(f"{where}: policy {name} {value!r} is not a field.")
-    needs_type = policy.stored or policy.rule or policy.new_attributes
-    if needs_type and not policy.object_type:
-        raise HandlerDiscoveryError(f"{where}: a policy on stored or new objects needs an object_type.")
-    if (policy.stored_unless or policy.changes) and not policy.stored:
-        raise HandlerDiscoveryError(f"{where}: policy stored_unless and changes need a stored field.")
+    _check_policy_fields(policy, inputs, where)
+    _check_policy_stored(policy, where)
     if policy.rule is not None and (policy.rule not in STORED_RULES or policy.stored):
         raise HandlerDiscoveryError(
             f"{where}: policy rule {policy.rule!r} is not one of {STORED_RULES}, or comes with a stored field."
@@ -395,6 +386,24 @@ def _check_policy(policy: Policy, method: str, inputs: tuple[str, ...], where: s
             f"{where}: a {method} naming {policy.object_type} objects must say how tier 2 decides on them: "
             "Policy(stored=<the id field>) for one existing object, or Policy(rule=...)."
         )
+
+
+def _check_policy_stored(policy: Policy, where: str) -> None:
+    """A binding on stored or new objects names their type; `stored_unless` and `changes` need `stored`."""
+    if (policy.stored or policy.rule or policy.new_attributes) and not policy.object_type:
+        raise HandlerDiscoveryError(f"{where}: a policy on stored or new objects needs an object_type.")
+    if (policy.stored_unless or policy.changes) and not policy.stored:
+        raise HandlerDiscoveryError(f"{where}: policy stored_unless and changes need a stored field.")
+
+
+def _check_policy_fields(policy: Policy, inputs: tuple[str, ...], where: str) -> None:
+    """Every field a policy binding names is an input field of the operation."""
+    for f, target in (*policy.fields.items(), *policy.changes.items(), *policy.new_attributes.items()):
+        if target not in inputs:
+            raise HandlerDiscoveryError(f"{where}: policy field {f!r} maps to unknown field {target!r}.")
+    for name, value in (("stored", policy.stored), ("stored_unless", policy.stored_unless)):
+        if value is not None and value not in inputs:
+            raise HandlerDiscoveryError(f"{where}: policy {name} {value!r} is not a field.")
 
 
 def _check_listing_b(rest: Rest | None, where: str) -> None:

@@ -156,7 +156,7 @@ async def test_break_glass_names_a_deny_that_still_applies(tmp_path: Path) -> No
     report = json.loads(done.out)
     assert done.code == 1 and report["assigned"] is True
     assert report["canAdminister"] is False and report["denyConstraints"] == ["old-deny"]
-    assert "`pluginsdk constraints delete ID`" in done.stderr and "pluginsdk " not in report["message"]
+    assert "`pluginsdk constraints delete ID`" in done.err and "pluginsdk " not in report["message"]
     bad = _break_glass(tmp_path, "bad user id!")
     assert bad.code == 1 and json.loads(bad.out)["error_code"] == "VALIDATION_ERROR"
 
