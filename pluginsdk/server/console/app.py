@@ -40,7 +40,11 @@ SECURITY_HEADERS = {
     "x-frame-options": "DENY",
     "cross-origin-opener-policy": "same-origin",
 }
-_STATIC = {"console.css": "text/css; charset=utf-8", "console.js": "text/javascript; charset=utf-8"}
+_STATIC = {
+    "console.css": "text/css; charset=utf-8",
+    "console.js": "text/javascript; charset=utf-8",
+    "icon.svg": "image/svg+xml",
+}
 
 Form = dict[str, list[str]]
 
@@ -186,7 +190,8 @@ def new_signin_token() -> str:
 def _plain(status: int, text: str) -> Response:
     body = render(
         '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>{t}</title>'
-        '<link rel="stylesheet" href="/ui/static/console.css"></head><body><main id="main">'
+        '<link rel="stylesheet" href="/ui/static/console.css"><link rel="icon" href="/ui/static/icon.svg">'
+        '</head><body><main id="main">'
         '<h1>{t}</h1><p><a href="/ui/">Back to the console</a></p></main></body></html>',
         t=text,
     )

@@ -53,7 +53,7 @@ def layout(ctx: Ctx | None, title: str, body: Safe) -> Safe:
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         '<title>{title} · pluginsdk</title><link rel="stylesheet" href="/ui/static/console.css">'
-        '<script src="/ui/static/console.js" defer></script></head><body>'
+        '<link rel="icon" href="/ui/static/icon.svg"><script src="/ui/static/console.js" defer></script></head><body>'
         '<a class="skip" href="#main">Skip to content</a>{header}<main id="main"><h1>{title}</h1>{body}</main>'
         "</body></html>",
         title=title, header=header, body=body,
