@@ -11,16 +11,18 @@ from __future__ import annotations
 import asyncio
 import os
 import tempfile
+import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyotp
 import pytest
 
 from pluginsdk import PluginSDK
-from tests.auth.conftest import Mailbox, managed_app, mailbox  # noqa: F401 -- the loopback SMTP fixture
+from tests.auth.conftest import Mailbox, authenticate, call_as, mailbox, managed_app  # noqa: F401 -- the loopback SMTP fixture
 from tests.support.backends import base_config
 from tests.support.npm import unavailable
 from tests.support.remote import running_server
@@ -39,6 +41,8 @@ class Site:
     """An API key of `viewer`, whose role may read (GET) everything and change nothing."""
     operator: str
     """A managed-pool user holding the admin role, signing in with PASSWORD."""
+    totp_secret: str
+    """The authenticator secret of `guarded`, an administrator whose sign-in needs a TOTP code."""
 
 
 async def _clone_for_viewer(sdk: PluginSDK) -> None:
@@ -59,16 +63,27 @@ async def _clone_for_viewer(sdk: PluginSDK) -> None:
         )
 
 
-async def _prepare(config: dict[str, Any], box: Mailbox) -> tuple[str, str]:
+async def _prepare(config: dict[str, Any], box: Mailbox) -> tuple[str, str, str]:
     async with PluginSDK(config=config) as sdk:
-        admin = await sdk.create_api_key(api_key_name="console-admin", description="console test admin", user_id="administrator")
+        admin = await sdk.create_api_key(
+            api_key_name="console-admin", description="console test admin", user_id="administrator"
+        )
         await _clone_for_viewer(sdk)
         await sdk.create_user_roles(user_id="viewer", role_name=["viewer"])
-        viewer = await sdk.create_api_key(api_key_name="console-viewer", description="console test viewer", user_id="viewer")
+        viewer = await sdk.create_api_key(
+            api_key_name="console-viewer", description="console test viewer", user_id="viewer"
+        )
         await sdk.create_managed_user(user_id="operator", email="operator@example.com")
         await sdk.create_user_roles(user_id="operator", role_name=["admin"])
         await sdk.login("operator", box.temporary_password(), new_password=PASSWORD)
-        return str(admin.api_key), str(viewer.api_key)
+        await sdk.create_managed_user(user_id="guarded", email="guarded@example.com")
+        await sdk.create_user_roles(user_id="guarded", role_name=["admin"])
+        tokens = await sdk.login("guarded", box.temporary_password(), new_password=PASSWORD)
+        me = await authenticate(sdk, f"Bearer {tokens.id_token}")
+        setup = await call_as(sdk, me, "setup_mfa")
+        totp = pyotp.TOTP(setup.secret_code)
+        await call_as(sdk, me, "verify_mfa", code=str(totp.at(time.time() - 30)))
+        return str(admin.api_key), str(viewer.api_key), setup.secret_code
 
 
 @pytest.fixture
@@ -76,9 +91,9 @@ def site(tmp_path: Path, mailbox: Mailbox) -> Iterator[Site]:  # noqa: F811 -- t
     config = base_config(tmp_path, app=managed_app(mailbox))
     # in a thread of its own: Playwright's sync API keeps an event loop running in this one
     with ThreadPoolExecutor(1) as pool:
-        admin, viewer = pool.submit(asyncio.run, _prepare(config, mailbox)).result()
+        admin, viewer, secret = pool.submit(asyncio.run, _prepare(config, mailbox)).result()
     with running_server(config) as url:
-        yield Site(url, config, admin, viewer, "operator")
+        yield Site(url, config, admin, viewer, "operator", secret)
 
 
 @pytest.fixture(scope="session")
@@ -90,7 +105,10 @@ def browser() -> Iterator[Any]:
     except ImportError:
         unavailable("Playwright's Python package is not installed (the dev extra pins it)")
     with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        try:
+            chromium = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
+        except Exception as exc:
+            unavailable(f"{CHROMIUM} does not start under Playwright: {str(exc)[:300]}")
         try:
             yield chromium
         finally:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pyotp
+
 from tests.console.conftest import PASSWORD, Site, shot, sign_in_with_key
 
 PAGES = ("/ui/", "/ui/templates", "/ui/requests", "/ui/machines", "/ui/constraints", "/ui/keys", "/ui/audit", "/ui/ops")
@@ -77,6 +79,20 @@ def test_wrong_password_is_refused_without_saying_which_part(site: Site, page: A
     assert "/ui/login" in page.url
 
 
+def test_password_and_totp_sign_in(site: Site, page: Any) -> None:
+    page.goto(f"{site.url}/ui/login")
+    page.fill("#username", "guarded")
+    page.fill("#password", PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    assert page.locator("[role=alert]").text_content() == "Enter the code from your authenticator app."
+    assert "/ui/login" in page.url
+    page.fill("#password", PASSWORD)
+    page.fill("#totp", pyotp.TOTP(site.totp_secret).now())
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{site.url}/ui/")
+    assert page.locator("form.signout span").text_content() == "guarded"
+
+
 def test_read_only_caller_sees_no_write_action_and_a_forged_one_is_403(site: Site, page: Any) -> None:
     errors = _watch_errors(page)
     sign_in_with_key(page, site.url, site.viewer_key)
@@ -93,7 +109,9 @@ def test_read_only_caller_sees_no_write_action_and_a_forged_one_is_403(site: Sit
         f"{site.url}/ui/templates", form={"csrf": token, "template_id": "forged", "image_id": "img", "max_number": "1"}
     )
     assert forged.status == 403
-    assert page.request.post(f"{site.url}/ui/ops/delete_template", form={"csrf": token, "template_id": "x"}).status == 403
+    assert (
+        page.request.post(f"{site.url}/ui/ops/delete_template", form={"csrf": token, "template_id": "x"}).status == 403
+    )
     page.goto(f"{site.url}/ui/templates")
     assert "forged" not in page.locator("main").text_content()
     assert errors == []

@@ -10,12 +10,12 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from ...errors import PermissionDeniedError, ValidationError
-from ..limits import RouteNotFound
 from ...operations import CATALOG
+from ..limits import RouteNotFound
 from ._html import Safe, join, render
 
 if TYPE_CHECKING:
-    from .app import Ctx
+    from ._web import Ctx
 
 __all__ = ["generic_form", "generic_values", "operations_index"]
 
@@ -25,9 +25,13 @@ _SCALAR = {"string": "text", "integer": "number", "number": "number"}
 def _spec(ctx: Ctx, name: str) -> Any:
     spec = CATALOG.get(name)
     if spec is None or spec.rest is None:
-        raise RouteNotFound("No operation has this name.", details={"field": "name", "value": name[:64], "expected": None})
+        raise RouteNotFound(
+            "No operation has this name.", details={"field": "name", "value": name[:64], "expected": None}
+        )
     if not ctx.can(name):
-        raise PermissionDeniedError("You may not call this operation.", details={"field": "name", "value": name, "expected": None})
+        raise PermissionDeniedError(
+            "You may not call this operation.", details={"field": "name", "value": name, "expected": None}
+        )
     return spec
 
 
@@ -37,7 +41,9 @@ def operations_index(ctx: Ctx) -> Safe:
         for name, spec in sorted(CATALOG.items())
         if spec.rest is not None and ctx.can(name)
     )
-    return render("<p>Every operation you may call, with a form derived from its schema.</p><ul class=\"ops\">{r}</ul>", r=rows)
+    return render(
+        '<p>Every operation you may call, with a form derived from its schema.</p><ul class="ops">{r}</ul>', r=rows
+    )
 
 
 def _kind(prop: dict[str, Any]) -> str:
@@ -59,20 +65,45 @@ def generic_form(ctx: Ctx, name: str, result: Safe) -> Safe:
         kind, label = _kind(prop), f"{fname}{' *' if fname in required else ''}"
         value = ctx.value(fname)
         if kind == "checkbox":
-            rows.append(render('<label class="check"><input type="checkbox" id="f-{n}" name="{n}" value="true"{c}> {l}</label>',
-                               n=fname, l=label, c=Safe(" checked") if value else Safe("")))
+            rows.append(
+                render(
+                    '<label class="check"><input type="checkbox" id="f-{n}" name="{n}" value="true"{c}> {l}</label>',
+                    n=fname,
+                    l=label,
+                    c=Safe(" checked") if value else Safe(""),
+                )
+            )
         elif kind == "json":
-            rows.append(render('<label for="f-{n}">{l} (JSON)</label><textarea id="f-{n}" name="{n}" rows="2">{v}</textarea>',
-                               n=fname, l=label, v=value))
+            rows.append(
+                render(
+                    '<label for="f-{n}">{l} (JSON)</label><textarea id="f-{n}" name="{n}" rows="2">{v}</textarea>',
+                    n=fname,
+                    l=label,
+                    v=value,
+                )
+            )
         else:
-            rows.append(render('<label for="f-{n}">{l}</label><input id="f-{n}" name="{n}" type="{k}" value="{v}">',
-                               n=fname, l=label, k="text" if kind == "number" else kind, v=value))
+            rows.append(
+                render(
+                    '<label for="f-{n}">{l}</label><input id="f-{n}" name="{n}" type="{k}" value="{v}">',
+                    n=fname,
+                    l=label,
+                    k="text" if kind == "number" else kind,
+                    v=value,
+                )
+            )
         if prop.get("description"):
-            rows.append(render('<small>{d}</small>', d=str(prop["description"]).split("\n")[0]))
+            rows.append(render("<small>{d}</small>", d=str(prop["description"]).split("\n")[0]))
     return render(
         '<p>{doc}</p><p><code>{m} {r}</code></p><form method="post" action="/ui/ops/{n}" class="card">{csrf}{rows}'
         '<button type="submit">Run {n}</button></form>{result}',
-        doc=spec.summary, m=spec.method, r=spec.route, n=name, csrf=ctx.csrf, rows=join(rows), result=result,
+        doc=spec.summary,
+        m=spec.method,
+        r=spec.route,
+        n=name,
+        csrf=ctx.csrf,
+        rows=join(rows),
+        result=result,
     )
 
 
@@ -89,12 +120,14 @@ def generic_values(ctx: Ctx, name: str) -> dict[str, Any]:
             continue
         if text == "":
             continue
-        if kind == "json" or kind == "number":
+        if kind in {"json", "number"}:
             try:
                 data[fname] = json.loads(text)
             except ValueError:
                 if kind == "number":
-                    raise ValidationError(f"{fname} must be a number.", details={"field": fname, "value": None, "expected": "a number"}) from None
+                    raise ValidationError(
+                        f"{fname} must be a number.", details={"field": fname, "value": None, "expected": "a number"}
+                    ) from None
                 data[fname] = text
         else:
             data[fname] = text

@@ -3,19 +3,19 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from ...errors import SDKError, ValidationError
-from ._html import Safe, esc, join, render
+from ._html import Safe, join, render
 from .forms import generic_form, generic_values, operations_index
 
 if TYPE_CHECKING:
-    from .app import Ctx
+    from ._web import Ctx
 
 __all__ = ["ROUTES", "error_page", "layout"]
 
@@ -38,8 +38,12 @@ def layout(ctx: Ctx | None, title: str, body: Safe) -> Safe:
     header = Safe("")
     if ctx is not None:
         links = join(
-            render('<li><a href="{h}"{cur}>{t}</a></li>', h=href, t=text,
-                   cur=Safe(' aria-current="page"') if ctx.request.url.path == href else Safe(""))
+            render(
+                '<li><a href="{h}"{cur}>{t}</a></li>',
+                h=href,
+                t=text,
+                cur=Safe(' aria-current="page"') if ctx.request.url.path == href else Safe(""),
+            )
             for href, text, op in _NAV
             if op is None or ctx.can(op)
         )
@@ -47,7 +51,9 @@ def layout(ctx: Ctx | None, title: str, body: Safe) -> Safe:
             '<header><nav aria-label="Main"><ul>{links}</ul></nav>'
             '<form method="post" action="/ui/logout" class="signout">{csrf}'
             '<span>{user}</span> <button type="submit">Sign out</button></form></header>',
-            links=links, csrf=ctx.csrf, user=ctx.principal.user_id,
+            links=links,
+            csrf=ctx.csrf,
+            user=ctx.principal.user_id,
         )
     return render(
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
@@ -56,7 +62,9 @@ def layout(ctx: Ctx | None, title: str, body: Safe) -> Safe:
         '<link rel="icon" href="/ui/static/icon.svg"><script src="/ui/static/console.js" defer></script></head><body>'
         '<a class="skip" href="#main">Skip to content</a>{header}<main id="main"><h1>{title}</h1>{body}</main>'
         "</body></html>",
-        title=title, header=header, body=body,
+        title=title,
+        header=header,
+        body=body,
     )
 
 
@@ -75,14 +83,43 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], caption: str = 
     if not body:
         return render('<p class="empty">{c}: none.</p>', c=caption or "Nothing")
     cap = render("<caption>{c}</caption>", c=caption) if caption else Safe("")
-    return render("<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>", cap=cap, head=head, body=body)
+    return render(
+        "<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>", cap=cap, head=head, body=body
+    )
 
 
 def field(label: str, name: str, value: Any = "", kind: str = "text", required: bool = False) -> Safe:
     return render(
         '<label for="f-{n}">{label}</label><input id="f-{n}" name="{n}" type="{k}" value="{v}"{r}>',
-        label=label, n=name, k=kind, v=value, r=Safe(" required") if required else Safe(""),
+        label=label,
+        n=name,
+        k=kind,
+        v=value,
+        r=Safe(" required") if required else Safe(""),
     )
+
+
+def options(values: Iterable[str], selected: str) -> Safe:
+    """`<option>`s of a select, `selected` marked."""
+    return join(render("<option{s}>{o}</option>", o=o, s=_flag(o == selected, "selected")) for o in values)
+
+
+def choices(kind: str, name: str, values: Iterable[str], chosen: Sequence[str]) -> Safe:
+    """Labelled checkboxes or radio buttons, those in `chosen` checked."""
+    return join(
+        render(
+            '<label class="check"><input type="{k}" name="{n}" value="{v}"{c}> {v}</label>',
+            k=kind,
+            n=name,
+            v=value,
+            c=_flag(value in chosen, "checked"),
+        )
+        for value in values
+    )
+
+
+def _flag(on: bool, attribute: str) -> Safe:
+    return Safe(f" {attribute}") if on else Safe("")
 
 
 def link(href: str, text: Any) -> Safe:
@@ -118,8 +155,10 @@ async def dashboard(ctx: Ctx) -> Response:
         parts.append(table(("State", "Requests"), sorted(summary.by_status.items()), "Requests by state"))
     if ctx.can("list_active_requests"):
         active = await ctx.call("list_active_requests", {"limit": 50})
-        rows = [(link(f"/ui/requests/{quote(r.request_id)}", r.request_id), r.template_id, r.status, r.count)
-                for r in active.requests]
+        rows = [
+            (link(f"/ui/requests/{quote(r.request_id)}", r.request_id), r.template_id, r.status, r.count)
+            for r in active.requests
+        ]
         parts.append(table(("Request", "Template", "State", "Machines"), rows, "Requests in flight"))
     return page(ctx, "Dashboard", join(parts))
 
@@ -129,16 +168,28 @@ async def templates(ctx: Ctx) -> Response:
     offset = _int(ctx.query("offset"), 0)
     listing = await ctx.call("list_templates", {"limit": 50, "offset": offset})
     rows = [(t.template_id, t.name, t.image_id, t.instance_type, t.max_number) for t in listing.templates]
-    parts = [notice(ctx), table(("Id", "Name", "Image", "Instance type", "Max"), rows, "Templates"), _pager(ctx, offset, len(rows), 50)]
+    parts = [
+        notice(ctx),
+        table(("Id", "Name", "Image", "Instance type", "Max"), rows, "Templates"),
+        _pager(ctx, offset, len(rows), 50),
+    ]
     if ctx.can("create_template"):
-        parts.append(render(
-            '<h2>Create a template</h2><form method="post" action="/ui/templates" class="card">{csrf}{f}'
-            '<button type="submit">Create template</button></form>',
-            csrf=ctx.csrf,
-            f=join([field("Template id", "template_id", required=True), field("Name", "name"),
-                    field("Image id", "image_id", required=True), field("Instance type", "instance_type", "small"),
-                    field("Max machines", "max_number", 10, "number")]),
-        ))
+        parts.append(
+            render(
+                '<h2>Create a template</h2><form method="post" action="/ui/templates" class="card">{csrf}{f}'
+                '<button type="submit">Create template</button></form>',
+                csrf=ctx.csrf,
+                f=join(
+                    [
+                        field("Template id", "template_id", required=True),
+                        field("Name", "name"),
+                        field("Image id", "image_id", required=True),
+                        field("Instance type", "instance_type", "small"),
+                        field("Max machines", "max_number", 10, "number"),
+                    ]
+                ),
+            )
+        )
     return page(ctx, "Templates", join(parts))
 
 
@@ -152,7 +203,9 @@ def _pager(ctx: Ctx, offset: int, shown: int, size: int) -> Safe:
 
 
 async def create_template(ctx: Ctx) -> Response:
-    data: dict[str, Any] = {k: ctx.value(k) for k in ("template_id", "name", "image_id", "instance_type") if ctx.value(k)}
+    data: dict[str, Any] = {
+        k: ctx.value(k) for k in ("template_id", "name", "image_id", "instance_type") if ctx.value(k)
+    }
     data["max_number"] = _int(ctx.value("max_number"), 10, 1, 100000)
     data.setdefault("name", data.get("template_id", ""))
     created = await ctx.call("create_template", data)
@@ -167,18 +220,31 @@ def _back(path: str, done: str) -> Response:
 async def requests(ctx: Ctx) -> Response:
     offset = _int(ctx.query("offset"), 0)
     listing = await ctx.call("list_requests", {"limit": 50, "offset": offset})
-    rows = [(link(f"/ui/requests/{quote(r.request_id)}", r.request_id), r.request_type, r.template_id, r.status, r.count)
-            for r in listing.requests]
-    parts = [notice(ctx), table(("Request", "Kind", "Template", "State", "Machines"), rows, "Requests"), _pager(ctx, offset, len(rows), 50)]
+    rows = [
+        (link(f"/ui/requests/{quote(r.request_id)}", r.request_id), r.request_type, r.template_id, r.status, r.count)
+        for r in listing.requests
+    ]
+    parts = [
+        notice(ctx),
+        table(("Request", "Kind", "Template", "State", "Machines"), rows, "Requests"),
+        _pager(ctx, offset, len(rows), 50),
+    ]
     if ctx.can("create_request") and ctx.can("list_templates"):
-        options = join(render('<option value="{i}">{n}</option>', i=t.template_id, n=t.name or t.template_id)
-                       for t in (await ctx.call("list_templates", {"limit": 200})).templates)
-        parts.append(render(
-            '<h2>Request machines</h2><form method="post" action="/ui/requests" class="card">{csrf}'
-            '<label for="f-template_id">Template</label><select id="f-template_id" name="template_id" required>{o}</select>'
-            "{count}<button type=\"submit\">Request machines</button></form>",
-            csrf=ctx.csrf, o=options, count=field("Machines", "requested_count", 1, "number", True),
-        ))
+        options = join(
+            render('<option value="{i}">{n}</option>', i=t.template_id, n=t.name or t.template_id)
+            for t in (await ctx.call("list_templates", {"limit": 200})).templates
+        )
+        parts.append(
+            render(
+                '<h2>Request machines</h2><form method="post" action="/ui/requests" class="card">{csrf}'
+                '<label for="f-template_id">Template</label>'
+                '<select id="f-template_id" name="template_id" required>{o}</select>'
+                '{count}<button type="submit">Request machines</button></form>',
+                csrf=ctx.csrf,
+                o=options,
+                count=field("Machines", "requested_count", 1, "number", True),
+            )
+        )
     return page(ctx, "Requests", join(parts))
 
 
@@ -189,8 +255,11 @@ async def create_request(ctx: Ctx) -> Response:
 
 
 async def request_detail(ctx: Ctx, request_id: str) -> Response:
-    body = render('<section id="progress" data-poll="/ui/requests/{i}/progress" aria-live="polite">{p}</section>',
-                  i=quote(request_id), p=await _progress(ctx, request_id))
+    body = render(
+        '<section id="progress" data-poll="/ui/requests/{i}/progress" aria-live="polite">{p}</section>',
+        i=quote(request_id),
+        p=await _progress(ctx, request_id),
+    )
     return page(ctx, f"Request {request_id}", body)
 
 
@@ -207,7 +276,9 @@ async def _progress(ctx: Ctx, request_id: str) -> Safe:
     final = str(found.status) in _TERMINAL
     return render(
         '<div data-state="{s}"{final}><p>State: <strong class="state">{s}</strong> — {m}</p>{t}</div>',
-        s=str(found.status), m=found.message, final=Safe(' data-final="1"') if final else Safe(""),
+        s=str(found.status),
+        m=found.message,
+        final=Safe(' data-final="1"') if final else Safe(""),
         t=table(("Machine", "Name", "State", "Address"), rows, "Machines"),
     )
 
@@ -224,22 +295,32 @@ async def machines(ctx: Ctx) -> Response:
     def pick(machine_id: str) -> Safe:
         return render('<input type="checkbox" name="machine_ids" value="{i}" aria-label="Select {i}">', i=machine_id)
 
-    rows = [((pick(m.machine_id),) if can_return else ()) + (m.machine_id, m.name, m.template_id, m.status, m.ip_address)
-            for m in listing.machines]
+    rows = [
+        ((pick(m.machine_id),) if can_return else ()) + (m.machine_id, m.name, m.template_id, m.status, m.ip_address)
+        for m in listing.machines
+    ]
     headers = (("Select",) if can_return else ()) + ("Machine", "Name", "Template", "State", "Address")
-    filt = render('<form method="get" action="/ui/machines" class="inline">{f}<button type="submit">Filter</button></form>',
-                  f=field("State", "status", status))
+    filt = render(
+        '<form method="get" action="/ui/machines" class="inline">{f}<button type="submit">Filter</button></form>',
+        f=field("State", "status", status),
+    )
     listing_html = table(headers, rows, "Machines")
     if can_return and rows:
-        listing_html = render('<form method="post" action="/ui/machines/return">{csrf}{t}'
-                              '<button type="submit">Return selected</button></form>', csrf=ctx.csrf, t=listing_html)
+        listing_html = render(
+            '<form method="post" action="/ui/machines/return">{csrf}{t}'
+            '<button type="submit">Return selected</button></form>',
+            csrf=ctx.csrf,
+            t=listing_html,
+        )
     return page(ctx, "Machines", join([notice(ctx), filt, listing_html, _pager(ctx, offset, len(rows), 100)]))
 
 
 async def return_machines(ctx: Ctx) -> Response:
     ids = [i for i in ctx.values("machine_ids") if i]
     if not ids:
-        raise ValidationError("Select at least one machine.", details={"field": "machine_ids", "value": None, "expected": "machine ids"})
+        raise ValidationError(
+            "Select at least one machine.", details={"field": "machine_ids", "value": None, "expected": "machine ids"}
+        )
     result = await ctx.call("create_return_request", {"machine_ids": ids})
     return _back("/ui/machines", f"Return requested: {', '.join(result.created_request_ids or []) or result.message}.")
 
@@ -252,10 +333,16 @@ async def constraints(ctx: Ctx) -> Response:
 async def _constraints_page(ctx: Ctx, preview: Safe, status: int = 200) -> Response:
     listing = await ctx.call("list_constraints", {"page_size": 100, "starting_token": ctx.query("next") or None})
     page_data = listing.message
-    rows = [(c.constraint_id, c.name, c.object_type,
-             "; ".join(f"{r.field} {r.operator} {r.value}" for r in [*c.criteria_and, *c.criteria_or]),
-             "; ".join(f"{g.group_id}:{g.permission}:{g.permission_type}" for g in c.group_permissions))
-            for c in page_data.items]
+    rows = [
+        (
+            c.constraint_id,
+            c.name,
+            c.object_type,
+            "; ".join(f"{r.field} {r.operator} {r.value}" for r in [*c.criteria_and, *c.criteria_or]),
+            "; ".join(f"{g.group_id}:{g.permission}:{g.permission_type}" for g in c.group_permissions),
+        )
+        for c in page_data.items
+    ]
     parts = [notice(ctx), preview, table(("Id", "Name", "Object type", "Criteria", "Roles"), rows, "Constraints")]
     if getattr(page_data, "next_token", None):
         parts.append(link(f"/ui/constraints?next={quote(page_data.next_token)}", "Next page"))
@@ -272,16 +359,10 @@ async def _constraint_editor(ctx: Ctx) -> Safe:
         types = [o.value if hasattr(o, "value") else str(getattr(o, "object_type", o)) for o in objects.object_types]
         operators = [o.value for o in objects.operators] or operators
     v = ctx.value
-    type_options = join(render('<option{s}>{t}</option>', t=t, s=Safe(" selected") if t == v("object_type", "api") else Safe(""))
-                        for t in (types or ["api"]))
-    op_options = join(render('<option{s}>{o}</option>', o=o, s=Safe(" selected") if o == v("operator", "equals") else Safe(""))
-                      for o in operators)
-    methods = join(render('<label class="check"><input type="checkbox" name="methods" value="{m}"{c}> {m}</label>', m=m,
-                          c=Safe(" checked") if m in (ctx.values("methods") or ["GET"]) else Safe(""))
-                   for m in ("GET", "POST", "PUT", "DELETE"))
-    kinds = join(render('<label class="check"><input type="radio" name="kind" value="{k}"{c}> {k}</label>', k=k,
-                        c=Safe(" checked") if k == v("kind", "allow") else Safe(""))
-                 for k in ("allow", "deny"))
+    type_options = options(types or ["api"], v("object_type", "api"))
+    op_options = options(operators, v("operator", "equals"))
+    methods = choices("checkbox", "methods", ("GET", "POST", "PUT", "DELETE"), ctx.values("methods") or ["GET"])
+    kinds = choices("radio", "kind", ("allow", "deny"), [v("kind", "allow")])
     return render(
         '<h2>Write a constraint</h2><form method="post" action="/ui/constraints" class="card">{csrf}'
         "{cid}{name}"
@@ -290,10 +371,16 @@ async def _constraint_editor(ctx: Ctx) -> Safe:
         "<fieldset><legend>Methods</legend>{methods}</fieldset><fieldset><legend>Effect</legend>{kinds}</fieldset>"
         '<button type="submit" name="action" value="preview">Preview (what-if)</button> '
         '<button type="submit" name="action" value="save">Save constraint</button></form>',
-        csrf=ctx.csrf, cid=field("Constraint id", "constraint_id", v("constraint_id"), required=True),
-        name=join([field("Name", "name", v("name")), field("Description", "description", v("description"))]), types=type_options, ops=op_options,
-        fld=field("Field", "field", v("field", "route__path")), val=field("Value", "value", v("value")),
-        role=field("Role", "role", v("role"), required=True), methods=methods, kinds=kinds,
+        csrf=ctx.csrf,
+        cid=field("Constraint id", "constraint_id", v("constraint_id"), required=True),
+        name=join([field("Name", "name", v("name")), field("Description", "description", v("description"))]),
+        types=type_options,
+        ops=op_options,
+        fld=field("Field", "field", v("field", "route__path")),
+        val=field("Value", "value", v("value")),
+        role=field("Role", "role", v("role"), required=True),
+        methods=methods,
+        kinds=kinds,
     )
 
 
@@ -305,8 +392,10 @@ def _candidate(ctx: Ctx) -> dict[str, Any]:
         "description": v("description") or f"Written in the console: {v('name') or v('constraint_id')}",
         "object_type": v("object_type", "api"),
         "criteria_and": [{"field": v("field"), "operator": v("operator", "equals"), "value": v("value")}],
-        "group_permissions": [{"groupId": v("role"), "permission": m, "permissionType": v("kind", "allow")}
-                              for m in (ctx.values("methods") or ["GET"])],
+        "group_permissions": [
+            {"groupId": v("role"), "permission": m, "permissionType": v("kind", "allow")}
+            for m in (ctx.values("methods") or ["GET"])
+        ],
     }
 
 
@@ -319,7 +408,10 @@ async def save_constraint(ctx: Ctx) -> Response:
             '<section class="card preview" aria-labelledby="preview-h"><h2 id="preview-h">What-if preview</h2>'
             "<p>{a} decisions would change from allowed to denied, {d} from denied to allowed "
             "({s} subjects × {q} questions). Nothing is saved yet.</p>{t}</section>",
-            a=report.allowed_to_denied, d=report.denied_to_allowed, s=report.subjects, q=report.questions,
+            a=report.allowed_to_denied,
+            d=report.denied_to_allowed,
+            s=report.subjects,
+            q=report.questions,
             t=table(("Subject", "Method", "Route or object", "Becomes"), rows, "Changed decisions"),
         )
         return await _constraints_page(ctx, summary)
@@ -336,7 +428,11 @@ async def playground(ctx: Ctx) -> Response:
             key, sep, value = line.partition("=")
             if sep and key.strip():
                 attributes[key.strip()] = value.strip()
-        data: dict[str, Any] = {"object_type": v("object_type", "api"), "attributes": attributes, "method": v("method", "GET")}
+        data: dict[str, Any] = {
+            "object_type": v("object_type", "api"),
+            "attributes": attributes,
+            "method": v("method", "GET"),
+        }
         if v("user_id"):
             data["user_id"] = v("user_id")
         if v("roles"):
@@ -344,8 +440,10 @@ async def playground(ctx: Ctx) -> Response:
         explained = await ctx.call("explain_access", data)
         reasons = [(r.kind, r.constraint_id, r.via, r.detail) for r in explained.reasons]
         result = render(
-            '<section class="card" aria-labelledby="decision-h"><h2 id="decision-h">Decision: <span class="decision">{d}</span></h2>{t}</section>',
-            d="ALLOW" if explained.allowed else "DENY", t=table(("Kind", "Constraint", "Via", "Detail"), reasons, "Reasons"),
+            '<section class="card" aria-labelledby="decision-h">'
+            '<h2 id="decision-h">Decision: <span class="decision">{d}</span></h2>{t}</section>',
+            d="ALLOW" if explained.allowed else "DENY",
+            t=table(("Kind", "Constraint", "Via", "Detail"), reasons, "Reasons"),
         )
     form = render(
         '<form method="post" action="/ui/playground" class="card">{csrf}{user}{roles}{otype}'
@@ -353,11 +451,16 @@ async def playground(ctx: Ctx) -> Response:
         '<label for="f-attributes">Attributes (one name=value a line)</label>'
         '<textarea id="f-attributes" name="attributes" rows="3">{attrs}</textarea>'
         '<button type="submit">Explain</button></form>{result}',
-        csrf=ctx.csrf, user=field("User id", "user_id", v("user_id")), roles=field("Or roles (comma-separated)", "roles", v("roles")),
+        csrf=ctx.csrf,
+        user=field("User id", "user_id", v("user_id")),
+        roles=field("Or roles (comma-separated)", "roles", v("roles")),
         otype=field("Object type", "object_type", v("object_type", "api")),
-        methods=join(render("<option{s}>{m}</option>", m=m, s=Safe(" selected") if m == v("method", "GET") else Safe(""))
-                     for m in ("GET", "POST", "PUT", "DELETE")),
-        attrs=v("attributes", "route__path=/api/v1/templates"), result=result,
+        methods=join(
+            render("<option{s}>{m}</option>", m=m, s=Safe(" selected") if m == v("method", "GET") else Safe(""))
+            for m in ("GET", "POST", "PUT", "DELETE")
+        ),
+        attrs=v("attributes", "route__path=/api/v1/templates"),
+        result=result,
     )
     return page(ctx, "Check and explain", form)
 
@@ -374,27 +477,48 @@ async def _keys_page(ctx: Ctx, created: Safe) -> Response:
     def remove(key_id: str) -> Safe:
         if not can_delete:
             return Safe("")
-        return render('<form method="post" action="/ui/keys/{i}/delete" class="inline">{csrf}'
-                      '<button type="submit" aria-label="Delete key {i}">Delete</button></form>', i=key_id, csrf=ctx.csrf)
+        return render(
+            '<form method="post" action="/ui/keys/{i}/delete" class="inline">{csrf}'
+            '<button type="submit" aria-label="Delete key {i}">Delete</button></form>',
+            i=key_id,
+            csrf=ctx.csrf,
+        )
 
-    rows = [(k.api_key_id, k.api_key_name, k.description, k.expires_at or "never", remove(k.api_key_id)) for k in listing.items]
+    rows = [
+        (k.api_key_id, k.api_key_name, k.description, k.expires_at or "never", remove(k.api_key_id))
+        for k in listing.items
+    ]
     parts = [notice(ctx), created, table(("Id", "Name", "Description", "Expires", ""), rows, "My API keys")]
     if ctx.can("create_my_api_key"):
-        parts.append(render('<h2>Create a key</h2><form method="post" action="/ui/keys" class="card">{csrf}{n}{d}'
-                            '<button type="submit">Create key</button></form>', csrf=ctx.csrf,
-                            n=field("Name", "api_key_name", required=True),
-                            d=join([field("Description", "description"),
-                                    field("Expires on", "expires_at", _in_days(90), "date", True)])))
+        parts.append(
+            render(
+                '<h2>Create a key</h2><form method="post" action="/ui/keys" class="card">{csrf}{n}{d}'
+                '<button type="submit">Create key</button></form>',
+                csrf=ctx.csrf,
+                n=field("Name", "api_key_name", required=True),
+                d=join(
+                    [field("Description", "description"), field("Expires on", "expires_at", _in_days(90), "date", True)]
+                ),
+            )
+        )
     return page(ctx, "API keys", join(parts))
 
 
 async def create_key(ctx: Ctx) -> Response:
-    created = await ctx.call("create_my_api_key", {"api_key_name": ctx.value("api_key_name"),
-                                                    "description": ctx.value("description") or "Created in the console",
-                                                    "expires_at": ctx.value("expires_at")})
-    shown = render('<section class="card secret" role="status"><h2>Key {n} created</h2>'
-                   "<p>Copy the secret now: it is shown only once.</p><p><code id=\"secret\">{s}</code></p></section>",
-                   n=created.api_key_name, s=created.api_key)
+    created = await ctx.call(
+        "create_my_api_key",
+        {
+            "api_key_name": ctx.value("api_key_name"),
+            "description": ctx.value("description") or "Created in the console",
+            "expires_at": ctx.value("expires_at"),
+        },
+    )
+    shown = render(
+        '<section class="card secret" role="status"><h2>Key {n} created</h2>'
+        '<p>Copy the secret now: it is shown only once.</p><p><code id="secret">{s}</code></p></section>',
+        n=created.api_key_name,
+        s=created.api_key,
+    )
     return await _keys_page(ctx, shown)
 
 
@@ -415,9 +539,12 @@ async def audit(ctx: Ctx) -> Response:
         data["starting_token"] = ctx.query("next")
     listing = await ctx.call("list_audit_records", data)
     rows = [(getattr(r, "at", ""), r.actor, r.action, r.target_type, r.target_id) for r in listing.records]
-    form = render('<form method="get" action="/ui/audit" class="inline">{a}{b}{c}<button type="submit">Filter</button></form>',
-                  a=field("Actor", "actor", filters.get("actor", "")), b=field("Action", "action", filters.get("action", "")),
-                  c=field("Target type", "target_type", filters.get("target_type", "")))
+    form = render(
+        '<form method="get" action="/ui/audit" class="inline">{a}{b}{c}<button type="submit">Filter</button></form>',
+        a=field("Actor", "actor", filters.get("actor", "")),
+        b=field("Action", "action", filters.get("action", "")),
+        c=field("Target type", "target_type", filters.get("target_type", "")),
+    )
     parts = [form, table(("When", "Actor", "Action", "Target type", "Target"), rows, "Audit records")]
     if listing.next_token:
         parts.append(link(f"/ui/audit?next={quote(listing.next_token)}", "Next page"))
@@ -435,7 +562,9 @@ async def op_form(ctx: Ctx, name: str) -> Response:
 
 async def op_run(ctx: Ctx, name: str) -> Response:
     result = await ctx.call(name, generic_values(ctx, name))
-    return page(ctx, name, generic_form(ctx, name, render('<section class="card"><h2>Result</h2>{r}</section>', r=pre(result))))
+    return page(
+        ctx, name, generic_form(ctx, name, render('<section class="card"><h2>Result</h2>{r}</section>', r=pre(result)))
+    )
 
 
 ROUTES = (

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import secrets
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
@@ -13,9 +14,12 @@ from ...errors import SDKError
 from ...operations import CATALOG
 from ...principal import Principal
 from ._html import render
-from .app import COOKIE, PRE_COOKIE, PREFIX, Console, Ctx, Form, set_session_cookie
+from ._web import COOKIE, PRE_COOKIE, PREFIX, Ctx, Form, set_session_cookie
 from .pages import layout
 from .sessions import MAX_SECONDS, Session
+
+if TYPE_CHECKING:
+    from .app import Console
 
 __all__ = ["sign_in", "sign_out"]
 
@@ -25,9 +29,12 @@ _FORM = """
 <form method="post" action="/ui/login" class="card">
 <input type="hidden" name="csrf" value="{token}"><input type="hidden" name="next" value="{next}">
 <fieldset><legend>Password</legend>
-<label for="username">User name</label><input id="username" name="username" autocomplete="username" value="{username}">
-<label for="password">Password</label><input id="password" name="password" type="password" autocomplete="current-password">
-<label for="totp">Authenticator code (if enabled)</label><input id="totp" name="totp" inputmode="numeric" autocomplete="one-time-code" maxlength="8">
+<label for="username">User name</label>
+<input id="username" name="username" autocomplete="username" value="{username}">
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password">
+<label for="totp">Authenticator code (if enabled)</label>
+<input id="totp" name="totp" inputmode="numeric" autocomplete="one-time-code" maxlength="8">
 </fieldset>
 <fieldset><legend>Or an API key</legend>
 <label for="api_key">API key</label><input id="api_key" name="api_key" type="password" autocomplete="off">
@@ -37,13 +44,20 @@ _FORM = """
 """
 
 
-def _form_page(request: Request, error: str = "", username: str = "", next_page: str = "", status: int = 200) -> Response:
+def _form_page(
+    request: Request, error: str = "", username: str = "", next_page: str = "", status: int = 200
+) -> Response:
     token = secrets.token_urlsafe(24)
     note = render('<p class="error" role="alert">{e}</p>', e=error) if error else ""
     body = render(_FORM, error=note, token=token, next=next_page, username=username)
     response = HTMLResponse(layout(None, "Sign in", body), status_code=status, headers={"cache-control": "no-store"})
     response.set_cookie(
-        PRE_COOKIE, token, max_age=900, path=f"{PREFIX}/login", httponly=True, samesite="strict",
+        PRE_COOKIE,
+        token,
+        max_age=900,
+        path=f"{PREFIX}/login",
+        httponly=True,
+        samesite="strict",
         secure=request.url.scheme == "https",
     )
     return response
@@ -108,10 +122,8 @@ async def sign_out(ctx: Ctx) -> Response:
     """End the session here and, for a password session, its tokens in the engine."""
     ctx.console.sessions.end(ctx.request.cookies.get(COOKIE))
     if ctx.session.method == "password":
-        try:
+        with contextlib.suppress(SDKError):  # the console session is gone either way
             await ctx.call("logout", {})
-        except SDKError:
-            pass  # the console session is gone either way
     response = RedirectResponse(f"{PREFIX}/login", status_code=303)
     response.delete_cookie(COOKIE, path=f"{PREFIX}/")
     return response
