@@ -96,8 +96,10 @@ def site(tmp_path: Path, mailbox: Mailbox) -> Iterator[Site]:  # noqa: F811 -- t
         yield Site(url, config, admin, viewer, "operator", secret)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """One Chromium per test module: Playwright's sync API keeps an event loop running in this thread while
+    it is open, which later asyncio tests must not find."""
     if not CHROMIUM.exists():
         unavailable(f"{CHROMIUM} is missing: install Debian's chromium (`.ci/run` does)")
     try:
