@@ -488,7 +488,7 @@ async def _keys_page(ctx: Ctx, created: Safe) -> Response:
         (k.api_key_id, k.api_key_name, k.description, k.expires_at or "never", remove(k.api_key_id))
         for k in listing.items
     ]
-    parts = [notice(ctx), created, table(("Id", "Name", "Description", "Expires", ""), rows, "My API keys")]
+    parts = [notice(ctx), created, table(("Id", "Name", "Description", "Expires", "Actions"), rows, "My API keys")]
     if ctx.can("create_my_api_key"):
         parts.append(
             render(
