@@ -49,6 +49,18 @@ def test_password_sign_in_by_keyboard_every_page_and_sign_out_ends_the_session(s
     assert page.evaluate("document.activeElement.textContent") == "Templates"
     page.keyboard.press("Enter")
     page.wait_for_url(f"{site.url}/ui/templates")
+    # and create a template by keyboard alone: the skip link, then the form's fields in order, Enter submits
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "f-template_id"
+    for text in ("by-keyboard", "Made by keyboard", "img-k"):
+        page.keyboard.type(text)
+        page.keyboard.press("Tab")
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(r".*/ui/templates\?done="))
+    assert page.locator("td", has_text="Made by keyboard").count() == 1
     for path in (*PAGES, "/ui/playground", "/ui/ops/list_templates"):
         response = page.goto(f"{site.url}{path}")
         assert response.status == 200, path
