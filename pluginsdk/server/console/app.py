@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+import time
 from collections.abc import Awaitable, Callable
 from importlib import resources
 from urllib.parse import parse_qsl, quote
@@ -25,6 +27,7 @@ __all__ = ["PREFIX", "Console"]
 Handler = Callable[..., Awaitable[Response]]
 
 log = logging.getLogger("pluginsdk.server")
+access_log = logging.getLogger("pluginsdk.access")
 
 MAX_FORM_BYTES = 64 * 1024
 CSP = (
@@ -57,6 +60,7 @@ class Console:
         self._static: dict[str, bytes] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
         request = Request(scope, receive)
         try:
             response = await self._respond(request)
@@ -66,6 +70,10 @@ class Console:
         for name, value in SECURITY_HEADERS.items():
             response.headers.setdefault(name, value)
         await response(scope, receive, send)
+        if access_log.isEnabledFor(logging.INFO):
+            line = {"method": request.method, "path": request.url.path[:512], "status": response.status_code}
+            line["ms"] = round((time.perf_counter() - started) * 1000, 2)
+            access_log.info(json.dumps({**line, "console": True}))
 
     async def _respond(self, request: Request) -> Response:
         path, method = request.url.path, request.method
