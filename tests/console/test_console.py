@@ -178,6 +178,12 @@ def test_constraint_preview_save_and_the_playground_decision_changes(site: Site,
 
     assert decision() == "ALLOW"
     page.goto(f"{site.url}/ui/constraints")
+    # the field suggestions follow the object type (permissionObjects)
+    suggested = "els => els.map(e => e.value)"
+    assert page.locator("#field-names option").evaluate_all(suggested) == ["route__path"]
+    page.select_option("#f-object_type", "template")
+    assert "templateId" in page.locator("#field-names option").evaluate_all(suggested)
+    page.select_option("#f-object_type", "api")
     page.fill("#f-constraint_id", "viewer-no-templates")
     page.fill("#f-name", "viewer may not list templates")
     page.fill("#f-value", "/api/v1/templates")

@@ -20,3 +20,18 @@
     document.querySelectorAll("[data-poll]").forEach(poll);
   });
 })();
+// The constraint editor: the field suggestions follow the chosen object type (its data-fields).
+document.addEventListener("DOMContentLoaded", function () {
+  var types = document.getElementById("f-object_type");
+  var names = document.getElementById("field-names");
+  if (!types || !names) return;
+  types.addEventListener("change", function () {
+    var chosen = types.options[types.selectedIndex];
+    var fields = (chosen.getAttribute("data-fields") || "").split(" ").filter(Boolean);
+    names.replaceChildren.apply(names, fields.map(function (f) {
+      var option = document.createElement("option");
+      option.value = f;
+      return option;
+    }));
+  });
+});

@@ -352,22 +352,27 @@ async def _constraints_page(ctx: Ctx, preview: Safe, status: int = 200) -> Respo
 
 
 async def _constraint_editor(ctx: Ctx) -> Safe:
-    types: list[str] = []
-    operators: list[str] = ["equals", "contains", "does_not_contain", "starts_with", "is_one_of"]
+    """The constraint form, its object types, fields and operators from `permissionObjects`."""
+    v = ctx.value
+    fields: dict[str, list[str]] = {"api": ["route__path"]}
+    operators: list[str] = ["equals"]
     if ctx.can("get_permission_objects"):
         objects = (await ctx.call("get_permission_objects", {})).message
-        types = [o.value if hasattr(o, "value") else str(getattr(o, "object_type", o)) for o in objects.object_types]
+        fields = {o.value: [f.value for f in o.fields] for o in objects.object_types} or fields
         operators = [o.value for o in objects.operators] or operators
-    v = ctx.value
-    type_options = options(types or ["api"], v("object_type", "api"))
-    op_options = options(operators, v("operator", "equals"))
-    methods = choices("checkbox", "methods", ("GET", "POST", "PUT", "DELETE"), ctx.values("methods") or ["GET"])
-    kinds = choices("radio", "kind", ("allow", "deny"), [v("kind", "allow")])
+    chosen = v("object_type", "api")
+    type_options = join(
+        render('<option data-fields="{f}"{s}>{t}</option>', t=t, f=" ".join(names), s=_flag(t == chosen, "selected"))
+        for t, names in fields.items()
+    )
+    field_options = join(render('<option value="{f}"></option>', f=f) for f in fields.get(chosen, []))
     return render(
         '<h2>Write a constraint</h2><form method="post" action="/ui/constraints" class="card">{csrf}'
         "{cid}{name}"
         '<label for="f-object_type">Object type</label><select id="f-object_type" name="object_type">{types}</select>'
-        '{fld}<label for="f-operator">Operator</label><select id="f-operator" name="operator">{ops}</select>{val}{role}'
+        '<label for="f-field">Field</label><input id="f-field" name="field" list="field-names" value="{fld}" required>'
+        '<datalist id="field-names">{field_options}</datalist>'
+        '<label for="f-operator">Operator</label><select id="f-operator" name="operator">{ops}</select>{val}{role}'
         "<fieldset><legend>Methods</legend>{methods}</fieldset><fieldset><legend>Effect</legend>{kinds}</fieldset>"
         '<button type="submit" name="action" value="preview">Preview (what-if)</button> '
         '<button type="submit" name="action" value="save">Save constraint</button></form>',
@@ -375,12 +380,13 @@ async def _constraint_editor(ctx: Ctx) -> Safe:
         cid=field("Constraint id", "constraint_id", v("constraint_id"), required=True),
         name=join([field("Name", "name", v("name")), field("Description", "description", v("description"))]),
         types=type_options,
-        ops=op_options,
-        fld=field("Field", "field", v("field", "route__path")),
+        fld=v("field", "route__path"),
+        field_options=field_options,
+        ops=options(operators, v("operator", "equals")),
         val=field("Value", "value", v("value")),
         role=field("Role", "role", v("role"), required=True),
-        methods=methods,
-        kinds=kinds,
+        methods=choices("checkbox", "methods", ("GET", "POST", "PUT", "DELETE"), ctx.values("methods") or ["GET"]),
+        kinds=choices("radio", "kind", ("allow", "deny"), [v("kind", "allow")]),
     )
 
 
