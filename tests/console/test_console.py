@@ -232,3 +232,21 @@ def test_an_api_key_secret_is_shown_once(site: Site, page: Any) -> None:
     page.goto(f"{site.url}/ui/keys")
     assert secret not in page.content()
     assert page.locator("td", has_text="from-console").count() == 1
+
+
+def test_an_operation_without_a_page_runs_from_the_form_its_schema_derives(site: Site, page: Any) -> None:
+    sign_in_with_key(page, site.url, site.admin_key)
+    page.goto(f"{site.url}/ui/ops")
+    page.get_by_role("link", name="create_template", exact=True).click()
+    page.fill("#f-template_id", "from-schema")
+    page.fill("#f-image_id", "img-s")
+    page.fill("#f-tags", '{"team": "<b>ops</b>"}')
+    page.get_by_role("button", name="Run create_template").click()
+    result = page.locator("section.card pre").text_content()
+    assert '"template_id": "from-schema"' in result
+    shot(page, "generic-operation")
+    page.goto(f"{site.url}/ui/ops/get_template")
+    page.fill("#f-template_id", "from-schema")
+    page.get_by_role("button", name="Run get_template").click()
+    assert '"team": "<b>ops</b>"' in page.locator("section.card pre").text_content()
+    assert page.locator("main b").count() == 0
