@@ -61,7 +61,9 @@ def generic_form(ctx: Ctx, name: str, result: Safe) -> Safe:
     schema = spec.input_schema()
     required = set(schema.get("required", []))
     rows = []
-    for fname, prop in schema.get("properties", {}).items():
+    properties = schema.get("properties", {})
+    for fname in sorted(properties, key=lambda n: n not in required):  # the required fields first
+        prop = properties[fname]
         kind, label = _kind(prop), f"{fname}{' *' if fname in required else ''}"
         value = ctx.value(fname)
         if kind == "checkbox":
