@@ -400,6 +400,10 @@ class PluginApp:
         self.router: Router[Endpoint] = Router(entries)
         self.observe: Callable[[str, str, int, float], None] | None = None
         """Called with (route template, method, status, seconds) after each request (the server's metrics)."""
+        from .console import Console
+
+        self.console = Console(backend)
+        """The web console: every request under /ui (`console/`)."""
 
     def openapi(self) -> dict[str, Any]:
         """The OpenAPI document (built once)."""
@@ -410,6 +414,10 @@ class PluginApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "http":
+            path: str = scope["path"]
+            if path == "/ui" or path.startswith("/ui/"):
+                await self.console(scope, receive, send)
+                return
             await self._http(scope, receive, send)
         elif kind == "lifespan":
             await self._lifespan(receive, send)

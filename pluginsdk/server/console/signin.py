@@ -1,0 +1,129 @@
+"""Sign-in (a managed-pool password, with its TOTP code where required, or an API key) and sign-out."""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import secrets
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+
+from ...errors import SDKError
+from ...operations import CATALOG
+from ...principal import Principal
+from ._html import render
+from ._web import COOKIE, PRE_COOKIE, PREFIX, Ctx, Form, set_session_cookie
+from .pages import layout
+from .sessions import MAX_SECONDS, Session
+
+if TYPE_CHECKING:
+    from .app import Console
+
+__all__ = ["sign_in", "sign_out"]
+
+_FORM = """
+<p>Sign in with your password (and authenticator code, where your account requires one), or with an API key.</p>
+{error}
+<form method="post" action="/ui/login" class="card">
+<input type="hidden" name="csrf" value="{token}"><input type="hidden" name="next" value="{next}">
+<fieldset><legend>Password</legend>
+<label for="username">User name</label>
+<input id="username" name="username" autocomplete="username" value="{username}">
+<label for="password">Password</label>
+<input id="password" name="password" type="password" autocomplete="current-password">
+<label for="totp">Authenticator code (if enabled)</label>
+<input id="totp" name="totp" inputmode="numeric" autocomplete="one-time-code" maxlength="8">
+</fieldset>
+<fieldset><legend>Or an API key</legend>
+<label for="api_key">API key</label><input id="api_key" name="api_key" type="password" autocomplete="off">
+</fieldset>
+<button type="submit">Sign in</button>
+</form>
+"""
+
+
+def _form_page(
+    request: Request, error: str = "", username: str = "", next_page: str = "", status: int = 200
+) -> Response:
+    token = secrets.token_urlsafe(24)
+    note = render('<p class="error" role="alert">{e}</p>', e=error) if error else ""
+    body = render(_FORM, error=note, token=token, next=next_page, username=username)
+    response = HTMLResponse(layout(None, "Sign in", body), status_code=status, headers={"cache-control": "no-store"})
+    response.set_cookie(
+        PRE_COOKIE,
+        token,
+        max_age=900,
+        path=f"{PREFIX}/login",
+        httponly=True,
+        samesite="strict",
+        secure=request.url.scheme == "https",
+    )
+    return response
+
+
+def _next(value: str) -> str:
+    """Where to go after signing in: a console page only (never another site)."""
+    if value.startswith(f"{PREFIX}/") and not value.startswith("//") and "\\" not in value:
+        return value
+    return f"{PREFIX}/"
+
+
+async def sign_in(console: Console, request: Request, form: Form) -> Response:
+    if request.method != "POST":
+        return _form_page(request, next_page=_next(request.query_params.get("next", "")))
+
+    def field(name: str) -> str:
+        values = form.get(name)
+        return values[-1] if values else ""
+
+    username, next_page = field("username").strip(), _next(field("next"))
+    cookie, token = request.cookies.get(PRE_COOKIE, ""), field("csrf")
+    if not cookie or not hmac.compare_digest(cookie.encode(), token.encode()):
+        return _form_page(request, "The sign-in form expired; please try again.", username, next_page, 403)
+    try:
+        if field("api_key"):
+            authorization = f"Bearer {field('api_key').strip()}"
+            principal = await console.backend.authenticate(authorization)
+            session, lifetime = Session(authorization, principal.user_id, "api-key"), MAX_SECONDS
+        else:
+            tokens = await _login(console, request, username, field("password"), field("totp").strip())
+            if tokens.challenge_name == "SOFTWARE_TOKEN_MFA":
+                return _form_page(request, "Enter the code from your authenticator app.", username, next_page, 401)
+            if tokens.challenge_name or not tokens.id_token:
+                why = "This account must set a new password first (pluginsdk auth login)."
+                return _form_page(request, why, username, next_page, 401)
+            authorization = f"Bearer {tokens.id_token}"
+            principal = await console.backend.authenticate(authorization)
+            session, lifetime = Session(authorization, principal.user_id, "password"), float(tokens.expires_in or 0)
+    except SDKError as err:
+        message = "Sign-in failed: wrong user name, password, code or key." if err.http_status == 401 else err.message
+        return _form_page(request, message, username, next_page, err.http_status)
+    value = console.sessions.open(session, lifetime or None)
+    response = RedirectResponse(next_page, status_code=303)
+    set_session_cookie(response, request, value, int(min(lifetime or MAX_SECONDS, MAX_SECONDS)))
+    response.delete_cookie(PRE_COOKIE, path=f"{PREFIX}/login")
+    return response
+
+
+async def _login(console: Console, request: Request, username: str, password: str, totp: str) -> Any:
+    spec = CATALOG["login"]
+    data: dict[str, Any] = {"username": username, "password": password}
+    if totp:
+        data["totp_code"] = totp
+    op = spec.build(data)
+    client = request.client.host if request.client else None
+    anonymous = Principal(user_id="anonymous", auth_method="none", claims={"client": client} if client else {})
+    return await console.backend.execute(op, anonymous, route_path=spec.concrete_route(op))
+
+
+async def sign_out(ctx: Ctx) -> Response:
+    """End the session here and, for a password session, its tokens in the engine."""
+    ctx.console.sessions.end(ctx.request.cookies.get(COOKIE))
+    if ctx.session.method == "password":
+        with contextlib.suppress(SDKError):  # the console session is gone either way
+            await ctx.call("logout", {})
+    response = RedirectResponse(f"{PREFIX}/login", status_code=303)
+    response.delete_cookie(COOKIE, path=f"{PREFIX}/")
+    return response
