@@ -175,6 +175,7 @@ def test_every_command(cli: Cli, tmp_path: Path) -> None:
     )
     assert "admin" in cli("auth", "who-can", "template", "PUT", "--attributes", "templateId=web")["allowed_roles"]
     assert cli("auth", "routes-of", "--roles", "admin")["routes"]
+    assert cli("auth", "plan", "template", "DELETE", "--roles", "basicReadOnly")["kind"] == "never"
     change = {"deleteConstraintIds": ["psdk-default-readonly-template"],
               "objects": [{"objectType": "template", "attributes": {"templateId": "web"}}]}  # fmt: skip
     assert cli("auth", "what-if", "--data", json.dumps(change))["allowed_to_denied"] >= 1
