@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 if TYPE_CHECKING:
     from .models.plans import AccessPlan, PlanCondition
 
-__all__ = ["Column", "SqlFilter", "leaf_patterns", "predicate", "to_sql", "to_sqlalchemy"]
+__all__ = ["Column", "SqlFilter", "leaf_patterns", "predicate", "to_sql", "to_sqlalchemy", "values_of"]
 
 _NEGATED: Final = frozenset({"does_not_contain", "is_not_one_of"})
 _MARK: Final = "\x00"
@@ -64,7 +64,9 @@ def _matches(pattern: str, value: str) -> bool:
     return True
 
 
-def _values(raw: Any) -> tuple[str, ...]:
+def values_of(raw: Any) -> tuple[str, ...]:
+    """An attribute as the strings it is matched as: none when absent, each element of a list (the
+    decision point reads attributes the same way: `backends.local.policy.matching` uses this one)."""
     if raw is None:
         return ()
     if isinstance(raw, str):
@@ -83,7 +85,7 @@ def _compile(node: PlanCondition) -> Predicate:
         patterns, negated = leaf_patterns(node.operator or "", node.value or "")
 
         def match(attrs: Mapping[str, Any]) -> bool:
-            hit = any(_matches(p, v) for v in _values(attrs.get(field)) for p in patterns)
+            hit = any(_matches(p, v) for v in values_of(attrs.get(field)) for p in patterns)
             return hit is not negated
 
         return match

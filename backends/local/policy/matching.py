@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any, Final
 
+from pluginsdk.plans import values_of
+
 __all__ = [
     "NEGATED_OPERATORS",
     "CriterionTest",
@@ -124,17 +126,6 @@ def operator_patterns(operator: str, value: str) -> tuple[Pattern, ...] | None:
     if operator in ("is_one_of", "is_not_one_of"):
         return tuple(compile_pattern(item) for item in split_one_of(value))
     return None
-
-
-def values_of(raw: Any) -> tuple[str, ...]:
-    """An attribute as the strings it is matched as: none when absent, each element of a list."""
-    if raw is None:
-        return ()
-    if isinstance(raw, str):
-        return (raw,)
-    if isinstance(raw, list | tuple | set | frozenset):
-        return tuple(x if isinstance(x, str) else str(x) for x in raw if x is not None)
-    return (str(raw),)
 
 
 def compile_criterion(field: str, patterns: tuple[Pattern, ...], negate: bool) -> CriterionTest:
