@@ -37,6 +37,7 @@ from pluginsdk.models import (
     utcnow,
 )
 
+from . import offerings
 from .providers.base import LaunchResult, ProviderDriver, ProvisionedMachine
 
 if TYPE_CHECKING:
@@ -78,8 +79,14 @@ def _merge(m: Machine, pm: ProvisionedMachine) -> Machine | None:
     return m.model_copy(update=update)
 
 
-def apply_states(request: Request, stored: dict[str, Machine], seen: list[ProvisionedMachine]) -> list[Machine]:
-    """Fold provider states into stored machines (adopting unknown ones); returns the changed machines."""
+def apply_states(
+    request: Request,
+    stored: dict[str, Machine],
+    seen: list[ProvisionedMachine],
+    providers: dict[str, str] | None = None,
+) -> list[Machine]:
+    """Fold provider states into stored machines (adopting unknown ones, each with the provider instance that
+    reported it: `providers`, machine id -> instance, else the request's); returns the changed machines."""
     changed: list[Machine] = []
     for pm in seen:
         m = stored.get(pm.machine_id)
@@ -93,7 +100,7 @@ def apply_states(request: Request, stored: dict[str, Machine], seen: list[Provis
                 ip_address=pm.ip_address,
                 public_ip_address=pm.public_ip_address,
                 instance_type=pm.instance_type,
-                provider_name=request.provider_name,
+                provider_name=(providers or {}).get(pm.machine_id, request.provider_name),
                 provider_api=request.provider_api,
                 status_reason=pm.reason,
                 created_at=pm.launched_at or utcnow(),
@@ -191,21 +198,29 @@ async def reconcile(engine: Engine, request: Request) -> Request:
 async def _reconcile_provision(engine: Engine, request: Request) -> Request:
     """observe (the provider, outside the transaction) -> fold machine states -> settle the status -> record
     -> stop machines still pending at a timeout -> let the provider clean up after a finished request."""
-    driver = await engine.provider(request.provider_name)
-    request, seen = await _launched(engine, driver, request, await engine.template(request.template_id or ""))
+    template = await engine.template(request.template_id or "")
+    providers: dict[str, str] | None = None
+    if offerings.has_offerings(request) or (template is not None and template.offerings):
+        request, seen, providers = await offerings.observe(engine, request, template)
+    else:
+        driver = await engine.provider(request.provider_name)
+        request, seen = await _launched(engine, driver, request, template)
     now = utcnow()
     async with engine.db.transaction():
         current = await engine.db.get_request(request.request_id, for_update=True)
         if current is None or current.status.terminal:
             return current or request
-        stored = await fold_states(engine, current, seen)
+        stored = await fold_states(engine, current, seen, providers)
         timed_out = now > current.created_at + timedelta(seconds=current.timeout)
         status, message = settle_status(current, list(stored.values()), timed_out=timed_out)
         current = await _record(engine, current, now, status=status, message=message, machine_ids=list(stored))
     if status.terminal and timed_out:
         await _stop_pending(engine, current, stored.values())
     if current.status.terminal and not any(m.status.active for m in stored.values()):
-        await _cleanup(driver, current)
+        if offerings.has_offerings(current):
+            await offerings.cleanup_attempts(engine, current)
+        else:
+            await _cleanup(await engine.provider(current.provider_name), current)
     return current
 
 
@@ -221,8 +236,10 @@ async def launch(engine: Engine, driver: ProviderDriver, request: Request, templ
     Its creator calls this, and so does whoever takes its claim over from a creator that died before it
     called the provider (`_launched`). Provider launches are idempotent per request (AWS client tokens and
     group names, the local provider's numbered machines): a launch the dead creator made is found again,
-    not repeated.
+    not repeated. A template with candidates launches through them (`offerings.py`).
     """
+    if template.offerings:
+        return await offerings.launch_offerings(engine, request, template)
     return await _settle_launch(engine, request, await _launch(engine, driver, request, template))
 
 
@@ -292,10 +309,12 @@ async def _launch_unrecorded(
         return await engine.db.get_request(current.request_id) or current
 
 
-async def fold_states(engine: Engine, request: Request, seen: list[ProvisionedMachine]) -> dict[str, Machine]:
+async def fold_states(
+    engine: Engine, request: Request, seen: list[ProvisionedMachine], providers: dict[str, str] | None = None
+) -> dict[str, Machine]:
     """The request's stored machines with the provider's view folded in (`apply_states`), changes written."""
     stored = {m.machine_id: m for m in await engine.db.machines_of_request(request.request_id, for_update=True)}
-    changed = apply_states(request, stored, seen)
+    changed = apply_states(request, stored, seen, providers)
     if changed:
         await engine.db.upsert_machines(changed)
     return stored
@@ -370,8 +389,10 @@ async def terminate_machines(engine: Engine, request: Request, machines: list[Ma
     """Ask the provider to take machines of one provisioning request back and record what it says, on the
     machines as stored when the answer is written (another process may have claimed or moved them since
     the caller read them)."""
-    driver = await engine.provider(request.provider_name)
-    states = await driver.terminate(request, machines)
+    if offerings.has_offerings(request):
+        states = await offerings.terminate_by_attempt(engine, request, machines)
+    else:
+        states = await (await engine.provider(request.provider_name)).terminate(request, machines)
     now = utcnow()
     async with engine.db.transaction():
         stored = await engine.db.get_machines([m.machine_id for m in machines], for_update=True)
@@ -416,14 +437,20 @@ async def _observe_return(engine: Engine, by_request: dict[str, list[Machine]]) 
         origin = await engine.db.get_request(request_id)
         if origin is None:
             continue
-        driver = await engine.provider(origin.provider_name)
-        found = {pm.machine_id: pm for pm in await driver.describe(origin, None)}
+        found = {pm.machine_id: pm for pm in await _described(engine, origin)}
         missed = [m for m in group if (f := found.get(m.machine_id)) is not None and f.status.active]
         if missed:
             await terminate_machines(engine, origin, missed)
-            found.update({pm.machine_id: pm for pm in await driver.describe(origin, None)})
+            found.update({pm.machine_id: pm for pm in await _described(engine, origin)})
         seen.update(found)
     return seen
+
+
+async def _described(engine: Engine, origin: Request) -> list[ProvisionedMachine]:
+    """What the provider(s) of a provisioning request report of its machines."""
+    if offerings.has_offerings(origin):
+        return (await offerings.observe(engine, origin, None))[1]
+    return await (await engine.provider(origin.provider_name)).describe(origin, None)
 
 
 def _fold_return(
@@ -468,8 +495,16 @@ def _settle_return(current: Request, machines: list[Machine], *, timed_out: bool
 
 
 async def record_reclaimed(engine: Engine) -> list[str]:
-    """Machines the cloud took back on its own become a completed return request (listed by getReturnRequests)."""
-    driver = await engine.provider()
+    """Machines the cloud took back on its own become a completed return request (listed by getReturnRequests),
+    one per provider instance in use."""
+    await engine.provider()
+    taken: list[str] = []
+    for driver in list(engine.providers.values()):
+        taken += await _record_reclaimed_of(engine, driver)
+    return taken
+
+
+async def _record_reclaimed_of(engine: Engine, driver: ProviderDriver) -> list[str]:
     reclaimed = await driver.reclaimed()
     if not reclaimed:
         return []

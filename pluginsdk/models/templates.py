@@ -8,7 +8,42 @@ from pydantic import field_validator
 from ._base import BaseModel
 from .values import value_problem
 
-__all__ = ["Template"]
+__all__ = ["Offering", "Template"]
+
+
+class Offering(BaseModel):
+    """One candidate a template launches on: a provider instance and what to ask it for (docs/providers.md).
+
+    Fields left out take the template's value. Candidates are tried by weight (higher first), equal weights
+    in the order listed; a candidate that failed for capacity is skipped while it cools down.
+    """
+
+    provider: str
+    """Provider instance (a name from `provider.instances`, or the implicit one, e.g. `local`)."""
+    instance_type: str | None = None
+    instance_types: dict[str, float] | None = None
+    subnet_ids: list[str] | None = None
+    """Subnets (zones) of this candidate."""
+    price_type: str | None = None
+    """ondemand or spot."""
+    provider_api: str | None = None
+    weight: float = 0.0
+    """Higher is tried first (like a Karpenter node pool's weight); ties keep the listed order."""
+
+    def key(self, template: "Template") -> str:
+        """What the capacity memory remembers this candidate by: provider, type, subnets and price type.
+        Two templates asking one provider for the same thing share it."""
+        itype = self.instance_type or template.instance_type or ",".join(sorted(self.instance_types or {})) or "*"
+        subnets = ",".join(self.subnet_ids if self.subnet_ids is not None else template.subnet_ids) or "*"
+        return f"{self.provider}/{itype}/{subnets}/{self.price_type or template.price_type}"
+
+    def applied(self, template: "Template") -> "Template":
+        """The template as this candidate launches it."""
+        fields = ("instance_type", "instance_types", "subnet_ids", "price_type", "provider_api")
+        update = {f: getattr(self, f) for f in fields if getattr(self, f) is not None}
+        if self.instance_type is not None and self.instance_types is None:
+            update["instance_types"] = {}
+        return template.model_copy(update=update)
 
 
 class Template(BaseModel):
@@ -51,6 +86,10 @@ class Template(BaseModel):
     """Fleet kind: EC2Fleet instant (default), request or maintain; SpotFleet request (default) or maintain."""
     configuration: dict[str, Any] = {}
     """Further provider-specific settings."""
+    provider: str | None = None
+    """Provider instance that launches it (default: `provider.default`); see `offerings` for several."""
+    offerings: list[Offering] = []
+    """Candidates tried in turn when one has no capacity (docs/providers.md); empty: `provider` alone."""
     source: str = "store"
     """Where the template came from: store, or the file it was loaded from."""
     created_at: datetime | None = None

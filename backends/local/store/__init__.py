@@ -413,6 +413,15 @@ class Store:
         )
         return {r["k"]: int(r["n"]) for r in rows}
 
+    async def count_active_by_provider(self) -> dict[str, int]:
+        """Active machines per provider instance that made them."""
+        clause, params = _in("s", list(_ACTIVE_MACHINE))
+        rows = await self.db.fetchall(
+            f"SELECT provider_name AS k, COUNT(*) AS n FROM machines WHERE status IN {clause} GROUP BY provider_name",
+            params,
+        )
+        return {r["k"]: int(r["n"]) for r in rows}
+
     async def delete_machines(self, machine_ids: Sequence[str]) -> int:
         if not machine_ids:
             return 0
