@@ -195,6 +195,8 @@ class CapacitySettings(_Group):
     """How long one half-open probe launch holds the offering before another probe may go."""
 
 
+_INSTANCES: dict[str, Any] = {"x-provider-instances": True}
+"""Marks the field of named provider instances: each is shown masked by its driver's settings model."""
 _INSTANCE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 
 
@@ -209,7 +211,7 @@ class ProviderSettings(_Group):
     """Global cap on a request's machine count."""
     default: str | None = None
     """Provider instance a template that names none uses (default: `type`, the implicit instance)."""
-    instances: dict[str, dict[str, Any]] = {}
+    instances: dict[str, dict[str, Any]] = Field({}, json_schema_extra=_INSTANCES)
     """Named provider instances: name -> {type: driver, the driver's own settings} (docs/providers.md)."""
     capacity: CapacitySettings = Field(default_factory=CapacitySettings)
 
@@ -749,12 +751,8 @@ def _masked(model: type[pydantic.BaseModel] | None, node: Any) -> Any:
     fields = _inputs(model) if model is not None else {}
     for key, value in node.items():
         field = fields.get(key)
-        if field is not None and SECRET in field.metadata and value not in (None, ""):
-            out[key] = "***"
-        elif model is ProviderSettings and key == "instances" and isinstance(value, dict):
-            out[key] = {n: _masked_instance(g) for n, g in value.items()}
-        elif field is not None:
-            out[key] = _masked(_model_of(field), value)
+        if field is not None:
+            out[key] = _masked_field(field, value)
         elif model is not None and issubclass(model, _Group) and model.open_groups and isinstance(value, dict):
             out[key] = _masked_open(model, key, value)
         else:
@@ -771,6 +769,15 @@ def _masked_open(model: type[_Group], key: str, value: dict[str, Any]) -> dict[s
         return {k: "***" if v not in (None, "") else v for k, v in value.items()}
     shown: dict[str, Any] = _masked(sub, value)
     return shown
+
+
+def _masked_field(field: Any, value: Any) -> Any:
+    """A field's value as shown: a SECRET one as `***`, named provider instances by their drivers' models."""
+    if SECRET in field.metadata and value not in (None, ""):
+        return "***"
+    if field.json_schema_extra == _INSTANCES and isinstance(value, dict):
+        return {n: _masked_instance(g) for n, g in value.items()}
+    return _masked(_model_of(field), value)
 
 
 def _masked_instance(group: Any) -> Any:

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any
 from pluginsdk.errors import NotFoundError, ProviderError, ValidationError
 from pluginsdk.models import Machine, MachineStatus, Offering, Request, RequestStatus, Template, utcnow
 
-from .providers.base import ProvisionedMachine, capacity_code
+from .providers.base import LaunchResult, ProvisionedMachine, capacity_code
+from .settling import fold_states, settle_status
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -92,7 +93,7 @@ async def launch_offerings(engine: Engine, request: Request, template: Template)
             await run.save()  # recorded before the provider is called
         needed -= await run.attempt(offering, attempt)
         await run.save()
-    return await _settle(engine, run.request, run.seen, max(needed, 0))
+    return await _settle(engine, run.merged(), run.seen, max(needed, 0))
 
 
 class _Fallback:
@@ -144,10 +145,12 @@ class _Fallback:
         except (ProviderError, NotFoundError, ValidationError) as exc:
             code = exc.details.get("provider_code") if isinstance(exc, ProviderError) else None
             return await _refused(self.engine, attempt, exc.message, capacity=capacity_code(code))
+        return await self.launched(offering, attempt, launched)
+
+    async def launched(self, offering: Offering, attempt: dict[str, Any], launched: LaunchResult) -> int:
+        """Record what a launch started; machines it could not start for capacity cool the candidate down."""
         asked = int(attempt["asked"])
-        short = int(launched.provider_data.get("unfilled") or 0)
-        short += sum(1 for m in launched.machines if m.status is MachineStatus.FAILED and capacity_code(m.reason))
-        short = min(short, asked)
+        short = _short_of(launched, asked)
         for m in launched.machines:
             self.seen[m.machine_id] = (offering.provider, m)
         attempt.update(
@@ -164,10 +167,21 @@ class _Fallback:
             await self.engine.capacity.succeeded(attempt["key"])
         return asked - short
 
-    async def save(self) -> None:
+    def merged(self) -> Request:
+        """The request with its attempts and skips as they are now."""
         data = {**self.request.provider_data, "attempts": self.attempts, "skipped": self.skipped}
-        self.request = self.request.model_copy(update={"provider_data": data})
+        return self.request.model_copy(update={"provider_data": data})
+
+    async def save(self) -> None:
+        self.request = self.merged()
         await self.engine.db.update_request(self.request)
+
+
+def _short_of(launched: LaunchResult, asked: int) -> int:
+    """How many of the machines asked for a launch could not start for capacity."""
+    short = int(launched.provider_data.get("unfilled") or 0)
+    short += sum(1 for m in launched.machines if m.status is MachineStatus.FAILED and capacity_code(m.reason))
+    return min(short, asked)
 
 
 def _names_left(request: Request, number: int) -> list[str]:
@@ -197,8 +211,6 @@ async def _settle(
     engine: Engine, request: Request, seen: dict[str, tuple[str, ProvisionedMachine]], short: int
 ) -> Request:
     """The launched machines recorded (each with the provider instance that made it) and the first status."""
-    from .reconciler import fold_states, settle_status
-
     attempts = attempts_of(request)
     async with engine.db.transaction():
         current = await engine.db.get_request(request.request_id, for_update=True) or request

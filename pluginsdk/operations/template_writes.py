@@ -4,7 +4,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, WithJsonSchema
 
-from ..models import Offering, TemplateRefresh, TemplateWritten
+from ..models import TemplateRefresh, TemplateWritten
 from ..models.identifiers import TemplateId
 from ._base import Cli, Command, Policy, R_co, Rest
 from .templates import TEMPLATE_POLICY
@@ -49,10 +49,9 @@ class _TemplateFields(Command[R_co]):
     configuration: dict[str, Any] | None = None
     """Further provider-specific settings."""
     provider: str | None = None
-    """Provider instance that launches it (default: the configured default)."""
-    offerings: list[Offering] | None = None
-    """Candidates tried in turn when one has no capacity: provider, instance_type, subnet_ids, price_type,
-    weight (docs/providers.md)."""
+    """Provider instance."""
+    offerings: list[dict[str, Any]] | None = None
+    """Candidates tried in turn on capacity errors."""
 
 
 class CreateTemplateCommand(_TemplateFields[TemplateWritten]):

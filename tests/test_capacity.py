@@ -1,0 +1,163 @@
+"""Several provider instances, fallback between candidates on capacity, and the capacity memory — both backends.
+
+Capacity failures come from the `local` provider's fault settings (`capacity_errors`, `capacity`), so the
+order of attempts, the cooldown, the half-open probe and the recovery are those the engine really takes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pluginsdk import PluginSDK, ProviderError, ValidationError
+from pluginsdk.models import MachineStatus, RequestStatus
+from tests.support.backends import open_sdk
+
+FAST = {"boot_delay": 0.05, "terminate_delay": 0.05, "seed": 7}
+
+
+def instances(**given: dict[str, Any]) -> dict[str, Any]:
+    return {"instances": {name: {"type": "local", **FAST, **settings} for name, settings in given.items()}}
+
+
+@pytest.fixture
+async def two(backend_kind: str, tmp_path: Path) -> AsyncIterator[PluginSDK]:
+    """`east` has no m5.large, `west` has room for 3; candidates east then west."""
+    provider = instances(east={"capacity_errors": ["m5.large"]}, west={"capacity": 3})
+    async with open_sdk(backend_kind, tmp_path, provider=provider) as sdk:
+        await sdk.create_template(
+            template_id="burst",
+            image_id="ami-1",
+            instance_type="m5.large",
+            offerings=[{"provider": "east"}, {"provider": "west"}],
+        )
+        yield sdk
+
+
+async def settled(sdk: PluginSDK, request_id: str, seconds: float = 10.0) -> Any:
+    deadline = time.monotonic() + seconds
+    while True:
+        r = await sdk.get_request(request_id, long=True)
+        if r.status.terminal or time.monotonic() > deadline:
+            return r
+        await asyncio.sleep(0.05)
+
+
+def states(status: Any) -> dict[str, tuple[str, int]]:
+    return {o.key: (o.state, o.failures) for o in status.offerings}
+
+
+async def test_capacity_failure_falls_back_in_order_and_cools_the_candidate_down(two: PluginSDK) -> None:
+    created = await two.create_request("burst", 2, wait=True, timeout=30)
+    assert created.status == "completed"
+    r = await two.get_request(created.request_id or "", long=True)
+    assert {m.provider_name for m in r.machines} == {"west"} and len(r.machines) == 2
+    assert r.provider_name == "west"
+    attempts = r.provider_data["attempts"]
+    assert [(a["provider"], a["outcome"]) for a in attempts] == [("east", "capacity"), ("west", "served")]
+    assert "InsufficientInstanceCapacity" in attempts[0]["reason"] or "capacity" in attempts[0]["reason"]
+    status = await two.get_providers_status()
+    assert states(status) == {"east/m5.large/*/ondemand": ("cooling", 1)}
+    assert {p.name: p.active_machines for p in status.providers}["west"] == 2
+    (east,) = status.offerings
+    assert east.cooldown_until is not None
+    left = (east.cooldown_until - datetime.now(UTC)).total_seconds()
+    assert 250 < left <= 300  # the documented first cooldown: 300 s
+    # the next request does not ask east again while it cools down: it is skipped, with the reason recorded
+    again = await two.create_request("burst", 1, wait=True, timeout=30)
+    r2 = await two.get_request(again.request_id or "", long=True)
+    assert [a["provider"] for a in r2.provider_data["attempts"]] == ["west"]
+    (skip,) = r2.provider_data["skipped"]
+    assert skip["provider"] == "east" and skip["reason"] == "cooling down" and skip["until"]
+    assert states(await two.get_providers_status()) == {"east/m5.large/*/ondemand": ("cooling", 1)}
+    counters = (await two.get_metrics()).counters
+    assert counters["capacity.capacity_failures"] == 1 and counters["capacity.skipped"] == 1
+
+
+async def test_partial_fulfilment_tops_up_from_the_next_candidate(two: PluginSDK) -> None:
+    await two.create_template(
+        template_id="spill", image_id="ami-1", instance_type="c5.large",
+        offerings=[{"provider": "west"}, {"provider": "east"}],
+    )  # fmt: skip
+    created = await two.create_request("spill", 5, wait=True, timeout=30)
+    r = await settled(two, created.request_id or "")
+    running = [m for m in r.machines if m.status is MachineStatus.RUNNING]
+    assert r.status is RequestStatus.COMPLETED and len(running) == 5
+    assert sorted(m.provider_name for m in running) == ["east", "east", "west", "west", "west"]
+    outcomes = [(a["provider"], a["outcome"], a["served"]) for a in r.provider_data["attempts"]]
+    assert outcomes == [("west", "partial", 3), ("east", "served", 2)]
+    assert sum(1 for m in r.machines if m.status.active) <= r.count
+
+
+async def test_no_candidate_with_capacity_fails_the_request_and_says_when_to_retry(two: PluginSDK) -> None:
+    await two.create_template(
+        template_id="none", image_id="ami-1", instance_type="m5.large", offerings=[{"provider": "east"}]
+    )
+    with pytest.raises(ProviderError) as first:
+        await two.create_request("none", 1)
+    assert first.value.details["retry_at"]
+    failed = await two.get_request(first.value.details["request_id"])
+    assert failed.status is RequestStatus.FAILED and "east" in failed.message
+    with pytest.raises(ProviderError, match="cooling down"):  # not asked again: skipped while it cools down
+        await two.create_request("none", 1)
+
+
+async def test_an_unknown_provider_instance_is_refused_on_the_template(two: PluginSDK) -> None:
+    with pytest.raises(ValidationError, match="nowhere"):
+        await two.create_template(
+            template_id="bad", image_id="ami-1", offerings=[{"provider": "nowhere"}], validate_only=True
+        )
+    listed = {p.name: p.type for p in (await two.list_providers()).providers}
+    assert listed["east"] == "local" and listed["west"] == "local" and listed["local"] == "local"
+
+
+async def test_half_open_probe_then_recovery_and_a_doubling_cooldown(backend_kind: str, tmp_path: Path) -> None:
+    provider = instances(small={"capacity": 1}, big={}) | {"capacity": {"cooldown_seconds": 0.4}}
+    async with open_sdk(backend_kind, tmp_path, provider=provider) as sdk:
+        await sdk.create_template(
+            template_id="t", image_id="ami-1", offerings=[{"provider": "small"}, {"provider": "big"}]
+        )
+        a = await sdk.create_request("t", 1, wait=True, timeout=30)
+        assert a.machines[0].provider_name == "small"
+        b = await sdk.create_request("t", 1, wait=True, timeout=30)  # small is full: big serves
+        assert b.machines[0].provider_name == "big"
+        assert states(await sdk.get_providers_status()) == {"small/*/*/ondemand": ("cooling", 1)}
+        await asyncio.sleep(0.5)
+        assert states(await sdk.get_providers_status()) == {"small/*/*/ondemand": ("half-open", 1)}
+        c = await sdk.create_request("t", 1, wait=True, timeout=30)  # the probe: small is still full
+        rc = await sdk.get_request(c.request_id or "", long=True)
+        probe = rc.provider_data["attempts"][0]
+        assert (probe["provider"], probe["probe"], probe["outcome"]) == ("small", True, "capacity")
+        (small,) = (await sdk.get_providers_status()).offerings
+        assert small.state == "cooling" and small.failures == 2 and small.cooldown_until is not None
+        assert 0.5 < (small.cooldown_until - datetime.now(UTC)).total_seconds() <= 0.8  # doubled: 0.8 s
+        await sdk.create_return_request([a.machines[0].machine_id])  # small has room again
+        await asyncio.sleep(0.9)
+        d = await sdk.create_request("t", 1, wait=True, timeout=30)  # the probe succeeds: recovered
+        assert d.machines[0].provider_name == "small"
+        assert states(await sdk.get_providers_status()) == {"small/*/*/ondemand": ("closed", 0)}
+        e = await sdk.create_request("t", 1, wait=True, timeout=30)  # full traffic again, no probe
+        re_ = await sdk.get_request(e.request_id or "", long=True)
+        assert re_.provider_data["attempts"][0]["probe"] is False
+
+
+async def test_machines_of_every_instance_are_returned_to_the_one_that_made_them(two: PluginSDK) -> None:
+    await two.create_template(
+        template_id="spill", image_id="ami-1", instance_type="c5.large",
+        offerings=[{"provider": "west"}, {"provider": "east"}],
+    )  # fmt: skip
+    created = await two.create_request("spill", 4, wait=True, timeout=30)
+    r = await settled(two, created.request_id or "")
+    ids = [m.machine_id for m in r.machines if m.status is MachineStatus.RUNNING]
+    ret = await two.create_return_request(ids)
+    done = await settled(two, ret.request_id or "")
+    assert done.status is RequestStatus.COMPLETED
+    gone = await two.get_request(r.request_id, long=True)
+    assert all(m.status.gone or m.status is MachineStatus.FAILED for m in gone.machines)
+    assert {p.name: p.active_machines for p in (await two.get_providers_status()).providers}.get("east", 0) == 0
