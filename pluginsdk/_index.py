@@ -374,7 +374,7 @@ GROUPS: dict[str, dict[str, str]] = {
     },
     "providers": {
         "list": "List the provider drivers installed and which one is active.",
-        "status": "Provider instances and launch candidates cooling down after capacity errors.",
+        "status": "Provider instances and candidates cooling down after capacity errors.",
     },
     "requests": {
         "active": "List requests that are still pending or running.",

@@ -101,7 +101,7 @@ class SDKMethods:
     async def get_provider_health(self, provider_name: str | None = ..., detailed: bool = ..., *, provider: str | None = ...) -> ProviderHealth:
         """Check that a provider answers."""
     async def get_providers_status(self) -> ProvidersStatus:
-        """Provider instances and launch candidates cooling down after capacity errors."""
+        """Provider instances and candidates cooling down after capacity errors."""
     async def get_request(self, request_id: str, long: bool = ..., lightweight: bool = ..., provider_name: str | None = ..., *, provider: str | None = ...) -> Request:
         """Show a request's status and machines (shape follows the scheduler strategy)."""
     @overload

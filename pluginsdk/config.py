@@ -34,7 +34,6 @@ __all__ = [
     "AuditSettings",
     "AuthProviderSettings",
     "AuthorizerOptionsSettings",
-    "CapacitySettings",
     "ExternalIdpSettings",
     "ManagedPoolSettings",
     "PasswordHashingSettings",
@@ -213,7 +212,7 @@ class ProviderSettings(_Group):
     """Provider instance a template that names none uses (default: `type`, the implicit instance)."""
     instances: dict[str, dict[str, Any]] = Field({}, json_schema_extra=_INSTANCES)
     """Named provider instances: name -> {type: driver, the driver's own settings} (docs/providers.md)."""
-    capacity: CapacitySettings = Field(default_factory=CapacitySettings)
+    capacity: CapacitySettings = Field(default_factory=CapacitySettings.model_construct)
 
     @pydantic.field_validator("instances")
     @classmethod

@@ -161,3 +161,42 @@ async def test_machines_of_every_instance_are_returned_to_the_one_that_made_them
     gone = await two.get_request(r.request_id, long=True)
     assert all(m.status.gone or m.status is MachineStatus.FAILED for m in gone.machines)
     assert {p.name: p.active_machines for p in (await two.get_providers_status()).providers}.get("east", 0) == 0
+
+
+async def test_rest_attackers_get_4xx_in_the_one_envelope(tmp_path: Path) -> None:
+    import httpx
+
+    from tests.server.door import reader_key
+    from tests.support.backends import base_config
+    from tests.support.remote import admin_key, running_server
+
+    config = base_config(tmp_path, provider=instances(east={"capacity_errors": ["m5.large"]}))
+    admin, reader = await admin_key(config), await reader_key(config)
+    async with PluginSDK(config=config) as local:  # a user holding a role that grants nothing
+        await local.create_role("nothing", "grants nothing")
+        await local.create_user_roles("nobody", ["nothing"])
+        nobody = str((await local.create_api_key(api_key_name="k", description="no rights", user_id="nobody")).api_key)
+    with running_server(config) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            denied = await client.get("/api/v1/providers/status", headers={"Authorization": nobody})
+            assert denied.status_code == 403 and denied.json()["error_code"] == "FORBIDDEN"
+            read = await client.get("/api/v1/providers/status", headers={"Authorization": reader})
+            assert read.status_code == 200  # like provider health: a read route of basicReadOnly
+            none = await client.get("/api/v1/providers/status")
+            assert none.status_code == 401
+            ok = await client.get("/api/v1/providers/status", headers={"Authorization": admin})
+            assert ok.status_code == 200 and [p["name"] for p in ok.json()["providers"]] == ["local", "east"]
+            base = {"templateId": "x", "imageId": "ami-1"}
+            for offerings in ("east", [{"provider": 5}], [{}], [{"provider": "east", "weight": "high"}],
+                              [{"provider": "nowhere"}], [{"provider": "east"}] * 20_000):  # fmt: skip
+                bad = await client.post(
+                    "/api/v1/templates", json={**base, "offerings": offerings}, headers={"Authorization": admin}
+                )
+                assert 400 <= bad.status_code < 500, (offerings if len(offerings) < 5 else "huge", bad.text)
+                assert "error_code" in bad.json()
+            written = await client.post(
+                "/api/v1/templates",
+                json={**base, "offerings": [{"provider": "east"}]},
+                headers={"Authorization": reader},
+            )
+            assert written.status_code == 403

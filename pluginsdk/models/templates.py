@@ -3,7 +3,7 @@
 from datetime import datetime
 from typing import Any
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from ._base import BaseModel
 from .values import value_problem
@@ -88,7 +88,7 @@ class Template(BaseModel):
     """Further provider-specific settings."""
     provider: str | None = None
     """Provider instance that launches it (default: `provider.default`); see `offerings` for several."""
-    offerings: list[Offering] = []
+    offerings: list[Offering] = Field([], max_length=32)
     """Candidates tried in turn when one has no capacity (docs/providers.md); empty: `provider` alone."""
     source: str = "store"
     """Where the template came from: store, or the file it was loaded from."""

@@ -52,7 +52,7 @@ class ListProvidersQuery(Query[ProviderList]):
 
 
 class GetProvidersStatusQuery(Query[ProvidersStatus]):
-    """Provider instances and launch candidates cooling down after capacity errors."""
+    """Provider instances and candidates cooling down after capacity errors."""
 
     rest = Rest("GET", "/api/v1/providers/status")
     cli = Cli("providers", "status")
