@@ -92,7 +92,8 @@ async def launch_offerings(engine: Engine, request: Request, template: Template)
             run.attempts.append(attempt)
             await run.save()  # recorded before the provider is called
         needed -= await run.attempt(offering, attempt)
-        await run.save()
+        if needed > 0:  # another candidate is asked next; the last attempt is written with the settled request
+            await run.save()
     return await _settle(engine, run.merged(), run.seen, max(needed, 0))
 
 
@@ -130,6 +131,7 @@ class _Fallback:
             "asked": needed,
             "outcome": "launching",
             "probe": admission.verdict == "probe",
+            "remembered": admission.state != "closed",
             "names": _names_left(self.request, number),
         }
 
@@ -163,7 +165,7 @@ class _Fallback:
         if short:
             attempt["reason"] = str(launched.provider_data.get("unfilled_reason") or "InsufficientInstanceCapacity")
             await _cool(self.engine, attempt, attempt["reason"])
-        else:
+        elif attempt["probe"] or attempt.get("remembered"):  # a candidate with no failure on record stays closed
             await self.engine.capacity.succeeded(attempt["key"])
         return asked - short
 
