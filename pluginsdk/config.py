@@ -194,6 +194,18 @@ class CapacitySettings(_Group):
     """How long one half-open probe launch holds the offering before another probe may go."""
 
 
+class QuotaSettings(_Group):
+    """`provider.quotas`: limits checked when a request is made (docs/providers.md)."""
+
+    max_active: dict[str, Annotated[int, Field(ge=0)]] = {}
+    """Provider instance -> most machines it holds at once."""
+    machines_per_user: int | None = Field(None, ge=1)
+    """Most machines one user may request within `window_seconds`."""
+    window_seconds: float = Field(3600.0, gt=0)
+    retry_seconds: int = Field(60, ge=1)
+    """Retry-After of a refusal by a limit on machines at once (machines free when they are returned)."""
+
+
 _INSTANCES: dict[str, Any] = {"x-provider-instances": True}
 """Marks the field of named provider instances: each is shown masked by its driver's settings model."""
 _INSTANCE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
@@ -213,6 +225,7 @@ class ProviderSettings(_Group):
     instances: dict[str, dict[str, Any]] = Field({}, json_schema_extra=_INSTANCES)
     """Named provider instances: name -> {type: driver, the driver's own settings} (docs/providers.md)."""
     capacity: CapacitySettings = Field(default_factory=CapacitySettings.model_construct)
+    quotas: QuotaSettings = Field(default_factory=QuotaSettings.model_construct)
 
     @pydantic.field_validator("instances")
     @classmethod

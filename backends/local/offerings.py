@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from pluginsdk.errors import NotFoundError, ProviderError, ValidationError
 from pluginsdk.models import Machine, MachineStatus, Offering, Request, RequestStatus, Template, utcnow
 
+from . import quotas
 from .providers.base import LaunchResult, ProvisionedMachine, capacity_code
 from .settling import fold_states, settle_status
 
@@ -111,6 +112,11 @@ class _Fallback:
     async def admitted(self, index: int, offering: Offering, needed: int) -> dict[str, Any] | None:
         """A new attempt on the candidate, or None when the capacity memory says skip it (kept in `skipped`)."""
         key = offering.key(self.template)
+        free = await quotas.room(self.engine, offering.provider)
+        if free == 0:
+            reason = f"at its quota of {self.engine.settings.provider.quotas.max_active[offering.provider]} machines"
+            self.skipped.append({"offering": index, "provider": offering.provider, "key": key, "reason": reason})
+            return None
         admission = await self.engine.capacity.admit(key)
         if admission.verdict == "skip":
             until = datetime.fromtimestamp(admission.until or 0, UTC).isoformat(timespec="seconds")
@@ -128,7 +134,7 @@ class _Fallback:
             "key": key,
             "n": number,
             "launch_id": rid if number == 0 else f"{rid}-{number}",
-            "asked": needed,
+            "asked": needed if free is None else min(needed, free),
             "outcome": "launching",
             "probe": admission.verdict == "probe",
             "remembered": admission.state != "closed",
@@ -261,14 +267,17 @@ def _first_provider(attempts: list[dict[str, Any]], request: Request) -> str:
 def _why(attempts: list[dict[str, Any]], request: Request) -> str:
     """Why candidates did not serve: each attempt's refusal and each skip, in order."""
     parts = [f"{a['provider']}: {a['reason']}" for a in attempts if a.get("reason")]
-    parts += [f"{s['provider']}: {s['reason']} until {s['until']}" for s in request.provider_data.get("skipped") or []]
+    parts += [
+        f"{s['provider']}: {s['reason']}" + (f" until {s['until']}" if s.get("until") else "")
+        for s in request.provider_data.get("skipped") or []
+    ]
     return "; ".join(parts) or "no candidate"
 
 
 def _retry_at(request: Request) -> str | None:
     """When the first skipped or failed candidate may be tried again (ISO time), if any."""
     times = [a["cooldown_until"] for a in attempts_of(request) if a.get("cooldown_until")]
-    times += [s["until"] for s in request.provider_data.get("skipped") or []]
+    times += [s["until"] for s in request.provider_data.get("skipped") or [] if s.get("until")]
     return min(times) if times else None
 
 

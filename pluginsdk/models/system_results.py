@@ -1,7 +1,7 @@
 """Result objects of the system and provider operations."""
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from ._base import BaseModel
 from .results import Result
@@ -76,7 +76,8 @@ class OfferingStatus(BaseModel):
     key: str
     """provider/instance type/subnets/price type."""
     provider: str
-    state: Literal["closed", "cooling", "half-open", "probing"]
+    state: str
+    """closed, cooling, half-open or probing."""
     failures: int
     """Capacity failures in a row."""
     cooldown_until: datetime | None = None

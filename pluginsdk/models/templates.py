@@ -26,7 +26,6 @@ class Offering(BaseModel):
     """Subnets (zones) of this candidate."""
     price_type: str | None = None
     """ondemand or spot."""
-    provider_api: str | None = None
     weight: float = 0.0
     """Higher is tried first (like a Karpenter node pool's weight); ties keep the listed order."""
 
@@ -39,7 +38,7 @@ class Offering(BaseModel):
 
     def applied(self, template: "Template") -> "Template":
         """The template as this candidate launches it."""
-        fields = ("instance_type", "instance_types", "subnet_ids", "price_type", "provider_api")
+        fields = ("instance_type", "instance_types", "subnet_ids", "price_type")
         update = {f: getattr(self, f) for f in fields if getattr(self, f) is not None}
         if self.instance_type is not None and self.instance_types is None:
             update["instance_types"] = {}
@@ -78,6 +77,8 @@ class Template(BaseModel):
     """Template version."""
     max_number: int | None = None
     """Most machines one request may ask for (None: the global limit)."""
+    max_active: int | None = Field(None, ge=1, le=1_000_000)
+    """Most machines of this template at once, across requests (None: no limit)."""
     price_type: str = "ondemand"
     """ondemand, spot or heterogeneous."""
     allocation_strategy: str | None = None
@@ -88,7 +89,7 @@ class Template(BaseModel):
     """Further provider-specific settings."""
     provider: str | None = None
     """Provider instance that launches it (default: `provider.default`); see `offerings` for several."""
-    offerings: list[Offering] = Field([], max_length=32)
+    offerings: list[Offering] = []
     """Candidates tried in turn when one has no capacity (docs/providers.md); empty: `provider` alone."""
     source: str = "store"
     """Where the template came from: store, or the file it was loaded from."""

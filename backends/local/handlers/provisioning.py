@@ -17,6 +17,7 @@ from pluginsdk.operations import (
 )
 from pluginsdk.words import counted
 
+from ..quotas import check_quotas
 from ..reconciler import apply_states, ended, launch, reconcile, terminate_machines
 from ..registry import HandlerTable
 from .request_records import fresh, load_request, with_machines
@@ -41,6 +42,7 @@ async def create_request(engine: Engine, op: CreateRequestCommand, call: Call) -
     request_id = op.request_id or f"req-{uuid.uuid4()}"
     template = await _launchable(engine, op)
     driver = await engine.provider_for(template)
+    await check_quotas(engine, template, principal.user_id, op.requested_count, driver.name)
     if op.dry_run:
         return RequestCreated(  # no request_id: nothing was recorded, an id would read as not found
             status="dry-run",

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 handlers = HandlerTable()
 
 PRICE_TYPES = ("ondemand", "spot", "heterogeneous")
+MAX_OFFERINGS = 32
 FLEET_APIS = ("EC2Fleet", "SpotFleet", "ASG")
 FLEET_TYPES = {"EC2Fleet": ("instant", "request", "maintain"), "SpotFleet": ("request", "maintain")}
 
@@ -89,6 +90,8 @@ def _candidate_errors(engine: Engine, template: Template) -> list[str]:
         for name in dict.fromkeys([template.provider, *(o.provider for o in template.offerings)])
         if name is not None and name not in known
     ]
+    if len(template.offerings) > MAX_OFFERINGS:
+        errors.append(f"'offerings' holds at most {MAX_OFFERINGS} candidates.")
     errors += [
         f"'offerings[{i}].price_type' must be one of {', '.join(PRICE_TYPES)}."
         for i, o in enumerate(template.offerings)
