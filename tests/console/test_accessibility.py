@@ -20,6 +20,12 @@ PAGES = (
     "/ui/audit",
     "/ui/ops",
     "/ui/ops/list_templates",
+    "/ui/roles",
+    "/ui/roles/admin",
+    "/ui/user-roles",
+    "/ui/users",
+    "/ui/templates/base",
+    "/ui/template-import",
 )
 
 

@@ -192,9 +192,9 @@ async def _users_page(ctx: Ctx, shown: Safe) -> Response:
         base = f"/ui/users/{quote(user_id, safe='')}"
         parts = []
         if can_reset:
-            parts.append(_button(ctx, f"{base}/reset-password", "Reset password", f"Reset the password of {user_id}"))
+            parts.append(_button(ctx, f"{base}/reset-password", "Reset password", f"Reset password of {user_id}"))
         if can_mfa and mfa:
-            parts.append(_button(ctx, f"{base}/reset-mfa", "Reset MFA", f"Reset the MFA of {user_id}"))
+            parts.append(_button(ctx, f"{base}/reset-mfa", "Reset MFA", f"Reset MFA of {user_id}"))
         return join(parts, " ")
 
     rows = [
