@@ -36,7 +36,7 @@ def slow_site(tmp_path: Path) -> Iterator[tuple[str, str]]:
 def _open_request(page: Any, url: str, key: str) -> str:
     sign_in_with_key(page, url, key)
     page.goto(f"{url}/ui/requests")
-    page.select_option("#f-template_id", "slow")
+    page.fill("#f-template_id", "slow")
     page.get_by_role("button", name="Request machines").click()
     page.wait_for_url(re.compile(r".*/ui/requests/req-"))
     return str(page.url.rsplit("/", 1)[1])

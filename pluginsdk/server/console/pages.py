@@ -18,7 +18,7 @@ from .live import audit_export, progress_events
 if TYPE_CHECKING:
     from ._web import Ctx
 
-__all__ = ["ROUTES", "error_page", "layout"]
+__all__ = ["ROUTES", "back", "error_page", "layout", "request_form"]
 
 _NAV = (
     ("/ui/", "Dashboard", "get_request_summary"),
@@ -243,23 +243,21 @@ async def requests(ctx: Ctx) -> Response:
         table(("Request", "Kind", "Template", "State", "Machines"), rows, "Requests"),
         _pager(ctx, offset, len(rows), 50),
     ]
-    if ctx.can("create_request") and ctx.can("list_templates"):
-        options = join(
-            render('<option value="{i}">{n}</option>', i=t.template_id, n=t.name or t.template_id)
-            for t in (await ctx.call("list_templates", {"limit": 200})).templates
-        )
-        parts.append(
-            render(
-                '<h2>Request machines</h2><form method="post" action="/ui/requests" class="card">{csrf}'
-                '<label for="f-template_id">Template</label>'
-                '<select id="f-template_id" name="template_id" required>{o}</select>'
-                '{count}<button type="submit">Request machines</button></form>',
-                csrf=ctx.csrf,
-                o=options,
-                count=field("Machines", "requested_count", 1, "number", True),
-            )
-        )
+    if ctx.can("create_request"):
+        parts.append(request_form(ctx, ""))
     return page(ctx, "Requests", join(parts))
+
+
+def request_form(ctx: Ctx, template_id: str) -> Safe:
+    """The form requesting machines; the template by id (a listing of every template would cost a page's
+    time with thousands of them: each template's page offers this form with its id filled in)."""
+    return render(
+        '<h2>Request machines</h2><form method="post" action="/ui/requests" class="card">{csrf}{t}{count}'
+        '<button type="submit">Request machines</button></form>',
+        csrf=ctx.csrf,
+        t=field("Template id", "template_id", template_id, required=True),
+        count=field("Machines", "requested_count", 1, "number", True),
+    )
 
 
 async def create_request(ctx: Ctx) -> Response:

@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from ...errors import PermissionDeniedError, SDKError, ValidationError
 from ._html import Safe, join, render, value_of
-from .pages import back, field, notice, page, table
+from .pages import back, field, notice, page, request_form, table
 
 if TYPE_CHECKING:
     from ._web import Ctx
@@ -102,6 +102,8 @@ async def _template_page(ctx: Ctx, template_id: str, verdict: Safe) -> Response:
             check=check if ctx.can("validate_template") else Safe(""),
             save=save if ctx.can("update_template") else Safe(""),
         )
+    if ctx.can("create_request"):
+        body = render("{b}{r}", b=body, r=request_form(ctx, template_id))
     if ctx.can("delete_template"):
         body = render(
             '{b}<form method="post" action="/ui/templates/{i}/delete" class="inline">{csrf}'
