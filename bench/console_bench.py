@@ -24,6 +24,7 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -56,12 +57,20 @@ TARGET_MS, TARGET_BYTES = 50.0, 250 * 1024
 
 
 def _copy(db: sqlite3.Connection, table: str, key: str, first: str, ids: list[str]) -> None:
-    """Copies of the row whose `key` is `first`, one per id, every mention of `first` in it replaced."""
+    """Copies of the row whose `key` is `first`, one per id, every mention of `first` in it replaced, each
+    created a second before the next (a store's rows are not all of one instant)."""
     cursor = db.execute(f"SELECT * FROM {table} WHERE {key} = ?", (first,))  # noqa: S608 -- fixed names
     columns = [c[0] for c in cursor.description]
     (row,) = cursor.fetchall()
+    created = columns.index("created_at")
+    start = datetime.fromisoformat(row[created]) - timedelta(seconds=len(ids))
     marks = ", ".join("?" for _ in columns)
-    copies = [tuple(v.replace(first, new) if isinstance(v, str) else v for v in row) for new in ids if new != first]
+    copies = []
+    for i, new in enumerate(ids):
+        if new != first:
+            copy = [v.replace(first, new) if isinstance(v, str) else v for v in row]
+            copy[created] = (start + timedelta(seconds=i)).isoformat()
+            copies.append(tuple(copy))
     db.executemany(f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({marks})", copies)  # noqa: S608
 
 

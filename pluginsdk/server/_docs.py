@@ -8,6 +8,7 @@ inline script; the document it renders is `/openapi.json` on the same origin. Sw
 
 from __future__ import annotations
 
+import functools
 import html
 import importlib.util
 from collections.abc import Callable
@@ -120,5 +121,5 @@ def docs_routes(title: str) -> list[tuple[str, str, Endpoint]]:
         ),
     ]
     for name, ctype in _ASSETS.items():
-        routes.append(("GET", f"/docs/{name}", _Fixed(f"/docs/{name}", ctype, lambda n=name: _asset(n), day)))
+        routes.append(("GET", f"/docs/{name}", _Fixed(f"/docs/{name}", ctype, functools.partial(_asset, name), day)))
     return routes

@@ -153,7 +153,7 @@ def test_audit_export_streams_the_filtered_records_as_json_lines(site: Site, pag
     assert "attachment" in answer.headers["content-disposition"]
     everything = page.request.get(f"{site.url}/ui/audit/export").text().splitlines()
     assert len(everything) > len(lines)
-    shot(page, "admin-audit")
+    shot(page, "admin-audit-filtered")
 
 
 def test_read_only_caller_sees_no_write_action_on_the_access_pages_and_forgeries_are_403(site: Site, page: Any) -> None:
