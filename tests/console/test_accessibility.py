@@ -24,6 +24,7 @@ PAGES = (
     "/ui/roles/admin",
     "/ui/user-roles",
     "/ui/users",
+    "/ui/api-keys",
     "/ui/templates/base",
     "/ui/template-import",
 )

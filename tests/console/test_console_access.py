@@ -12,7 +12,15 @@ from tests.console.conftest import Site, shot, sign_in_with_key
 from tests.console.test_console import HOSTILE, _csrf, _watch_errors
 
 SHOWN = HOSTILE.replace("\u202e", "<U+202E>").replace("\u202c", "<U+202C>")
-NEW_PAGES = ("/ui/roles", "/ui/roles/admin", "/ui/user-roles", "/ui/users", "/ui/templates/base", "/ui/template-import")
+NEW_PAGES = (
+    "/ui/roles",
+    "/ui/roles/admin",
+    "/ui/user-roles",
+    "/ui/users",
+    "/ui/api-keys",
+    "/ui/templates/base",
+    "/ui/template-import",
+)
 
 
 def _done(page: Any) -> str:
@@ -95,6 +103,39 @@ def test_managed_users_created_password_reset_and_mfa_cleared(site: Site, page: 
     assert errors == []
 
 
+def test_an_administrator_issues_a_key_for_a_user_deactivates_and_deletes_it(site: Site, page: Any) -> None:
+    errors = _watch_errors(page)
+    sign_in_with_key(page, site.url, site.admin_key)
+    page.goto(f"{site.url}/ui/api-keys")
+    page.fill("#f-for_user", "viewer")
+    page.fill("#f-api_key_name", "handed-over")
+    page.fill("#f-description", HOSTILE)
+    page.get_by_role("button", name="Issue key").click()
+    secret = str(page.locator("#secret").text_content())
+    assert secret.startswith("psdk_")
+    row = page.locator("tr", has_text="handed-over")
+    assert row.locator("td").nth(1).text_content() == "viewer" and row.locator("td").nth(2).text_content() == SHOWN
+    shot(page, "admin-api-keys")
+    page.goto(f"{site.url}/ui/api-keys?user_id=viewer")
+    assert secret not in page.content() and page.locator("td", has_text="console-admin").count() == 0
+
+    def works() -> int:
+        return int(page.request.get(f"{site.url}/api/v1/templates", headers={"authorization": secret}).status)
+
+    assert works() == 200
+    page.get_by_role("button", name="Deactivate key handed-over").click()
+    page.wait_for_url(re.compile(r".*/ui/api-keys\?done="))
+    assert page.locator("tr", has_text="handed-over").locator("td").nth(3).text_content() == "no"
+    assert works() == 401
+    page.get_by_role("button", name="Activate key handed-over").click()
+    page.wait_for_url(re.compile(r".*/ui/api-keys\?done="))
+    assert works() == 200
+    page.get_by_role("button", name="Delete key handed-over").click()
+    page.wait_for_url(re.compile(r".*/ui/api-keys\?done="))
+    assert page.locator("td", has_text="handed-over").count() == 0 and works() == 401
+    assert errors == []
+
+
 def test_template_edit_validate_import_and_delete(site: Site, page: Any) -> None:
     errors = _watch_errors(page)
     sign_in_with_key(page, site.url, site.admin_key)
@@ -167,6 +208,8 @@ def test_read_only_caller_sees_no_write_action_on_the_access_pages_and_forgeries
         assert page.locator("main form[method=post]").count() == 0, path
         shot(page, "viewer" + path.replace("/", "-"))
     token = _csrf(page)
+    page.goto(f"{site.url}/ui/keys")  # the viewer's own key: its id in the first column
+    key_id = str(page.locator("tbody tr td").first.text_content())
     forged = {
         "/ui/roles": {"role_name": "forged", "description": "forged role"},
         "/ui/roles/admin": {"description": "taken over"},
@@ -180,6 +223,9 @@ def test_read_only_caller_sees_no_write_action_on_the_access_pages_and_forgeries
         "/ui/templates/base/delete": {},
         "/ui/template-import": {"templates": '[{"template_id": "forged", "image_id": "i"}]', "action": "import"},
         "/ui/template-import/refresh": {},
+        "/ui/api-keys": {"for_user": "viewer", "api_key_name": "forged", "description": "forged key"},
+        f"/ui/api-keys/{key_id}/deactivate": {},
+        f"/ui/api-keys/{key_id}/delete": {},
     }
     refused = {
         path: page.request.post(f"{site.url}{path}", form={"csrf": token, **data}) for path, data in forged.items()

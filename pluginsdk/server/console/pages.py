@@ -30,7 +30,8 @@ _NAV = (
     ("/ui/user-roles", "User roles", "list_user_roles"),
     ("/ui/users", "Users", "list_managed_users"),
     ("/ui/playground", "Playground", "explain_access"),
-    ("/ui/keys", "API keys", "list_my_api_keys"),
+    ("/ui/keys", "My API keys", "list_my_api_keys"),
+    ("/ui/api-keys", "All API keys", "list_api_keys"),
     ("/ui/audit", "Audit log", "list_audit_records"),
     ("/ui/ops", "Operations", None),
 )
@@ -524,7 +525,7 @@ async def _keys_page(ctx: Ctx, created: Safe) -> Response:
                 ),
             )
         )
-    return page(ctx, "API keys", join(parts))
+    return page(ctx, "My API keys", join(parts))
 
 
 async def create_key(ctx: Ctx) -> Response:
