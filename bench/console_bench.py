@@ -47,6 +47,7 @@ PAGES = (
     "/ui/user-roles",
     "/ui/users",
     "/ui/keys",
+    "/ui/api-keys",
     "/ui/audit",
     "/ui/playground",
     "/ui/ops",
