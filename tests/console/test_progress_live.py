@@ -87,3 +87,27 @@ def test_the_event_stream_is_authorized_like_the_page(slow_site: tuple[str, str]
     page.wait_for_url(re.compile(r".*/ui/login$"))
     answer = page.request.get(f"{url}/ui/requests/{request_id}/events", max_redirects=0)
     assert answer.status == 303 and "/ui/login" in answer.headers["location"]
+
+
+def test_an_open_stream_ends_when_its_session_is_signed_out(slow_site: tuple[str, str]) -> None:
+    url, key = slow_site
+    made = httpx.post(
+        f"{url}/api/v1/machines", json={"template_id": "slow", "machine_count": 1}, headers={"authorization": key}
+    )
+    assert made.status_code in (200, 201, 202), made.text
+    request_id = made.json()["request_id"]
+    with httpx.Client(base_url=url, timeout=10) as client:
+        form = client.get("/ui/login")
+        token = re.search(r'name="csrf" value="([^"]+)"', form.text)
+        assert token
+        assert client.post("/ui/login", data={"csrf": token.group(1), "api_key": key}).status_code == 303
+        csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/ui/").text)
+        assert csrf
+        with client.stream("GET", f"/ui/requests/{request_id}/events") as stream:
+            lines = stream.iter_lines()
+            assert next(lines) == "retry: 1000"
+            assert next(lines) == ""
+            assert next(lines) == "event: progress"
+            assert client.post("/ui/logout", data={"csrf": csrf.group(1)}).status_code == 303
+            rest = list(lines)  # the server ends the stream at its next read (else: the client's read timeout)
+            assert not any(line.startswith("event:") for line in rest)
