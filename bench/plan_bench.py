@@ -26,8 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from backends.local.handlers.requests import request_attrs
-
+from backends.local.handlers.request_records import request_attrs
 from backends.local.policy import CompiledPolicy
 from backends.local.policy.plans import plan_access
 from backends.local.store import open_store
