@@ -17,12 +17,16 @@ import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pluginsdk.errors import AlreadyExistsError
 
+from ..store.access import plan_where
 from ..store.db import Database, Row
 from .crypto import now, ts
+
+if TYPE_CHECKING:
+    from pluginsdk.models.plans import AccessPlan
 
 __all__ = ["AuthStore", "new_record_id"]
 
@@ -217,8 +221,11 @@ class AuthStore:
         return n > 0
 
     # -- roles ------------------------------------------------------------------
-    async def list_roles(self) -> list[Row]:
-        return await self.db.fetchall("SELECT * FROM auth_roles ORDER BY role_name")
+    async def list_roles(self, access: AccessPlan | None = None) -> list[Row]:
+        """Every role by name: only those `access` (the caller's query plan) allows, when given."""
+        allowed, params = plan_where(access, "role", self.db.dialect)
+        where = "" if allowed is None else f" WHERE {allowed}"
+        return await self.db.fetchall(f"SELECT * FROM auth_roles{where} ORDER BY role_name", params)
 
     async def get_role(self, role_name: str) -> Row | None:
         return await self.db.fetchone("SELECT * FROM auth_roles WHERE role_name = :n", {"n": role_name})

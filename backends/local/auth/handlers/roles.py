@@ -42,8 +42,9 @@ handlers = HandlerTable()
 @handlers.on(ListRolesQuery)
 async def list_roles(engine: Engine, op: ListRolesQuery, call: Call) -> RoleList:
     principal = call.principal
-    roles = [role_from_row(r) for r in await service(engine).store.list_roles()]
-    roles = await engine.authz.filter_allowed(principal, "role", roles, lambda r: {"roleName": r.role_name}, "GET")
+    rows = await service(engine).store.list_roles(await engine.readable(principal, "role"))
+    roles = [role_from_row(r) for r in rows]
+    roles = await engine.visible(principal, "role", roles, lambda r: {"roleName": r.role_name})
     return RoleList(message=RoleItems(items=roles))
 
 
