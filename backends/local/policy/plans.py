@@ -16,7 +16,7 @@ from typing import Literal, TypeAlias, cast
 from pluginsdk.models.plans import AccessPlan, PlanCondition
 from pluginsdk.principal import Principal
 
-from .evaluator import CompiledPolicy, Grants, Rule
+from .evaluator import CompiledPolicy, Grants, Rule, gc_paused
 from .matching import NEGATED_OPERATORS, operator_patterns
 
 __all__ = ["plan_access", "plan_condition"]
@@ -117,7 +117,8 @@ def _side(grants: Grants, deny: bool) -> _Side:
 def _sides(grants: Grants) -> tuple[_Side, _Side]:
     """(allow, deny) of one role's or user's grants, stated once and shared by every subject holding them."""
     if grants.plan is None:
-        grants.plan = (_side(grants, False), _side(grants, True))
+        with gc_paused():  # many small long-lived objects, nothing to collect (as when the policy is compiled)
+            grants.plan = (_side(grants, False), _side(grants, True))
     return cast("tuple[_Side, _Side]", grants.plan)
 
 
