@@ -103,6 +103,23 @@ async def test_listing_plans_on_each_store(any_store: dict[str, Any]) -> None:
             every = await alice.list_templates(active_only=False)
             assert [t.template_id for t in every.templates] == ["Web-x", "web", "web-off"]
             assert [r.role_name for r in (await alice.list_roles()).message.items] == ["web-readers"]
+        await rule(admin, "web-readers", "api", [("route__path", "equals", "/user-roles")])
+        await rule(admin, "web-readers", "userRole", [("roleName", "starts_with", "web")])
+        await rule(admin, "web-readers", "userRole", [("roleName", "equals", "admin")], kind="deny")
+        await admin.create_user_roles("bob", ["web-readers", "admin"])
+        async with PluginSDK(config=any_store, user="alice") as alice:
+            shown = (await alice.list_user_roles()).message.items
+            assert [(a.user_id, a.role_name) for a in shown] == [("alice", ["web-readers"])]
+        # the stores' SQL alone (the listings decide each item again afterwards, which would hide a filter that
+        # lets too much through)
+        engine = admin.backend.engine  # type: ignore[attr-defined]
+        plan = await admin.plan_access("userRole", "GET", user_id="alice")
+        assert {r["user_id"] for r in await engine.auth.store.user_role_rows(access=plan)} == {"alice"}
+        plan = await admin.plan_access("role", "GET", user_id="alice")
+        assert [r["role_name"] for r in await engine.auth.store.list_roles(plan)] == ["web-readers"]
+        plan = await admin.plan_access("template", "GET", user_id="alice")
+        page, total = await engine.db.page_templates(access=plan, limit=1, offset=1)
+        assert total == 3 and [t.template_id for t in page] == ["web"]
 
 
 def _files(directory: Path, templates: list[dict[str, Any]]) -> None:
@@ -179,8 +196,18 @@ async def test_role_listing_is_what_the_caller_may_read(sdk: PluginSDK, tmp_path
     await sdk.create_user_roles("alice", ["role-readers"])
     every = [r.role_name for r in (await sdk.list_roles()).message.items]
     assert {"team-a", "team-b", "other", "role-readers", "admin"} <= set(every) and every == sorted(every)
+    # user-role assignments are decided per user, on `userId` and the list of its role names
+    await rule(sdk, "role-readers", "api", [("route__path", "equals", "/user-roles")])
+    await rule(sdk, "role-readers", "userRole", [("roleName", "equals", "team-a")])
+    await rule(sdk, "role-readers", "userRole", [("userId", "equals", "carol")], kind="deny")
+    for user, names in {"bob": ["team-a"], "carol": ["team-b", "team-a"], "dave": ["other"]}.items():
+        await sdk.create_user_roles(user, names)
+    assigned = {a.user_id for a in (await sdk.list_user_roles()).message.items}
+    assert {"alice", "bob", "carol", "dave"} <= assigned
     async with acting_as(sdk, "alice", tmp_path) as alice:
         assert [r.role_name for r in (await alice.list_roles()).message.items] == ["team-a"]
+        shown = (await alice.list_user_roles()).message.items
+        assert [(a.user_id, a.role_name) for a in shown] == [("bob", ["team-a"])]
 
 
 async def test_constraint_and_key_pages_walk_the_whole_set_for_a_caller_with_the_route(
