@@ -232,8 +232,18 @@ async def templates(table: list[tuple[str, str]], stored: int = 10_000, files: i
             async def now() -> Any:
                 return await sdk.list_templates(limit=50, offset=5_000)
 
-            async def before() -> Any:  # the listing before plans: every template (cached, parsed once) decided
-                found = await engine.all_templates()
+            cache: list[Any] = [None, []]
+
+            async def before() -> Any:
+                """The listing before plans: every template (stored ones parsed once per template version) merged
+                with the files', decided one by one, then sliced."""
+                version = await engine.db.templates_version()
+                if cache[0] != version:
+                    cache[:] = [version, await engine.db.list_templates()]
+                merged = {t.template_id: t for t in cache[1]}
+                for t in engine.files.load().values():
+                    merged.setdefault(t.template_id, t)
+                found = sorted(merged.values(), key=lambda t: t.template_id)
                 found = [t for t in found if t.configuration.get("active", True) is not False]
                 shown = await engine.visible(SYSTEM_ADMIN, "template", found, template_attrs)
                 return shown[op.offset : op.offset + op.limit], len(shown)

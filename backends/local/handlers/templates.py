@@ -134,9 +134,10 @@ async def _page(
     engine: Engine, op: ListTemplatesQuery, apis: tuple[str, ...] | None, access: AccessPlan
 ) -> tuple[list[Template], int]:
     """One page of the stored templates and the files' (a stored one hides a file's of the same id), by id, and
-    the exact total of both: the store filters and pages its own through the plan; the files' few, filtered with
-    the plan's predicate, are merged in. `file_templates` of them fall in or before the page, so reading that
-    many more stored rows around it places each one exactly."""
+    the exact total of both. The store filters, counts and pages its own through the plan; the files' F templates
+    (few, filtered with the plan's predicate) are merged in. At most F of them precede the page, so the store's
+    rows from `offset - F`, `limit + F` of them, hold the page's stored ones, and the first of those rows places
+    every file template between it and the last exactly."""
     extra = await _file_templates(engine, op, apis, access)
     start = max(0, op.offset - len(extra))
     window, stored = await engine.db.page_templates(
