@@ -2,10 +2,17 @@
 
 A subject's decision on an object is "some allow rule matches and no deny rule does", each rule "every
 criteriaAnd entry holds and, when criteriaOr is given, one of its entries does". The plan is that sentence
-over the very rules `CompiledPolicy` tests for the subject (`plan_of`: MFA roles, the default role and user
-permissions already applied, unknown fields and operators already dropped), so it agrees with the decision
-by construction. Constant parts fold away: a `*_one_of` whose list names no pattern holds never (positive)
-or always (negated), and `and`/`or`/`not` of constants simplify, so a subject without allow rules gets `never`.
+over the very rules `CompiledPolicy` tests for the subject (`plan_of`: the grants of its roles and its user
+permissions, MFA roles and the default role applied, unknown fields and operators already dropped), so it agrees
+with the decision by construction. Constant parts fold away: a `*_one_of` whose list names no pattern holds
+never (positive) or always (negated), and `and`/`or`/`not` of constants simplify, so a subject without allow
+rules gets `never`.
+
+Speed: each role's grants are stated once per policy version (`_sides`, kept on the `Grants`) and a subject's
+plan merges its few grants. The rules of one positive criterion join per field in one `is_one_of` leaf (each
+pattern once), since "some of these rules holds" is "the field matches one of their patterns"; a pattern that a
+comma list would split or trim (a comma, edge spaces) keeps a leaf of its own. So a subject holding 10,000
+`equals` constraints gets a tree of a few leaves, in well under a millisecond.
 """
 
 from __future__ import annotations
