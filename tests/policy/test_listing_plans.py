@@ -181,6 +181,12 @@ async def test_template_pages_merge_store_and_files_exactly(backend_kind: str, t
                 [t for t in readable if t in active],
                 {len(readable) - 2},
             )
+            for client, want in ((alice, readable), (sdk, everything)):  # every window, as a page
+                for limit in (1, 2, 3, 5, 8):
+                    for offset in range(len(want) + 2):
+                        page = await client.list_templates(limit=limit, offset=offset, active_only=False)
+                        assert [t.template_id for t in page.templates] == want[offset : offset + limit]
+                        assert page.total_count == len(want)
             page = await alice.list_templates(limit=3, offset=3, active_only=False)
             assert [t.template_id for t in page.templates] == ["t-03", "t-04", "t-06"]
             assert page.templates[1].image_id == "ami-s"
