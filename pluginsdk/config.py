@@ -153,6 +153,10 @@ class LocalProviderSettings(_Group):
     """Instance types (or `type@subnet`) whose launches are refused for capacity (docs/providers.md)."""
     capacity_failure_rate: float = Field(0.0, ge=0, le=1)
     """Share of launch calls refused for capacity."""
+    reclaim_after: float | None = Field(None, ge=0)
+    """Seconds after boot when the simulated cloud takes a running machine back (a spot interruption)."""
+    reclaim_rate: float = Field(1.0, ge=0, le=1)
+    """Share of machines it takes back."""
 
 
 class AwsProviderSettings(_Group):

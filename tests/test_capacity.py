@@ -200,3 +200,40 @@ async def test_rest_attackers_get_4xx_in_the_one_envelope(tmp_path: Path) -> Non
                 headers={"Authorization": reader},
             )
             assert written.status_code == 403
+
+
+async def test_a_machine_the_cloud_takes_back_reaches_hostfactory_and_lsf_returns(
+    backend_kind: str, tmp_path: Path
+) -> None:
+    from pluginsdk.schedulers import get_strategy
+    from tests.schedulers.ibm_contract import validate
+
+    provider = instances(spot={"reclaim_after": 0.2}, steady={})
+    async with open_sdk(backend_kind, tmp_path, provider=provider) as sdk:
+        await sdk.create_template(
+            template_id="t", image_id="ami-1", price_type="spot",
+            offerings=[{"provider": "spot"}, {"provider": "steady"}],
+        )  # fmt: skip
+        req = await sdk.create_request("t", 2, wait=True, timeout=30)
+        assert {m.provider_name for m in req.machines} == {"spot"}
+        await asyncio.sleep(0.4)  # the simulated cloud takes both back
+        listed = await sdk.list_return_requests()
+        (ret,) = listed.requests
+        assert ret.created_by == "provider" and sorted(ret.machine_ids) == sorted(m.machine_id for m in req.machines)
+        status = await sdk.get_request_status([req.request_id or ""])
+        for scheduler in ("hostfactory", "lsf"):
+            strategy = get_strategy(scheduler)
+            returns = strategy.render("list_return_requests", {}, listed, sdk.settings)
+            validate(scheduler, "getReturnRequests", returns)
+            assert sorted(r["machine"] for r in returns["requests"]) == sorted(m.name for m in req.machines)
+            out = strategy.render("get_request_status", {}, status, sdk.settings)
+            validate(scheduler, "getRequestStatus", out)
+            for entry in out["requests"][0]["machines"]:
+                assert entry["result"] == "fail" and "SpotInstanceTermination" in entry["message"]
+                assert entry["providerName"] == "spot"
+        record = await sdk.get_request(req.request_id or "", long=True)
+        assert all(
+            m.status is MachineStatus.TERMINATED and "Reclaimed by the provider" in (m.status_reason or "")
+            for m in record.machines
+        )
+        assert (await sdk.list_return_requests()).total_count == 1  # reported once

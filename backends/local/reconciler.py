@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from pluginsdk.errors import ProviderError
+from pluginsdk.errors import NotFoundError, ProviderError
 from pluginsdk.models import (
     Machine,
     MachineStatus,
@@ -361,10 +361,14 @@ def _settle_return(current: Request, machines: list[Machine], *, timed_out: bool
 
 async def record_reclaimed(engine: Engine) -> list[str]:
     """Machines the cloud took back on its own become a completed return request (listed by getReturnRequests),
-    one per provider instance in use."""
-    await engine.provider()
+    one per provider instance that holds machines (and the default one)."""
+    names = dict.fromkeys([engine.settings.provider.default_instance(), *await engine.db.count_active_by_provider()])
     taken: list[str] = []
-    for driver in list(engine.providers.values()):
+    for name in names:
+        try:
+            driver = await engine.provider(name)
+        except NotFoundError:  # machines of an instance no longer configured: nothing to ask
+            continue
         taken += await _record_reclaimed_of(engine, driver)
     return taken
 

@@ -19,6 +19,8 @@ Capacity faults, to exercise fallback between candidates (docs/providers.md): ca
 or `type@subnet`, whose every launch is refused with InsufficientInstanceCapacity) and capacity_failure_rate
 (0..1: the share of launch calls refused so, drawn from the seed and the store's count of launch calls).
 The keys and their ranges are checked when the configuration is loaded (`pluginsdk.config.LocalProviderSettings`).
+Interruptions: reclaim_after (seconds after boot when the simulated cloud takes a running machine back, as
+a spot interruption; default never) and reclaim_rate (0..1, default 1: the share of machines it takes).
 Several `local` instances share the table; each row names its instance (NULL: `local`), and `capacity` counts
 one instance's machines.
 
@@ -45,6 +47,10 @@ from ..store import Store
 from .base import LaunchResult, ProvisionedMachine
 
 __all__ = ["LocalProvider"]
+
+_RECLAIMED = 3
+"""`local_instances.fails` of a machine the simulated cloud took back (0: fine, 1: fails to boot, 2: no capacity)."""
+_RECLAIM_REASON = "Server.SpotInstanceTermination: simulated spot interruption"
 
 
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
@@ -98,9 +104,12 @@ class LocalProvider:
             self.user_data_log_dir = str(cfg["user_data_log_dir"]) if cfg.get("user_data_log_dir") else None
             self.capacity_failure_rate = float(cfg.get("capacity_failure_rate", 0.0))
             self.capacity_errors = frozenset(str(x) for x in cfg.get("capacity_errors") or ())
+            after = cfg.get("reclaim_after")
+            self.reclaim_after = float(after) if after is not None else None
+            self.reclaim_rate = float(cfg.get("reclaim_rate", 1.0))
         except (TypeError, ValueError) as exc:
             raise ConfigurationError(f"Invalid provider.local setting: {exc}.", key="provider.local") from exc
-        for key in ("failure_rate", "terminate_failure_rate", "capacity_failure_rate"):
+        for key in ("failure_rate", "terminate_failure_rate", "capacity_failure_rate", "reclaim_rate"):
             if not 0.0 <= getattr(self, key) <= 1.0:
                 raise ConfigurationError(f"provider.local.{key} must be between 0 and 1.", key=f"provider.local.{key}")
         seed = cfg.get("seed")
@@ -233,6 +242,7 @@ class LocalProvider:
         term = row["terminate_at"]
         if term is not None:
             status = MachineStatus.TERMINATED if now >= term else MachineStatus.SHUTTING_DOWN
+            reason = _RECLAIM_REASON if row["fails"] == _RECLAIMED else None
         elif row["fails"]:
             status = MachineStatus.FAILED if now >= row["boots_at"] or row["fails"] == 2 else MachineStatus.PENDING
             if status is MachineStatus.FAILED:
@@ -332,7 +342,27 @@ class LocalProvider:
         return self._rand(kind, row["value"] if row else 0).random()
 
     async def reclaimed(self) -> list[ProvisionedMachine]:
-        return []
+        """Machines this instance's simulated cloud took back (`reclaim_after`, `reclaim_rate`): each running
+        machine whose fate says so is terminated `reclaim_after` seconds after it booted, and reported here."""
+        if self.reclaim_after is None:
+            return []
+        now = self.clock()
+        due = await self._db.fetchall(
+            "SELECT * FROM local_instances WHERE fails = 0 AND terminate_at IS NULL AND boots_at <= :t"
+            " AND COALESCE(provider, 'local') = :p",
+            {"t": now - self.reclaim_after, "p": self.name},
+        )
+        doomed = [r["instance_id"] for r in due if self._rand("reclaim", r["instance_id"]).random() < self.reclaim_rate]
+        if doomed:
+            await self._db.executemany(
+                "UPDATE local_instances SET fails = :f, terminate_at = :t WHERE instance_id = :id AND fails = 0",
+                [{"f": _RECLAIMED, "t": now, "id": i} for i in doomed],
+            )
+        rows = await self._db.fetchall(
+            "SELECT * FROM local_instances WHERE fails = :f AND COALESCE(provider, 'local') = :p",
+            {"f": _RECLAIMED, "p": self.name},
+        )
+        return [self._state(r, now) for r in rows]
 
     async def health(self) -> dict[str, Any]:
         active = await self._active_count()
