@@ -200,6 +200,15 @@ async def test_rest_attackers_get_4xx_in_the_one_envelope(tmp_path: Path) -> Non
                 headers={"Authorization": reader},
             )
             assert written.status_code == 403
+            made = await client.post(
+                "/api/v1/templates",
+                json={**base, "instanceType": "m5.large", "offerings": [{"provider": "east"}, {"provider": "local"}]},
+                headers={"Authorization": admin},
+            )
+            assert made.status_code == 201, made.text
+            asked = {"template_id": "x", "machine_count": 1}
+            launched = await client.post("/api/v1/machines/request", json=asked, headers={"Authorization": admin})
+            assert launched.status_code < 300, launched.text
 
 
 async def test_a_machine_the_cloud_takes_back_reaches_hostfactory_and_lsf_returns(
@@ -237,3 +246,24 @@ async def test_a_machine_the_cloud_takes_back_reaches_hostfactory_and_lsf_return
             for m in record.machines
         )
         assert (await sdk.list_return_requests()).total_count == 1  # reported once
+
+
+async def test_metrics_show_the_capacity_memory_and_machines_by_instance(tmp_path: Path) -> None:
+    import httpx
+
+    from tests.scale.test_operator import server
+    from tests.support.backends import base_config
+
+    config = base_config(tmp_path, provider=instances(east={"capacity_errors": ["m5.large"]}))
+    async with PluginSDK(config=config) as sdk:  # the same store the served process reads its gauges from
+        await sdk.create_template(
+            template_id="x", image_id="ami-1", instance_type="m5.large",
+            offerings=[{"provider": "east"}, {"provider": "local"}],
+        )  # fmt: skip
+        await sdk.create_request("x", 1, wait=True, timeout=30)
+    async with server(config, tmp_path) as (url, _log, _proc), httpx.AsyncClient(base_url=url) as client:
+        scraped = (await client.get("/metrics")).text
+    cooling = 'offering="east/m5.large/*/ondemand",provider="east",state="cooling"} 1.0'
+    assert f"pluginsdk_capacity_offering_failures{{{cooling}" in scraped
+    assert 'pluginsdk_machines{provider="local",status="running"} 1.0' in scraped
+    assert 'pluginsdk_provider_errors_total{operation="launch",provider="east"} 0.0' in scraped
