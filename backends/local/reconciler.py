@@ -76,7 +76,7 @@ async def _reconcile_provision(engine: Engine, request: Request) -> Request:
     -> stop machines still pending at a timeout -> let the provider clean up after a finished request."""
     template = await engine.template(request.template_id or "")
     providers: dict[str, str] | None = None
-    if offerings.has_offerings(request) or (template is not None and template.offerings):
+    if offerings.has_offerings(request):  # launched through candidates (a launch that never started: `_launched`)
         request, seen, providers = await offerings.observe(engine, request, template)
     else:
         driver = await engine.provider(request.provider_name)
