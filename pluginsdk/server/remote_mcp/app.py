@@ -25,7 +25,7 @@ from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route, request_response
+from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from ...errors import AuthenticationError, SDKError
@@ -198,7 +198,7 @@ def _oauth_app(base: str, token_seconds: int, backend: ServedBackend) -> tuple[S
     async def signin(request: Request) -> Response:
         return await signin_page(request, grants, backend)
 
-    routes.append(Route(SIGNIN_PATH, endpoint=request_response(signin), methods=["GET", "POST"]))
+    routes.append(Route(SIGNIN_PATH, endpoint=signin, methods=["GET", "POST"]))
     return Starlette(routes=routes), grants
 
 
