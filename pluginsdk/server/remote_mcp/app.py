@@ -26,7 +26,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from ...errors import AuthenticationError, SDKError
 from ...mcp.caller import Caller
@@ -49,6 +49,8 @@ access_log = logging.getLogger("pluginsdk.access")
 PRINCIPAL = "pluginsdk.principal"
 """The request scope's key for the caller /mcp authenticated (one per HTTP request, never per session)."""
 MAX_BASES = 16
+MAX_OAUTH_BODY = 64 * 1024
+"""Largest body the OAuth endpoints read (413 beyond it): registrations, token requests and forms are small."""
 
 
 class McpHttp:
@@ -63,7 +65,7 @@ class McpHttp:
         profile = resolve_profile(None, getattr(mcp, "profile", None))
         server = build_server(ToolSet(None, profile), ResourceSet(None), self._executor_of)
         self.manager = StreamableHTTPSessionManager(server, max_request_body_size=max_body_bytes)
-        self._apps: dict[str, tuple[Starlette, Grants]] = {}
+        self._apps: dict[str, tuple[ASGIApp, Grants]] = {}
         self._runner: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
 
@@ -123,7 +125,7 @@ class McpHttp:
         default = (scheme == "http" and port == 80) or (scheme == "https" and port == 443)
         return f"{scheme}://{host}" if default else f"{scheme}://{host}:{port}"
 
-    def _app(self, base: str) -> tuple[Starlette, Grants]:
+    def _app(self, base: str) -> tuple[ASGIApp, Grants]:
         found = self._apps.get(base)
         if found is None:
             if len(self._apps) >= MAX_BASES:
@@ -174,7 +176,7 @@ class McpHttp:
         return Caller(self.backend, principal)
 
 
-def _oauth_app(base: str, token_seconds: int, backend: ServedBackend) -> tuple[Starlette, Grants]:
+def _oauth_app(base: str, token_seconds: int, backend: ServedBackend) -> tuple[ASGIApp, Grants]:
     """The authorization server's routes (the `mcp` SDK's), the sign-in page and the metadata documents."""
     grants = Grants(base, token_seconds)
     issuer = AnyHttpUrl(base)
@@ -186,8 +188,7 @@ def _oauth_app(base: str, token_seconds: int, backend: ServedBackend) -> tuple[S
         if getattr(r, "path", None) != TOKEN_PATH
     ]
     tokens = TokenHandler(grants, SecretClients(grants))
-    limited = RequestBodyLimitMiddleware(cors_middleware(tokens.handle, ["POST", "OPTIONS"]), 64 * 1024)
-    routes.append(Route(TOKEN_PATH, endpoint=limited, methods=["POST", "OPTIONS"]))
+    routes.append(Route(TOKEN_PATH, endpoint=cors_middleware(tokens.handle, ["POST", "OPTIONS"]), methods=["POST", "OPTIONS"]))
     resource_routes = create_protected_resource_routes(
         AnyHttpUrl(grants.resource), [issuer], resource_name="pluginsdk"
     )
@@ -199,7 +200,7 @@ def _oauth_app(base: str, token_seconds: int, backend: ServedBackend) -> tuple[S
         return await signin_page(request, grants, backend)
 
     routes.append(Route(SIGNIN_PATH, endpoint=signin, methods=["GET", "POST"]))
-    return Starlette(routes=routes), grants
+    return RequestBodyLimitMiddleware(Starlette(routes=routes), MAX_OAUTH_BODY), grants
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
