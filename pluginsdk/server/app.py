@@ -39,11 +39,11 @@ from ..logs import new_request_id
 from ..logs import request_id as log_request_id
 from ..operations import CATALOG, Operation, OperationSpec
 from ..principal import Principal
+from . import remote_mcp
 from ._endpoint import JSON_TYPE, Endpoint, Reply, dumps, error_body
 from ._openapi import build_document, docs_html, listing_b_created, route_key
 from ._routes import Router
 from ._strict import check_body, strict_operation
-from . import remote_mcp
 from ._wire import ClientGone, parse_json, read_body
 from .contract import ServedBackend
 from .limits import (

@@ -5,7 +5,6 @@ test drives by hand (registration, PKCE, the sign-in form, the code)."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import re
@@ -13,7 +12,6 @@ import secrets
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,11 +20,9 @@ from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pyotp
-import pytest
 
-from pluginsdk.config import load_settings
-from tests.auth.conftest import Mailbox, mailbox, managed_app  # noqa: F401 -- the loopback SMTP fixture
-from tests.console.conftest import PASSWORD, _prepare
+from tests.auth.conftest import Mailbox, managed_app
+from tests.console.conftest import PASSWORD
 from tests.support.backends import base_config
 
 SLOW = {"local": {"boot_delay": 1.2, "terminate_delay": 0.05, "seed": 7}}
@@ -74,18 +70,6 @@ def serving(app: Any) -> Iterator[str]:
 
 def config_for(tmp_path: Path, box: Mailbox, **extra: Any) -> dict[str, Any]:
     return base_config(tmp_path, app=managed_app(box), provider=SLOW, **extra)
-
-
-@pytest.fixture
-def site(tmp_path: Path, mailbox: Mailbox) -> Iterator[McpSite]:  # noqa: F811 -- the fixture above
-    from pluginsdk.server import create_app
-
-    config = config_for(tmp_path, mailbox)
-    with ThreadPoolExecutor(1) as pool:
-        admin, viewer, secret = pool.submit(asyncio.run, _prepare(config, mailbox)).result()
-    app = create_app(load_settings(config=config, environ={}))
-    with serving(app) as url:
-        yield McpSite(url, app, admin, viewer, "operator", secret)
 
 
 # -- the OAuth flow by hand -------------------------------------------------------------------------------------

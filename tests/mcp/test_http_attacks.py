@@ -19,8 +19,8 @@ import pytest
 from pluginsdk import PluginSDK
 from pluginsdk.config import load_settings
 from pluginsdk.server.remote_mcp import grants as grants_module
+from tests.auth.test_external_oauth import IdP, external_app
 from tests.console.conftest import PASSWORD
-from tests.auth.test_external_oauth import IdP, external_app, idp  # noqa: F401 -- the loopback JWKS fixture
 from tests.mcp.http_site import (
     REDIRECT,
     McpSite,
@@ -28,12 +28,10 @@ from tests.mcp.http_site import (
     authorize_params,
     code_for,
     exchange,
-    mailbox,  # noqa: F401 -- fixture
     pkce,
     register,
     serving,
     sign_in,
-    site,  # noqa: F401 -- fixture
 )
 from tests.support.backends import base_config
 
@@ -63,7 +61,9 @@ def session(http: httpx.Client, site: McpSite, credential: str) -> str:
     assert opened.status_code == 200, opened.text
     sid = opened.headers["mcp-session-id"]
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    sent = http.post(site.mcp, json=note, headers={**headers, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"})
+    sent = http.post(
+        site.mcp, json=note, headers={**headers, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+    )
     assert sent.status_code == 202, sent.text
     return sid
 
@@ -171,8 +171,13 @@ def test_client_secrets_are_checked_and_stored_hashed(http: httpx.Client, site: 
     code, _ = code_for(http, site, client, challenge)
     basic = http.post(
         f"{site.url}/token",
-        data={"grant_type": "authorization_code", "code": code, "redirect_uri": REDIRECT, "client_id": client["client_id"],
-              "code_verifier": verifier},
+        data={
+            "grant_type": "authorization_code",
+            "code": code,
+            "redirect_uri": REDIRECT,
+            "client_id": client["client_id"],
+            "code_verifier": verifier,
+        },
         auth=(client["client_id"], client["client_secret"]),
     )
     assert basic.status_code == 401  # registered for client_secret_post: Basic is not its method
@@ -223,7 +228,9 @@ def test_malformed_bodies_are_4xx(http: httpx.Client, site: McpSite, body: bytes
     answer = http.post(site.mcp, content=body, headers=headers)
     assert 400 <= answer.status_code < 500, answer.text
     sid = session(http, site, site.admin_key)
-    inside = http.post(site.mcp, content=body, headers={**headers, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"})
+    inside = http.post(
+        site.mcp, content=body, headers={**headers, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+    )
     refused = 400 <= inside.status_code < 500 or "error" in rpc(inside) or rpc(inside)["result"]["isError"]
     assert refused, inside.text
     for path in ("/token", "/register"):
@@ -244,7 +251,7 @@ def test_huge_bodies_are_413(http: httpx.Client, site: McpSite) -> None:
 
 
 @pytest.fixture
-def idp_site(tmp_path: Path, idp: IdP) -> Iterator[str]:  # noqa: F811 -- the fixture above
+def idp_site(tmp_path: Path, idp: IdP) -> Iterator[str]:
     import asyncio
 
     from pluginsdk.server import create_app
@@ -262,15 +269,23 @@ def idp_site(tmp_path: Path, idp: IdP) -> Iterator[str]:  # noqa: F811 -- the fi
 
 @pytest.mark.parametrize(
     ("claims", "accepted"),
-    [({}, True), ({"aud": "other-client"}, False), ({"exp": int(time.time()) - 10}, False), ({"iss": "https://evil"}, False)],
+    [
+        ({}, True),
+        ({"aud": "other-client"}, False),
+        ({"exp": int(time.time()) - 10}, False),
+        ({"iss": "https://evil"}, False),
+    ],
     ids=["valid", "other-audience", "expired", "other-issuer"],
 )
-def test_external_idp_tokens(idp_site: str, idp: IdP, claims: dict[str, Any], accepted: bool) -> None:  # noqa: F811
+def test_external_idp_tokens(idp_site: str, idp: IdP, claims: dict[str, Any], accepted: bool) -> None:
     headers = {**ACCEPT, "authorization": f"Bearer {idp.token(**claims)}"}
     answer = httpx.post(f"{idp_site}/mcp", json=INIT, headers=headers)
     if not accepted:
         assert answer.status_code == 401 and 'error="invalid_token"' in answer.headers["www-authenticate"]
-        assert f'resource_metadata="{idp_site}/.well-known/oauth-protected-resource/mcp"' in answer.headers["www-authenticate"]
+        assert (
+            f'resource_metadata="{idp_site}/.well-known/oauth-protected-resource/mcp"'
+            in answer.headers["www-authenticate"]
+        )
         return
     assert answer.status_code == 200, answer.text
     sid = answer.headers["mcp-session-id"]
@@ -280,4 +295,7 @@ def test_external_idp_tokens(idp_site: str, idp: IdP, claims: dict[str, Any], ac
     assert listed["result"]["isError"] is False and listed["result"]["structuredContent"]["total_count"] == 0
     body["params"] = {"name": "create_template", "arguments": {"template_id": "x", "image_id": "ami-1"}}
     denied = rpc(httpx.post(f"{idp_site}/mcp", json=body, headers=headers))["result"]
-    assert denied["isError"] is True and json.loads(denied["content"][0]["text"])["error"]["type"] == "PermissionDeniedError"
+    assert (
+        denied["isError"] is True
+        and json.loads(denied["content"][0]["text"])["error"]["type"] == "PermissionDeniedError"
+    )

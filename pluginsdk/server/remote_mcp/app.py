@@ -28,7 +28,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ...errors import AuthenticationError, SDKError
+from ...errors import AuthenticationError
 from ...mcp.caller import Caller
 from ...mcp.profiles import resolve_profile
 from ...mcp.resources import ResourceSet
@@ -93,7 +93,7 @@ class McpHttp:
         if self._runner is not None:
             await self._runner
 
-    # -- requests -------------------------------------------------------------------------------------------------------
+    # -- requests ---------------------------------------------------------------------------------------------------
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         status: list[int] = [500]
@@ -182,16 +182,14 @@ def _oauth_app(base: str, token_seconds: int, backend: ServedBackend) -> tuple[A
     issuer = AnyHttpUrl(base)
     routes = [
         r
-        for r in create_auth_routes(
-            grants, issuer, client_registration_options=ClientRegistrationOptions(enabled=True)
-        )
+        for r in create_auth_routes(grants, issuer, client_registration_options=ClientRegistrationOptions(enabled=True))
         if getattr(r, "path", None) != TOKEN_PATH
     ]
     tokens = TokenHandler(grants, SecretClients(grants))
-    routes.append(Route(TOKEN_PATH, endpoint=cors_middleware(tokens.handle, ["POST", "OPTIONS"]), methods=["POST", "OPTIONS"]))
-    resource_routes = create_protected_resource_routes(
-        AnyHttpUrl(grants.resource), [issuer], resource_name="pluginsdk"
+    routes.append(
+        Route(TOKEN_PATH, endpoint=cors_middleware(tokens.handle, ["POST", "OPTIONS"]), methods=["POST", "OPTIONS"])
     )
+    resource_routes = create_protected_resource_routes(AnyHttpUrl(grants.resource), [issuer], resource_name="pluginsdk")
     routes.extend(resource_routes)
     # the document at the root too (RFC 9728's path-less form, for clients that look there first)
     routes.append(Route("/.well-known/oauth-protected-resource", endpoint=resource_routes[0].endpoint))

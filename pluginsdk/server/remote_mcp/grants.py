@@ -179,7 +179,9 @@ class Grants:
         )
         return pending, code
 
-    async def load_authorization_code(self, client: OAuthClientInformationFull, authorization_code: str) -> Grant | None:
+    async def load_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: str
+    ) -> Grant | None:
         """Taken, not read: a code answers once, whether or not its exchange then succeeds."""
         stored = self.codes.pop(_digest(authorization_code), None)
         if stored is None or stored.client_id != client.client_id:
@@ -196,7 +198,9 @@ class Grants:
             **stored.code,
         )
 
-    async def exchange_authorization_code(self, client: OAuthClientInformationFull, authorization_code: Grant) -> OAuthToken:
+    async def exchange_authorization_code(
+        self, client: OAuthClientInformationFull, authorization_code: Grant
+    ) -> OAuthToken:
         signed_in: SignedIn = authorization_code.signed_in
         expires = min(time.time() + self.token_seconds, signed_in.expires_at)
         if expires <= time.time():
@@ -248,6 +252,9 @@ class Grants:
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         return None  # revocation is not offered (the sign-in's session ends with `logout`)
+
+    async def exchange_identity_assertion(self, client: OAuthClientInformationFull, params: Any) -> OAuthToken:
+        raise TokenError("unsupported_grant_type", "The JWT bearer grant is not supported here.")
 
 
 class SecretClients(ClientAuthenticator):

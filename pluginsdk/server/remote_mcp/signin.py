@@ -48,7 +48,9 @@ _FORM = """
 """
 
 
-def _page(request: Request, grants: Grants, ident: str, error: str = "", username: str = "", status: int = 200) -> Response:
+def _page(
+    request: Request, grants: Grants, ident: str, *, error: str = "", username: str = "", status: int = 200
+) -> Response:
     pending = grants.pending_request(ident)
     if pending is None:
         return _plain(400, "This sign-in request is unknown or has expired; start again from your assistant.")
@@ -56,9 +58,7 @@ def _page(request: Request, grants: Grants, ident: str, error: str = "", usernam
     name = (client.client_name if client else None) or "An application"
     token = secrets.token_urlsafe(24)
     note = render('<p class="error" role="alert">{e}</p>', e=error) if error else ""
-    body = render(
-        _FORM, client=name, error=note, action=SIGNIN_PATH, token=token, request=ident, username=username
-    )
+    body = render(_FORM, client=name, error=note, action=SIGNIN_PATH, token=token, request=ident, username=username)
     target = origin_of(str(pending.params.redirect_uri))
     form_action = f"form-action 'self' {target}; " if target else ""
     headers = {
@@ -96,16 +96,18 @@ async def signin_page(request: Request, grants: Grants, backend: ServedBackend) 
     ident, username = form.get("request", ""), form.get("username", "").strip()
     cookie, token = request.cookies.get(CSRF_COOKIE, ""), form.get("csrf", "")
     if not cookie or not hmac.compare_digest(cookie.encode(), token.encode()):
-        return _page(request, grants, ident, "The sign-in form expired; please try again.", username, 403)
+        return _page(
+            request, grants, ident, error="The sign-in form expired; please try again.", username=username, status=403
+        )
     if grants.pending_request(ident) is None:
         return _page(request, grants, ident)
     try:
         signed_in = await _sign_in(request, backend, username, form.get("password", ""), form.get("totp", "").strip())
     except SDKError as err:
         message = "Sign-in failed: wrong user name, password or code." if err.http_status == 401 else err.message
-        return _page(request, grants, ident, message, username, err.http_status)
+        return _page(request, grants, ident, error=message, username=username, status=err.http_status)
     if isinstance(signed_in, str):
-        return _page(request, grants, ident, signed_in, username, 401)
+        return _page(request, grants, ident, error=signed_in, username=username, status=401)
     issued = grants.issue_code(ident, signed_in)
     if issued is None:
         return _page(request, grants, ident)
