@@ -68,24 +68,27 @@ class McpHttp:
         self._apps: dict[str, tuple[ASGIApp, Grants]] = {}
         self._runner: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
+        self._started = asyncio.Event()
 
     # -- lifecycle: the session manager's task group lives in its own task, from the first request on ---------------
     async def _ensure_running(self) -> None:
-        if self._runner is not None:
-            return
-        started = asyncio.Event()
+        """Start the session manager once; every request waits until it runs (or raises why it could not)."""
+        if self._runner is None:
+            started = self._started
 
-        async def run() -> None:
-            async with self.manager.run():
-                started.set()
-                await self._stop.wait()
+            async def run() -> None:
+                async with self.manager.run():
+                    started.set()
+                    await self._stop.wait()
 
-        self._runner = asyncio.get_running_loop().create_task(run())
-        waiter = asyncio.ensure_future(started.wait())
-        await asyncio.wait({waiter, self._runner}, return_when=asyncio.FIRST_COMPLETED)
-        if not started.is_set():
-            waiter.cancel()
-            self._runner.result()  # raises what stopped it
+            self._runner = asyncio.get_running_loop().create_task(run())
+        if not self._started.is_set():
+            waiter = asyncio.ensure_future(self._started.wait())
+            await asyncio.wait({waiter, self._runner}, return_when=asyncio.FIRST_COMPLETED)
+            if not self._started.is_set():
+                waiter.cancel()
+                self._runner.result()  # raises what stopped it
+                raise RuntimeError("the MCP session manager stopped")
 
     async def aclose(self) -> None:
         """End every session (the server's shutdown)."""
