@@ -203,6 +203,19 @@ def test_sign_in_form_refusals(http: httpx.Client, site: McpSite) -> None:
     assert http.get(f"{site.url}/oauth/signin", params={"request": "unknown"}).status_code == 400
 
 
+def test_answers_json_unless_progress_was_asked(http: httpx.Client, site: McpSite) -> None:
+    """One JSON body for a call that asked for no progress, the event stream for one that did (the fence of
+    `pluginsdk/server/remote_mcp/answers.py`: it fails if the SDK stops taking the per-request choice)."""
+    sid = session(http, site, site.admin_key)
+    plain = call(http, site, site.admin_key, sid, "tools/call", name="list_templates", arguments={})
+    assert plain.headers["content-type"].startswith("application/json"), plain.headers
+    assert rpc(plain)["result"]["isError"] is False
+    meta = {"progressToken": "p1"}
+    streamed = call(http, site, site.admin_key, sid, "tools/call", name="list_templates", arguments={}, _meta=meta)
+    assert streamed.headers["content-type"].startswith("text/event-stream"), streamed.headers
+    assert rpc(streamed)["result"]["isError"] is False
+
+
 def test_a_session_answers_only_its_own_credential(http: httpx.Client, site: McpSite) -> None:
     sid = session(http, site, site.admin_key)
     assert call(http, site, site.admin_key, sid, "tools/list").status_code == 200

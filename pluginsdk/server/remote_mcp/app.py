@@ -19,7 +19,6 @@ from mcp.server.auth.routes import (
     create_protected_resource_routes,
 )
 from mcp.server.auth.settings import ClientRegistrationOptions
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import RequestBodyLimitMiddleware
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
@@ -28,12 +27,16 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ...errors import AuthenticationError
+from ...errors import AuthenticationError, SDKError
 from ...mcp.caller import Caller
 from ...mcp.profiles import resolve_profile
 from ...mcp.resources import ResourceSet
 from ...mcp.server import Ctx, build_server
 from ...mcp.tools import ToolSet
+from .._endpoint import error_body
+from .._wire import ClientGone, read_body
+from ..limits import BODY_TIMEOUT
+from .answers import JSON_ANSWER, Sessions, answer_json, wants_json
 from .grants import SIGNIN_PATH, Grants, SecretClients
 from .signin import signin_page
 
@@ -64,7 +67,9 @@ class McpHttp:
         self.token_seconds = int(getattr(mcp, "token_seconds", 900))
         profile = resolve_profile(None, getattr(mcp, "profile", None))
         server = build_server(ToolSet(None, profile), ResourceSet(None), self._executor_of)
-        self.manager = StreamableHTTPSessionManager(server, max_request_body_size=max_body_bytes)
+        self.manager = Sessions(server, max_request_body_size=max_body_bytes)
+        self.max_body_bytes = max_body_bytes
+        self.body_timeout = float(getattr(getattr(settings, "api", None), "body_timeout", None) or BODY_TIMEOUT)
         self._apps: dict[str, tuple[ASGIApp, Grants]] = {}
         self._runner: asyncio.Task[None] | None = None
         self._stop = asyncio.Event()
@@ -151,7 +156,21 @@ class McpHttp:
             return
         await self._ensure_running()
         scoped = {**scope, "user": AuthenticatedUser(access), PRINCIPAL: principal}
-        await self.manager.handle_request(scoped, receive, send)
+        if scope["method"] != "POST":
+            await self.manager.handle_request(scoped, receive, send)
+            return
+        try:
+            body = await read_body(receive, self.max_body_bytes, self.body_timeout)
+        except ClientGone:
+            return
+        except SDKError as err:  # too large (413) or too slow (408), before any parsing
+            await _refused(send, err)
+            return
+        token = answer_json(wants_json(body))
+        try:
+            await self.manager.handle_request(scoped, _replay(body, receive), send)
+        finally:
+            JSON_ANSWER.reset(token)
 
     async def _authenticate(self, authorization: str, grants: Grants) -> tuple[Principal, AccessToken]:
         """The caller: a token this server issued (bound to its /mcp), else whatever the REST server accepts
@@ -210,6 +229,24 @@ def _header(scope: Scope, name: bytes) -> str | None:
             text: str = value.decode("latin-1")
             return text
     return None
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """`receive` with the body read already given back first (then the connection's own messages)."""
+    pending = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def replayed() -> Any:
+        return pending.pop() if pending else await receive()
+
+    return replayed
+
+
+async def _refused(send: Send, err: SDKError) -> None:
+    body = error_body(err)
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": err.http_status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
 
 
 async def _unauthorized(send: Send, metadata: str, why: str | None) -> None:
