@@ -154,6 +154,9 @@ class McpHttp:
         except AuthenticationError as err:
             await _unauthorized(send, metadata, err.message)
             return
+        except SDKError as err:  # throttled, or the store unavailable: its status, in the envelope
+            await _refused(send, err)
+            return
         await self._ensure_running()
         scoped = {**scope, "user": AuthenticatedUser(access), PRINCIPAL: principal}
         if scope["method"] != "POST":
