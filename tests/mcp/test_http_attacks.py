@@ -312,3 +312,35 @@ def test_external_idp_tokens(idp_site: str, idp: IdP, claims: dict[str, Any], ac
         denied["isError"] is True
         and json.loads(denied["content"][0]["text"])["error"]["type"] == "PermissionDeniedError"
     )
+
+
+# -- configuration ----------------------------------------------------------------------------------------------------
+
+
+async def test_public_url_names_the_resource_and_http_off_serves_none(tmp_path: Path) -> None:
+    """`mcp.public_url` is the issuer and the audience (whatever address the request came to); `mcp.http:
+    false` leaves every one of these paths to the REST door's 404."""
+    from pluginsdk.server import create_app
+
+    public = load_settings(config=base_config(tmp_path, mcp={"public_url": "https://tools.example.org/"}), environ={})
+    transport = httpx.ASGITransport(app=create_app(public))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as client:
+        metadata = (await client.get("/.well-known/oauth-protected-resource/mcp")).json()
+        assert metadata == {
+            "resource": "https://tools.example.org/mcp",
+            "authorization_servers": ["https://tools.example.org/"],
+            "bearer_methods_supported": ["header"],
+            "resource_name": "pluginsdk",
+        }
+        server = (await client.get("/.well-known/oauth-authorization-server")).json()
+        assert server["token_endpoint"] == "https://tools.example.org/token"
+        refused = await client.post("/mcp", json=INIT, headers=ACCEPT)
+        expected = 'resource_metadata="https://tools.example.org/.well-known/oauth-protected-resource/mcp"'
+        assert refused.status_code == 401 and expected in refused.headers["www-authenticate"]
+
+    off = load_settings(config=base_config(tmp_path, mcp={"http": False}), environ={})
+    transport = httpx.ASGITransport(app=create_app(off))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as client:
+        for path in ("/mcp", "/.well-known/oauth-authorization-server", "/register", "/token", "/oauth/signin"):
+            answer = await client.post(path, json=INIT, headers=ACCEPT)
+            assert answer.status_code == 404 and answer.json()["error_code"] == "NOT_FOUND", path

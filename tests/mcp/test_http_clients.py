@@ -80,7 +80,7 @@ def test_typescript_client_with_an_api_key(node_http: Path, site: McpSite, tmp_p
     assert all(p["total"] == 3 and p["message"].startswith(request["request_id"]) for p in waited["progress"])
     error = error_of({**missing, "arguments": {"template_id": "nope"}})
     assert (error["type"], error["error_code"]) == ("NotFoundError", "TEMPLATE_NOT_FOUND")
-    assert cancelled["thrown"] is not None and len(cancelled["progress"]) == 1, cancelled  # the client gave up
+    assert cancelled["thrown"] is not None and cancelled["progress"], cancelled  # the client gave up
     assert ok(listed)["total_count"] == 1  # the session goes on after a cancelled call
 
 
