@@ -23,12 +23,18 @@ function thrown(error) {
   return { code: error?.code ?? null, name: error?.name ?? null, message: String(error?.message ?? error) };
 }
 
-// Every request the client makes, in order (method, path, status): what the flow went through.
+// Every request the client makes, in order (method, path, status, JSON-RPC method): what the flow went through.
 const realFetch = globalThis.fetch;
 globalThis.fetch = async (input, init) => {
   const response = await realFetch(input, init);
   const url = new URL(typeof input === "string" ? input : input.url ?? String(input));
-  report.requests.push({ method: init?.method ?? "GET", path: url.pathname, status: response.status });
+  let rpc = null;
+  try {
+    rpc = typeof init?.body === "string" ? JSON.parse(init.body).method ?? null : null;
+  } catch {
+    rpc = null;
+  }
+  report.requests.push({ method: init?.method ?? "GET", path: url.pathname, status: response.status, rpc });
   return response;
 };
 
