@@ -33,7 +33,8 @@ __all__ = ["signin_page"]
 CSRF_COOKIE = "pluginsdk_oauth"
 MAX_FORM_BYTES = 16 * 1024
 _FORM = """
-<p>{client} asks to use this server's tools as you. Sign in to allow it.</p>
+<p>{client} asks to use this server's tools as you; you will be sent back to <strong>{target}</strong>.
+Sign in to allow it, or close this page to refuse.</p>
 {error}
 <form method="post" action="{action}" class="card">
 <input type="hidden" name="csrf" value="{token}"><input type="hidden" name="request" value="{request}">
@@ -58,8 +59,11 @@ def _page(
     name = (client.client_name if client else None) or "An application"
     token = secrets.token_urlsafe(24)
     note = render('<p class="error" role="alert">{e}</p>', e=error) if error else ""
-    body = render(_FORM, client=name, error=note, action=SIGNIN_PATH, token=token, request=ident, username=username)
     target = origin_of(str(pending.params.redirect_uri))
+    back = target or str(pending.params.redirect_uri).split("?")[0][:200]
+    body = render(
+        _FORM, client=name, target=back, error=note, action=SIGNIN_PATH, token=token, request=ident, username=username
+    )
     form_action = f"form-action 'self' {target}; " if target else ""
     headers = {
         "cache-control": "no-store",
