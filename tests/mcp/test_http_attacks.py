@@ -344,3 +344,25 @@ async def test_public_url_names_the_resource_and_http_off_serves_none(tmp_path: 
         for path in ("/mcp", "/.well-known/oauth-authorization-server", "/register", "/token", "/oauth/signin"):
             answer = await client.post(path, json=INIT, headers=ACCEPT)
             assert answer.status_code == 404 and answer.json()["error_code"] == "NOT_FOUND", path
+
+
+@pytest.mark.parametrize(
+    ("body", "json_answer"),
+    [
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}', True),
+        (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"_meta": {"progressToken": 1}}}', False),
+        (
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"_meta": {"progress\\u0054oken": 1}}}',
+            False,
+        ),
+        (b'{"jsonrpc": "2.0", "method": "notifications/initialized"}', False),
+        (b'[{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}]', False),
+        (b"{", False),
+    ],
+    ids=["plain", "progress", "escaped-progress", "notification", "batch", "malformed"],
+)
+def test_only_a_plain_request_without_progress_is_answered_json(body: bytes, json_answer: bool) -> None:
+    """Anything but one request that asked for no progress keeps the SDK's own answer (the event stream)."""
+    from pluginsdk.server.remote_mcp.answers import wants_json
+
+    assert wants_json(body) is json_answer
