@@ -158,6 +158,43 @@ def test_pkce_codes_and_redirects(http: httpx.Client, site: McpSite) -> None:
     assert exchange(http, site.url, other, code, verifier).json()["error"] == "invalid_grant"
 
 
+def refresh(http: httpx.Client, url: str, client: dict[str, Any], token: str) -> httpx.Response:
+    data = {"grant_type": "refresh_token", "refresh_token": token, "client_id": client["client_id"]}
+    return http.post(f"{url}/token", data={**data, "client_secret": client.get("client_secret") or ""})
+
+
+def test_refresh_tokens_rotate_and_end_with_the_sign_in(http: httpx.Client, site: McpSite) -> None:
+    both = ["authorization_code", "refresh_token"]
+    plain = register(http, site.url)  # registered for codes only: no refresh token
+    verifier, challenge = pkce()
+    code, _ = code_for(http, site, plain, challenge)
+    assert "refresh_token" not in exchange(http, site.url, plain, code, verifier).json()
+
+    client = register(http, site.url, grant_types=both)
+    code, _ = code_for(http, site, client, challenge)
+    first = exchange(http, site.url, client, code, verifier).json()
+    renewed = refresh(http, site.url, client, first["refresh_token"])
+    assert renewed.status_code == 200, renewed.text
+    second = renewed.json()
+    assert {second["access_token"], second["refresh_token"]}.isdisjoint(first.values())
+    session(http, site, second["access_token"])  # the new token opens /mcp
+    spent = refresh(http, site.url, client, first["refresh_token"])  # rotated: a refresh token answers once
+    assert spent.status_code == 400 and spent.json()["error"] == "invalid_grant"
+    other = register(http, site.url, grant_types=both)
+    assert refresh(http, site.url, other, second["refresh_token"]).json()["error"] == "invalid_grant"
+
+    reset = http.post(  # the administrator resets the user's password: their sessions end
+        f"{site.url}/user/managed/{site.operator}/resetPassword",
+        json={"confirmReset": True},
+        headers={"authorization": f"Bearer {site.admin_key}"},
+    )
+    assert reset.status_code == 200, reset.text
+    ended = refresh(http, site.url, client, second["refresh_token"])
+    assert ended.status_code == 400 and ended.json()["error"] == "invalid_grant"
+    refused = http.post(site.mcp, json=INIT, headers={**ACCEPT, "authorization": f"Bearer {second['access_token']}"})
+    assert 'error="invalid_token"' in challenge_of(refused, site)
+
+
 def test_client_secrets_are_checked_and_stored_hashed(http: httpx.Client, site: McpSite) -> None:
     client = register(http, site.url)
     grants = site.app.remote_mcp._app._app(site.url)[1]
@@ -182,8 +219,13 @@ def test_client_secrets_are_checked_and_stored_hashed(http: httpx.Client, site: 
     )
     assert basic.status_code == 401  # registered for client_secret_post: Basic is not its method
     token = access_token(http, site)
-    kept = repr((grants.codes, grants.tokens, grants.pending)) + repr([g.__dict__ for g in grants.clients.values()])
-    assert token not in kept and client["client_secret"] not in kept and "Bearer ey" not in kept
+    both = register(http, site.url, grant_types=["authorization_code", "refresh_token"])
+    code, _ = code_for(http, site, both, challenge)
+    tokens = exchange(http, site.url, both, code, verifier).json()
+    stores = (grants.codes, grants.tokens, grants.refreshes, grants.pending)
+    kept = repr(stores) + repr([g.__dict__ for g in grants.clients.values()])
+    for secret in (token, tokens["access_token"], tokens["refresh_token"], client["client_secret"], "Bearer ey"):
+        assert secret not in kept
 
 
 def test_sign_in_form_refusals(http: httpx.Client, site: McpSite) -> None:

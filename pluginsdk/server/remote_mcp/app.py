@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -38,7 +39,7 @@ from .._wire import ClientGone, read_body
 from ..limits import BODY_TIMEOUT
 from .answers import JSON_ANSWER, Sessions, answer_json, wants_json
 from .grants import SIGNIN_PATH, Grants, SecretClients
-from .signin import signin_page
+from .signin import renew, signin_page
 
 if TYPE_CHECKING:
     from ...principal import Principal
@@ -203,7 +204,7 @@ class McpHttp:
 
 def _oauth_app(base: str, token_seconds: int, backend: ServedBackend) -> tuple[ASGIApp, Grants]:
     """The authorization server's routes (the `mcp` SDK's), the sign-in page and the metadata documents."""
-    grants = Grants(base, token_seconds)
+    grants = Grants(base, token_seconds, functools.partial(renew, backend))
     issuer = AnyHttpUrl(base)
     routes = [
         r

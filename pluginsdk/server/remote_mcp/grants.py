@@ -7,12 +7,14 @@ A grant stands for a managed-pool sign-in: the sign-in page (`signin.py`) signs 
 resulting `Authorization` value, and every /mcp request re-authenticates it through the backend, so a
 revoked session or a disabled user stops the token at once.
 
-Nothing is stored in the clear: a client secret, a pending authorization's id, a code and an access token
-are kept by their SHA-256 only, and the sign-in's credential is sealed (AES-GCM) under a key derived from
-the code or token that unlocks it. Codes are single-use (taken on first presentation, whatever the
+Nothing is stored in the clear: a client secret, a pending authorization's id, a code, an access token
+and a refresh token are kept by their SHA-256 only, and the sign-in's credentials (its `Authorization`
+value, and the managed pool's refresh token of its session) are sealed (AES-GCM) under a key derived from
+the code or token that unlocks them. Codes are single-use (taken on first presentation, whatever the
 outcome); access tokens live `mcp.token_seconds`, never past the sign-in's own expiry, and are bound to
-the /mcp resource URL. No refresh tokens: a client signs in again. The stores live in the serving process
-(one worker, as the console's sessions).
+the /mcp resource URL. A client registered for the `refresh_token` grant also gets a refresh token,
+rotated on use, which renews the sign-in through the managed pool (`refresh_tokens`), so it ends when the
+pool's session does. The stores live in the serving process (one worker, as the console's sessions).
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import json
 import os
 import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote, urlsplit
@@ -42,10 +46,14 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthToken
 from pydantic import Field
 from starlette.requests import Request
 
+from ...errors import SDKError
+
 __all__ = ["Grant", "Grants", "SecretClients", "SignedIn"]
 
 CODE_SECONDS = 300
 """An authorization code not exchanged within this is void."""
+REFRESH_SECONDS = 30 * 86400
+"""A refresh token's longest life; the managed pool's session behind it usually ends it first."""
 PENDING_SECONDS = 900
 """A user has this long to sign in after the client sent them to authorize."""
 MAX_ENTRIES = 10_000
@@ -74,11 +82,25 @@ def _key(secret: str) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class SignedIn:
-    """A user's sign-in on the sign-in page: the `Authorization` value it produced and when it ends."""
+    """A user's sign-in on the sign-in page: the `Authorization` value it produced, when that ends, and the
+    managed pool's refresh token of the session (empty if none), which renews it."""
 
     authorization: str = field(repr=False)
     user_id: str
     expires_at: float
+    refresh: str = field(default="", repr=False)
+
+    def sealed(self, secret: str) -> bytes:
+        return _seal(secret, json.dumps([self.authorization, self.refresh]))
+
+    @classmethod
+    def unsealed(cls, secret: str, sealed: bytes, user_id: str, expires_at: float) -> SignedIn:
+        authorization, refresh = json.loads(_unseal(secret, sealed))
+        return cls(authorization, user_id, expires_at, refresh)
+
+
+Renew = Callable[[str], Awaitable[SignedIn]]
+"""The managed pool's refresh token -> the renewed sign-in (`signin.renew`)."""
 
 
 class Grant(AuthorizationCode):
@@ -114,14 +136,16 @@ class Pending:
 class Grants:
     """The provider `mcp.server.auth` drives (`OAuthAuthorizationServerProvider`), for one resource URL."""
 
-    def __init__(self, issuer: str, token_seconds: int) -> None:
+    def __init__(self, issuer: str, token_seconds: int, renew: Renew) -> None:
         self.issuer = issuer.rstrip("/")
         self.resource = f"{self.issuer}/mcp"
         self.token_seconds = token_seconds
+        self.renew = renew
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.pending: dict[str, Pending] = {}
         self.codes: dict[str, _Stored] = {}
         self.tokens: dict[str, _Stored] = {}
+        self.refreshes: dict[str, _Stored] = {}
 
     # -- registration ---------------------------------------------------------------------------------------------
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
@@ -169,7 +193,7 @@ class Grants:
             expires_at=time.time() + CODE_SECONDS,
             resource=self.resource,
             subject=signed_in.user_id,
-            sealed=_seal(code, signed_in.authorization),
+            sealed=signed_in.sealed(code),
             signin_expires=signed_in.expires_at,
             code={
                 "code_challenge": params.code_challenge,
@@ -186,7 +210,7 @@ class Grants:
         stored = self.codes.pop(_digest(authorization_code), None)
         if stored is None or stored.client_id != client.client_id:
             return None
-        signed_in = SignedIn(_unseal(authorization_code, stored.sealed), stored.subject, stored.signin_expires)
+        signed_in = SignedIn.unsealed(authorization_code, stored.sealed, stored.subject, stored.signin_expires)
         return Grant(
             code=authorization_code,
             scopes=stored.scopes,
@@ -202,22 +226,27 @@ class Grants:
         self, client: OAuthClientInformationFull, authorization_code: Grant
     ) -> OAuthToken:
         signed_in: SignedIn = authorization_code.signed_in
-        expires = min(time.time() + self.token_seconds, signed_in.expires_at)
-        if expires <= time.time():
-            raise TokenError("invalid_grant", "The sign-in behind this code has ended; sign in again.")
+        return self._issue(client, authorization_code.scopes, signed_in)
+
+    def _issue(self, client: OAuthClientInformationFull, scopes: list[str], signed_in: SignedIn) -> OAuthToken:
+        """An access token for `signed_in`, and a refresh token where the client registered for them and the
+        sign-in can be renewed."""
+        now = time.time()
+        expires = min(now + self.token_seconds, signed_in.expires_at)
+        if expires <= now:
+            raise TokenError("invalid_grant", "The sign-in behind this grant has ended; sign in again.")
+
+        def record(until: float, sealed: bytes) -> _Stored:
+            return _Stored(client.client_id or "", scopes, until, self.resource, signed_in.user_id, sealed)
+
         token = secrets.token_urlsafe(32)
-        _purge(self.tokens)
-        _bounded(self.tokens)
-        self.tokens[_digest(token)] = _Stored(
-            client_id=authorization_code.client_id,
-            scopes=authorization_code.scopes,
-            expires_at=expires,
-            resource=self.resource,
-            subject=signed_in.user_id,
-            sealed=_seal(token, signed_in.authorization),
-        )
-        scope = " ".join(authorization_code.scopes) or None
-        return OAuthToken(access_token=token, expires_in=max(1, int(expires - time.time())), scope=scope)
+        _keep(self.tokens, token, record(expires, _seal(token, signed_in.authorization)))
+        refresh = None
+        if signed_in.refresh and "refresh_token" in client.grant_types:
+            refresh = secrets.token_urlsafe(32)
+            _keep(self.refreshes, refresh, record(now + REFRESH_SECONDS, signed_in.sealed(refresh)))
+        scope = " ".join(scopes) or None
+        return OAuthToken(access_token=token, expires_in=max(1, int(expires - now)), scope=scope, refresh_token=refresh)
 
     # -- tokens -----------------------------------------------------------------------------------------------------
     def verify(self, token: str) -> tuple[AccessToken, str] | None:
@@ -243,12 +272,34 @@ class Grants:
         return found[0] if found else None
 
     async def load_refresh_token(self, client: OAuthClientInformationFull, refresh_token: str) -> RefreshToken | None:
-        return None  # none are issued
+        stored = self.refreshes.get(_digest(refresh_token))
+        if stored is None or stored.client_id != client.client_id:
+            return None
+        return RefreshToken(
+            token=refresh_token,
+            client_id=stored.client_id,
+            scopes=stored.scopes,
+            expires_at=int(stored.expires_at),
+            resource=stored.resource,
+            subject=stored.subject,
+        )
 
     async def exchange_refresh_token(
         self, client: OAuthClientInformationFull, refresh_token: RefreshToken, scopes: list[str]
     ) -> OAuthToken:
-        raise TokenError("invalid_grant", "This server issues no refresh tokens; sign in again.")
+        """Rotated: the refresh token answers once; the managed pool renews the sign-in behind it (or refuses,
+        once that session ended: signed out, disabled, expired)."""
+        stored = self.refreshes.pop(_digest(refresh_token.token), None)
+        if stored is None or stored.client_id != client.client_id:
+            raise TokenError("invalid_grant", "The refresh token is unknown or was used already.")
+        before = SignedIn.unsealed(refresh_token.token, stored.sealed, stored.subject, 0.0)
+        try:
+            renewed = await self.renew(before.refresh)
+        except SDKError:
+            raise TokenError("invalid_grant", "The sign-in behind this grant has ended; sign in again.") from None
+        if renewed.user_id != stored.subject:
+            raise TokenError("invalid_grant", "The sign-in behind this grant has changed; sign in again.")
+        return self._issue(client, scopes, renewed)
 
     async def revoke_token(self, token: AccessToken | RefreshToken) -> None:
         return None  # revocation is not offered (the sign-in's session ends with `logout`)
@@ -292,6 +343,13 @@ def _presented_secret(request: Request, posted: Any) -> str | None:
         _, sep, secret = decoded.partition(":")
         return unquote(secret) if sep else None
     return posted if isinstance(posted, str) else None
+
+
+def _keep(store: dict[str, _Stored], secret: str, record: _Stored) -> None:
+    """`record` under the SHA-256 of `secret`, expired and surplus entries making room."""
+    _purge(store)
+    _bounded(store)
+    store[_digest(secret)] = record
 
 
 def _purge(store: dict[str, Any]) -> None:

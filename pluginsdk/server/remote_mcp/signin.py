@@ -28,7 +28,7 @@ from .grants import SIGNIN_PATH, Grants, SignedIn, origin_of
 if TYPE_CHECKING:
     from ..contract import ServedBackend
 
-__all__ = ["signin_page"]
+__all__ = ["renew", "signin_page"]
 
 CSRF_COOKIE = "pluginsdk_oauth"
 MAX_FORM_BYTES = 16 * 1024
@@ -136,9 +136,23 @@ async def _sign_in(request: Request, backend: ServedBackend, username: str, pass
         return "Enter the code from your authenticator app."
     if tokens.challenge_name or not tokens.id_token:
         return "This account must set a new password first (pluginsdk auth login)."
+    return await _signed_in(backend, tokens, tokens.refresh_token or "")
+
+
+async def renew(backend: ServedBackend, refresh: str) -> SignedIn:
+    """The sign-in renewed with the managed pool's refresh token, as the REST `refresh_tokens` route does
+    (an SDKError once that session has ended)."""
+    spec = CATALOG["refresh_tokens"]
+    op = spec.build({"refresh_token": refresh})
+    anonymous = Principal(user_id="anonymous", auth_method="none")
+    tokens = await backend.execute(op, anonymous, route_path=spec.concrete_route(op))
+    return await _signed_in(backend, tokens, tokens.refresh_token or refresh)
+
+
+async def _signed_in(backend: ServedBackend, tokens: Any, refresh: str) -> SignedIn:
     authorization = f"Bearer {tokens.id_token}"
     principal = await backend.authenticate(authorization)
-    return SignedIn(authorization, principal.user_id, time.time() + float(tokens.expires_in or 0))
+    return SignedIn(authorization, principal.user_id, time.time() + float(tokens.expires_in or 0), refresh)
 
 
 async def _form(request: Request) -> dict[str, str] | None:
