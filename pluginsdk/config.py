@@ -297,6 +297,13 @@ class SdkSettings(_Group):
 class McpSettings(_Group):
     profile: str | None = None
     """Tool profile(s) `pluginsdk mcp serve` lists: provisioning (default), auth or all; comma-separated."""
+    http: bool = True
+    """`pluginsdk server start` also serves the MCP tools at /mcp (Streamable HTTP) and the OAuth endpoints."""
+    public_url: str | None = Field(None, pattern=r"^https?://[^/?#\s]+(/[^?#\s]*)?$")
+    """The server's base URL as clients reach it (`https://tools.example.org`): the OAuth issuer, and with
+    `/mcp` the resource tokens are bound to. Default: the address the server answers on."""
+    token_seconds: int = Field(900, ge=30, le=86400)
+    """Lifetime of an access token this server issues for /mcp (never past the sign-in's own)."""
 
 
 def _flag(value: Any) -> Any:

@@ -181,6 +181,8 @@ OTHER_TOOLS = {
     "--tool-name": "the MCP Inspector",
     "--tool-arg": "the MCP Inspector",
     "--uri": "the MCP Inspector",
+    "--transport": "the MCP Inspector and Claude Code (MCP over HTTP)",
+    "--header": "Claude Code (MCP over HTTP)",
     "--url": "openapi-python-client",
     "--meta": "openapi-python-client",
     "--clean": "pg_restore",
