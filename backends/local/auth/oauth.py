@@ -1,8 +1,9 @@
-"""Tokens of an external OAuth identity provider, verified against its JWKS.
+"""Tokens of an external OAuth identity provider, verified against its JWKS; its discovery document.
 
-The key set is fetched from the configured URL and cached for
-`jwksCacheSeconds`; a token naming an unknown `kid` triggers one refetch, at
-most every `jwksMinRefreshSeconds` (key rotation without a call per request).
+The key set is fetched from the configured URL (else the discovery document's `jwks_uri`) and cached for
+`jwksCacheSeconds`; a token naming an unknown `kid` triggers one refetch, at most every
+`jwksMinRefreshSeconds` (key rotation without a call per request). `exp`, `iat` and `nbf` are checked with
+`clockSkewSeconds` of leeway. The same verification serves bearer tokens and the ID tokens of OIDC sign-in.
 """
 
 from __future__ import annotations
@@ -18,14 +19,67 @@ from pluginsdk.config import ExternalIdpSettings
 from pluginsdk.errors import AuthenticationError
 from pluginsdk.principal import Principal
 
-__all__ = ["ExternalVerifier"]
+__all__ = ["Discovery", "ExternalVerifier"]
+
+
+async def _get_json(url: str, seconds: float, what: str) -> Any:
+    import httpx
+
+    try:
+        async with httpx.AsyncClient(timeout=seconds, follow_redirects=False) as client:
+            resp = await client.get(url, headers={"accept": "application/json"})
+            resp.raise_for_status()
+            return resp.json()
+    except (httpx.HTTPError, ValueError):
+        raise AuthenticationError(f"The identity provider's {what} is unavailable; try again.") from None
+
+
+class Discovery:
+    """The IdP's OpenID discovery document (cached like its keys); configured endpoints win over it."""
+
+    def __init__(self, config: ExternalIdpSettings) -> None:
+        self.config = config
+        self._doc: dict[str, Any] = {}
+        self._fetched_at = -1e18
+        self._lock = asyncio.Lock()
+
+    async def document(self) -> dict[str, Any]:
+        """The document, with `issuer` checked against the configured one (OpenID Connect Discovery 4.3)."""
+        if not self.config.discoveryEndpoint:
+            return {}
+        if time.monotonic() - self._fetched_at < self.config.jwksCacheSeconds:
+            return self._doc
+        async with self._lock:
+            if time.monotonic() - self._fetched_at >= self.config.jwksCacheSeconds:
+                data = await _get_json(self.config.discoveryEndpoint, self.config.httpTimeout, "discovery document")
+                if not isinstance(data, dict) or data.get("issuer") != self.config.issuer:
+                    raise AuthenticationError(
+                        "The identity provider's discovery document names another issuer than "
+                        "app.authProvider.useExternalOAuthIdp.issuer."
+                    )
+                self._doc, self._fetched_at = data, time.monotonic()
+        return self._doc
+
+    async def endpoint(self, name: str) -> str | None:
+        """`authorization_endpoint`, `token_endpoint`, `jwks_uri` or `end_session_endpoint`: configured, else
+        the document's."""
+        configured = {
+            "authorization_endpoint": self.config.authorizationEndpoint,
+            "token_endpoint": self.config.tokenEndpoint,
+            "jwks_uri": self.config.jwksUrl,
+        }.get(name)
+        if configured:
+            return configured
+        value = (await self.document()).get(name)
+        return value if isinstance(value, str) and value else None
 
 
 class ExternalVerifier:
     """Verifies the IdP's JWTs and turns them into principals."""
 
-    def __init__(self, config: ExternalIdpSettings) -> None:
+    def __init__(self, config: ExternalIdpSettings, discovery: Discovery | None = None) -> None:
         self.config = config
+        self.discovery = discovery or Discovery(config)
         self._keys: dict[str, Any] = {}
         self._fetched_at = 0.0
         self._lock = asyncio.Lock()
@@ -33,17 +87,15 @@ class ExternalVerifier:
         """How many times the key set was downloaded (observability, tests)."""
 
     async def _fetch(self) -> None:
-        import httpx
-
         self.fetches += 1
         try:
-            async with httpx.AsyncClient(timeout=self.config.httpTimeout, follow_redirects=False) as client:
-                resp = await client.get(self.config.jwksUrl)
-                resp.raise_for_status()
-                data = resp.json()
-        except (httpx.HTTPError, ValueError):
+            url = await self.discovery.endpoint("jwks_uri")
+            if url is None:
+                raise AuthenticationError("The identity provider publishes no key set (jwks_uri).")
+            data = await _get_json(url, self.config.httpTimeout, "signing keys")
+        except AuthenticationError:
             self._fetched_at = time.monotonic()  # do not hammer a failing IdP
-            raise AuthenticationError("The identity provider's signing keys are unavailable; try again.") from None
+            raise
         keys: dict[str, Any] = {}
         for jwk in data.get("keys", []) if isinstance(data, dict) else []:
             try:
@@ -66,7 +118,9 @@ class ExternalVerifier:
                 await self._fetch()
         return self._keys.get(kid)
 
-    async def principal(self, token: str) -> Principal:
+    async def claims(self, token: str, require: tuple[str, ...] = ("exp", "iss", "aud")) -> dict[str, Any]:
+        """The claims of a token the IdP signed for us (`iss`, `aud`, `exp`, `iat`, `nbf` checked, with the clock
+        skew allowed); AuthenticationError otherwise, never saying why in detail."""
         invalid = AuthenticationError("The bearer token is invalid or expired; sign in again.")
         try:
             header = jwt.get_unverified_header(token)
@@ -85,21 +139,29 @@ class ExternalVerifier:
                 algorithms=[alg],
                 audience=self.config.audience or self.config.clientId,
                 issuer=self.config.issuer,
-                options={"require": ["exp", "iss", "aud"]},
+                leeway=self.config.clockSkewSeconds,
+                options={"require": list(require)},
             )
         except jwt.PyJWTError:
             raise invalid from None
+        return claims
+
+    async def principal(self, token: str) -> Principal:
+        claims = await self.claims(token)
         user_id = claims.get(self.config.userIdClaim)
         if not isinstance(user_id, str) or not user_id:
-            raise invalid
-        amr = claims.get(self.config.mfaClaim)
-        values = amr if isinstance(amr, list) else [amr] if isinstance(amr, str) else []
-        mfa = any(v in self.config.mfaValues for v in values)
+            raise AuthenticationError("The bearer token is invalid or expired; sign in again.")
         email = claims.get(self.config.emailClaim)
         return Principal(
             user_id=user_id,
-            mfa=mfa,
+            mfa=self.mfa(claims),
             auth_method="oauth",
             email=email if isinstance(email, str) else None,
             claims=claims,
         )
+
+    def mfa(self, claims: dict[str, Any]) -> bool:
+        """Whether the claims say the user proved a second factor (`mfaClaim` holds one of `mfaValues`)."""
+        amr = claims.get(self.config.mfaClaim)
+        values = amr if isinstance(amr, list) else [amr] if isinstance(amr, str) else []
+        return any(v in self.config.mfaValues for v in values)

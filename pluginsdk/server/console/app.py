@@ -18,7 +18,7 @@ from ...errors import AuthenticationError, PermissionDeniedError, SDKError
 from ...operations import CATALOG
 from ...principal import Principal
 from ..contract import ServedBackend
-from . import pages, signin
+from . import pages, signin, sso
 from ._web import COOKIE, PREFIX, Ctx, Form, plain
 from .sessions import Sessions
 
@@ -83,11 +83,14 @@ class Console:
             return self._asset(path.removeprefix(f"{PREFIX}/static/"))
         if method not in ("GET", "HEAD", "POST"):
             return plain(405, "Method not allowed.")
-        form = await _form(request) if method == "POST" else {}
+        # the SAML assertion consumer takes the identity provider's cross-site POST (sso.py binds it otherwise)
+        form = (await (_read_form(request) if path == sso.ACS else _form(request))) if method == "POST" else {}
         if isinstance(form, Response):
             return form
         if path == f"{PREFIX}/login":
             return await signin.sign_in(self, request, form)
+        if path.startswith(f"{PREFIX}/sso/"):
+            return await sso.respond(self, request, form)
         session = self.sessions.get(request.cookies.get(COOKIE))
         if session is None:
             if method == "POST":
