@@ -99,7 +99,7 @@ async def finish_federated_sign_in(engine: Engine, op: FinishFederatedSignInComm
 
 @handlers.on(GetSamlMetadataQuery)
 async def get_saml_metadata(engine: Engine, op: GetSamlMetadataQuery, call: Call) -> SamlMetadata:
+    svc, _ = _federated(engine, "saml")
     from .. import saml
 
-    svc, _ = _federated(engine, "saml")
     return saml.metadata(svc)
