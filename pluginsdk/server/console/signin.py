@@ -144,6 +144,6 @@ async def sign_out(ctx: Ctx) -> Response:
         with contextlib.suppress(SDKError):  # the console session is gone either way
             await ctx.call("logout", {})
     ended = await sso.sign_out_url(ctx.console, ctx.request) if ctx.session.method == "sso" else None
-    response = RedirectResponse(ended or f"{PREFIX}/login", status_code=303)
+    response = sso.signed_out(ended) if ended else RedirectResponse(f"{PREFIX}/login", status_code=303)
     response.delete_cookie(COOKIE, path=f"{PREFIX}/")
     return response

@@ -27,7 +27,7 @@ from .sessions import MAX_SECONDS, Session
 if TYPE_CHECKING:
     from .app import Console
 
-__all__ = ["ACS", "button", "respond", "sign_out_url"]
+__all__ = ["ACS", "button", "respond", "sign_out_url", "signed_out"]
 
 STATE_COOKIE = "pluginsdk_sso"
 NEXT_COOKIE = "pluginsdk_sso_next"
@@ -99,17 +99,30 @@ async def _finish(console: Console, request: Request, data: dict[str, Any]) -> R
     lifetime = float(tokens.expires_in or 0)
     value = console.sessions.open(Session(authorization, principal.user_id, "sso"), lifetime or None)
     target = _next(request.cookies.get(NEXT_COOKIE, ""))
-    body = render(
-        '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={t}">'
-        '<title>Signed in · pluginsdk</title></head><body><main id="main"><h1>Signed in</h1>'
-        '<p><a href="{t}">Continue to the console</a></p></main></body></html>',
-        t=target,
-    )
-    response = HTMLResponse(body, headers={"cache-control": "no-store"})
+    response = _onward(target, "Signed in", "Continue to the console")
     set_session_cookie(response, request, value, int(min(lifetime or MAX_SECONDS, MAX_SECONDS)))
     for name in (STATE_COOKIE, NEXT_COOKIE):
         response.delete_cookie(name, path=f"{PREFIX}/sso/")
     return response
+
+
+def _onward(target: str, title: str, link: str) -> Response:
+    """A page that moves the browser on to `target` by itself (a navigation of its own: same-site for the
+    session cookie, and not a form's redirect, which the console's `form-action 'self'` would stop)."""
+    body = render(
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url={t}">'
+        '<title>{h} · pluginsdk</title></head><body><main id="main"><h1>{h}</h1>'
+        '<p><a href="{t}">{l}</a></p></main></body></html>',
+        t=target,
+        h=title,
+        l=link,
+    )
+    return HTMLResponse(body, headers={"cache-control": "no-store"})
+
+
+def signed_out(target: str) -> Response:
+    """After sign-out: on to the provider's end-session endpoint."""
+    return _onward(target, "Signed out", "Sign out at the identity provider too")
 
 
 async def _callback(console: Console, request: Request) -> Response:
