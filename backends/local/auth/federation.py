@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ..store.db import Row
     from .service import AuthService
 
-__all__ = ["PENDING_SECONDS", "Identity", "admit", "begin", "resume"]
+__all__ = ["PENDING_SECONDS", "Identity", "admit", "begin", "groups_of", "new_state", "resume"]
 
 PENDING_SECONDS = 600.0
 """How long a begun sign-in may take at the provider."""
@@ -45,9 +45,14 @@ class Identity(NamedTuple):
     mfa: bool
 
 
-async def begin(svc: AuthService, data: dict[str, Any]) -> str:
-    """Keep `data` (nonce, PKCE verifier, redirect URI or request id) for the `state` returned."""
-    state = secrets.token_urlsafe(32)
+def new_state() -> str:
+    return secrets.token_urlsafe(32)
+
+
+async def begin(svc: AuthService, data: dict[str, Any], state: str | None = None) -> str:
+    """Keep `data` (nonce, PKCE verifier, redirect URI or request id) for `state` (default: a new one), which
+    is returned."""
+    state = state or new_state()
     key = sha256_hex(state)
     sealed = svc.box.seal(json.dumps(data), f"federation:{key}")
     if not await svc.store.insert_pending_sign_in(key, sealed, time.time() + PENDING_SECONDS, _PENDING_LIMIT):
