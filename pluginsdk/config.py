@@ -593,7 +593,9 @@ class AuthProviderSettings(_AppGroup):
         managed = self.useManaged
         if managed.enabled and self.useExternalOAuthIdp.enabled and not managed.useOidc:
             raise _wrong(
-                "useExternalOAuthIdp.enabled", True, "useExternalOAuthIdp combines with useManaged only under useOidc"
+                "useExternalOAuthIdp.enabled",
+                True,
+                "useExternalOAuthIdp cannot be combined with useManaged, except as useManaged.useOidc's provider",
             )
         if managed.useOidc:
             try:

@@ -185,6 +185,7 @@ def login(
     if sso and (api_key or forget):
         raise click.UsageError("--sso signs in through the identity provider: no --api-key or --forget with it.")
     lifetime = 0
+    key: str | None
     try:
         if sso:
             key, lifetime = asyncio.run(_sso(server, browser, sso_timeout))

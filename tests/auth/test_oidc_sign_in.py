@@ -111,7 +111,9 @@ async def test_a_state_is_good_once_and_only_as_issued(kind: str, provider: Prov
             await sdk.finish_federated_sign_in(state=begun.state, code=answer["code"])
         # a code sent back for another sign-in (another PKCE verifier) is refused by the provider
         other = await sdk.start_federated_sign_in(redirect_uri=REDIRECT)
-        second = await asyncio.to_thread(play_browser, begun.redirect_url.replace(begun.state, other.state), REDIRECT, "alice")
+        second = await asyncio.to_thread(
+            play_browser, begun.redirect_url.replace(begun.state, other.state), REDIRECT, "alice"
+        )
         mine = await sdk.start_federated_sign_in(redirect_uri=REDIRECT)
         with pytest.raises(AuthenticationError):
             await sdk.finish_federated_sign_in(state=mine.state, code=second["code"])

@@ -29,7 +29,15 @@ from jwt.algorithms import RSAAlgorithm
 
 from tests.support.npm import npm_clients
 
-__all__ = ["CLIENT_ID", "CLIENT_SECRET", "Provider", "TamperingTokenEndpoint", "oidc_app", "openid_provider", "play_browser"]
+__all__ = [
+    "CLIENT_ID",
+    "CLIENT_SECRET",
+    "Provider",
+    "TamperingTokenEndpoint",
+    "oidc_app",
+    "openid_provider",
+    "play_browser",
+]
 
 SCRIPT = Path(__file__).resolve().parents[1] / "auth" / "oidc_provider.mjs"
 CLIENT_ID = "pluginsdk-test"
@@ -75,9 +83,7 @@ def openid_provider(tmp_path: Path, accounts: dict[str, dict[str, Any]]) -> Iter
     }
     path = tmp_path / "oidc-provider.json"
     path.write_text(json.dumps(config))
-    proc = subprocess.Popen(
-        ["node", str(SCRIPT), str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
+    proc = subprocess.Popen(["node", str(SCRIPT), str(path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None
         found: list[str] = []

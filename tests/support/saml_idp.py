@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import datetime
+import shutil
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -14,6 +15,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
+
+from tests.support.npm import unavailable
 
 __all__ = ["IDP_ENTITY", "SamlIdp"]
 
@@ -48,6 +51,8 @@ class SamlIdp:
         from saml2.config import IdPConfig
         from saml2.metadata import create_metadata_string
 
+        if shutil.which("xmlsec1") is None:
+            unavailable("xmlsec1 is not installed: pysaml2 signs and verifies with it (Debian package xmlsec1)")
         self.where = where
         self.key_file, self.cert_file = _key_and_cert(where)
         self._base: dict[str, Any] = {
@@ -87,7 +92,7 @@ class SamlIdp:
         """The form our assertion consumer receives for the AuthnRequest in `sign_in_url`: SAMLResponse and
         RelayState."""
         from saml2 import BINDING_HTTP_REDIRECT
-        from saml2.saml import NAMEID_FORMAT_UNSPECIFIED, AUTHN_PASSWORD, NameID
+        from saml2.saml import AUTHN_PASSWORD, NAMEID_FORMAT_UNSPECIFIED, NameID
 
         query = {k: v[-1] for k, v in parse_qs(urlsplit(sign_in_url).query).items()}
         request = self.server.parse_authn_request(query["SAMLRequest"], BINDING_HTTP_REDIRECT).message

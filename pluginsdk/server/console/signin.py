@@ -16,7 +16,7 @@ from ...operations import CATALOG
 from ...principal import Principal
 from . import sso
 from ._html import Safe, render
-from ._web import COOKIE, PRE_COOKIE, PREFIX, Ctx, Form, set_session_cookie
+from ._web import COOKIE, PRE_COOKIE, PREFIX, Ctx, Form, console_page, set_session_cookie
 from .pages import layout
 from .sessions import MAX_SECONDS, Session
 
@@ -71,11 +71,7 @@ def _form_page(
     return response
 
 
-def _next(value: str) -> str:
-    """Where to go after signing in: a console page only (never another site)."""
-    if value.startswith(f"{PREFIX}/") and not value.startswith("//") and "\\" not in value:
-        return value
-    return f"{PREFIX}/"
+_next = console_page
 
 
 async def refused(console: Console, request: Request, error: str, status: int) -> Response:

@@ -11,6 +11,7 @@ first page is reached through a same-site step, so the session cookie (SameSite=
 from __future__ import annotations
 
 import hmac
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlencode
 
@@ -21,7 +22,7 @@ from ...errors import SDKError
 from ...operations import CATALOG
 from ...principal import Principal
 from ._html import Safe, render
-from ._web import PREFIX, Form, plain, set_session_cookie
+from ._web import PREFIX, Form, console_page, plain, set_session_cookie
 from .sessions import MAX_SECONDS, Session
 
 if TYPE_CHECKING:
@@ -35,6 +36,9 @@ CALLBACK = f"{PREFIX}/sso/oidc/callback"
 ACS = f"{PREFIX}/sso/saml/acs"
 METADATA = f"{PREFIX}/sso/saml/metadata"
 _OPTIONS = "_sso_options"
+
+Refusal = Callable[["Console", Request, str, int], Awaitable[Response]]
+"""The sign-in page saying why (`signin.refused`)."""
 
 
 async def _run(console: Console, name: str, data: dict[str, Any], request: Request | None = None) -> Any:
@@ -75,14 +79,12 @@ def _base(request: Request) -> str:
 
 
 async def _start(console: Console, request: Request) -> Response:
-    from .signin import _next
-
     found = await options(console)
     data = {"redirect_uri": _base(request) + CALLBACK} if found.federation == "oidc" else {}
     begun = await _run(console, "start_federated_sign_in", data, request)
     response = RedirectResponse(begun.redirect_url, status_code=303, headers={"cache-control": "no-store"})
     secure = request.url.scheme == "https"
-    for name, value in ((STATE_COOKIE, begun.state), (NEXT_COOKIE, _next(request.query_params.get("next", "")))):
+    for name, value in ((STATE_COOKIE, begun.state), (NEXT_COOKIE, console_page(request.query_params.get("next", "")))):
         response.set_cookie(
             name, value, max_age=600, path=f"{PREFIX}/sso/", httponly=True, samesite="lax", secure=secure
         )
@@ -91,14 +93,12 @@ async def _start(console: Console, request: Request) -> Response:
 
 async def _finish(console: Console, request: Request, data: dict[str, Any]) -> Response:
     """Finish the sign-in; the session cookie, then the next page through a same-site step."""
-    from .signin import _next
-
     tokens = await _run(console, "finish_federated_sign_in", data, request)
     authorization = f"Bearer {tokens.id_token}"
     principal = await console.backend.authenticate(authorization)
     lifetime = float(tokens.expires_in or 0)
     value = console.sessions.open(Session(authorization, principal.user_id, "sso"), lifetime or None)
-    target = _next(request.cookies.get(NEXT_COOKIE, ""))
+    target = console_page(request.cookies.get(NEXT_COOKIE, ""))
     response = _onward(target, "Signed in", "Continue to the console")
     set_session_cookie(response, request, value, int(min(lifetime or MAX_SECONDS, MAX_SECONDS)))
     for name in (STATE_COOKIE, NEXT_COOKIE):
@@ -125,9 +125,7 @@ def signed_out(target: str) -> Response:
     return _onward(target, "Signed out", "Sign out at the identity provider too")
 
 
-async def _callback(console: Console, request: Request) -> Response:
-    from .signin import refused
-
+async def _callback(console: Console, request: Request, refused: Refusal) -> Response:
     params = request.query_params
     state, code = params.get("state", ""), params.get("code", "")
     kept = request.cookies.get(STATE_COOKIE, "")
@@ -138,9 +136,7 @@ async def _callback(console: Console, request: Request) -> Response:
     return await _finish(console, request, {"state": state, "code": code})
 
 
-async def _acs(console: Console, request: Request, form: Form) -> Response:
-    from .signin import refused
-
+async def _acs(console: Console, request: Request, form: Form, refused: Refusal) -> Response:
     relay, answer = form.get("RelayState", [""])[-1], form.get("SAMLResponse", [""])[-1]
     if not relay or not answer:
         return await refused(console, request, "The identity provider's answer is incomplete; start again.", 400)
@@ -152,18 +148,16 @@ async def _metadata(console: Console) -> Response:
     return Response(found.metadata, media_type="application/samlmetadata+xml")
 
 
-async def respond(console: Console, request: Request, form: Form) -> Response:
-    """A request under /ui/sso/; a refusal is the sign-in page with its message."""
-    from .signin import refused
-
+async def respond(console: Console, request: Request, form: Form, refused: Refusal) -> Response:
+    """A request under /ui/sso/; a refusal is the sign-in page with its message (`refused`)."""
     path, method = request.url.path, request.method
     try:
         if path == f"{PREFIX}/sso/start" and method in ("GET", "HEAD"):
             return await _start(console, request)
         if path == CALLBACK and method in ("GET", "HEAD"):
-            return await _callback(console, request)
+            return await _callback(console, request, refused)
         if path == ACS and method == "POST":
-            return await _acs(console, request, form)
+            return await _acs(console, request, form, refused)
         if path == METADATA and method in ("GET", "HEAD"):
             return await _metadata(console)
     except SDKError as err:
