@@ -29,6 +29,8 @@ ACCOUNTS = {
     "pat": {"email": "pat@example.com", "email_verified": True, "groups": ["platform", "unmapped"]},
     "mallory": {"email": "mallory@elsewhere.test", "email_verified": True, "groups": ["platform"]},
     "operator": {"email": "operator@example.com", "email_verified": True, "groups": ["platform"]},
+    "administrator": {"email": "admin@example.com", "email_verified": True, "groups": ["engineers"]},
+    "keyholder": {"email": "keys@example.com", "email_verified": True, "groups": []},
 }
 
 
@@ -176,6 +178,15 @@ async def test_allow_lists_and_a_password_user_are_not_signed_in(kind: str, prov
         with pytest.raises(PermissionDeniedError, match="does not sign in"):
             await sign_in(sdk, "operator")
         assert await roles(sdk, "operator") == set()
+        # nor does it take over an id in use here: the administrator's, or one that holds an API key
+        with pytest.raises(PermissionDeniedError, match="in use here"):
+            await sign_in(sdk, "administrator")
+        assert "admin" in await roles(sdk, "administrator")
+        await sdk.create_user_roles("keyholder", ["basicReadOnly"])
+        await sdk.create_api_key(api_key_name="k", description="a key of keyholder", user_id="keyholder")
+        await sdk.delete_user_roles("keyholder")
+        with pytest.raises(PermissionDeniedError, match="in use here"):
+            await sign_in(sdk, "keyholder")
     async with federated(kind, provider, tmp_path / "b", allowedIssuers=["https://idp.example.test"]) as sdk:
         with pytest.raises(PermissionDeniedError):
             await sign_in(sdk, "alice")

@@ -5,7 +5,9 @@ A sign-in begun (`begin`) is kept in the store, sealed, under the SHA-256 of its
 minutes and for one use (`resume`), so every server process on the store can finish it. A federated user
 is created on first sign-in and remembers the issuer that made it (`federated_by`): a user of the pool
 the provider did not create (a password user, another provider's) is never signed in by it. At each
-sign-in the user's roles become those `federation.roleMapping` gives their groups (when it maps any).
+sign-in the user's roles become those `federation.roleMapping` gives their groups (when it maps any). Nor
+is a new federated user made under an id already in use here (the administrator's, or one holding roles or
+API keys).
 """
 
 from __future__ import annotations
@@ -95,12 +97,29 @@ def _check_admitted(svc: AuthService, who: Identity) -> None:
         )
 
 
+async def _check_unused(svc: AuthService, user_id: str) -> None:
+    """A new federated user may not take over an id in use here: the administrator's, or one holding roles or
+    API keys (the provider would inherit what was given to someone else)."""
+    store = svc.store
+    if (
+        user_id == svc.config.admin_user_id
+        or await store.roles_of(user_id)
+        or await store.page_api_keys(user_id, None, 1)
+    ):
+        raise PermissionDeniedError(
+            f"'{user_id}' is in use here (roles, API keys or the administrator); the identity provider cannot "
+            "sign in as it.",
+            details={"field": "user_id", "value": user_id},
+        )
+
+
 async def _user(svc: AuthService, who: Identity) -> Row:
     """The user record of `who`, made on first sign-in (just in time), its e-mail kept current."""
     store = svc.store
     user = await store.get_user(who.user_id)
     at = ts(now())
     if user is None:
+        await _check_unused(svc, who.user_id)
         await store.insert_user(
             {
                 "user_id": who.user_id,

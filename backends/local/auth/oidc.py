@@ -37,10 +37,11 @@ def _verifier(svc: AuthService) -> ExternalVerifier:
 
 
 def _check_redirect(uri: str) -> None:
-    """An https:// URL, or http:// on loopback (the CLI's one-shot listener, a local console); no fragment."""
+    """An https:// URL, or http:// on loopback (the CLI's one-shot listener, a local console); no fragment, no
+    space or control character."""
     url = urlparse(uri)
     secure = url.scheme == "https" or (url.scheme == "http" and url.hostname in _LOOPBACK)
-    if not (url.hostname and secure) or url.fragment or "\\" in uri:
+    if not (url.hostname and secure) or url.fragment or "\\" in uri or not uri.isprintable() or " " in uri:
         raise ValidationError(
             "redirect_uri must be an https:// URL, or http:// on loopback, without a fragment.",
             details={"field": "redirect_uri", "expected": "https://... or http://127.0.0.1:PORT/..."},
