@@ -4,6 +4,8 @@ The key set is fetched from the configured URL (else the discovery document's `j
 `jwksCacheSeconds`; a token naming an unknown `kid` triggers one refetch, at most every
 `jwksMinRefreshSeconds` (key rotation without a call per request). `exp`, `iat` and `nbf` are checked with
 `clockSkewSeconds` of leeway. The same verification serves bearer tokens and the ID tokens of OIDC sign-in.
+A token that passed is remembered until it expires (a client presents the same bearer token on every
+request): the next check of it is a lookup; a new key set forgets them all.
 """
 
 from __future__ import annotations
@@ -20,6 +22,9 @@ from pluginsdk.errors import AuthenticationError
 from pluginsdk.principal import Principal
 
 __all__ = ["Discovery", "ExternalVerifier"]
+
+_REMEMBERED = 4096
+"""Tokens that passed, kept at once (cleared when full)."""
 
 
 async def _get_json(url: str, seconds: float, what: str) -> Any:
@@ -85,9 +90,12 @@ class ExternalVerifier:
         self._lock = asyncio.Lock()
         self.fetches = 0
         """How many times the key set was downloaded (observability, tests)."""
+        self.verified: dict[tuple[str, tuple[str, ...]], tuple[dict[str, Any], float]] = {}
+        """(token, claims required) -> (its claims, when it stops being valid): tokens that passed."""
 
     async def _fetch(self) -> None:
         self.fetches += 1
+        self.verified.clear()
         try:
             url = await self.discovery.endpoint("jwks_uri")
             if url is None:
@@ -121,6 +129,9 @@ class ExternalVerifier:
     async def claims(self, token: str, require: tuple[str, ...] = ("exp", "iss", "aud")) -> dict[str, Any]:
         """The claims of a token the IdP signed for us (`iss`, `aud`, `exp`, `iat`, `nbf` checked, with the clock
         skew allowed); AuthenticationError otherwise, never saying why in detail."""
+        seen = self.verified.get((token, require))
+        if seen is not None and time.time() < seen[1]:
+            return dict(seen[0])
         invalid = AuthenticationError("The bearer token is invalid or expired; sign in again.")
         try:
             header = jwt.get_unverified_header(token)
@@ -144,7 +155,17 @@ class ExternalVerifier:
             )
         except jwt.PyJWTError:
             raise invalid from None
+        self._remember(token, require, claims)
         return claims
+
+    def _remember(self, token: str, require: tuple[str, ...], claims: dict[str, Any]) -> None:
+        """Keep a token that passed until its `exp` (and the leeway) is past; one without `exp` is not kept."""
+        exp = claims.get("exp")
+        if not isinstance(exp, int | float) or len(token) > 8192:
+            return
+        if len(self.verified) >= _REMEMBERED:
+            self.verified.clear()
+        self.verified[(token, require)] = (dict(claims), float(exp) + self.config.clockSkewSeconds)
 
     async def principal(self, token: str) -> Principal:
         claims = await self.claims(token)
