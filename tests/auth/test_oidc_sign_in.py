@@ -206,3 +206,15 @@ async def test_without_federation_the_operations_say_so(kind: str, tmp_path: Pat
             await sdk.finish_federated_sign_in(state="x" * 43, code="abc")
         with pytest.raises(ValidationError, match="not configured"):
             await sdk.get_saml_metadata()
+
+
+async def test_sign_in_on_postgresql(pg_url: str, provider: Provider, tmp_path: Path) -> None:
+    storage = {"type": "postgresql", "url": pg_url, "seal_key_file": str(tmp_path / "seal.key")}
+    config = base_config(tmp_path, app=oidc_app(provider), storage=storage)
+    async with PluginSDK(config=config) as sdk:
+        begun = await sdk.start_federated_sign_in(redirect_uri=REDIRECT)
+        answer = await asyncio.to_thread(play_browser, begun.redirect_url, REDIRECT, "pat")
+        assert (await sdk.finish_federated_sign_in(state=begun.state, code=answer["code"])).id_token
+        assert await roles(sdk, "pat") == {"admin"}
+        with pytest.raises(AuthenticationError, match="unknown, used or expired"):
+            await sdk.finish_federated_sign_in(state=begun.state, code=answer["code"])

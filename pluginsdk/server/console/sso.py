@@ -51,11 +51,13 @@ async def _run(console: Console, name: str, data: dict[str, Any], request: Reque
 
 
 async def options(console: Console) -> Any:
-    """The sign-in options (kept once read: they follow the configuration, which a server keeps)."""
+    """The sign-in options, kept once complete: they follow the configuration, which a server keeps (an OIDC
+    provider that could not be asked for its end-session endpoint is asked again next time)."""
     found = getattr(console, _OPTIONS, None)
     if found is None:
         found = await _run(console, "get_sign_in_options", {})
-        setattr(console, _OPTIONS, found)
+        if found.federation != "oidc" or found.end_session_url:
+            setattr(console, _OPTIONS, found)
     return found
 
 
