@@ -4,14 +4,15 @@ The identity provider is read from its metadata (`federation.saml.idpMetadataFil
 AuthnRequest by the HTTP-Redirect binding, its `RelayState` the begun sign-in's state (which keeps the
 request id); the answer comes back by HTTP-POST to `<spBaseUrl>/ui/sso/saml/acs`. pysaml2 checks it:
 assertions must be signed by the IdP's metadata certificate, the audience must be this SP, the recipient
-and destination its assertion consumer URL, the times valid (`useExternalOAuthIdp.clockSkewSeconds` of
-leeway is not used here: `accepted_time_diff` is 60 s), the answer in response to this sign-in's request.
+and destination its assertion consumer URL, the times valid (60 s of clock skew allowed), the answer in
+response to this sign-in's request (unsolicited answers are refused).
 An assertion id is remembered in the store until the assertion expires: a replay is refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import calendar
 import logging
 import os
 import time
@@ -131,7 +132,7 @@ def _expires(response: Any) -> float:
             ends.append(data.not_on_or_after)
     if assertion.conditions is not None and assertion.conditions.not_on_or_after:
         ends.append(assertion.conditions.not_on_or_after)
-    latest = max((time.mktime(str_to_time(e)) - time.timezone for e in ends), default=time.time() + 3600)
+    latest = max((calendar.timegm(str_to_time(e)) for e in ends), default=time.time() + 3600)
     return latest + _SKEW_SECONDS
 
 
