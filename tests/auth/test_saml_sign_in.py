@@ -4,6 +4,7 @@ replayed one, one for another sign-in are refused; the SP metadata is served."""
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,6 +89,24 @@ def test_unsigned_assertion_is_refused(site: Site) -> None:
         form = site.idp.answer(_start(browser, site), "sam", SAM, signed=False)
         refused = _post(browser, site, form)
         assert refused.status_code == 401 and "not valid for this sign-in" in refused.text
+        assert browser.get(f"{site.url}/ui/", follow_redirects=False).status_code == 303
+
+
+@pytest.mark.parametrize("case", ["expired", "other audience", "altered"])
+def test_expired_misaddressed_or_altered_assertions_are_refused(site: Site, case: str) -> None:
+    with httpx.Client(timeout=20) as browser:
+        url = _start(browser, site)
+        if case == "expired":
+            form = site.idp.answer(url, "sam", SAM, minutes=-10)
+        elif case == "other audience":
+            form = site.idp.answer(url, "sam", SAM, audience="https://other-sp.example.test/metadata")
+        else:  # a signed assertion with its subject changed afterwards
+            form = site.idp.answer(url, "sam", SAM)
+            xml = base64.b64decode(form["SAMLResponse"]).decode()
+            assert ">sam<" in xml
+            form["SAMLResponse"] = base64.b64encode(xml.replace(">sam<", ">pat<").encode()).decode()
+        refused = _post(browser, site, form)
+        assert refused.status_code == 401 and "not valid for this sign-in" in refused.text, refused.text[:500]
         assert browser.get(f"{site.url}/ui/", follow_redirects=False).status_code == 303
 
 

@@ -73,34 +73,50 @@ class SamlIdp:
         self.metadata_file = where / "idp-metadata.xml"
         xml = create_metadata_string(None, config=config, valid=24)
         self.metadata_file.write_bytes(xml if isinstance(xml, bytes) else xml.encode())
-        self.server: Any = None
+        self.sp_file = where / "sp-metadata.xml"
+        self.servers: dict[int, Any] = {}
 
     def trust(self, sp_metadata: str) -> None:
         """Know our service provider from its metadata (as the server serves it)."""
+        self.sp_file.write_text(sp_metadata)
+        self.servers.clear()
+
+    def _server(self, minutes: int) -> Any:
+        """The IdP issuing assertions valid for `minutes` (negative: expired when issued)."""
         from saml2.config import IdPConfig
         from saml2.server import Server
 
-        sp_file = self.where / "sp-metadata.xml"
-        sp_file.write_text(sp_metadata)
-        config = IdPConfig()
-        config.load({**self._base, "metadata": {"local": [str(sp_file)]}})
-        self.server = Server(config=config)
+        if minutes not in self.servers:
+            config = IdPConfig()
+            idp = dict(self._base["service"]["idp"])
+            idp["policy"] = {"default": {"lifetime": {"minutes": minutes}, "attribute_restrictions": None}}
+            config.load({**self._base, "service": {"idp": idp}, "metadata": {"local": [str(self.sp_file)]}})
+            self.servers[minutes] = Server(config=config)
+        return self.servers[minutes]
 
     def answer(
-        self, sign_in_url: str, user: str, attributes: dict[str, list[str]], *, signed: bool = True
+        self,
+        sign_in_url: str,
+        user: str,
+        attributes: dict[str, list[str]],
+        *,
+        signed: bool = True,
+        audience: str | None = None,
+        minutes: int = 15,
     ) -> dict[str, str]:
         """The form our assertion consumer receives for the AuthnRequest in `sign_in_url`: SAMLResponse and
-        RelayState."""
+        RelayState; for another `audience` than the requester, valid for `minutes` (negative: expired)."""
         from saml2 import BINDING_HTTP_REDIRECT
         from saml2.saml import AUTHN_PASSWORD, NAMEID_FORMAT_UNSPECIFIED, NameID
 
         query = {k: v[-1] for k, v in parse_qs(urlsplit(sign_in_url).query).items()}
-        request = self.server.parse_authn_request(query["SAMLRequest"], BINDING_HTTP_REDIRECT).message
-        response = self.server.create_authn_response(
+        server = self._server(minutes)
+        request = server.parse_authn_request(query["SAMLRequest"], BINDING_HTTP_REDIRECT).message
+        response = server.create_authn_response(
             identity=attributes,
             in_response_to=request.id,
             destination=request.assertion_consumer_service_url,
-            sp_entity_id=request.issuer.text,
+            sp_entity_id=audience or request.issuer.text,
             name_id=NameID(format=NAMEID_FORMAT_UNSPECIFIED, text=user),
             userid=user,
             authn={"class_ref": AUTHN_PASSWORD, "authn_auth": IDP_ENTITY},
