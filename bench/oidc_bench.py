@@ -31,7 +31,7 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 
-from backends.local.auth.oauth import ExternalVerifier
+from backends.local.auth.oauth import ExternalVerifier, token_header
 from pluginsdk.config import ExternalIdpSettings
 
 ISSUER, CLIENT = "https://idp.example.test", "bench-client"
@@ -101,7 +101,7 @@ async def _id_token(verifier: ExternalVerifier, token: str, nonce: str) -> dict[
     if not hmac.compare_digest(str(claims["nonce"]).encode(), nonce.encode()):
         raise AssertionError("nonce")
     CodeIDToken(
-        claims, jwt.get_unverified_header(token), options={"iss": {"value": ISSUER}}, params={"nonce": nonce}
+        claims, token_header(token) or {}, options={"iss": {"value": ISSUER}}, params={"nonce": nonce}
     ).validate(leeway=60)
     return claims
 

@@ -18,6 +18,7 @@ from pluginsdk.errors import AuthenticationError, ValidationError
 from pluginsdk.models.auth_results import FederatedSignIn
 
 from .federation import Identity, begin, groups_of, resume
+from .oauth import token_header
 
 if TYPE_CHECKING:
     from authlib.integrations.httpx_client import AsyncOAuth2Client
@@ -107,7 +108,6 @@ async def _exchange(svc: AuthService, pending: dict[str, Any], code: str) -> tup
 
 async def _id_claims(svc: AuthService, token: dict[str, Any], nonce: str) -> dict[str, Any]:
     """The ID token's claims: signed by the provider for us, in time, for this sign-in's nonce."""
-    import jwt
     from authlib.oidc.core import CodeIDToken
     from joserfc.errors import JoseError
 
@@ -120,7 +120,7 @@ async def _id_claims(svc: AuthService, token: dict[str, Any], nonce: str) -> dic
         raise AuthenticationError(_REFUSED)
     checks = CodeIDToken(
         claims,
-        jwt.get_unverified_header(id_token),
+        token_header(id_token) or {},
         options={"iss": {"value": svc.config.external.issuer}},
         params={"nonce": nonce, "access_token": token.get("access_token"), "client_id": svc.config.external.clientId},
     )
