@@ -14,7 +14,7 @@ import hmac
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse
 
-from pluginsdk.errors import AuthenticationError, ValidationError
+from pluginsdk.errors import AuthenticationError, ConfigurationError, ValidationError
 from pluginsdk.models.auth_results import FederatedSignIn
 
 from .federation import Identity, begin, groups_of, resume
@@ -50,7 +50,13 @@ def _check_redirect(uri: str) -> None:
 
 
 def _client(svc: AuthService, redirect_uri: str) -> AsyncOAuth2Client:
-    from authlib.integrations.httpx_client import AsyncOAuth2Client
+    try:
+        from authlib.integrations.httpx_client import AsyncOAuth2Client
+    except ImportError:
+        raise ConfigurationError(
+            "OIDC sign-in needs Authlib: install the `sso` extra (pip install 'pluginsdk[sso]').",
+            key="app.authProvider.useManaged.useOidc",
+        ) from None
 
     idp = svc.config.external
     return AsyncOAuth2Client(
@@ -74,13 +80,14 @@ async def _endpoint(svc: AuthService, name: str) -> str:
 
 async def start(svc: AuthService, redirect_uri: str) -> FederatedSignIn:
     """The provider's authorization URL for a new sign-in; its nonce and PKCE verifier kept under its state."""
-    from authlib.common.security import generate_token
-
     _check_redirect(redirect_uri)
     authorize = await _endpoint(svc, "authorization_endpoint")
-    nonce, verifier = generate_token(32), generate_token(64)
-    state = await begin(svc, {"kind": "oidc", "nonce": nonce, "verifier": verifier, "redirect_uri": redirect_uri})
     async with _client(svc, redirect_uri) as client:
+        from authlib.common.security import generate_token
+
+        nonce, verifier = generate_token(32), generate_token(64)
+        pending = {"kind": "oidc", "nonce": nonce, "verifier": verifier, "redirect_uri": redirect_uri}
+        state = await begin(svc, pending)
         url, _ = client.create_authorization_url(authorize, state=state, nonce=nonce, code_verifier=verifier)
     return FederatedSignIn(redirect_url=url, state=state)
 

@@ -42,10 +42,16 @@ _clients: dict[tuple[str, str, float], Saml2Client] = {}
 def _import() -> Any:
     with warnings.catch_warnings():  # pysaml2 names a cipher mode cryptography moved (a warning on import)
         warnings.filterwarnings("ignore", message="CFB has been moved")
-        import saml2
-        import saml2.client
-        import saml2.config
-        import saml2.metadata
+        try:
+            import saml2
+            import saml2.client
+            import saml2.config
+            import saml2.metadata
+        except ImportError:
+            raise ConfigurationError(
+                "SAML sign-in needs pysaml2: install the `sso` extra (pip install 'pluginsdk[sso]').",
+                key="app.authProvider.useManaged.useSaml",
+            ) from None
     return saml2
 
 
