@@ -150,7 +150,6 @@ class Engine:
         self.files = TemplateFiles(settings.templates.dir)
         self.handlers = HandlerRegistry()
         """Operation class -> handler, filled from the handler modules as operations are first called."""
-        self._templates: tuple[str | None, list[Template]] | None = None
         self.authz: Authorizer = _NotStarted()
         self.auth: AuthService | None = None
         """The auth service when it authorizes (the auth handlers' own dependency, typed); None when
@@ -294,20 +293,10 @@ class Engine:
         return driver
 
     # -- templates --------------------------------------------------------
-    async def all_templates(self, provider_api: str | None = None, *, force_refresh: bool = False) -> list[Template]:
-        """Stored templates and templates from files (a stored one wins on the same id), sorted by id.
-
-        Parsed templates are cached until the store's template version changes (one point read per call),
-        so listing 1,000 templates does not re-parse 1,000 JSON documents.
-        """
-        version = await self.db.templates_version()
-        if self._templates is None or self._templates[0] != version:
-            self._templates = (version, await self.db.list_templates())
-        stored = {t.template_id: t for t in self._templates[1]}
-        for t in self.files.load(force=force_refresh).values():
-            stored.setdefault(t.template_id, t)
-        found = sorted(stored.values(), key=lambda t: t.template_id)
-        return found if provider_api is None else [t for t in found if t.provider_api == provider_api]
+    async def template_count(self) -> int:
+        """Stored templates and the files' the store does not hide (a stored one wins on the same id)."""
+        files = list(self.files.load())
+        return await self.db.count_templates() + len(files) - len(await self.db.stored_template_ids(files))
 
     async def template(self, template_id: str) -> Template | None:
         return await self.db.get_template(template_id) or self.files.load().get(template_id)

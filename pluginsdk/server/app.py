@@ -14,7 +14,7 @@ auth-service routes). A refusal at any step is the one error envelope with the e
 compares the answers byte for byte.
 
 The server reaches the engine only through the backend (`contract.ServedBackend`); FastAPI is used for
-the OpenAPI document and the /docs page only (`_openapi.py`).
+the OpenAPI document only (`_openapi.py`); /docs is Swagger UI served from a package (`_docs.py`).
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ from ..logs import new_request_id
 from ..logs import request_id as log_request_id
 from ..operations import CATALOG, Operation, OperationSpec
 from ..principal import Principal
+from ._docs import docs_routes
 from ._endpoint import JSON_TYPE, Endpoint, Reply, dumps, error_body
-from ._openapi import build_document, docs_html, listing_b_created, route_key
+from ._openapi import build_document, listing_b_created, route_key
 from ._routes import Router
 from ._strict import check_body, strict_operation
 from ._wire import ClientGone, parse_json, read_body
@@ -337,7 +338,7 @@ def _add_path(data: dict[str, Any], path_params: dict[str, str]) -> None:
 
 
 class _Static(Endpoint):
-    """A fixed JSON or HTML document, built on first use (the OpenAPI document, /docs)."""
+    """A fixed JSON document, built on first use (the OpenAPI document)."""
 
     def __init__(self, route: str, build: Callable[[], bytes], content_type: bytes = JSON_TYPE) -> None:
         self.route = route
@@ -394,8 +395,7 @@ class PluginApp:
             entries.append((spec.rest.method, path, _Plan.of(spec, path)))
         entries.append(("GET", "/health", _Health()))
         entries.append(("GET", "/openapi.json", _Static("/openapi.json", lambda: dumps(self.openapi()))))
-        html = b"text/html; charset=utf-8"
-        entries.append(("GET", "/docs", _Static("/docs", lambda: docs_html("/openapi.json", self.title), html)))
+        entries.extend(docs_routes(self.title))
         entries.extend((method, path, endpoint()) for method, path, endpoint in OPERATOR_ROUTES)
         self.router: Router[Endpoint] = Router(entries)
         self.observe: Callable[[str, str, int, float], None] | None = None

@@ -17,12 +17,16 @@ import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pluginsdk.errors import AlreadyExistsError
 
+from ..store.access import plan_where
 from ..store.db import Database, Row
 from .crypto import now, ts
+
+if TYPE_CHECKING:
+    from pluginsdk.models.plans import AccessPlan
 
 __all__ = ["AuthStore", "new_record_id"]
 
@@ -217,8 +221,11 @@ class AuthStore:
         return n > 0
 
     # -- roles ------------------------------------------------------------------
-    async def list_roles(self) -> list[Row]:
-        return await self.db.fetchall("SELECT * FROM auth_roles ORDER BY role_name")
+    async def list_roles(self, access: AccessPlan | None = None) -> list[Row]:
+        """Every role by name: only those `access` (the caller's query plan) allows, when given."""
+        allowed, params = plan_where(access, "role", self.db.dialect)
+        where = "" if allowed is None else f" WHERE {allowed}"
+        return await self.db.fetchall(f"SELECT * FROM auth_roles{where} ORDER BY role_name", params)
 
     async def get_role(self, role_name: str) -> Row | None:
         return await self.db.fetchone("SELECT * FROM auth_roles WHERE role_name = :n", {"n": role_name})
@@ -260,7 +267,19 @@ class AuthStore:
         )
         return [r["role_name"] for r in rows]
 
-    async def user_role_rows(self, user_id: str | None = None) -> list[Row]:
+    async def user_role_rows(self, user_id: str | None = None, access: AccessPlan | None = None) -> list[Row]:
+        """Assignments by user and role (of one user, when given); with `access` (the caller's query plan on
+        `userRole`) only those of the users whose assignments it allows, decided per user on `userId` and the
+        list of the user's role names, as the listing shows them."""
+        allowed, params = plan_where(access, "userRole", self.db.dialect)
+        if user_id is None and allowed is not None:
+            names = "json_agg(role_name)" if self.db.dialect == "postgresql" else "json_group_array(role_name)"
+            return await self.db.fetchall(
+                "SELECT * FROM auth_user_roles WHERE user_id IN (SELECT plan_g.user_id FROM (SELECT user_id,"
+                f" {names} AS role_names FROM auth_user_roles GROUP BY user_id) AS plan_g WHERE {allowed})"
+                " ORDER BY user_id, role_name",
+                params,
+            )
         if user_id is None:
             return await self.db.fetchall("SELECT * FROM auth_user_roles ORDER BY user_id, role_name")
         return await self.db.fetchall(

@@ -97,7 +97,7 @@ async def delete_template(engine: Engine, op: DeleteTemplateCommand, call: Call)
 async def refresh_templates(engine: Engine, op: RefreshTemplatesCommand, call: Call) -> TemplateRefresh:
     engine.files.invalidate()
     loaded = engine.files.load(force=op.force)
-    total = len(await engine.all_templates())
+    total = await engine.template_count()
     return TemplateRefresh(
         template_count=total,
         cache_stats=dict(engine.files.stats),

@@ -76,6 +76,14 @@ class Sessions:
         session.seen = now
         return session
 
+    def peek(self, cookie: str | None) -> Session | None:
+        """The open session of `cookie`, without counting this as a use (an open stream is no activity)."""
+        session = self._by_key.get(_key(cookie)) if cookie and len(cookie) <= 100 else None
+        now = time.monotonic()
+        if session is None or now > session.expires or now - session.seen > IDLE_SECONDS:
+            return None
+        return session
+
     def end(self, cookie: str | None) -> Session | None:
         if not cookie:
             return None

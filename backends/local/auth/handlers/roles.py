@@ -42,8 +42,9 @@ handlers = HandlerTable()
 @handlers.on(ListRolesQuery)
 async def list_roles(engine: Engine, op: ListRolesQuery, call: Call) -> RoleList:
     principal = call.principal
-    roles = [role_from_row(r) for r in await service(engine).store.list_roles()]
-    roles = await engine.authz.filter_allowed(principal, "role", roles, lambda r: {"roleName": r.role_name}, "GET")
+    rows = await service(engine).store.list_roles(await engine.readable(principal, "role"))
+    roles = [role_from_row(r) for r in rows]
+    roles = await engine.visible(principal, "role", roles, lambda r: {"roleName": r.role_name})
     return RoleList(message=RoleItems(items=roles))
 
 
@@ -100,15 +101,13 @@ async def list_user_roles(engine: Engine, op: ListUserRolesQuery, call: Call) ->
     principal = call.principal
     by_user: dict[str, list[str]] = defaultdict(list)
     created: dict[str, str] = {}
-    for r in await service(engine).store.user_role_rows():
+    for r in await service(engine).store.user_role_rows(access=await engine.readable(principal, "userRole")):
         by_user[r["user_id"]].append(r["role_name"])
         created[r["user_id"]] = min(created.get(r["user_id"], r["created_on"]), r["created_on"])
     items = [
         UserRoleAssignment(user_id=u, role_name=names, created_on=parse_ts(created[u])) for u, names in by_user.items()
     ]
-    items = await engine.authz.filter_allowed(
-        principal, "userRole", items, lambda a: {"userId": a.user_id, "roleName": a.role_name}, "GET"
-    )
+    items = await engine.visible(principal, "userRole", items, lambda a: {"userId": a.user_id, "roleName": a.role_name})
     return UserRoleList(message=UserRoleItems(items=items))
 
 
