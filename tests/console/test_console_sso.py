@@ -12,6 +12,7 @@ import pytest
 
 from tests.console.conftest import shot
 from tests.support.backends import base_config
+from tests.support.npm import npm_clients
 from tests.support.oidc import Provider, oidc_app, openid_provider
 from tests.support.remote import running_server
 
@@ -81,3 +82,20 @@ def test_a_tampered_state_is_refused(server: str, provider: Provider, page: Any)
     assert "could not be matched" in (page.locator("[role=alert]").text_content() or "")
     page.goto(f"{server}/ui/")
     assert page.url.startswith(f"{server}/ui/login")
+
+
+def test_the_sign_in_page_with_the_provider_button_passes_axe(server: str, browser: Any) -> None:
+    axe = (npm_clients() / "node_modules" / "axe-core" / "axe.min.js").read_text()
+    context = browser.new_context(bypass_csp=True)  # axe is injected by the test; the CSP forbids inline script
+    page = context.new_page()
+    try:
+        page.goto(f"{server}/ui/login")
+        page.keyboard.press("Tab")  # the skip link, then the provider's button
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.textContent") == "Sign in with Test IdP"
+        page.evaluate(axe)
+        result = page.evaluate("async () => await axe.run(document, {resultTypes: ['violations']})")
+        bad = [v["id"] for v in result["violations"] if v["impact"] in ("serious", "critical")]
+        assert bad == []
+    finally:
+        context.close()
