@@ -153,6 +153,17 @@ async def test_clock_skew_is_allowed_and_no_more(idp: IdP, tmp_path: Path) -> No
             await authenticate(sdk, f"Bearer {idp.token(iat=int(time.time()) + 40, nbf=int(time.time()) + 40)}")
 
 
+async def test_a_token_seen_before_is_refused_once_it_expires(idp: IdP, tmp_path: Path) -> None:
+    """A token that passed is remembered (the next check is a lookup), never past its `exp` and the skew."""
+    async with open_sdk("local", tmp_path, app=external_app(idp, clockSkewSeconds=0)) as sdk:
+        token = idp.token(exp=int(time.time()) + 2)
+        for _ in range(3):
+            assert (await authenticate(sdk, f"Bearer {token}")).user_id == "ivy"
+        await asyncio.sleep(3)
+        with pytest.raises(AuthenticationError):
+            await authenticate(sdk, f"Bearer {token}")
+
+
 async def test_hs256_and_none_are_refused(ext_sdk: PluginSDK, idp: IdP) -> None:
     claims = {"iss": ISSUER, "aud": CLIENT, "sub": "ivy", "exp": int(time.time()) + 60}
     for token in (
