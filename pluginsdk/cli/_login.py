@@ -7,7 +7,8 @@ instead; that is a state to report, not a failure.
 `--sso` signs in through the server's identity provider instead (OAuth 2.0 for native apps, RFC 8252): a
 one-shot listener on 127.0.0.1 at a free port is the redirect URI, the sign-in URL is printed (and opened
 in a browser unless `--no-browser`), and the session's `Bearer` id token the server returns is what is
-kept, in the same place as a key.
+kept, in the same place as a key. `--forget` of a kept session token also ends its session at the server
+(and names the identity provider's end-session URL, where it has one).
 """
 
 from __future__ import annotations
@@ -154,6 +155,34 @@ async def _sso(server: str, open_browser: bool, seconds: float) -> tuple[str, in
     return f"Bearer {tokens.id_token}", int(tokens.expires_in or 0)
 
 
+def _kept(url: str) -> str | None:
+    """What `login` keeps for `url` in the OS keyring (None when nothing, or no usable keyring)."""
+    import keyring
+    from keyring.errors import KeyringError
+
+    from ..constants import KEYRING_SERVICE
+
+    try:
+        value: str | None = keyring.get_password(KEYRING_SERVICE, url)
+    except (KeyringError, RuntimeError):
+        return None
+    return value
+
+
+async def _sign_out(server: str, kept: str) -> str | None:
+    """End the session a kept `Bearer` token names at the server; the provider's end-session URL, if any."""
+    from ..errors import SDKError
+    from ..sdk import PluginSDK
+
+    async with PluginSDK(backend="remote", api_url=server, api_key=kept) as sdk:
+        with contextlib.suppress(SDKError):  # an ended or expired session: nothing left to end
+            await sdk.logout()
+        with contextlib.suppress(SDKError):
+            found: str | None = (await sdk.get_sign_in_options()).end_session_url
+            return found
+    return None
+
+
 @click.command("login")
 @click.argument("url", required=False)
 @click.option("--api-key", help="The key (default: a hidden prompt, or one line of stdin when piped).")
@@ -198,7 +227,14 @@ def login(
     except SDKError as err:
         emit_error(ctx, err.to_envelope())
         sys.exit(1)
+    ended = None
+    if forget:  # a kept session token: its session ends at the server too
+        kept = _kept(server)
+        if kept is not None and kept.startswith("Bearer "):
+            ended = asyncio.run(_sign_out(server, kept))
     stored, message = _store(server, key)
+    if ended:
+        message += f" The session ended; to end the identity provider's session too, open {ended}"
     if sso and stored:
         message = message.replace("the API key", "the session's token") + f" It lasts {lifetime // 60} minutes."
     if not stored:

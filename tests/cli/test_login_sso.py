@@ -77,6 +77,21 @@ def test_login_sso_keeps_the_session_token_and_the_remote_backend_uses_it(
     remote = {**env, "PLUGIN_API_URL": server}
     res = invoke(remote, "--backend", "remote", "roles", "list")
     assert res.code == 0, res.err
+    # forgetting it ends the session at the server too, and names the provider's end-session endpoint
+    forgot = invoke(env, "login", server, "--forget")
+    assert forgot.code == 0 and f"open {provider.issuer}/session/end" in forgot.json()["message"], forgot.out
+    assert not json.loads(Path(env["PLUGINSDK_TEST_KEYRING"]).read_text())
+    token = {**remote, "PLUGIN_API_KEY": kept}
+    assert invoke(token, "--backend", "remote", "roles", "list").code != 0
+
+
+def test_auth_logout_ends_a_session_signed_in_with_sso(server: str, provider: Provider, tmp_path: Path) -> None:
+    env = _env(tmp_path)
+    proc, url = _login(env, server)
+    redirect = httpx.URL(url).params["redirect_uri"]
+    httpx.get(redirect, params=play_browser(url, redirect, "pat"), timeout=10)
+    assert proc.wait(60) == 0
+    remote = {**env, "PLUGIN_API_URL": server}
     assert invoke(remote, "--backend", "remote", "auth", "logout").code == 0  # ends the session at the server
     assert invoke(remote, "--backend", "remote", "roles", "list").code != 0
 
