@@ -183,6 +183,33 @@ async def _sign_out(server: str, kept: str) -> str | None:
     return None
 
 
+def _credential(
+    server: str, api_key: str | None, *, verify: bool, forget: bool, sso: tuple[bool, bool, float]
+) -> tuple[str | None, int]:
+    """(what to keep: the key, a session's `Bearer` token, or None to forget; the token's lifetime)."""
+    import asyncio
+
+    signs_in, browser, seconds = sso
+    if signs_in:
+        return asyncio.run(_sso(server, browser, seconds))
+    key = None if forget else _read_key(api_key)
+    if key == "":
+        raise click.UsageError("The API key is empty.")
+    if key is not None and verify:
+        asyncio.run(_check(server, key))
+    return key, 0
+
+
+def _end_kept_session(server: str) -> str | None:
+    """A kept session token's session ended at the server; the provider's end-session URL, if any."""
+    import asyncio
+
+    kept = _kept(server)
+    if kept is None or not kept.startswith("Bearer "):
+        return None
+    return asyncio.run(_sign_out(server, kept))
+
+
 @click.command("login")
 @click.argument("url", required=False)
 @click.option("--api-key", help="The key (default: a hidden prompt, or one line of stdin when piped).")
@@ -204,8 +231,6 @@ def login(
     sso_timeout: float,
 ) -> None:
     """Store a server's API key (or, with --sso, a session's token) in the OS keyring for `--backend remote`."""
-    import asyncio
-
     from ..errors import SDKError
     from ._output import check_output, emit, emit_error
 
@@ -213,25 +238,12 @@ def login(
     server = _server_url(ctx, url)
     if sso and (api_key or forget):
         raise click.UsageError("--sso signs in through the identity provider: no --api-key or --forget with it.")
-    lifetime = 0
-    key: str | None
     try:
-        if sso:
-            key, lifetime = asyncio.run(_sso(server, browser, sso_timeout))
-        else:
-            key = None if forget else _read_key(api_key)
-            if key == "":
-                raise click.UsageError("The API key is empty.")
-            if key is not None and verify:
-                asyncio.run(_check(server, key))
+        key, lifetime = _credential(server, api_key, verify=verify, forget=forget, sso=(sso, browser, sso_timeout))
     except SDKError as err:
         emit_error(ctx, err.to_envelope())
         sys.exit(1)
-    ended = None
-    if forget:  # a kept session token: its session ends at the server too
-        kept = _kept(server)
-        if kept is not None and kept.startswith("Bearer "):
-            ended = asyncio.run(_sign_out(server, kept))
+    ended = _end_kept_session(server) if forget else None
     stored, message = _store(server, key)
     if ended:
         message += f" The session ended; to end the identity provider's session too, open {ended}"
