@@ -42,7 +42,7 @@ class FinishFederatedSignInCommand(Sensitive[SessionTokens], Command):
     """Complete a sign-in with the provider's answer; returns the session's tokens.
 
     The user is created on first sign-in and their roles set from their
-    groups (`app.authProvider.federation`).
+    groups, as the federation settings map them (docs/auth.md).
     """
 
     rest = Rest("POST", "/auth/federation/finish", camel=True)
