@@ -485,3 +485,37 @@ class AuthStore:
             " updated_at = excluded.updated_at",
             {"u": user_id, "e": email, "d": data, "at": at},
         )
+
+    # -- federated sign-in ----------------------------------------------------------
+    async def insert_pending_sign_in(self, state_hash: str, data: str, expires_at: float, limit: int) -> bool:
+        """Keep a sign-in begun at the identity provider; False when `limit` live ones are kept already."""
+        await self.db.execute("DELETE FROM auth_federation_pending WHERE expires_at <= :t", {"t": time.time()})
+        row = await self.db.fetchone("SELECT COUNT(*) AS n FROM auth_federation_pending")
+        if row is not None and int(row["n"]) >= limit:
+            return False
+        await self.db.execute(
+            "INSERT INTO auth_federation_pending (state_hash, data, expires_at) VALUES (:h, :d, :e)",
+            {"h": state_hash, "d": data, "e": expires_at},
+        )
+        return True
+
+    async def take_pending_sign_in(self, state_hash: str) -> str | None:
+        """The live sign-in of this state, removed (a state is good once): its sealed data, or None."""
+        row = await self.db.fetchone(
+            "DELETE FROM auth_federation_pending WHERE state_hash = :h RETURNING data, expires_at", {"h": state_hash}
+        )
+        if row is None or float(row["expires_at"]) <= time.time():
+            return None
+        return str(row["data"])
+
+    async def remember_assertion(self, assertion_id: str, expires_at: float) -> bool:
+        """Note a SAML assertion as used; False when it was used before (a replay)."""
+        await self.db.execute("DELETE FROM auth_saml_assertions WHERE expires_at <= :t", {"t": time.time()})
+        return (
+            await self.db.execute(
+                "INSERT INTO auth_saml_assertions (assertion_id, expires_at) VALUES (:a, :e) "
+                "ON CONFLICT (assertion_id) DO NOTHING",
+                {"a": assertion_id, "e": expires_at},
+            )
+            > 0
+        )

@@ -57,7 +57,7 @@ def _state(row: Row, now: float) -> State:
 
 
 class CapacityMemory:
-    """Reads and writes `capacity_offerings` (schema migration 12)."""
+    """Reads and writes `capacity_offerings` (schema migration 13)."""
 
     def __init__(self, db: Database, *, cooldown: float, max_cooldown: float, probe: float) -> None:
         self.db = db

@@ -183,7 +183,18 @@ MIGRATIONS: dict[int, Sequence[str]] = {
         "ALTER TABLE templates ADD COLUMN active INTEGER",
         "CREATE INDEX ix_templates_provider_api ON templates (provider_api, template_id)",
     ),
-    12: (  # several provider instances: which `local` instance holds a simulated machine (NULL: `local`), and
+    12: (  # federated sign-in (backends/local/auth/federation): sign-ins begun at the identity provider, single
+        # use; SAML assertions seen (a replay is refused until the assertion expires); who created a user
+        """CREATE TABLE auth_federation_pending (
+            state_hash TEXT PRIMARY KEY,
+            data TEXT NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL)""",
+        """CREATE TABLE auth_saml_assertions (
+            assertion_id TEXT PRIMARY KEY,
+            expires_at DOUBLE PRECISION NOT NULL)""",
+        "ALTER TABLE auth_users ADD COLUMN federated_by TEXT",
+    ),
+    13: (  # several provider instances: which `local` instance holds a simulated machine (NULL: `local`), and
         # the capacity memory of launch candidates every server on the store shares (store/capacity.py)
         "ALTER TABLE local_instances ADD COLUMN provider TEXT",
         """CREATE TABLE capacity_offerings (
