@@ -20,7 +20,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
 from pluginsdk import observe
 from pluginsdk.config import Settings
@@ -42,6 +42,7 @@ from .providers import load_provider_class
 from .providers.base import ProviderDriver
 from .registry import HandlerRegistry
 from .store import Store, open_store
+from .store.capacity import CapacityMemory
 from .templates_files import TemplateFiles
 
 if TYPE_CHECKING:
@@ -156,6 +157,10 @@ class Engine:
         authorization is disabled or the engine is not started."""
         self.metrics: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "errors": 0, "seconds": 0.0})
         self.started_at = time.time()
+        self.capacity = CapacityMemory(cast(Any, _Closed()), cooldown=1.0, max_cooldown=1.0, probe=1.0)
+        """The capacity memory of launch candidates (store/capacity.py), on the store once started."""
+        self.capacity_counters: dict[str, float] = defaultdict(float)
+        """Capacity failures, fallbacks and skipped candidates of this engine (metrics)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = asyncio.Event()
         self.on_close: list[Callable[[], Awaitable[None]]] = []
@@ -166,6 +171,13 @@ class Engine:
     # -- lifecycle --------------------------------------------------------
     async def start(self) -> None:
         self.store = await open_store(self.settings.storage_target, claim_seconds=self.settings.sdk.claim_seconds)
+        limits = self.settings.provider.capacity
+        self.capacity = CapacityMemory(
+            self.store.db,
+            cooldown=limits.cooldown_seconds,
+            max_cooldown=limits.max_cooldown_seconds,
+            probe=limits.probe_seconds,
+        )
         await self._start_auth()
         if self.background:
             self.spawn(self._reconcile_loop())
@@ -256,22 +268,26 @@ class Engine:
 
     # -- providers --------------------------------------------------------
     async def provider(self, name: str | None = None) -> ProviderDriver:
-        """The provider driver by name (default: the configured one), started on first use."""
+        """The provider instance by name (default: the configured default), started on first use.
+
+        A name in `provider.instances` is that instance (its driver `type`, its own settings); any other name
+        is the implicit instance of the driver of that name (`provider.<name>`, `provider.region`)."""
         asked = name
-        name = name or self.settings.provider.type
+        name = name or self.settings.provider.default_instance()
         if name in self.providers:
             return self.providers[name]
+        instance = self.settings.provider.instances.get(name)
         try:
-            cls = load_provider_class(name)
+            cls = load_provider_class(str(instance["type"]) if instance else name)
         except HandlerDiscoveryError as exc:
             if asked is None:  # the configured provider is missing: the server is misconfigured
                 raise
             raise NotFoundError("provider", asked, exc.message) from None
-        config = {
-            "region": self.settings.provider.region,
-            "profile": self.settings.provider.profile,
-            **self.settings.group(f"provider.{name}"),
-        }
+        inherited = {"region": self.settings.provider.region, "profile": self.settings.provider.profile}
+        if instance is not None:
+            config = inherited | {k: v for k, v in instance.items() if k != "type"}
+        else:
+            config = inherited | self.settings.group(f"provider.{name}")
         driver: ProviderDriver = cls(name=name, config=config, settings=self.settings)
         bind = getattr(driver, "bind_store", None)
         if bind is not None:
@@ -282,8 +298,10 @@ class Engine:
         self.providers[name] = driver
         return driver
 
-    async def provider_for(self, template: Template) -> ProviderDriver:
-        driver = await self.provider()
+    async def provider_for(self, template: Template, name: str | None = None) -> ProviderDriver:
+        """The provider instance that launches `template` (or its candidate on `name`), serving its API."""
+        name = name or template.provider or (template.offerings[0].provider if template.offerings else None)
+        driver = await self.provider(name)
         if template.provider_api not in driver.apis:
             raise ValidationError(
                 f"Template '{template.template_id}' uses provider_api '{template.provider_api}', which the "
@@ -355,6 +373,15 @@ class Engine:
         `method` (one it may not read is as good as missing to it, so it is neither changed nor named)."""
         readable = await self.visible(principal, object_type, items, attrs)
         return await self.authz.filter_allowed(principal, object_type, readable, attrs, method)
+
+
+class _Closed:
+    """The database of an engine that is not started: every use refuses."""
+
+    dialect = "none"
+
+    def __getattr__(self, name: str) -> Any:
+        raise HandlerDiscoveryError("The engine is not started.")
 
 
 class _NotStarted:
