@@ -66,6 +66,7 @@ from .throttle import SignInThrottle
 
 if TYPE_CHECKING:
     from ..engine import Engine
+    from ..policy.decision_point import PolicyModel
     from .oauth import ExternalVerifier
     from .tokens import TokenService
 
@@ -80,6 +81,8 @@ POLICY_CATEGORIES = frozenset({"roles", "userRoles", "constraints"})
 """Operation categories whose commands write the policy (the lock-out guard watches them)."""
 
 
+_POLICY_WORKERS = 2
+"""What-ifs, dry runs and policy test runs computed at once per service; more wait."""
 _ROUTE_CACHE = 65_536
 """Tier-1 answers kept per version (cleared when full)."""
 
@@ -145,6 +148,10 @@ class AuthService:
         self._lock = asyncio.Lock()
         self.compiles = 0
         """How many times the policy was compiled (observability, tests)."""
+        self.decision_model: tuple[int, PolicyModel] | None = None
+        """The decision point's model of the last policy version it answered on (`handlers/policy_checks.py`)."""
+        self.policy_workers = asyncio.Semaphore(_POLICY_WORKERS)
+        """Bounds the what-ifs, dry runs and policy test runs computed at once (each in a worker thread)."""
         self.watch = PolicyWatch()
         store.on_bump.append(self.watch.bumped_here)
         self.guard = LockoutGuard(store, config, rules=self.rules)

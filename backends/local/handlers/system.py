@@ -25,23 +25,23 @@ from pluginsdk.operations import (
 )
 from pluginsdk.words import counted
 
+from ..deps import Deps
 from ..providers import load_provider_class, provider_names
 from ..registry import HandlerTable
 
 if TYPE_CHECKING:
     from ..call import Call
-    from ..engine import Engine
 
-handlers = HandlerTable()
+handlers = HandlerTable(Deps)
 
 
 @handlers.on(GetConfigurationQuery)
-async def get_configuration(engine: Engine, op: GetConfigurationQuery, call: Call) -> ConfigurationView:
-    config = engine.settings.redacted()
-    sources = dict(engine.settings.sources)
+async def get_configuration(deps: Deps, op: GetConfigurationQuery, call: Call) -> ConfigurationView:
+    config = deps.settings.redacted()
+    sources = dict(deps.settings.sources)
     storage = config.get("storage", {})
     if storage.get("type") == "sqlite" and not storage.get("path"):  # the file the store really opens
-        storage["path"] = mask_credentials(engine.settings.storage_target)
+        storage["path"] = mask_credentials(deps.settings.storage_target)
         sources.setdefault("storage.path", "default (user data directory)")
     if op.group is not None:
         if op.group not in config:
@@ -55,9 +55,9 @@ async def get_configuration(engine: Engine, op: GetConfigurationQuery, call: Cal
 
 
 @handlers.on(GetProviderHealthQuery)
-async def get_provider_health(engine: Engine, op: GetProviderHealthQuery, call: Call) -> ProviderHealth:
-    name = op.provider_name or engine.settings.provider.type
-    driver = await engine.provider(op.provider_name)
+async def get_provider_health(deps: Deps, op: GetProviderHealthQuery, call: Call) -> ProviderHealth:
+    name = op.provider_name or deps.settings.provider.type
+    driver = await deps.providers.get(op.provider_name)
     started = time.perf_counter()
     details = await driver.health()
     healthy = bool(details.pop("healthy", False))
@@ -76,8 +76,8 @@ async def get_provider_health(engine: Engine, op: GetProviderHealthQuery, call: 
 
 
 @handlers.on(ListProvidersQuery)
-async def list_providers(engine: Engine, op: ListProvidersQuery, call: Call) -> ProviderList:
-    active = engine.settings.provider.type
+async def list_providers(deps: Deps, op: ListProvidersQuery, call: Call) -> ProviderList:
+    active = deps.settings.provider.type
     infos = []
     for name in provider_names():
         try:
@@ -89,15 +89,15 @@ async def list_providers(engine: Engine, op: ListProvidersQuery, call: Call) -> 
 
 
 @handlers.on(GetSystemStatusQuery)
-async def get_system_status(engine: Engine, op: GetSystemStatusQuery, call: Call) -> SystemStatus:
-    by_status = await engine.db.count_requests_by("status")
-    active = sum((await engine.db.count_active_machines()).values())
+async def get_system_status(deps: Deps, op: GetSystemStatusQuery, call: Call) -> SystemStatus:
+    by_status = await deps.store.count_requests_by("status")
+    active = sum((await deps.store.count_active_machines()).values())
     return SystemStatus(
         version=VERSION,
         backend="local",
-        provider=engine.settings.provider.type,
-        storage=engine.db.dialect,
-        scheduler=engine.settings.scheduler.type,
+        provider=deps.settings.provider.type,
+        storage=deps.store.dialect,
+        scheduler=deps.settings.scheduler.type,
         requests_by_status=by_status,
         active_machines=active,
         message="ok",
@@ -105,10 +105,10 @@ async def get_system_status(engine: Engine, op: GetSystemStatusQuery, call: Call
 
 
 @handlers.on(GetMetricsQuery)
-async def get_metrics(engine: Engine, op: GetMetricsQuery, call: Call) -> Metrics:
-    counters: dict[str, float] = {"uptime_seconds": round(time.time() - engine.started_at, 3)}
-    for name, stats in sorted(engine.metrics.items()):
+async def get_metrics(deps: Deps, op: GetMetricsQuery, call: Call) -> Metrics:
+    counters: dict[str, float] = {"uptime_seconds": round(time.time() - deps.started_at, 3)}
+    for name, stats in sorted(deps.metrics.items()):
         counters[f"{name}.calls"] = stats["calls"]
         counters[f"{name}.errors"] = stats["errors"]
         counters[f"{name}.seconds"] = round(stats["seconds"], 6)
-    return Metrics(counters=counters, message=f"{counted(len(engine.metrics), 'operation')} seen")
+    return Metrics(counters=counters, message=f"{counted(len(deps.metrics), 'operation')} seen")

@@ -14,14 +14,14 @@ from pluginsdk.models import Template, TemplateList, TemplateResult, TemplateVal
 from pluginsdk.operations import GetTemplateQuery, ListTemplatesQuery, ValidateTemplateQuery
 from pluginsdk.words import counted
 
+from ..deps import Deps
 from ..registry import HandlerTable
 from ..templates_files import template_from_mapping
 
 if TYPE_CHECKING:
     from ..call import Call
-    from ..engine import Engine
 
-handlers = HandlerTable()
+handlers = HandlerTable(Deps)
 
 PRICE_TYPES = ("ondemand", "spot", "heterogeneous")
 FLEET_APIS = ("EC2Fleet", "SpotFleet", "ASG")
@@ -32,7 +32,7 @@ def template_attrs(t: Template) -> dict[str, Any]:
     return {"templateId": t.template_id, "providerApi": t.provider_api}
 
 
-def check_template(engine: Engine, data: dict[str, Any]) -> tuple[Template | None, list[str], list[str]]:
+def check_template(deps: Deps, data: dict[str, Any]) -> tuple[Template | None, list[str], list[str]]:
     """Validate a raw configuration: (template or None, errors, warnings). Required fields, then the model,
     then the rules the model cannot say."""
     known = set(Template.model_fields) | {Template.model_fields[f].alias or f for f in Template.model_fields}
@@ -45,8 +45,8 @@ def check_template(engine: Engine, data: dict[str, Any]) -> tuple[Template | Non
         template = template_from_mapping(data)
     except pydantic.ValidationError as exc:
         return None, [f"'{'.'.join(map(str, e['loc']))}': {e['msg']}." for e in exc.errors(include_url=False)], warnings
-    errors = _rule_errors(engine, template)
-    warnings += _rule_warnings(engine, template)
+    errors = _rule_errors(deps, template)
+    warnings += _rule_warnings(deps, template)
     return (template if not errors else None), errors, warnings
 
 
@@ -59,12 +59,12 @@ def _missing(data: dict[str, Any]) -> list[str]:
     return errors
 
 
-def _rule_errors(engine: Engine, template: Template) -> list[str]:
+def _rule_errors(deps: Deps, template: Template) -> list[str]:
     errors: list[str] = []
-    driver_apis = _apis(engine)
+    driver_apis = _apis(deps)
     if driver_apis and template.provider_api not in driver_apis:
         errors.append(
-            f"provider_api '{template.provider_api}' is not served by the '{engine.settings.provider.type}' provider "
+            f"provider_api '{template.provider_api}' is not served by the '{deps.settings.provider.type}' provider "
             f"(serves: {', '.join(driver_apis)})."
         )
     if template.max_number is not None and template.max_number < 1:
@@ -78,12 +78,12 @@ def _rule_errors(engine: Engine, template: Template) -> list[str]:
     return errors
 
 
-def _rule_warnings(engine: Engine, template: Template) -> list[str]:
+def _rule_warnings(deps: Deps, template: Template) -> list[str]:
     warnings: list[str] = []
-    if template.max_number and template.max_number > engine.settings.provider.max_machines_per_request:
+    if template.max_number and template.max_number > deps.settings.provider.max_machines_per_request:
         warnings.append(
             f"max_number {template.max_number} exceeds the global limit "
-            f"{engine.settings.provider.max_machines_per_request}; the lower one applies."
+            f"{deps.settings.provider.max_machines_per_request}; the lower one applies."
         )
     if not template.instance_type and not template.instance_types:
         warnings.append("No instance_type given; the provider's default applies.")
@@ -94,14 +94,14 @@ def _rule_warnings(engine: Engine, template: Template) -> list[str]:
     return warnings
 
 
-def _apis(engine: Engine) -> tuple[str, ...]:
-    driver = engine.providers.get(engine.settings.provider.type)
+def _apis(deps: Deps) -> tuple[str, ...]:
+    driver = deps.providers.started(deps.settings.provider.type)
     if driver is not None:
         return driver.apis
     from ..providers import load_provider_class
 
     try:
-        return tuple(load_provider_class(engine.settings.provider.type).apis)
+        return tuple(load_provider_class(deps.settings.provider.type).apis)
     except Exception:
         return ()
 
@@ -115,22 +115,22 @@ def invalid_template(template_id: str | None, errors: list[str]) -> InvalidTempl
 
 
 @handlers.on(ListTemplatesQuery)
-async def list_templates(engine: Engine, op: ListTemplatesQuery, call: Call) -> TemplateList:
+async def list_templates(deps: Deps, op: ListTemplatesQuery, call: Call) -> TemplateList:
     principal = call.principal
-    templates = await engine.all_templates(op.provider_api, force_refresh=op.force_refresh)
+    templates = await deps.templates.all(op.provider_api, force_refresh=op.force_refresh)
     if op.active_only:
         templates = [t for t in templates if t.configuration.get("active", True) is not False]
     if op.provider_name:
-        driver = await engine.provider(op.provider_name)
+        driver = await deps.providers.get(op.provider_name)
         templates = [t for t in templates if t.provider_api in driver.apis]
-    templates = await engine.visible(principal, "template", templates, template_attrs)
+    templates = await deps.access.visible(principal, "template", templates, template_attrs)
     page = templates[op.offset : op.offset + op.limit]
     return TemplateList(templates=page, total_count=len(templates), message=counted(len(templates), "template"))
 
 
 @handlers.on(GetTemplateQuery)
-async def get_template(engine: Engine, op: GetTemplateQuery, call: Call) -> TemplateResult:
-    t = call.stored or await engine.template(op.template_id)
+async def get_template(deps: Deps, op: GetTemplateQuery, call: Call) -> TemplateResult:
+    t = call.stored or await deps.templates.get(op.template_id)
     if t is None:
         raise NotFoundError("template", op.template_id, f"Template '{op.template_id}' not found.")
     if not op.include_config:
@@ -139,14 +139,14 @@ async def get_template(engine: Engine, op: GetTemplateQuery, call: Call) -> Temp
 
 
 @handlers.on(ValidateTemplateQuery)
-async def validate_template(engine: Engine, op: ValidateTemplateQuery, call: Call) -> TemplateValidation:
+async def validate_template(deps: Deps, op: ValidateTemplateQuery, call: Call) -> TemplateValidation:
     if op.template_config is None:
         if op.template_id is None:
             raise ValidationError(
                 "Give template_config or template_id to validate.",
                 details={"field": "template_config", "value": None, "expected": "an object"},
             )
-        stored = await engine.template(op.template_id)
+        stored = await deps.templates.get(op.template_id)
         if stored is None:
             raise NotFoundError("template", op.template_id)
         config: dict[str, Any] = stored.model_dump(exclude={"source", "created_at", "updated_at"})
@@ -154,7 +154,7 @@ async def validate_template(engine: Engine, op: ValidateTemplateQuery, call: Cal
         config = dict(op.template_config)
         if op.template_id and not (config.get("template_id") or config.get("templateId")):
             config["template_id"] = op.template_id
-    _, errors, warnings = check_template(engine, config)
+    _, errors, warnings = check_template(deps, config)
     tid = config.get("template_id") or config.get("templateId") or op.template_id
     return TemplateValidation(
         valid=not errors,
