@@ -71,11 +71,11 @@ def _reaches_into_the_engine(node: ast.AST) -> str | None:
     by hand."""
     if isinstance(node, ast.ImportFrom) and (node.module or "").rsplit(".", 1)[-1] == "engine":
         return f"imports {node.module}"
-    if isinstance(node, ast.Name) and (node.id in {"engine", "Engine"}):
+    if isinstance(node, ast.Name) and node.id in {"engine", "Engine"}:
         return node.id
-    if isinstance(node, ast.Attribute):
-        if node.attr in _ENGINE_PARTS or (node.attr.startswith("_") and not node.attr.startswith("__")):
-            return f".{node.attr}"
+    private = isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+    if isinstance(node, ast.Attribute) and (node.attr in _ENGINE_PARTS or private):
+        return f".{node.attr}"
     if isinstance(node, ast.Call) and _named(node.func) in {"cast", "AuthStore"}:
         shown = ast.unparse(node.args[0]) if node.args else ""
         if _named(node.func) == "AuthStore" or "Auth" in shown or "Authorizer" in shown:
