@@ -5,7 +5,8 @@ operation names — see `auth/objects.py`), dispatches to the handler its
 registry (`registry.py`) finds for the operation class, turns unexpected
 failures into MethodExecutionError, and counts calls for metrics. Handlers
 live in `handlers/` and `auth/handlers/`, one module per operation group;
-they do not import the engine.
+they do not import the engine: each receives what its table names, the
+`Deps` built at start (`deps.py`) or the auth service.
 
 Authorization fails closed: the auth service always runs, and a broken or
 missing auth package stops the engine from starting. Only the explicit
