@@ -12,7 +12,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pluginsdk.config import Settings
-from pluginsdk.models.plans import AccessPlan
 from pluginsdk.principal import Principal
 
 from .provider_pool import ProviderPool
@@ -20,6 +19,8 @@ from .store import Store
 from .template_catalog import TemplateCatalog
 
 if TYPE_CHECKING:
+    from pluginsdk.models.plans import AccessPlan
+
     from .engine import Authorizer
 
 __all__ = ["Access", "Deps"]

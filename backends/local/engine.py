@@ -31,7 +31,6 @@ from pluginsdk.errors import (
     SDKError,
 )
 from pluginsdk.models import Template
-from pluginsdk.models.plans import AccessPlan
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
@@ -45,6 +44,8 @@ from .template_catalog import TemplateCatalog
 from .templates_files import TemplateFiles
 
 if TYPE_CHECKING:
+    from pluginsdk.models.plans import AccessPlan
+
     from .auth.service import AuthService
 
 __all__ = ["AllowAll", "Authorizer", "Engine"]
@@ -136,6 +137,8 @@ class AllowAll:
         return items
 
     async def plan(self, principal: Principal, object_type: str, method: str) -> AccessPlan:
+        from pluginsdk.models.plans import AccessPlan  # only listings filtered by a plan need it
+
         return AccessPlan(object_type=object_type, method=method, kind="always", revision=0)
 
 

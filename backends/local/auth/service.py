@@ -46,13 +46,11 @@ from pluginsdk import observe
 from pluginsdk.constants import API_KEY_PREFIX
 from pluginsdk.errors import AuthenticationError, PermissionDeniedError, ValidationError
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
-from pluginsdk.models.plans import AccessPlan
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
 from ..call import Call
 from ..policy import CompiledPolicy, compile_policy
-from ..policy.plans import plan_access
 from ..store.db import Row
 from .config import AuthConfig
 from .crypto import PageTokens, Passwords, SecretBox, now, parse_ts, sha256_hex
@@ -65,6 +63,8 @@ from .store import AuthStore
 from .throttle import SignInThrottle
 
 if TYPE_CHECKING:
+    from pluginsdk.models.plans import AccessPlan
+
     from ..engine import Engine
     from ..policy.decision_point import PolicyModel
     from .oauth import ExternalVerifier
@@ -450,6 +450,8 @@ class AuthService:
         what a listing filters by in the store (`filter_allowed` gives the same answers object by object)."""
         snap = await self.snapshot()
         p = await self.with_roles(principal, snap)
+        from ..policy.plans import plan_access  # a listing's plan: not imported by a call that lists nothing
+
         return plan_access(snap.policy, p, object_type, method, snap.version)
 
     # -- helpers for handlers ----------------------------------------------------------

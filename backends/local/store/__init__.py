@@ -16,7 +16,6 @@ from pluginsdk import models
 from pluginsdk.errors import AlreadyExistsError
 from pluginsdk.models.statuses import MachineStatus
 
-from .access import plan_where
 from .claims import Claims
 from .db import Database, open_database
 from .schema import migrate
@@ -179,6 +178,8 @@ class Store:
         """Requests newest first, and the total that matched before limit/offset: only those `access` (the
         caller's query plan) allows, when given."""
         where, params = self._request_filter(statuses, template_id, request_type, provider_name, created_before)
+        from .access import plan_where  # the query plan's SQL: imported by listings only
+
         allowed, plan_params = plan_where(access, "request", self.db.dialect)
         if allowed is not None:
             where = f"{where} AND ({allowed})" if where else f" WHERE {allowed}"
@@ -385,6 +386,8 @@ class Store:
         if updated_before is not None:
             conds.append("updated_at < :before")
             params["before"] = _ts(updated_before)
+        from .access import plan_where
+
         allowed, plan_params = plan_where(access, "machine", self.db.dialect)
         if allowed is not None:
             conds.append(f"({allowed})")
