@@ -1,31 +1,164 @@
-"""What the provisioning handlers and the reconciler use of the engine, as one typed object.
+"""What the provisioning handlers and the reconciler use of the engine, as one typed object, and its parts.
 
 The engine builds one `Deps` when it starts and hands it to each handler of `handlers/` (and to the
-reconciler): the store, the template catalog, the provider drivers, the tier-2 filters of listings and the
-engine's call counters. A handler sees these and nothing else of the engine. The auth handlers receive the
-auth service instead (`auth/service.py`); each handler module's table says which (`registry.py`).
+reconciler): the settings, the store, the `TemplateCatalog` (stored and file templates), the `ProviderPool`
+(started drivers), `Access` (the tier-2 filters of listings) and the engine's call counters. A handler sees
+these and nothing else of the engine. The auth handlers receive the auth service instead
+(`auth/service.py`); each handler module's table says which (`registry.py`). One module for the parts: a
+CLI call imports it whatever it runs.
 """
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pluginsdk import observe
 from pluginsdk.config import Settings
+from pluginsdk.errors import HandlerDiscoveryError, NotFoundError, ValidationError
+from pluginsdk.models import Template
 from pluginsdk.principal import Principal
 
-from .provider_pool import ProviderPool
+from .providers import load_provider_class
+from .providers.base import ProviderDriver
 from .store import Store
-from .template_catalog import TemplateCatalog
+from .templates_files import TemplateFiles
 
 if TYPE_CHECKING:
     from pluginsdk.models.plans import AccessPlan
 
     from .engine import Authorizer
 
-__all__ = ["Access", "Deps"]
+__all__ = ["Access", "Deps", "ProviderPool", "TemplateCatalog"]
 
 T = TypeVar("T")
+
+
+class TemplateCatalog:
+    """Stored templates and templates from files; a stored one wins on the same id."""
+
+    __slots__ = ("_parsed", "files", "store")
+
+    def __init__(self, store: Store, files: TemplateFiles) -> None:
+        self.store = store
+        self.files = files
+        self._parsed: tuple[str | None, list[Template]] | None = None
+
+    async def all(self, provider_api: str | None = None, *, force_refresh: bool = False) -> list[Template]:
+        """Every template (of `provider_api` when given), sorted by id.
+
+        Parsed stored templates are kept until the store's template version changes (one point read per call),
+        so listing 1,000 templates does not re-parse 1,000 JSON documents.
+        """
+        version = await self.store.templates_version()
+        if self._parsed is None or self._parsed[0] != version:
+            self._parsed = (version, await self.store.list_templates())
+        stored = {t.template_id: t for t in self._parsed[1]}
+        for t in self.files.load(force=force_refresh).values():
+            stored.setdefault(t.template_id, t)
+        found = sorted(stored.values(), key=lambda t: t.template_id)
+        return found if provider_api is None else [t for t in found if t.provider_api == provider_api]
+
+    async def get(self, template_id: str) -> Template | None:
+        """One template by id, stored or from a file; None when there is none."""
+        return await self.store.get_template(template_id) or self.files.load().get(template_id)
+
+
+class ProviderPool:
+    """Provider drivers by name; the configured one is the default."""
+
+    __slots__ = ("_drivers", "settings", "store")
+
+    def __init__(self, settings: Settings, store: Store) -> None:
+        self.settings = settings
+        self.store = store
+        self._drivers: dict[str, ProviderDriver] = {}
+
+    @property
+    def default_name(self) -> str:
+        """The configured provider's name (`provider.type`)."""
+        return self.settings.provider.type
+
+    def started(self, name: str) -> ProviderDriver | None:
+        """The driver of `name` if it is started already (nothing is started here)."""
+        return self._drivers.get(name)
+
+    async def get(self, name: str | None = None) -> ProviderDriver:
+        """The driver by name (default: the configured one), started on first use."""
+        asked = name
+        name = name or self.settings.provider.type
+        known = self._drivers.get(name)
+        if known is not None:
+            return known
+        try:
+            cls = load_provider_class(name)
+        except HandlerDiscoveryError as exc:
+            if asked is None:  # the configured provider is missing: the server is misconfigured
+                raise
+            raise NotFoundError("provider", asked, exc.message) from None
+        config = {
+            "region": self.settings.provider.region,
+            "profile": self.settings.provider.profile,
+            **self.settings.group(f"provider.{name}"),
+        }
+        driver: ProviderDriver = cls(name=name, config=config, settings=self.settings)
+        bind = getattr(driver, "bind_store", None)
+        if bind is not None:
+            bind(self.store)
+        await driver.start()
+        if observe.provider_call is not None:
+            _measure_provider(driver)
+        self._drivers[name] = driver
+        return driver
+
+    async def for_template(self, template: Template) -> ProviderDriver:
+        """The configured driver, refused (400) when it does not serve the template's `provider_api`."""
+        driver = await self.get()
+        if template.provider_api not in driver.apis:
+            raise ValidationError(
+                f"Template '{template.template_id}' uses provider_api '{template.provider_api}', which the "
+                f"'{driver.name}' provider does not serve (it serves: {', '.join(driver.apis)}).",
+                details={"field": "provider_api", "value": template.provider_api, "expected": list(driver.apis)},
+            )
+        return driver
+
+    async def aclose(self) -> None:
+        """Close every started driver (one that fails to close does not keep the others open)."""
+        for driver in self._drivers.values():
+            with contextlib.suppress(Exception):
+                await driver.aclose()
+        self._drivers.clear()
+
+
+def _measure_provider(driver: ProviderDriver) -> None:
+    """Wrap the driver's calls so /metrics times them and counts their errors (server only)."""
+    from functools import wraps
+
+    for op in observe.PROVIDER_OPERATIONS:
+        call = getattr(driver, op, None)
+        if call is None:
+            continue
+
+        def wrap(call: Any, op: str) -> Any:
+            @wraps(call)
+            async def measured(*args: Any, **kwargs: Any) -> Any:
+                started = time.perf_counter()
+                outcome: str | None = None
+                try:
+                    return await call(*args, **kwargs)
+                except Exception:
+                    outcome = "error"  # throttled attempts are the driver's to report (observe.provider_throttle)
+                    raise
+                finally:
+                    hook = observe.provider_call
+                    if hook is not None:
+                        hook(driver.name, op, time.perf_counter() - started, outcome)
+
+            return measured
+
+        setattr(driver, op, wrap(call, op))
 
 
 class Access:

@@ -35,12 +35,10 @@ from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
 from .call import Call
-from .deps import Access, Deps
-from .provider_pool import ProviderPool
+from .deps import Access, Deps, ProviderPool, TemplateCatalog
 from .providers.base import ProviderDriver
 from .registry import HandlerRegistry
 from .store import Store, open_store
-from .template_catalog import TemplateCatalog
 from .templates_files import TemplateFiles
 
 if TYPE_CHECKING:
