@@ -2,7 +2,7 @@
 
 from typing import Any, Literal, overload
 
-from pluginsdk.models import AccessGranted, AccessPlan, AccessQuestion, ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuditPage, AuthorizationDecision, CleanupResult, ConfigurationView, Constraint, ConstraintImported, ConstraintList, ConstraintWritten, CriterionInput, Explanation, FilteredObjects, GroupPermissionInput, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, PermissionObjects, PolicyTest, PolicyTestReport, ProviderHealth, ProviderList, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SecureConfig, SessionTokens, SubjectDecision, SubjectDecisions, SubjectRoutes, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserPermissionInput, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed, WhatIfReport, WhoCan
+from pluginsdk.models import AccessGranted, AccessPlan, AccessQuestion, ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuditPage, AuthorizationDecision, CleanupResult, ConfigurationView, Constraint, ConstraintImported, ConstraintList, ConstraintWritten, CriterionInput, Explanation, FederatedSignIn, FilteredObjects, GroupPermissionInput, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, PermissionObjects, PolicyTest, PolicyTestReport, ProviderHealth, ProviderList, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SamlMetadata, SecureConfig, SessionTokens, SignInOptions, SubjectDecision, SubjectDecisions, SubjectRoutes, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserPermissionInput, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed, WhatIfReport, WhoCan
 
 class SDKMethods:
     async def authorize_web_routes(self, routes: list[WebRoute]) -> WebRoutesAllowed:
@@ -68,6 +68,8 @@ class SDKMethods:
         """Why a subject may or may not use `method` on an object: the constraints that allowed or denied it."""
     async def filter_allowed(self, object_type: str, objects: list[dict[str, Any]] = ..., method: str = ...) -> FilteredObjects:
         """The objects (attribute dicts) the caller may use `method` on, in input order."""
+    async def finish_federated_sign_in(self, state: str, code: str | None = ..., saml_response: str | None = ...) -> SessionTokens:
+        """Complete a sign-in with the provider's answer; returns the session's tokens."""
     async def get_active_machine_count(self, template_id: str | None = ..., provider_name: str | None = ..., *, provider: str | None = ...) -> ActiveMachineCount:
         """How many machines exist at the provider now, in total and per template."""
     async def get_amplify_config(self) -> AmplifyConfig:
@@ -110,8 +112,12 @@ class SDKMethods:
         """Status of one or more requests; one unknown id raises NotFoundError, unknown ids of a batch are reported."""
     async def get_request_summary(self, template_id: str | None = ...) -> RequestSummary:
         """Counts of requests by status and type, and of machines by status."""
+    async def get_saml_metadata(self) -> SamlMetadata:
+        """This server's SAML service-provider metadata (entity id, assertion consumer URL)."""
     async def get_secure_config(self) -> SecureConfig:
         """Runtime configuration for signed-in clients (feature flags, service URLs)."""
+    async def get_sign_in_options(self) -> SignInOptions:
+        """The identity provider users may sign in through (OIDC or SAML), if any."""
     async def get_system_status(self) -> SystemStatus:
         """Version, backend, provider, store and request counts at a glance."""
     async def get_template(self, template_id: str, provider_name: str | None = ..., include_config: bool = ..., *, provider: str | None = ...) -> TemplateResult:
@@ -176,6 +182,8 @@ class SDKMethods:
         """Run a policy test suite (expected allow/deny decisions) against the current policy or a candidate."""
     async def setup_mfa(self, code: str | None = ...) -> MfaSetup:
         """Start TOTP set-up for the caller's signed-in session: returns a secret for an authenticator app."""
+    async def start_federated_sign_in(self, redirect_uri: str = ...) -> FederatedSignIn:
+        """Begin a sign-in at the identity provider: the URL to send the browser to."""
     async def sync_request(self, request_id: str) -> Request:
         """Refresh a request and its machines from the provider now."""
     async def update_api_key(self, api_key_id: str, description: str | None = ..., expires_at: str | None = ..., is_active: str | None = ...) -> ApiKeyResult:

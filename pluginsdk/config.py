@@ -35,8 +35,10 @@ __all__ = [
     "AuthProviderSettings",
     "AuthorizerOptionsSettings",
     "ExternalIdpSettings",
+    "FederationSettings",
     "ManagedPoolSettings",
     "PasswordHashingSettings",
+    "SamlSettings",
     "Settings",
     "SettingsGroup",
     "SignInLimitsSettings",
@@ -297,6 +299,13 @@ class SdkSettings(_Group):
 class McpSettings(_Group):
     profile: str | None = None
     """Tool profile(s) `pluginsdk mcp serve` lists: provisioning (default), auth or all; comma-separated."""
+    http: bool = True
+    """`pluginsdk server start` also serves the MCP tools at /mcp (Streamable HTTP) and the OAuth endpoints."""
+    public_url: str | None = Field(None, pattern=r"^https?://[^/?#\s]+(/[^?#\s]*)?$")
+    """The server's base URL as clients reach it (`https://tools.example.org`): the OAuth issuer, and with
+    `/mcp` the resource tokens are bound to. Default: the address the server answers on."""
+    token_seconds: int = Field(900, ge=30, le=86400)
+    """Lifetime of an access token this server issues for /mcp (never past the sign-in's own)."""
 
 
 def _flag(value: Any) -> Any:
@@ -432,7 +441,7 @@ class ExternalIdpSettings(_AppGroup):
     authorizationEndpoint: str = ""
     discoveryEndpoint: str = ""
     jwksUrl: str = ""
-    """The IdP's key set (required): `https://`, plain `http://` only on loopback."""
+    """The IdP's key set: `https://`, plain `http://` only on loopback (default: the discovery document's)."""
     issuer: str = ""
     """Checked on every token (required)."""
     audience: str = ""
@@ -448,24 +457,87 @@ class ExternalIdpSettings(_AppGroup):
     jwksMinRefreshSeconds: Number = Field(60.0, ge=0)
     """An unknown `kid` fetches the key set again at most this often."""
     httpTimeout: Number = Field(5.0, ge=0.1)
+    clockSkewSeconds: Number = Field(60.0, ge=0, le=600)
+    """Leeway on the `exp`, `iat` and `nbf` of the IdP's tokens (clocks of two machines never agree)."""
+    clientSecret: Annotated[OptionalText, SECRET] = None
+    """The secret of `clientId` for OIDC sign-in (`useManaged.useOidc`); unset: a public client (PKCE only)."""
+    displayName: str = ""
+    """The sign-in button's "Sign in with <displayName>" (default: the issuer's host name)."""
 
     @pydantic.model_validator(mode="after")
     def _verifiable(self) -> ExternalIdpSettings:
         """Enabled: with what verifying its tokens needs, asymmetric algorithms only."""
         if not self.enabled:
             return self
-        for key, value in (("jwksUrl", self.jwksUrl), ("issuer", self.issuer)):
-            if not value:
-                raise _wrong(key, value, "a value (needed to verify the IdP's tokens)")
+        return self.checked()
+
+    def checked(self) -> ExternalIdpSettings:
+        """What verifying the IdP's tokens needs is here (also for OIDC sign-in, enabled or not)."""
+        if not self.issuer:
+            raise _wrong("issuer", "", "a value (needed to verify the IdP's tokens)")
+        if not (self.jwksUrl or self.discoveryEndpoint):
+            raise _wrong("jwksUrl", "", "a value, or discoveryEndpoint (needed to verify the IdP's tokens)")
         if not (self.audience or self.clientId):
             raise _wrong("clientId", "", "the client id the IdP's tokens are issued to")
-        url = urlparse(self.jwksUrl)
-        if not (url.hostname and (url.scheme == "https" or (url.scheme == "http" and url.hostname in _LOOPBACK))):
-            raise _wrong("jwksUrl", self.jwksUrl, "an https:// URL (http:// only on loopback)")
+        for key in ("jwksUrl", "discoveryEndpoint", "authorizationEndpoint", "tokenEndpoint"):
+            value = getattr(self, key)
+            if value and not _web_url(value):
+                raise _wrong(key, value, "an https:// URL (http:// only on loopback)")
         bad = [a for a in self.algorithms if a.startswith(("HS", "none"))]
         if bad:
             raise _wrong("algorithms", ",".join(bad), "asymmetric algorithms only (RS256, ES256, EdDSA, ...)")
         return self
+
+    @property
+    def name(self) -> str:
+        """What the sign-in button calls the IdP."""
+        return self.displayName or urlparse(self.issuer).hostname or self.issuer
+
+
+def _web_url(value: str) -> bool:
+    """An https:// URL, or http:// on loopback."""
+    url = urlparse(value)
+    return bool(url.hostname and (url.scheme == "https" or (url.scheme == "http" and url.hostname in _LOOPBACK)))
+
+
+class SamlSettings(_AppGroup):
+    """`app.authProvider.federation.saml`: this server as a SAML 2.0 service provider (`useManaged.useSaml`)."""
+
+    idpMetadataFile: str = ""
+    """The identity provider's SAML metadata (an XML file): its entity id, sign-in URL and signing certificate."""
+    spBaseUrl: str = ""
+    """This server's public URL: the assertion consumer service is `<spBaseUrl>/ui/sso/saml/acs`, the metadata
+    `<spBaseUrl>/ui/sso/saml/metadata`."""
+    spEntityId: str = ""
+    """This service provider's entity id (default: the metadata URL)."""
+    userIdAttribute: str = ""
+    """The attribute holding the user id (default: the assertion's NameID)."""
+    emailAttribute: str = "email"
+    displayName: str = ""
+    """The sign-in button's "Sign in with <displayName>" (default: "SAML")."""
+
+    @property
+    def name(self) -> str:
+        return self.displayName or "SAML"
+
+    @property
+    def entity_id(self) -> str:
+        return self.spEntityId or f"{self.spBaseUrl.rstrip('/')}/ui/sso/saml/metadata"
+
+
+class FederationSettings(_AppGroup):
+    """`app.authProvider.federation`: who a federated sign-in (OIDC or SAML) admits, and with which roles."""
+
+    rolesClaim: str = "groups"
+    """The ID token claim (OIDC) or assertion attribute (SAML) listing the user's groups."""
+    roleMapping: dict[str, Texts] = {}
+    """Group -> role names. At each sign-in the user's roles become those of their groups (empty mapping:
+    roles are left as administrators set them)."""
+    allowedEmailDomains: Texts = ()
+    """When set, only users whose verified e-mail address is in one of these domains may sign in."""
+    allowedIssuers: Texts = ()
+    """When set, only these issuers (OIDC `iss`, SAML IdP entity id) may sign users in."""
+    saml: SamlSettings = Field(default_factory=SamlSettings.model_construct)
 
 
 class AuthorizerOptionsSettings(_AppGroup):
@@ -521,11 +593,30 @@ class AuthProviderSettings(_AppGroup):
     secretsKey: Annotated[str | None, SECRET, BeforeValidator(_seal_key)] = None
     """The key that seals secrets in the store, given here instead of in a key file."""
     smtp: SmtpSettings = Field(default_factory=SmtpSettings.model_construct)
+    federation: FederationSettings = Field(default_factory=FederationSettings.model_construct)
 
     @pydantic.model_validator(mode="after")
     def _one_mode(self) -> AuthProviderSettings:
-        if self.useManaged.enabled and self.useExternalOAuthIdp.enabled:
-            raise _wrong("useExternalOAuthIdp.enabled", True, "useExternalOAuthIdp cannot be combined with useManaged")
+        managed = self.useManaged
+        if managed.enabled and self.useExternalOAuthIdp.enabled and not managed.useOidc:
+            raise _wrong(
+                "useExternalOAuthIdp.enabled",
+                True,
+                "useExternalOAuthIdp cannot be combined with useManaged, except as useManaged.useOidc's provider",
+            )
+        if managed.useOidc:
+            try:
+                self.useExternalOAuthIdp.checked()
+            except PydanticCustomError as err:
+                key = f"useExternalOAuthIdp.{(err.context or {}).get('key', '')}".rstrip(".")
+                raise _wrong(key, (err.context or {}).get("value"), f"{err.message()} for useManaged.useOidc") from None
+        saml = self.federation.saml
+        if managed.useSaml:
+            for key in ("idpMetadataFile", "spBaseUrl"):
+                if not getattr(saml, key):
+                    raise _wrong(f"federation.saml.{key}", "", "a value (needed by useManaged.useSaml)")
+            if not _web_url(saml.spBaseUrl):
+                raise _wrong("federation.saml.spBaseUrl", saml.spBaseUrl, "an https:// URL (http:// only on loopback)")
         return self
 
     @property

@@ -39,6 +39,7 @@ HANDLER_MODULES: Mapping[str, tuple[str, ...]] = {
     "auth_sessions": (f"{_AUTH}.sessions",),
     "bootstrap": (f"{_AUTH}.bootstrap",),
     "constraints": (f"{_AUTH}.constraints",),
+    "federation": (f"{_AUTH}.federation",),
     "grants": (f"{_AUTH}.grants",),
     "machines": (f"{_PROVISIONING}.machines",),
     "policy_checks": (f"{_AUTH}.policy_checks",),

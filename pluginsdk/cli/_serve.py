@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +43,9 @@ def start(ctx: Context, host: str | None, port: int | None, workers: int | None 
 
     url = f"http://{_url_host(settings.api.host)}:{settings.api.port}"
     click.echo(f"pluginsdk server listening on {url} (API docs: {url}/docs); Ctrl-C stops it.", err=True)
+    if settings.mcp.http and importlib.util.find_spec("mcp") is not None:
+        one = "" if (workers or settings.api.workers) <= 1 else " (sessions are per worker: serve it with one)"
+        click.echo(f"MCP tools for remote assistants at {url}/mcp{one}.", err=True)
     if fresh:
         click.echo(_first_key_hint(ctx, settings, url), err=True)
     serve(settings, settings.api.host, settings.api.port, workers)

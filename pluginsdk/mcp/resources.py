@@ -22,6 +22,7 @@ from .tools import to_json
 
 if TYPE_CHECKING:
     from ..sdk import PluginSDK
+    from ..waiting import Executor
 
 __all__ = ["COLLECTIONS", "Collection", "ResourceSet"]
 
@@ -51,9 +52,9 @@ COLLECTIONS = (
 
 
 class ResourceSet:
-    """The resources bound to one started SDK."""
+    """The resources, read on one started SDK or on the executor each read names."""
 
-    def __init__(self, sdk: PluginSDK) -> None:
+    def __init__(self, sdk: PluginSDK | None) -> None:
         self.sdk = sdk
         self.by_scheme = {c.scheme: c for c in COLLECTIONS}
 
@@ -80,18 +81,19 @@ class ResourceSet:
             if c.get_op and c.id_field
         ]
 
-    async def read(self, uri: str) -> types.ReadResourceResult:
+    async def read(self, uri: str, executor: Executor | None = None) -> types.ReadResourceResult:
         scheme, sep, rest = uri.partition("://")
         collection = self.by_scheme.get(scheme) if sep else None
         ident = unquote(rest.strip("/"))
         if collection is None or (ident and not collection.get_op):
             known = ", ".join(c.uri for c in COLLECTIONS)
             raise _error(NotFoundError("resource", uri, f"Unknown resource {uri!r}; resources: {known}."), uri)
+        runner: Any = executor if executor is not None else self.sdk
         try:
             if ident and collection.get_op and collection.id_field:
-                result = await self.sdk.call(collection.get_op, **{collection.id_field: ident})
+                result = await runner.execute(CATALOG[collection.get_op].build({collection.id_field: ident}))
             else:
-                result = await self.sdk.call(collection.list_op)
+                result = await runner.execute(CATALOG[collection.list_op].build({}))
         except SDKError as err:
             raise _error(err, uri) from None
         text = json.dumps(to_json(result), default=str)

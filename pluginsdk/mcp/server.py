@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import sys
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
@@ -24,8 +25,9 @@ from .tools import ToolSet
 
 if TYPE_CHECKING:
     from ..sdk import PluginSDK
+    from ..waiting import Executor
 
-__all__ = ["create_server", "serve_stdio"]
+__all__ = ["build_server", "create_server", "serve_stdio"]
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +41,10 @@ INSTRUCTIONS = (
 Ctx = ServerRequestContext[Any]
 
 
+ExecutorOf = Callable[[Ctx], "Executor | None"]
+"""What runs one request's operations: None for the server's own SDK, else the caller's executor."""
+
+
 def create_server(sdk: PluginSDK, profile: str | None = None) -> Server[Any]:
     """An MCP server whose tools and resources run on `sdk` (already started; the caller closes it).
 
@@ -46,14 +52,19 @@ def create_server(sdk: PluginSDK, profile: str | None = None) -> Server[Any]:
     `PLUGIN_MCP_PROFILE`, then `mcp.profile` of the SDK's configuration, then `provisioning`.
     """
     chosen = resolve_profile(profile, sdk.settings.mcp.profile)
-    tools = ToolSet(sdk, chosen)
-    resources = ResourceSet(sdk)
+    return build_server(ToolSet(sdk, chosen), ResourceSet(sdk), lambda ctx: None)
+
+
+def build_server(tools: ToolSet, resources: ResourceSet, executor_of: ExecutorOf) -> Server[Any]:
+    """The MCP server over `tools` and `resources`; every call and read runs on `executor_of(ctx)`
+    (the remote transport's: the request's caller, `pluginsdk.server.remote_mcp`)."""
 
     async def list_tools(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         return types.ListToolsResult(tools=tools.tools)
 
     async def call_tool(ctx: Ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
-        return await tools.call(params.name, params.arguments, progress=progress_notifier(ctx))
+        executor = executor_of(ctx)
+        return await tools.call(params.name, params.arguments, progress_notifier(ctx), executor)
 
     async def list_resources(ctx: Ctx, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
         return types.ListResourcesResult(resources=resources.resources())
@@ -64,14 +75,14 @@ def create_server(sdk: PluginSDK, profile: str | None = None) -> Server[Any]:
         return types.ListResourceTemplatesResult(resource_templates=resources.templates())
 
     async def read_resource(ctx: Ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        return await resources.read(str(params.uri))
+        return await resources.read(str(params.uri), executor_of(ctx))
 
     schemas = {tool.name: tool.input_schema for tool in tools.tools}
     return Server(
         "pluginsdk",
         version=VERSION,
         title="pluginsdk",
-        instructions=INSTRUCTIONS.format(profile=",".join(chosen), profiles=", ".join((*PROFILES, ALL))),
+        instructions=INSTRUCTIONS.format(profile=",".join(tools.profile), profiles=", ".join((*PROFILES, ALL))),
         get_tool_input_schema=schemas.get,
         on_list_tools=list_tools,
         on_call_tool=call_tool,

@@ -24,9 +24,16 @@ import mcp_types as types
 import pydantic
 from pydantic.alias_generators import to_camel, to_snake
 
-from ..errors import HandlerDiscoveryError, MethodExecutionError, SDKError, clean_details, is_secret_field
+from ..errors import (
+    HandlerDiscoveryError,
+    MethodExecutionError,
+    SDKError,
+    ValidationError,
+    clean_details,
+    is_secret_field,
+)
 from ..operations import CATALOG, OperationSpec
-from ..waiting import Report, reports_progress, request_and_wait
+from ..waiting import Executor, Report, reports_progress, request_and_wait
 from .arguments import ArgumentCheck
 from .profiles import ALL, profile_of, selects
 from .schemas import compact
@@ -188,9 +195,9 @@ def _text(data: Any) -> list[types.ContentBlock]:
 
 
 class ToolSet:
-    """The profile's tools bound to one started SDK; the tool list is built once."""
+    """The profile's tools, run on one started SDK or on the executor each call names; the list is built once."""
 
-    def __init__(self, sdk: PluginSDK, profile: tuple[str, ...] = (ALL,)) -> None:
+    def __init__(self, sdk: PluginSDK | None, profile: tuple[str, ...] = (ALL,)) -> None:
         self.sdk = sdk
         self.profile = profile
         self.specs = tool_specs(profile)
@@ -198,12 +205,20 @@ class ToolSet:
         self.checks = {tool.name: ArgumentCheck(tool.name, tool.input_schema) for tool in self.tools}
 
     async def call(
-        self, tool: str, arguments: Mapping[str, Any] | None, progress: Report | None = None
+        self,
+        tool: str,
+        arguments: Mapping[str, Any] | None,
+        progress: Report | None = None,
+        executor: Executor | None = None,
     ) -> types.CallToolResult:
-        """Run the tool's operation; every failure becomes an `isError` result carrying the error object.
+        """Run the tool's operation on `executor` (else the SDK); every failure becomes an `isError` result
+        carrying the error object.
 
-        With `progress`, a waiting `create_request` polls its status and reports every reading to it.
+        With `progress`, a waiting `create_request` polls its status and reports every reading to it. An
+        executor acting for a caller (`pluginsdk.mcp.caller.Caller`) refuses a caller whom the route behind
+        the tool denies before it answers about invalid arguments, as the REST server does.
         """
+        runner: Any = executor if executor is not None else self.sdk
         args = dict(arguments or {})
         spec = self.specs.get(tool)
         log.debug("tool %s %s", tool, mask_arguments(args, spec))
@@ -211,13 +226,17 @@ class ToolSet:
         try:
             if spec is None:
                 raise _unknown_tool(tool, self.profile)
-            self.checks[tool].check(args)
-            checked = True
-            op = _build(tool, spec, args)
+            try:
+                self.checks[tool].check(args)
+                checked = True
+                op = _build(tool, spec, args)
+            except ValidationError:
+                await _deny_first(runner, spec, renames(tool, spec), args)
+                raise
             if progress is not None and reports_progress(op):
-                result: Any = await request_and_wait(self.sdk, op, progress)
+                result: Any = await request_and_wait(runner, op, progress)
             else:
-                result = await self.sdk.execute(op)
+                result = await runner.execute(op)
         except SDKError as err:
             log.info("tool %s failed: %s (%s)", tool, err.message, err.code)
             return self._failure(_as_sent(err, tool, spec) if checked else err, tool, args, spec)
@@ -234,6 +253,13 @@ class ToolSet:
         have to match the tool's output schema (the TypeScript SDK client checks it even on errors)."""
         body = {"success": False, "error": error_object(err, tool=tool, arguments=args, spec=spec)}
         return types.CallToolResult(content=_text(body), is_error=True)
+
+
+async def _deny_first(runner: Any, spec: OperationSpec, shown: Mapping[str, str], args: Mapping[str, Any]) -> None:
+    """Tier 1 for a caller whose arguments are invalid (PermissionDeniedError), where the runner checks one."""
+    deny = getattr(runner, "deny_first", None)
+    if deny is not None:
+        await deny(spec, {field: args.get(shown.get(field, field)) for field in spec.input_fields})
 
 
 def _unknown_tool(tool: str, profile: tuple[str, ...]) -> HandlerDiscoveryError:

@@ -33,6 +33,7 @@ __all__ = [
     "ConstraintItems",
     "ConstraintList",
     "ConstraintWritten",
+    "FederatedSignIn",
     "FilteredObjects",
     "Jwks",
     "LabelValue",
@@ -48,8 +49,10 @@ __all__ = [
     "RoleItems",
     "RoleList",
     "RoleWritten",
+    "SamlMetadata",
     "SecureConfig",
     "SessionTokens",
+    "SignInOptions",
     "UserRoleAssignment",
     "UserRoleItems",
     "UserRoleList",
@@ -204,7 +207,8 @@ class ManagedUser(BaseModel):
     phone: str | None = None
     """E.164."""
     user_status: str
-    """CONFIRMED, or FORCE_CHANGE_PASSWORD until the temporary password is replaced."""
+    """CONFIRMED, or FORCE_CHANGE_PASSWORD until the temporary password is replaced; FEDERATED for a user
+    the identity provider signs in."""
     enabled: bool = True
     user_create_date: datetime
     user_last_modified_date: datetime
@@ -458,3 +462,35 @@ class FilteredObjects(ManyDecided, BaseModel):
     object_type: str
     method: str
     user_id: str
+
+
+class SignInOptions(BaseModel):
+    """The organisation's identity provider this server signs users in through, if any."""
+
+    federation: str | None = None
+    """`oidc` or `saml`; None: only passwords and API keys."""
+    display_name: str = ""
+    """What the sign-in button calls the provider."""
+    end_session_url: str | None = Field(None, exclude_if=_absent_if_none)
+    """OIDC: the provider's end_session_endpoint, where signing out also ends the provider's session."""
+    client_id: str | None = Field(None, exclude_if=_absent_if_none)
+    """OIDC: this server's client id at the provider (the end-session request names it)."""
+
+
+class FederatedSignIn(BaseModel):
+    """A sign-in begun at the identity provider: send the browser to `redirect_url`."""
+
+    redirect_url: str
+    """The provider's authorization URL (OIDC) or sign-in URL with the SAML request."""
+    state: str
+    """Returned with the provider's answer; `finish_federated_sign_in` needs it (single use, 10 minutes)."""
+
+
+class SamlMetadata(BaseModel):
+    """This server's SAML 2.0 service-provider metadata, for the identity provider's administrator."""
+
+    entity_id: str
+    acs_url: str
+    """Assertion consumer service (HTTP-POST binding)."""
+    metadata: str
+    """The metadata XML (also served at /ui/sso/saml/metadata)."""

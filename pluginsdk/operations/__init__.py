@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .auth_sessions import *  # noqa: F403
     from .bootstrap import *  # noqa: F403
     from .constraints import *  # noqa: F403
+    from .federation import *  # noqa: F403
     from .grants import *  # noqa: F403
     from .machines import *  # noqa: F403
     from .requests import *  # noqa: F403

@@ -1,4 +1,4 @@
-"""The OpenAPI document, built by FastAPI from the same catalog the server routes, and the /docs page.
+"""The OpenAPI document, built by FastAPI from the same catalog the server routes (/docs renders it: `_docs.py`).
 
 Request parameters and bodies come from each operation's model (with field docs) under the names the route's
 spec writes (camelCase on auth-service routes, `_wire`), responses from its result model and the error
@@ -17,7 +17,7 @@ from pydantic.alias_generators import to_camel, to_snake
 
 from ..operations import CATALOG, OperationSpec
 
-__all__ = ["ERROR_SCHEMA", "build_document", "docs_html", "listing_b_created", "operation_id", "route_key"]
+__all__ = ["ERROR_SCHEMA", "build_document", "listing_b_created", "operation_id", "route_key"]
 
 _REF = "#/components/schemas/{model}"
 _PREFIX = "#/components/schemas/"
@@ -528,10 +528,3 @@ def _operator_paths() -> dict[str, Any]:
             {"200": answer("Ready", ready), "503": answer("Not ready", error)},
         ),
     }
-
-
-def docs_html(openapi_url: str, title: str) -> bytes:
-    """The Swagger UI page (FastAPI's) for the document at `openapi_url`."""
-    from fastapi.openapi.docs import get_swagger_ui_html
-
-    return bytes(get_swagger_ui_html(openapi_url=openapi_url, title=f"{title} - Swagger UI").body)

@@ -14,12 +14,13 @@ auth-service routes). A refusal at any step is the one error envelope with the e
 compares the answers byte for byte.
 
 The server reaches the engine only through the backend (`contract.ServedBackend`); FastAPI is used for
-the OpenAPI document and the /docs page only (`_openapi.py`).
+the OpenAPI document only (`_openapi.py`); /docs is Swagger UI served from a package (`_docs.py`).
 """
 
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import logging
 import time
@@ -38,8 +39,10 @@ from ..logs import new_request_id
 from ..logs import request_id as log_request_id
 from ..operations import CATALOG, Operation, OperationSpec
 from ..principal import Principal
+from . import remote_mcp
+from ._docs import docs_routes
 from ._endpoint import JSON_TYPE, Endpoint, Reply, dumps, error_body
-from ._openapi import build_document, docs_html, listing_b_created, route_key
+from ._openapi import build_document, listing_b_created, route_key
 from ._routes import Router
 from ._strict import check_body, strict_operation
 from ._wire import ClientGone, parse_json, read_body
@@ -337,7 +340,7 @@ def _add_path(data: dict[str, Any], path_params: dict[str, str]) -> None:
 
 
 class _Static(Endpoint):
-    """A fixed JSON or HTML document, built on first use (the OpenAPI document, /docs)."""
+    """A fixed JSON document, built on first use (the OpenAPI document)."""
 
     def __init__(self, route: str, build: Callable[[], bytes], content_type: bytes = JSON_TYPE) -> None:
         self.route = route
@@ -394,8 +397,7 @@ class PluginApp:
             entries.append((spec.rest.method, path, _Plan.of(spec, path)))
         entries.append(("GET", "/health", _Health()))
         entries.append(("GET", "/openapi.json", _Static("/openapi.json", lambda: dumps(self.openapi()))))
-        html = b"text/html; charset=utf-8"
-        entries.append(("GET", "/docs", _Static("/docs", lambda: docs_html("/openapi.json", self.title), html)))
+        entries.extend(docs_routes(self.title))
         entries.extend((method, path, endpoint()) for method, path, endpoint in OPERATOR_ROUTES)
         self.router: Router[Endpoint] = Router(entries)
         self.observe: Callable[[str, str, int, float], None] | None = None
@@ -404,6 +406,8 @@ class PluginApp:
 
         self.console = Console(backend)
         """The web console: every request under /ui (`console/`)."""
+        self.remote_mcp: Any = None
+        """MCP over HTTP and its OAuth endpoints (`remote_mcp/`), unless `mcp.http` is off or `mcp` is missing."""
 
     def openapi(self) -> dict[str, Any]:
         """The OpenAPI document (built once)."""
@@ -417,6 +421,9 @@ class PluginApp:
             path: str = scope["path"]
             if path == "/ui" or path.startswith("/ui/"):
                 await self.console(scope, receive, send)
+                return
+            if self.remote_mcp is not None and remote_mcp.serves(path):
+                await _guarded(self.remote_mcp, scope, receive, send)
                 return
             await self._http(scope, receive, send)
         elif kind == "lifespan":
@@ -438,6 +445,8 @@ class PluginApp:
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 try:
+                    if self.remote_mcp is not None:
+                        await self.remote_mcp.aclose()
                     if self.owned:
                         await self.backend.aclose()
                 finally:
@@ -528,6 +537,26 @@ class PluginApp:
         return status, user
 
 
+async def _guarded(app: Any, scope: Scope, receive: Receive, send: Send) -> None:
+    """`app` answering one request; an unexpected failure is logged and answered 500 if nothing was sent."""
+    started = False
+
+    async def watched(message: Any) -> None:
+        nonlocal started
+        started = started or message["type"] == "http.response.start"
+        await send(message)
+
+    try:
+        await app(scope, receive, watched)
+    except Exception:
+        log.exception("unhandled error on %s", scope["path"][:200])
+        if not started:
+            body = error_body(MethodExecutionError("Internal server error."))
+            headers = [(b"content-type", JSON_TYPE), (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": 500, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+
+
 async def _refuse_websocket(scope: Scope, receive: Receive, send: Send) -> None:
     """No route serves WebSocket: a server that offers the denial-response extension sends the 404 envelope,
     another closes the handshake (which it answers 403). `serve()` runs uvicorn without WebSocket support, so
@@ -610,6 +639,9 @@ def create_app(backend_or_settings: ServedBackend | Settings, *, max_body_bytes:
         max_body_bytes = int(getattr(api, "max_body_bytes", None) or MAX_BODY_BYTES)
     access = str(getattr(api, "metrics", None) or "loopback")
     body_timeout = float(getattr(api, "body_timeout", None) or BODY_TIMEOUT)
-    return PluginApp(
+    app = PluginApp(
         backend, owned=owned, max_body_bytes=max_body_bytes, body_timeout=body_timeout, metrics_access=access
     )
+    if getattr(getattr(settings, "mcp", None), "http", False) and importlib.util.find_spec("mcp") is not None:
+        app.remote_mcp = remote_mcp.RemoteMcp(backend, settings, max_body_bytes)
+    return app

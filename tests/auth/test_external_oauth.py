@@ -135,12 +135,33 @@ async def test_mfa_from_amr_claim(ext_sdk: PluginSDK, idp: IdP) -> None:
 
 @pytest.mark.parametrize(
     "claims",
-    [{"aud": "other-client"}, {"iss": "https://evil.example"}, {"exp": int(time.time()) - 10}, {"sub": ""}],
+    [{"aud": "other-client"}, {"iss": "https://evil.example"}, {"exp": int(time.time()) - 70}, {"sub": ""}],
     ids=["audience", "issuer", "expired", "no-subject"],
 )
 async def test_bad_idp_tokens_are_401(ext_sdk: PluginSDK, idp: IdP, claims: dict[str, Any]) -> None:
     with pytest.raises(AuthenticationError):
         await authenticate(ext_sdk, f"Bearer {idp.token(**claims)}")
+
+
+async def test_clock_skew_is_allowed_and_no_more(idp: IdP, tmp_path: Path) -> None:
+    async with open_sdk("local", tmp_path, app=external_app(idp, clockSkewSeconds=30)) as sdk:
+        late = await authenticate(sdk, f"Bearer {idp.token(exp=int(time.time()) - 10)}")  # 10 s past, within 30
+        assert late.user_id == "ivy"
+        with pytest.raises(AuthenticationError):
+            await authenticate(sdk, f"Bearer {idp.token(exp=int(time.time()) - 40)}")
+        with pytest.raises(AuthenticationError):  # issued in the future beyond the skew
+            await authenticate(sdk, f"Bearer {idp.token(iat=int(time.time()) + 40, nbf=int(time.time()) + 40)}")
+
+
+async def test_a_token_seen_before_is_refused_once_it_expires(idp: IdP, tmp_path: Path) -> None:
+    """A token that passed is remembered (the next check is a lookup), never past its `exp` and the skew."""
+    async with open_sdk("local", tmp_path, app=external_app(idp, clockSkewSeconds=0)) as sdk:
+        token = idp.token(exp=int(time.time()) + 2)
+        for _ in range(3):
+            assert (await authenticate(sdk, f"Bearer {token}")).user_id == "ivy"
+        await asyncio.sleep(3)
+        with pytest.raises(AuthenticationError):
+            await authenticate(sdk, f"Bearer {token}")
 
 
 async def test_hs256_and_none_are_refused(ext_sdk: PluginSDK, idp: IdP) -> None:

@@ -346,6 +346,7 @@ def test_server_start_says_where_and_how_to_mint_the_first_key(
     assert config["api"] == f"http://127.0.0.1:{port}/"  # app.apiUrl follows --port
     err = _stderr(proc)
     assert f"listening on http://127.0.0.1:{port}" in err and f"http://127.0.0.1:{port}/docs" in err
+    assert f"MCP tools for remote assistants at http://127.0.0.1:{port}/mcp." in err
     line = next(x.strip() for x in err.splitlines() if "api-keys create" in x)
     key = ok(env, *line.split()[1:5], "--description", "first administrator key")["api_key"]  # the hint works
     assert key.startswith("psdk_")

@@ -84,7 +84,7 @@ def test_a_call_that_configures_no_app_builds_no_auth_settings_model(env: dict[s
         "from pluginsdk import config\n"
         "groups = [getattr(config, n) for n in config.__all__ if n.endswith('Settings') and n != 'Settings']\n"
         "built = [g.__name__ for g in groups if g.__pydantic_complete__]\n"
-        "print(built, file=sys.stderr)\nassert len(groups) == 9 and not built\n"
+        "print(built, file=sys.stderr)\nassert len(groups) == 11 and not built\n"
         "app = {'authProvider': {'useManaged': {'tokenMinutes': '5'}}}\n"
         "s = config.load_settings(config={'app': app}, environ={})\n"
         "assert s.app.authProvider.useManaged.tokenMinutes == 5 and config.AppSettings.__pydantic_complete__\n"

@@ -161,6 +161,11 @@ def test_every_command(cli: Cli, tmp_path: Path) -> None:
     cli("auth", "login", "bob", "--password", "Not-the-password-1", ok=False)
     cli("auth", "refresh", "--refresh-token", "not-a-token", ok=False)
     cli("auth", "logout", ok=False)
+    # federated sign-in: no identity provider is configured here (tests/auth/test_oidc_sign_in.py signs in)
+    assert cli("auth", "sso-options")["federation"] is None
+    cli("auth", "sso-start", "--redirect-uri", "http://127.0.0.1:9/callback", ok=False, code="VALIDATION_ERROR")
+    cli("auth", "sso-finish", "--state", "s" * 43, "--code", "c", ok=False, code="VALIDATION_ERROR")
+    cli("auth", "saml-metadata", ok=False, code="VALIDATION_ERROR")
     cli("auth", "change-password", "--previous-password", "a-b-c-d-e-1", "--proposed-password", "Z-y-x-w-v-2", ok=False)
     cli("auth", "mfa-setup", ok=False)
     cli("auth", "mfa-verify", "123456", ok=False)

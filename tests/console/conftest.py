@@ -69,6 +69,7 @@ async def _prepare(config: dict[str, Any], box: Mailbox) -> tuple[str, str, str]
             api_key_name="console-admin", description="console test admin", user_id="administrator"
         )
         await _clone_for_viewer(sdk)
+        await sdk.create_template(template_id="base", image_id="img-base", name="Base template")
         await sdk.create_user_roles(user_id="viewer", role_name=["viewer"])
         viewer = await sdk.create_api_key(
             api_key_name="console-viewer", description="console test viewer", user_id="viewer"

@@ -20,6 +20,13 @@ PAGES = (
     "/ui/audit",
     "/ui/ops",
     "/ui/ops/list_templates",
+    "/ui/roles",
+    "/ui/roles/admin",
+    "/ui/user-roles",
+    "/ui/users",
+    "/ui/api-keys",
+    "/ui/templates/base",
+    "/ui/template-import",
 )
 
 
@@ -47,3 +54,39 @@ def test_no_serious_accessibility_violation_on_any_page(site: Site, browser: Any
         assert found == {}
     finally:
         context.close()
+
+
+KEYBOARD_PAGES = (
+    "/ui/roles",
+    "/ui/roles/admin",
+    "/ui/user-roles",
+    "/ui/users",
+    "/ui/api-keys",
+    "/ui/templates/base",
+    "/ui/template-import",
+    "/ui/audit",
+)
+MARK_FOCUSABLE = """() => {
+  const controls = "a[href], button, input:not([type=hidden]), select, textarea";
+  const all = document.querySelectorAll(controls.split(", ").map((c) => "main " + c).join(", "));
+  all.forEach((el, i) => el.setAttribute("data-k", String(i)));
+  return all.length;
+}"""
+
+
+def test_every_control_of_the_administration_pages_is_reached_by_tab(site: Site, page: Any) -> None:
+    sign_in_with_key(page, site.url, site.admin_key)
+    missed: dict[str, list[str]] = {}
+    for path in KEYBOARD_PAGES:
+        page.goto(f"{site.url}{path}")
+        count = page.evaluate(MARK_FOCUSABLE)
+        reached: set[str] = set()
+        for _ in range(count + 40):  # the skip link, the navigation and sign-out come first
+            page.keyboard.press("Tab")
+            mark = page.evaluate("document.activeElement.getAttribute('data-k')")
+            if mark is not None:
+                reached.add(mark)
+        if len(reached) != count:
+            missed[path] = [str(i) for i in range(count) if str(i) not in reached]
+        assert count > 0, path
+    assert missed == {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -74,3 +75,66 @@ def test_a_wrong_key_a_missing_sign_in_token_and_foreign_or_huge_forms_are_refus
     assert foreign.status_code == 403
     multipart = client.post("/ui/templates", files={"f": b"x"})
     assert multipart.status_code == 415
+
+
+def _signed_in_token(client: httpx.Client, key: str) -> str:
+    assert _sign_in(client, key).status_code == 303
+    csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/ui/templates").text)
+    assert csrf
+    return csrf.group(1)
+
+
+def test_malformed_imports_edits_and_filters_are_4xx_pages_never_500(served: tuple[httpx.Client, str]) -> None:
+    client, key = served
+    token = _signed_in_token(client, key)
+    imports = {
+        "not json": 400,
+        "[]": 400,
+        "[1, 2]": 400,
+        '"text"': 400,
+        "[" + ",".join(['{"template_id": "x"}'] * 201) + "]": 400,
+        '{"templates": [{"template_id": "ok-1", "image_id": "i"}]}': 200,
+    }
+    for text, status in imports.items():
+        answer = client.post("/ui/template-import", data={"csrf": token, "templates": text, "action": "import"})
+        assert answer.status_code == status, (text[:40], answer.text[:300])
+        assert answer.headers["content-type"].startswith("text/html")
+    assert client.get("/ui/templates/ok-1").status_code == 200
+    for data in ({"max_number": "many"}, {"tags": "{not json"}, {"image_id": "i", "tags": '["a list"]'}):
+        answer = client.post("/ui/templates/ok-1", data={"csrf": token, "action": "save", **data})
+        assert answer.status_code == 400, (data, answer.text[:300])
+    assert client.get("/ui/templates/no-such").status_code == 404
+    assert client.get("/ui/roles/no-such").status_code == 404
+    assert client.get("/ui/requests/req-none/events").status_code == 404
+    assert client.get("/ui/audit/export", params={"target_type": "<bad>"}).status_code == 400
+    assert client.get("/ui/audit/export", params={"since": "yesterday"}).status_code == 400
+    unassign = client.post("/ui/user-roles/unassign", data={"csrf": token, "user_id": "x", "role_name": "admin"})
+    assert unassign.status_code == 400
+    assert client.post("/ui/users", data={"csrf": token, "user_id": "u", "email": "u@x"}).status_code < 500
+
+
+def test_a_caller_without_audit_rights_cannot_export_it(tmp_path: Path) -> None:
+    from pluginsdk import PluginSDK
+
+    config = base_config(tmp_path)
+
+    async def keys() -> tuple[str, str]:
+        async with PluginSDK(config=config) as sdk:
+            admin = await sdk.create_api_key(api_key_name="a", description="admin key", user_id="administrator")
+            await sdk.create_role(role_name="bystander", description="no constraint names it")
+            await sdk.create_user_roles(user_id="nobody", role_name=["bystander"])
+            nobody = await sdk.create_api_key(api_key_name="n", description="no roles", user_id="nobody")
+            return str(admin.api_key), str(nobody.api_key)
+
+    admin, nobody = asyncio.run(keys())
+    with running_server(config) as url, httpx.Client(base_url=url) as client:
+        _sign_in(client, nobody)
+        refused = client.get("/ui/audit/export")
+        assert refused.status_code == 403 and refused.headers["content-type"].startswith("text/html")
+        client.cookies.clear()
+        _sign_in(client, admin)
+        export = client.get("/ui/audit/export", params={"actor": "administrator"})
+        assert export.status_code == 200 and export.headers["content-type"] == "application/x-ndjson"
+        records = [json.loads(line) for line in export.text.splitlines()]
+        assert records and {r["actor"] for r in records} == {"administrator"}
+        assert any(r["target_id"] == "n" or r["action"] == "create_api_key" for r in records)

@@ -27,9 +27,11 @@ def test_every_tool_is_in_exactly_one_named_profile() -> None:
     assert sorted(named) == sorted(set(named)), "a module is in two profiles"
     assert modules == set(named), "a module with tools is in no profile (add it to pluginsdk/mcp/profiles.py)"
     provisioning, auth, every = tool_specs(("provisioning",)), tool_specs(("auth",)), tool_specs(("all",))
-    policy = tool_specs(("policy",))
+    policy, federation = tool_specs(("policy",)), tool_specs(("federation",))
     assert not set(provisioning) & set(auth) and not set(policy) & (set(provisioning) | set(auth))
-    assert {**provisioning, **auth, **policy} == every == tool_specs(("provisioning", "auth", "policy"))
+    assert not set(federation) & (set(provisioning) | set(auth) | set(policy))
+    every_named = tool_specs(("provisioning", "auth", "policy", "federation"))
+    assert {**provisioning, **auth, **policy, **federation} == every == every_named
     assert {"check_access", "explain_access", "who_can", "what_if", "list_audit_records"} <= set(policy)
     assert {"request_machines", "return_machines", "list_templates", "check_provider_health"} <= set(provisioning)
     assert {"login", "create_api_key", "create_role", "create_constraint"} <= set(auth)
@@ -46,7 +48,7 @@ def test_profile_names_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
     for bad in ("admin", "auth,admin", ","):
         with pytest.raises(ConfigurationError) as exc:
             resolve_profile(bad)
-        assert "provisioning, auth, policy, all" in exc.value.message
+        assert "provisioning, auth, policy, federation, all" in exc.value.message
     with pytest.raises(ConfigurationError):
         resolve_profile(None, ["auth"])
 
@@ -105,6 +107,7 @@ def test_listing_sizes(tmp_path: Path) -> None:
         "default": (),
         "auth": ("--profile", "auth"),
         "policy": ("--profile", "policy"),
+        "federation": ("--profile", "federation"),
         "all": ("--profile", "all"),
     }
     with ThreadPoolExecutor(len(runs)) as pool:
@@ -114,8 +117,10 @@ def test_listing_sizes(tmp_path: Path) -> None:
     assert sizes["default"][0] <= BUDGET
     assert sizes["auth"][0] <= BUDGET
     assert sizes["policy"][0] <= BUDGET
-    assert sizes["all"][1] == len(tool_specs()) == sizes["default"][1] + sizes["auth"][1] + sizes["policy"][1]
-    assert sizes["all"][0] < 140_000  # 180,997 bytes for the 85 tools before compaction
+    assert sizes["federation"][0] <= BUDGET
+    named = ("default", "auth", "policy", "federation")
+    assert sizes["all"][1] == len(tool_specs()) == sum(sizes[n][1] for n in named)
+    assert sizes["all"][0] < 145_000  # 180,997 bytes for the 85 tools before compaction
 
 
 def test_bad_profile_is_a_sentence_on_stderr(tmp_path: Path) -> None:

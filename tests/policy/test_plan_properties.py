@@ -172,3 +172,42 @@ def test_sql_never_holds_a_value() -> None:
     assert "a'\\%\\_[?x%" in pg.params and lite.sql.count("IN (") == 1  # x and y in one IN list
     with pytest.raises(ValueError, match="databaseId"):  # a field left unmapped is an error, never "absent"
         to_sql(plan, {"assetName": "asset_name"})
+
+
+def test_many_rules_on_one_field_state_one_leaf() -> None:
+    """One-criterion rules on a field join in one `is_one_of` leaf (equal patterns once); a value that would not
+    keep its meaning in a comma list (a comma, edge spaces) stays a leaf of its own; one rule stays as written."""
+
+    def allow(i: int, value: str, operator: str = "equals", kind: str = "allow") -> dict[str, Any]:
+        return {
+            "constraintId": f"c{i}",
+            "objectType": "asset",
+            "criteriaAnd": [{"field": "databaseId", "operator": operator, "value": value}],
+            "groupPermissions": [{"groupId": f"r{i % 2}", "permission": "GET", "permissionType": kind}],
+        }
+
+    values = [f"db-{i % 300}" for i in range(1000)]
+    policy = CompiledPolicy(
+        [
+            *(allow(i, v) for i, v in enumerate(values)),
+            allow(1000, "team-", "starts_with"),
+            allow(1001, "a,b"),
+            allow(1002, " padded"),
+            allow(1003, "db-1", kind="deny"),
+        ]
+    )
+    plan = plan_access(policy, Principal(user_id="u", roles=("r0", "r1")), "asset", "GET", 0)
+    assert plan.condition is not None and plan.condition.op == "and"
+    allowed, denied = plan.condition.operands
+    joined = [c for c in allowed.operands if c.operator == "is_one_of"]
+    assert len(joined) == 1 and joined[0].value is not None
+    assert sorted(joined[0].value.split(",")) == sorted({*values, "team-*"})
+    assert {(c.operator, c.value) for c in allowed.operands} - {("is_one_of", joined[0].value)} == {
+        ("equals", "a,b"),
+        ("equals", " padded"),
+    }
+    assert denied.op == "not" and (denied.operands[0].operator, denied.operands[0].value) == ("equals", "db-1")
+    check = predicate(plan)
+    for value in ("db-0", "db-1", "db-299", "db-300", "team-x", "a,b", "a", " padded", "padded"):
+        attrs = {"databaseId": value}
+        assert check(attrs) is policy.is_allowed(Principal(user_id="u", roles=("r0", "r1")), "asset", attrs, "GET")

@@ -1,10 +1,11 @@
 """The npm clients every test shares: one `npm ci` of `tests/clients/package.json` and its lockfile.
 
 The MCP TypeScript SDK client and the MCP Inspector CLI (tests/mcp/test_ts_client.py), Redocly CLI,
-Spectral, openapi-typescript + openapi-fetch and TypeScript (tests/server/test_openapi_clients.py) are
-installed together, once per lockfile, into a cache directory outside the repository
-(`$PLUGINSDK_TEST_CACHE`, else `$XDG_CACHE_HOME/pluginsdk-tests`, else `~/.cache/pluginsdk-tests`), under
-a file lock so parallel sessions install one after the other. A test that needs them skips, saying why,
+Spectral, openapi-typescript + openapi-fetch and TypeScript (tests/server/test_openapi_clients.py), axe-core
+(tests/console) and oidc-provider, a real OpenID provider (tests/support/oidc.py), are installed together,
+once per lockfile, into a cache directory outside the repository (`$PLUGINSDK_TEST_CACHE`, else
+`$XDG_CACHE_HOME/pluginsdk-tests`, else `~/.cache/pluginsdk-tests`), under a file lock so parallel sessions
+install one after the other. A test that needs them skips, saying why,
 only where Node.js 20+ with npm is absent or npm refuses the install — and fails instead where
 `PLUGINSDK_REQUIRE_CLIENTS` is set (CI sets it: there the independent clients must run).
 """

@@ -19,9 +19,9 @@ from pluginsdk.config import load_settings
 
 
 @contextmanager
-def running_server(config: dict[str, Any]) -> Iterator[str]:
-    """Serve `config`'s engine on a free loopback port (the operator routes /livez and /readyz included);
-    yields the base URL."""
+def running_server(config: dict[str, Any], port: int = 0) -> Iterator[str]:
+    """Serve `config`'s engine on a free loopback port, or `port` (the operator routes /livez and /readyz
+    included); yields the base URL."""
     import uvicorn
 
     from pluginsdk.server import create_app
@@ -32,7 +32,7 @@ def running_server(config: dict[str, Any]) -> Iterator[str]:
         uvicorn.Config(
             app,
             host="127.0.0.1",
-            port=0,
+            port=port,
             log_level="warning",
             lifespan="on",
         )

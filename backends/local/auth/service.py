@@ -169,7 +169,7 @@ class AuthService:
 
             self.tokens = TokenService(self.store, self.box, self.config.managed)
             await self.tokens.start()
-        elif self.config.mode == "external":
+        if self.config.mode == "external" or self.config.managed.useOidc:
             from .oauth import ExternalVerifier
 
             self.external = ExternalVerifier(self.config.external)
@@ -298,7 +298,8 @@ class AuthService:
         )
 
     async def _bearer(self, token: str) -> Principal:
-        if self.tokens is not None:
+        external = self.external if self.external is not None and self.external.config.enabled else None
+        if self.tokens is not None and (external is None or _issuer(token) == self.config.managed.issuer):
             claims = await self.tokens.verify(token)
             sid = str(claims["sid"])
             state = await self.store.session_state(sid)
@@ -317,8 +318,8 @@ class AuthService:
                 email=state["email"],
                 claims={"sid": sid, "token_use": claims.get("token_use")},
             )
-        if self.external is not None:
-            return await self.external.principal(token)
+        if external is not None:
+            return await external.principal(token)
         raise AuthenticationError("Bearer tokens are not accepted here: no identity provider is configured.")
 
     async def authorize(self, call: Call) -> None:
@@ -468,6 +469,16 @@ class AuthService:
                 "(app.authProvider.useManaged.enabled).",
                 details={"field": "app.authProvider.useManaged.enabled", "value": False, "expected": True},
             )
+
+
+def _issuer(token: str) -> object:
+    """A JWT's `iss` before any check: which of two issuers' keys verify it (the signature is checked after)."""
+    import jwt
+
+    try:
+        return jwt.decode(token, options={"verify_signature": False}).get("iss")
+    except jwt.PyJWTError:
+        return None
 
 
 def _route_denied(p: Principal, method: str, shown: str | None) -> PermissionDeniedError:

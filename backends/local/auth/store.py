@@ -17,12 +17,16 @@ import json
 import secrets
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pluginsdk.errors import AlreadyExistsError
 
+from ..store.access import plan_where
 from ..store.db import Database, Row
 from .crypto import now, ts
+
+if TYPE_CHECKING:
+    from pluginsdk.models.plans import AccessPlan
 
 __all__ = ["AuthStore", "new_record_id"]
 
@@ -217,8 +221,11 @@ class AuthStore:
         return n > 0
 
     # -- roles ------------------------------------------------------------------
-    async def list_roles(self) -> list[Row]:
-        return await self.db.fetchall("SELECT * FROM auth_roles ORDER BY role_name")
+    async def list_roles(self, access: AccessPlan | None = None) -> list[Row]:
+        """Every role by name: only those `access` (the caller's query plan) allows, when given."""
+        allowed, params = plan_where(access, "role", self.db.dialect)
+        where = "" if allowed is None else f" WHERE {allowed}"
+        return await self.db.fetchall(f"SELECT * FROM auth_roles{where} ORDER BY role_name", params)
 
     async def get_role(self, role_name: str) -> Row | None:
         return await self.db.fetchone("SELECT * FROM auth_roles WHERE role_name = :n", {"n": role_name})
@@ -260,7 +267,19 @@ class AuthStore:
         )
         return [r["role_name"] for r in rows]
 
-    async def user_role_rows(self, user_id: str | None = None) -> list[Row]:
+    async def user_role_rows(self, user_id: str | None = None, access: AccessPlan | None = None) -> list[Row]:
+        """Assignments by user and role (of one user, when given); with `access` (the caller's query plan on
+        `userRole`) only those of the users whose assignments it allows, decided per user on `userId` and the
+        list of the user's role names, as the listing shows them."""
+        allowed, params = plan_where(access, "userRole", self.db.dialect)
+        if user_id is None and allowed is not None:
+            names = "json_agg(role_name)" if self.db.dialect == "postgresql" else "json_group_array(role_name)"
+            return await self.db.fetchall(
+                "SELECT * FROM auth_user_roles WHERE user_id IN (SELECT plan_g.user_id FROM (SELECT user_id,"
+                f" {names} AS role_names FROM auth_user_roles GROUP BY user_id) AS plan_g WHERE {allowed})"
+                " ORDER BY user_id, role_name",
+                params,
+            )
         if user_id is None:
             return await self.db.fetchall("SELECT * FROM auth_user_roles ORDER BY user_id, role_name")
         return await self.db.fetchall(
@@ -465,4 +484,38 @@ class AuthStore:
             " ON CONFLICT (user_id) DO UPDATE SET email = excluded.email, data = excluded.data,"
             " updated_at = excluded.updated_at",
             {"u": user_id, "e": email, "d": data, "at": at},
+        )
+
+    # -- federated sign-in ----------------------------------------------------------
+    async def insert_pending_sign_in(self, state_hash: str, data: str, expires_at: float, limit: int) -> bool:
+        """Keep a sign-in begun at the identity provider; False when `limit` live ones are kept already."""
+        await self.db.execute("DELETE FROM auth_federation_pending WHERE expires_at <= :t", {"t": time.time()})
+        row = await self.db.fetchone("SELECT COUNT(*) AS n FROM auth_federation_pending")
+        if row is not None and int(row["n"]) >= limit:
+            return False
+        await self.db.execute(
+            "INSERT INTO auth_federation_pending (state_hash, data, expires_at) VALUES (:h, :d, :e)",
+            {"h": state_hash, "d": data, "e": expires_at},
+        )
+        return True
+
+    async def take_pending_sign_in(self, state_hash: str) -> str | None:
+        """The live sign-in of this state, removed (a state is good once): its sealed data, or None."""
+        row = await self.db.fetchone(
+            "DELETE FROM auth_federation_pending WHERE state_hash = :h RETURNING data, expires_at", {"h": state_hash}
+        )
+        if row is None or float(row["expires_at"]) <= time.time():
+            return None
+        return str(row["data"])
+
+    async def remember_assertion(self, assertion_id: str, expires_at: float) -> bool:
+        """Note a SAML assertion as used; False when it was used before (a replay)."""
+        await self.db.execute("DELETE FROM auth_saml_assertions WHERE expires_at <= :t", {"t": time.time()})
+        return (
+            await self.db.execute(
+                "INSERT INTO auth_saml_assertions (assertion_id, expires_at) VALUES (:a, :e) "
+                "ON CONFLICT (assertion_id) DO NOTHING",
+                {"a": assertion_id, "e": expires_at},
+            )
+            > 0
         )

@@ -97,7 +97,7 @@ async def delete_template(deps: Deps, op: DeleteTemplateCommand, call: Call) -> 
 async def refresh_templates(deps: Deps, op: RefreshTemplatesCommand, call: Call) -> TemplateRefresh:
     deps.templates.files.invalidate()
     loaded = deps.templates.files.load(force=op.force)
-    total = len(await deps.templates.all())
+    total = await deps.templates.count()
     return TemplateRefresh(
         template_count=total,
         cache_stats=dict(deps.templates.files.stats),

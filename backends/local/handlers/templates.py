@@ -12,6 +12,7 @@ import pydantic
 from pluginsdk.errors import InvalidTemplateError, NotFoundError, ValidationError
 from pluginsdk.models import Template, TemplateList, TemplateResult, TemplateValidation
 from pluginsdk.operations import GetTemplateQuery, ListTemplatesQuery, ValidateTemplateQuery
+from pluginsdk.plans import predicate
 from pluginsdk.words import counted
 
 from ..deps import Deps
@@ -19,6 +20,8 @@ from ..registry import HandlerTable
 from ..templates_files import template_from_mapping
 
 if TYPE_CHECKING:
+    from pluginsdk.models.plans import AccessPlan
+
     from ..call import Call
 
 handlers = HandlerTable(Deps)
@@ -116,16 +119,55 @@ def invalid_template(template_id: str | None, errors: list[str]) -> InvalidTempl
 
 @handlers.on(ListTemplatesQuery)
 async def list_templates(deps: Deps, op: ListTemplatesQuery, call: Call) -> TemplateList:
-    principal = call.principal
-    templates = await deps.templates.all(op.provider_api, force_refresh=op.force_refresh)
-    if op.active_only:
-        templates = [t for t in templates if t.configuration.get("active", True) is not False]
+    apis: tuple[str, ...] | None = (op.provider_api,) if op.provider_api else None
     if op.provider_name:
-        driver = await deps.providers.get(op.provider_name)
-        templates = [t for t in templates if t.provider_api in driver.apis]
-    templates = await deps.access.visible(principal, "template", templates, template_attrs)
-    page = templates[op.offset : op.offset + op.limit]
-    return TemplateList(templates=page, total_count=len(templates), message=counted(len(templates), "template"))
+        served = (await deps.providers.get(op.provider_name)).apis
+        apis = tuple(a for a in served if apis is None or a in apis)
+    access = await deps.access.readable(call.principal, "template")
+    page, total = await _page(deps, op, apis, access)
+    shown = await deps.access.visible(call.principal, "template", page, template_attrs)
+    total -= len(page) - len(shown)
+    return TemplateList(templates=shown, total_count=total, message=counted(total, "template"))
+
+
+async def _page(
+    deps: Deps, op: ListTemplatesQuery, apis: tuple[str, ...] | None, access: AccessPlan
+) -> tuple[list[Template], int]:
+    """One page of the stored templates and the files' (a stored one hides a file's of the same id), by id, and
+    the exact total of both. The store filters, counts and pages its own through the plan; the files' F templates
+    (few, filtered with the plan's predicate) are merged in. At most F of them precede the page, so the store's
+    rows from `offset - F`, `limit + F` of them, hold the page's stored ones, and the first of those rows places
+    every file template between it and the last exactly."""
+    extra = await _file_templates(deps, op, apis, access)
+    start = max(0, op.offset - len(extra))
+    window, stored = await deps.store.page_templates(
+        provider_apis=apis, active_only=op.active_only, access=access, limit=op.limit + len(extra), offset=start
+    )
+    total = stored + len(extra)
+    if start > 0 and not window:
+        return [], total
+    low = window[0].template_id if start > 0 else None
+    high = window[-1].template_id if window and start + op.limit + len(extra) < stored else None
+    between = [t for t in extra if (low is None or t.template_id > low) and (high is None or t.template_id < high)]
+    merged = sorted([*window, *between], key=lambda t: t.template_id)
+    first = start + sum(1 for t in extra if low is not None and t.template_id < low)  # position of merged[0]
+    return merged[op.offset - first : op.offset - first + op.limit], total
+
+
+async def _file_templates(
+    deps: Deps, op: ListTemplatesQuery, apis: tuple[str, ...] | None, access: AccessPlan
+) -> list[Template]:
+    """The files' templates this listing shows (filters and the plan applied), less those the store hides."""
+    allowed = predicate(access)
+    found = [
+        t
+        for t in deps.templates.files.load(force=op.force_refresh).values()
+        if (apis is None or t.provider_api in apis)
+        and (not op.active_only or t.configuration.get("active", True) is not False)
+        and allowed(template_attrs(t))
+    ]
+    hidden = await deps.store.stored_template_ids([t.template_id for t in found])
+    return sorted((t for t in found if t.template_id not in hidden), key=lambda t: t.template_id)
 
 
 @handlers.on(GetTemplateQuery)

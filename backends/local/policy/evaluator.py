@@ -43,7 +43,7 @@ from .matching import (
     values_of,
 )
 
-__all__ = ["CompiledPolicy", "ConstraintSource", "compile_policy", "gc_paused", "read_constraint"]
+__all__ = ["CompiledPolicy", "ConstraintSource", "Grants", "compile_policy", "gc_paused", "read_constraint"]
 
 ConstraintSource: TypeAlias = "Constraint | Mapping[str, Any]"
 """A `Constraint`, or its dict form with camelCase (wire) or snake_case keys."""
@@ -161,7 +161,7 @@ class Rule:
     """One distinct condition (object type + criteria), compiled; shared by every constraint,
     role and method that uses it."""
 
-    __slots__ = ("all_of", "any_of", "check", "checks", "guards", "index", "terms")
+    __slots__ = ("all_of", "any_of", "check", "checks", "guards", "index", "plan", "terms")
 
     def __init__(
         self,
@@ -186,6 +186,8 @@ class Rule:
             self.check = (all_of or any_of)[0]
         self.checks = (self.check,)
         """`check` alone, shared by every index that files this rule alone under a guard text."""
+        self.plan: Any = None
+        """The rule as a query plan states it, once asked for (`plans.py`)."""
 
     def matches(self, attrs: Mapping[str, Any]) -> bool:
         for test in self.all_of:
@@ -431,16 +433,26 @@ class _Index:
         return any_match
 
 
+class Grants(list[tuple[Rule, bool]]):
+    """The rules one role or user is granted for one object type and method, as (rule, is a deny)."""
+
+    __slots__ = ("plan",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.plan: Any = None
+        """What a query plan states from these rules, once asked for (`plans.py`): shared by every subject
+        holding this role, so a subject's plan merges a few of these instead of walking every rule."""
+
+
 class _Bucket:
     """What one principal may do with one object type and method: its deny and allow indexes."""
 
-    __slots__ = ("allow", "decide", "deny", "plan")
+    __slots__ = ("allow", "decide", "deny")
 
     def __init__(self, allow: Iterable[Rule], deny: Iterable[Rule]) -> None:
         self.allow = _Index(allow)
         self.deny = _Index(deny)
-        self.plan: Any = None
-        """The query plan's condition stated from these rules, once asked for (`CompiledPolicy.plan_of`)."""
         self.decide: CriterionTest
         """`attrs -> allowed?`: no allow -> deny; any matching deny -> deny; else any matching allow."""
         if self.allow.empty:
@@ -480,10 +492,11 @@ class CompiledPolicy:
         self.default_user_role_name = default_user_role_name or None
         self.cache_size = cache_size
         # (object_type, method) -> role or user -> [(rule, is_deny)]
-        self._by_role: dict[tuple[str, str], dict[str, list[tuple[Rule, bool]]]] = {}
-        self._by_user: dict[tuple[str, str], dict[str, list[tuple[Rule, bool]]]] = {}
+        self._by_role: dict[tuple[str, str], dict[str, Grants]] = {}
+        self._by_user: dict[tuple[str, str], dict[str, Grants]] = {}
         self._users: set[str] = set()
         self._cache: dict[tuple[Any, ...], _Bucket] = {}
+        self._plans: dict[tuple[Any, ...], tuple[Any]] = {}
         self.constraint_count = 0
         """Constraints that grant or deny something (unusable ones are dropped at compile)."""
         with gc_paused():
@@ -516,7 +529,7 @@ class CompiledPolicy:
                         per_who = target[(object_type, method)] = {}
                     entries = per_who.get(who)
                     if entries is None:
-                        entries = per_who[who] = []
+                        entries = per_who[who] = Grants()
                     entries.append((rule, kind == "deny"))
         self._users.update(who for per_who in by_user.values() for who in per_who)
         self.rule_count = sum(r is not None for r in rules.values())
@@ -533,15 +546,18 @@ class CompiledPolicy:
         return (True, conditions[key]) if key in conditions else (False, None)
 
     # -- buckets ------------------------------------------------------------------------
-    def _bucket(self, principal: Principal, object_type: str, method: str) -> _Bucket:
+    def _key(self, principal: Principal, object_type: str, method: str) -> tuple[Any, ...]:
         users = self._users
-        key = (
+        return (
             principal.roles,
             principal.mfa,
             principal.user_id if users and principal.user_id in users else None,
             object_type,
             method,
         )
+
+    def _bucket(self, principal: Principal, object_type: str, method: str) -> _Bucket:
+        key = self._key(principal, object_type, method)
         bucket = self._cache.get(key)
         return self._miss(key) if bucket is None else bucket
 
@@ -553,16 +569,22 @@ class CompiledPolicy:
         self._cache[key] = bucket
         return bucket
 
-    def _build(self, roles: tuple[str, ...], mfa: bool, user: str | None, object_type: str, method: str) -> _Bucket:
+    def _grants(
+        self, roles: tuple[str, ...], mfa: bool, user: str | None, object_type: str, method: str
+    ) -> list[Grants]:
+        """The grants a principal's decisions test: its roles' (MFA-only roles only with MFA; the default role for
+        a principal without roles) and its own user permissions."""
         if not roles and self.default_user_role_name:
             roles = (self.default_user_role_name,)
-        entries: list[tuple[Rule, bool]] = []
         per_role = self._by_role.get((object_type, method), {})
-        for role in dict.fromkeys(roles):
-            if mfa or role not in self.mfa_roles:
-                entries += per_role.get(role, ())
-        if user is not None:
-            entries += self._by_user.get((object_type, method), {}).get(user, ())
+        found = [
+            per_role[role] for role in dict.fromkeys(roles) if role in per_role and (mfa or role not in self.mfa_roles)
+        ]
+        own = self._by_user.get((object_type, method), {}).get(user, None) if user is not None else None
+        return found if own is None else [*found, own]
+
+    def _build(self, roles: tuple[str, ...], mfa: bool, user: str | None, object_type: str, method: str) -> _Bucket:
+        entries = [entry for grants in self._grants(roles, mfa, user, object_type, method) for entry in grants]
         if not entries:
             return _NOTHING
         allow = {r.index: r for r, deny in entries if not deny}
@@ -570,8 +592,9 @@ class CompiledPolicy:
         return _Bucket(allow.values(), deny.values())
 
     def cache_clear(self) -> None:
-        """Drop the cached buckets (they are rebuilt on demand)."""
+        """Drop the cached buckets and plans (they are rebuilt on demand)."""
         self._cache.clear()
+        self._plans.clear()
 
     # -- decisions ------------------------------------------------------------------------
     def is_allowed(self, principal: Principal, object_type: str, attributes: Mapping[str, Any], method: str) -> bool:
@@ -617,15 +640,20 @@ class CompiledPolicy:
         principal: Principal,
         object_type: str,
         method: str,
-        state: Callable[[tuple[Rule, ...], tuple[Rule, ...]], _P],
+        state: Callable[[Sequence[Grants]], _P],
     ) -> _P:
-        """`state(allow rules, deny rules)` of one principal, object type and method — exactly the rules its
-        decisions test (deduplicated, MFA roles, the default role and user permissions applied) — kept with those
-        rules, so a query plan is stated once per subject and policy version."""
-        bucket = self._bucket(principal, object_type, method)
-        if bucket.plan is None:
-            bucket.plan = (state(bucket.allow.rules, bucket.deny.rules),)
-        return cast("_P", bucket.plan[0])
+        """`state(grants)` of one principal, object type and method — the grants whose rules its decisions test
+        (MFA roles, the default role and user permissions applied) — kept per subject as the decisions' rules
+        are, so a query plan is stated once per subject and policy version (without building the decision
+        index: a plan does not need it)."""
+        key = self._key(principal, object_type, method)
+        found = self._plans.get(key)
+        if found is None:
+            found = (state(self._grants(key[0], key[1], key[2], object_type, method.upper())),)
+            if len(self._plans) >= self.cache_size:
+                self._plans.clear()
+            self._plans[key] = found
+        return cast("_P", found[0])
 
     def decider(self, principal: Principal, object_type: str, method: str) -> CriterionTest:
         """`attributes -> allowed?` for one principal, object type and method: `is_allowed` with the lookup of

@@ -7,6 +7,7 @@ the provisioning service lives in this module.
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
@@ -32,6 +33,11 @@ _GONE_SQL = "(" + ", ".join(f"'{s.value}'" for s in MachineStatus if s.gone) + "
 
 def _ts(dt: datetime | None) -> str | None:
     return dt.isoformat() if dt is not None else None
+
+
+def _active(configuration: Any) -> int:
+    """A template's `active` column: 0 only when its configuration switches it off (`active: false`)."""
+    return 0 if isinstance(configuration, Mapping) and configuration.get("active", True) is False else 1
 
 
 def _in(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
@@ -75,6 +81,68 @@ class Store:
         found = (models.Template.from_stored(r["data"], key=r["template_id"]) for r in rows)
         return [t for t in found if t is not None]
 
+    async def page_templates(
+        self,
+        *,
+        provider_apis: Sequence[str] | None = None,
+        active_only: bool = False,
+        limit: int | None = None,
+        offset: int = 0,
+        access: AccessPlan | None = None,
+    ) -> tuple[list[Template], int]:
+        """Stored templates by id (code-point order, as Python sorts), and the total that matched before
+        limit/offset: of these provider APIs, not switched off (`configuration.active` false) when `active_only`,
+        only those `access` (the caller's query plan) allows, when given."""
+        conds: list[str] = []
+        params: dict[str, Any] = {}
+        if provider_apis is not None:
+            clause, params = _in("api", list(provider_apis) or [""])
+            conds.append(f"provider_api IN {clause}")
+        if active_only:
+            conds.append("COALESCE(active, 1) <> 0")
+        from .access import plan_where
+
+        allowed, plan_params = plan_where(access, "template", self.db.dialect)
+        if allowed is not None:
+            conds.append(f"({allowed})")
+            params.update(plan_params)
+        where = (" WHERE " + " AND ".join(conds)) if conds else ""
+        total_row = await self.db.fetchone(f"SELECT COUNT(*) AS n FROM templates{where}", params)
+        order = ' COLLATE "C"' if self.db.dialect == "postgresql" else ""
+        sql = f"SELECT template_id, data FROM templates{where} ORDER BY template_id{order}"
+        if limit is not None:
+            sql += " LIMIT :limit OFFSET :offset"
+            params = {**params, "limit": limit, "offset": offset}
+        elif offset:
+            sql += " LIMIT -1 OFFSET :offset" if self.db.dialect != "postgresql" else " OFFSET :offset"
+            params = {**params, "offset": offset}
+        rows = await self.db.fetchall(sql, params)
+        found = (models.Template.from_stored(r["data"], key=r["template_id"]) for r in rows)
+        return [t for t in found if t is not None], int(total_row["n"]) if total_row else 0
+
+    async def fill_template_active(self) -> None:
+        """Set the `active` column of rows written before it existed (read off their JSON, as the model reads it;
+        a row that does not parse counts as active, as an unreadable configuration does)."""
+        rows = await self.db.fetchall("SELECT template_id, data FROM templates WHERE active IS NULL")
+        for r in rows:
+            try:
+                configuration = json.loads(r["data"]).get("configuration") or {}
+            except (ValueError, AttributeError):
+                configuration = {}
+            await self.db.execute(
+                "UPDATE templates SET active = :a WHERE template_id = :id AND active IS NULL",
+                {"a": _active(configuration), "id": r["template_id"]},
+            )
+
+    async def stored_template_ids(self, template_ids: Sequence[str]) -> set[str]:
+        """Which of these ids name a stored template (a stored template hides a file's of the same id)."""
+        found: set[str] = set()
+        for i in range(0, len(template_ids), 500):
+            clause, params = _in("t", list(template_ids[i : i + 500]))
+            rows = await self.db.fetchall(f"SELECT template_id FROM templates WHERE template_id IN {clause}", params)
+            found.update(r["template_id"] for r in rows)
+        return found
+
     async def templates_version(self) -> str | None:
         """Changes on every template write (any process): the engine's template cache key."""
         return await self.get_meta("templates_version")
@@ -88,11 +156,12 @@ class Store:
                 raise AlreadyExistsError("template", t.template_id)
             await self._bump_templates()
             await self.db.execute(
-                "INSERT INTO templates (template_id, provider_api, data, created_at, updated_at)"
-                " VALUES (:id, :api, :data, :c, :u)",
+                "INSERT INTO templates (template_id, provider_api, data, created_at, updated_at, active)"
+                " VALUES (:id, :api, :data, :c, :u, :active)",
                 {
                     "id": t.template_id,
                     "api": t.provider_api,
+                    "active": _active(t.configuration),
                     "data": t.model_dump_json(),
                     "c": _ts(t.created_at),
                     "u": _ts(t.updated_at),
@@ -103,8 +172,15 @@ class Store:
         async with self.db.transaction():  # the version bump and the write together (joins the caller's)
             await self._bump_templates()
             await self.db.execute(
-                "UPDATE templates SET provider_api = :api, data = :data, updated_at = :u WHERE template_id = :id",
-                {"id": t.template_id, "api": t.provider_api, "data": t.model_dump_json(), "u": _ts(t.updated_at)},
+                "UPDATE templates SET provider_api = :api, data = :data, updated_at = :u, active = :active"
+                " WHERE template_id = :id",
+                {
+                    "id": t.template_id,
+                    "api": t.provider_api,
+                    "data": t.model_dump_json(),
+                    "u": _ts(t.updated_at),
+                    "active": _active(t.configuration),
+                },
             )
 
     async def delete_template(self, template_id: str) -> bool:
@@ -438,4 +514,6 @@ async def open_store(target: str, *, claim_seconds: float = 60.0) -> Store:
     """Open (and migrate) the store at a SQLite path or PostgreSQL URL."""
     db = open_database(target)
     await migrate(db)
-    return Store(db, claim_seconds)
+    store = Store(db, claim_seconds)
+    await store.fill_template_active()
+    return store

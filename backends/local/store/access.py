@@ -2,7 +2,8 @@
 may read — and what the caller may not read costs nothing to skip (the plan's tests run on indexed columns).
 
 `COLUMNS` maps each object type's criterion fields to the columns holding them, exactly as the authorizer
-reads them off the model (`request_attrs`, `machine_attrs`: a request's `userId` is `created_by`);
+reads them off the model (`request_attrs`, `machine_attrs`, `template_attrs`: a request's `userId` is
+`created_by`; a role's `roleName` is `auth_roles.role_name`);
 `tests/policy/test_listing_plans.py` holds the listings to `check_access`.
 """
 
@@ -24,6 +25,15 @@ the handlers' decision per item (`Engine.visible`, which every listing still app
 not read — correct, with short pages, rather than a failed statement."""
 
 COLUMNS: Final[dict[str, dict[str, str | Column]]] = {
+    "template": {
+        "templateId": Column("template_id", not_null=True),
+        "providerApi": Column("provider_api", not_null=True),
+    },
+    "role": {"roleName": Column("role_name", not_null=True)},
+    "userRole": {  # one row per user (`AuthStore.user_role_rows`): its id and a JSON array of its role names
+        "userId": Column("plan_g.user_id", not_null=True),
+        "roleName": Column("plan_g.role_names", json_list=True),
+    },
     "request": {
         "requestId": Column("request_id", not_null=True),
         "templateId": "template_id",

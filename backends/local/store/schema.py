@@ -178,6 +178,22 @@ MIGRATIONS: dict[int, Sequence[str]] = {
         "CREATE INDEX ix_requests_created_by ON requests (created_by, created_at)",
         "CREATE INDEX ix_machines_template ON machines (template_id)",
     ),
+    11: (  # template listings filtered in SQL (store/access.py): by provider API, by the caller's query plan, and
+        # switched-off templates (`configuration.active` false: 0; NULL until `Store.fill_template_active` reads it)
+        "ALTER TABLE templates ADD COLUMN active INTEGER",
+        "CREATE INDEX ix_templates_provider_api ON templates (provider_api, template_id)",
+    ),
+    12: (  # federated sign-in (backends/local/auth/federation): sign-ins begun at the identity provider, single
+        # use; SAML assertions seen (a replay is refused until the assertion expires); who created a user
+        """CREATE TABLE auth_federation_pending (
+            state_hash TEXT PRIMARY KEY,
+            data TEXT NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL)""",
+        """CREATE TABLE auth_saml_assertions (
+            assertion_id TEXT PRIMARY KEY,
+            expires_at DOUBLE PRECISION NOT NULL)""",
+        "ALTER TABLE auth_users ADD COLUMN federated_by TEXT",
+    ),
 }
 
 

@@ -64,6 +64,7 @@ SEALED_COLUMNS: tuple[tuple[str, str, str, str], ...] = (
     ("auth_users", "user_id", "totp_secret", "totp:"),
     ("auth_users", "user_id", "totp_pending", "totp:"),
     ("auth_signing_keys", "kid", "private_key", "signing-key:"),
+    ("auth_federation_pending", "state_hash", "data", "federation:"),
 )
 """Every value sealed with the key; rotation re-seals exactly these."""
 

@@ -16,7 +16,7 @@ from .sessions import Session
 if TYPE_CHECKING:
     from .app import Console
 
-__all__ = ["COOKIE", "PREFIX", "PRE_COOKIE", "Ctx", "Form", "plain", "set_session_cookie"]
+__all__ = ["COOKIE", "PREFIX", "PRE_COOKIE", "Ctx", "Form", "console_page", "plain", "set_session_cookie"]
 
 PREFIX = "/ui"
 COOKIE = "pluginsdk_console"
@@ -61,6 +61,13 @@ class Ctx:
     @property
     def csrf(self) -> Safe:
         return render('<input type="hidden" name="csrf" value="{t}">', t=self.session.csrf)
+
+
+def console_page(value: str) -> str:
+    """Where to go after signing in: a console page only (never another site)."""
+    if value.startswith(f"{PREFIX}/") and not value.startswith("//") and "\\" not in value:
+        return value
+    return f"{PREFIX}/"
 
 
 def plain(status: int, text: str) -> Response:

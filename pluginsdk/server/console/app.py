@@ -18,7 +18,7 @@ from ...errors import AuthenticationError, PermissionDeniedError, SDKError
 from ...operations import CATALOG
 from ...principal import Principal
 from ..contract import ServedBackend
-from . import pages, signin
+from . import access, keys_admin, pages, signin, sso, template_pages
 from ._web import COOKIE, PREFIX, Ctx, Form, plain
 from .sessions import Sessions
 
@@ -55,7 +55,8 @@ class Console:
         self.backend = backend
         self.sessions = Sessions()
         self.routes: list[tuple[str, re.Pattern[str], Handler]] = [
-            (method, re.compile(f"^{PREFIX}{pattern}$"), handler) for method, pattern, handler in pages.ROUTES
+            (method, re.compile(f"^{PREFIX}{pattern}$"), handler)
+            for method, pattern, handler in (*pages.ROUTES, *access.ROUTES, *keys_admin.ROUTES, *template_pages.ROUTES)
         ]
         self._static: dict[str, bytes] = {}
 
@@ -83,11 +84,13 @@ class Console:
             return self._asset(path.removeprefix(f"{PREFIX}/static/"))
         if method not in ("GET", "HEAD", "POST"):
             return plain(405, "Method not allowed.")
-        form = await _form(request) if method == "POST" else {}
+        form = await _posted(request)
         if isinstance(form, Response):
             return form
         if path == f"{PREFIX}/login":
             return await signin.sign_in(self, request, form)
+        if path.startswith(f"{PREFIX}/sso/"):
+            return await sso.respond(self, request, form, signin.refused)
         session = self.sessions.get(request.cookies.get(COOKIE))
         if session is None:
             if method == "POST":
@@ -144,6 +147,14 @@ def _same_origin(request: Request) -> bool:
         return origin is None
     host = request.headers.get("host", "")
     return origin in (f"http://{host}", f"https://{host}")
+
+
+async def _posted(request: Request) -> Form | Response:
+    """A POST's form ({} for other methods); the SAML assertion consumer takes the identity provider's
+    cross-site POST (sso.py binds it otherwise), every other form must come from this origin."""
+    if request.method != "POST":
+        return {}
+    return await (_read_form(request) if request.url.path == sso.ACS else _form(request))
 
 
 async def _form(request: Request) -> Form | Response:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ...errors import PermissionDeniedError, ValidationError
 from ...operations import CATALOG
 from ..limits import RouteNotFound
-from ._html import Safe, join, render
+from ._html import Safe, join, render, value_of
 
 if TYPE_CHECKING:
     from ._web import Ctx
@@ -81,7 +81,7 @@ def generic_form(ctx: Ctx, name: str, result: Safe) -> Safe:
                     '<label for="f-{n}">{l} (JSON)</label><textarea id="f-{n}" name="{n}" rows="2">{v}</textarea>',
                     n=fname,
                     l=label,
-                    v=value,
+                    v=value_of(value),
                 )
             )
         else:
@@ -91,7 +91,7 @@ def generic_form(ctx: Ctx, name: str, result: Safe) -> Safe:
                     n=fname,
                     l=label,
                     k="text" if kind == "number" else kind,
-                    v=value,
+                    v=value_of(value),
                 )
             )
         if prop.get("description"):

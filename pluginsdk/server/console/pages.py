@@ -6,18 +6,19 @@ import json
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
 from ...errors import SDKError, ValidationError
-from ._html import Safe, join, render
+from ._html import Safe, join, render, value_of
 from .forms import generic_form, generic_values, operations_index
+from .live import audit_export, progress_events
 
 if TYPE_CHECKING:
     from ._web import Ctx
 
-__all__ = ["ROUTES", "error_page", "layout"]
+__all__ = ["ROUTES", "back", "error_page", "layout", "request_form"]
 
 _NAV = (
     ("/ui/", "Dashboard", "get_request_summary"),
@@ -25,8 +26,12 @@ _NAV = (
     ("/ui/requests", "Requests", "list_requests"),
     ("/ui/machines", "Machines", "list_machines"),
     ("/ui/constraints", "Constraints", "list_constraints"),
+    ("/ui/roles", "Roles", "list_roles"),
+    ("/ui/user-roles", "User roles", "list_user_roles"),
+    ("/ui/users", "Users", "list_managed_users"),
     ("/ui/playground", "Playground", "explain_access"),
-    ("/ui/keys", "API keys", "list_my_api_keys"),
+    ("/ui/keys", "My API keys", "list_my_api_keys"),
+    ("/ui/api-keys", "All API keys", "list_api_keys"),
     ("/ui/audit", "Audit log", "list_audit_records"),
     ("/ui/ops", "Operations", None),
 )
@@ -94,7 +99,7 @@ def field(label: str, name: str, value: Any = "", kind: str = "text", required: 
         label=label,
         n=name,
         k=kind,
-        v=value,
+        v=value_of(value),
         r=Safe(" required") if required else Safe(""),
     )
 
@@ -167,9 +172,19 @@ async def dashboard(ctx: Ctx) -> Response:
 async def templates(ctx: Ctx) -> Response:
     offset = _int(ctx.query("offset"), 0)
     listing = await ctx.call("list_templates", {"limit": 50, "offset": offset})
-    rows = [(t.template_id, t.name, t.image_id, t.instance_type, t.max_number) for t in listing.templates]
+    rows = [
+        (
+            link(f"/ui/templates/{quote(t.template_id, safe='')}", t.template_id),
+            t.name,
+            t.image_id,
+            t.instance_type,
+            t.max_number,
+        )
+        for t in listing.templates
+    ]
     parts = [
         notice(ctx),
+        Safe('<p><a href="/ui/template-import">Import or validate templates</a></p>'),
         table(("Id", "Name", "Image", "Instance type", "Max"), rows, "Templates"),
         _pager(ctx, offset, len(rows), 50),
     ]
@@ -209,10 +224,10 @@ async def create_template(ctx: Ctx) -> Response:
     data["max_number"] = _int(ctx.value("max_number"), 10, 1, 100000)
     data.setdefault("name", data.get("template_id", ""))
     created = await ctx.call("create_template", data)
-    return _back("/ui/templates", f"Created template {getattr(created, 'template_id', data.get('template_id'))}.")
+    return back("/ui/templates", f"Created template {getattr(created, 'template_id', data.get('template_id'))}.")
 
 
-def _back(path: str, done: str) -> Response:
+def back(path: str, done: str) -> Response:
     return RedirectResponse(f"{path}?done={quote(done)}", status_code=303)
 
 
@@ -229,23 +244,21 @@ async def requests(ctx: Ctx) -> Response:
         table(("Request", "Kind", "Template", "State", "Machines"), rows, "Requests"),
         _pager(ctx, offset, len(rows), 50),
     ]
-    if ctx.can("create_request") and ctx.can("list_templates"):
-        options = join(
-            render('<option value="{i}">{n}</option>', i=t.template_id, n=t.name or t.template_id)
-            for t in (await ctx.call("list_templates", {"limit": 200})).templates
-        )
-        parts.append(
-            render(
-                '<h2>Request machines</h2><form method="post" action="/ui/requests" class="card">{csrf}'
-                '<label for="f-template_id">Template</label>'
-                '<select id="f-template_id" name="template_id" required>{o}</select>'
-                '{count}<button type="submit">Request machines</button></form>',
-                csrf=ctx.csrf,
-                o=options,
-                count=field("Machines", "requested_count", 1, "number", True),
-            )
-        )
+    if ctx.can("create_request"):
+        parts.append(request_form(ctx, ""))
     return page(ctx, "Requests", join(parts))
+
+
+def request_form(ctx: Ctx, template_id: str) -> Safe:
+    """The form requesting machines; the template by id (a listing of every template would cost a page's
+    time with thousands of them: each template's page offers this form with its id filled in)."""
+    return render(
+        '<h2>Request machines</h2><form method="post" action="/ui/requests" class="card">{csrf}{t}{count}'
+        '<button type="submit">Request machines</button></form>',
+        csrf=ctx.csrf,
+        t=field("Template id", "template_id", template_id, required=True),
+        count=field("Machines", "requested_count", 1, "number", True),
+    )
 
 
 async def create_request(ctx: Ctx) -> Response:
@@ -256,8 +269,9 @@ async def create_request(ctx: Ctx) -> Response:
 
 async def request_detail(ctx: Ctx, request_id: str) -> Response:
     body = render(
-        '<section id="progress" data-poll="/ui/requests/{i}/progress" aria-live="polite">{p}</section>',
-        i=quote(request_id),
+        '<section id="progress" data-events="/ui/requests/{i}/events" data-poll="/ui/requests/{i}/progress" '
+        'aria-live="polite">{p}</section>',
+        i=quote(request_id, safe=""),
         p=await _progress(ctx, request_id),
     )
     return page(ctx, f"Request {request_id}", body)
@@ -265,6 +279,10 @@ async def request_detail(ctx: Ctx, request_id: str) -> Response:
 
 async def request_progress(ctx: Ctx, request_id: str) -> Response:
     return HTMLResponse(await _progress(ctx, request_id), headers={"cache-control": "no-store"})
+
+
+async def request_events(ctx: Ctx, request_id: str) -> Response:
+    return await progress_events(ctx, request_id, lambda: _progress(ctx, request_id))
 
 
 async def _progress(ctx: Ctx, request_id: str) -> Safe:
@@ -322,7 +340,7 @@ async def return_machines(ctx: Ctx) -> Response:
             "Select at least one machine.", details={"field": "machine_ids", "value": None, "expected": "machine ids"}
         )
     result = await ctx.call("create_return_request", {"machine_ids": ids})
-    return _back("/ui/machines", f"Return requested: {', '.join(result.created_request_ids or []) or result.message}.")
+    return back("/ui/machines", f"Return requested: {', '.join(result.created_request_ids or []) or result.message}.")
 
 
 # -- constraints, what-if, playground ----------------------------------------------------
@@ -422,7 +440,7 @@ async def save_constraint(ctx: Ctx) -> Response:
         )
         return await _constraints_page(ctx, summary)
     await ctx.call("create_constraint", candidate)
-    return _back("/ui/constraints", f"Saved constraint {candidate['constraint_id']}.")
+    return back("/ui/constraints", f"Saved constraint {candidate['constraint_id']}.")
 
 
 async def playground(ctx: Ctx) -> Response:
@@ -465,7 +483,7 @@ async def playground(ctx: Ctx) -> Response:
             render("<option{s}>{m}</option>", m=m, s=Safe(" selected") if m == v("method", "GET") else Safe(""))
             for m in ("GET", "POST", "PUT", "DELETE")
         ),
-        attrs=v("attributes", "route__path=/api/v1/templates"),
+        attrs=value_of(v("attributes", "route__path=/api/v1/templates")),
         result=result,
     )
     return page(ctx, "Check and explain", form)
@@ -507,7 +525,7 @@ async def _keys_page(ctx: Ctx, created: Safe) -> Response:
                 ),
             )
         )
-    return page(ctx, "API keys", join(parts))
+    return page(ctx, "My API keys", join(parts))
 
 
 async def create_key(ctx: Ctx) -> Response:
@@ -530,7 +548,7 @@ async def create_key(ctx: Ctx) -> Response:
 
 async def delete_key(ctx: Ctx, key_id: str) -> Response:
     await ctx.call("delete_my_api_key", {"api_key_id": key_id})
-    return _back("/ui/keys", f"Deleted key {key_id}.")
+    return back("/ui/keys", f"Deleted key {key_id}.")
 
 
 def _in_days(days: int) -> str:
@@ -538,8 +556,11 @@ def _in_days(days: int) -> str:
 
 
 # -- audit ------------------------------------------------------------------------------
+_AUDIT_FILTERS = ("actor", "action", "target_type", "target_id", "since", "until")
+
+
 async def audit(ctx: Ctx) -> Response:
-    filters = {k: ctx.query(k) for k in ("actor", "action", "target_type", "target_id") if ctx.query(k)}
+    filters = {k: ctx.query(k) for k in _AUDIT_FILTERS if ctx.query(k)}
     data: dict[str, Any] = {**filters, "page_size": 100}
     if ctx.query("next"):
         data["starting_token"] = ctx.query("next")
@@ -551,10 +572,18 @@ async def audit(ctx: Ctx) -> Response:
         b=field("Action", "action", filters.get("action", "")),
         c=field("Target type", "target_type", filters.get("target_type", "")),
     )
-    parts = [form, table(("When", "Actor", "Action", "Target type", "Target"), rows, "Audit records")]
+    export = render(
+        '<p><a href="/ui/audit/export{q}" download="audit.jsonl">Export these records as JSON lines</a></p>',
+        q="?" + urlencode(filters) if filters else "",
+    )
+    parts = [form, export, table(("When", "Actor", "Action", "Target type", "Target"), rows, "Audit records")]
     if listing.next_token:
-        parts.append(link(f"/ui/audit?next={quote(listing.next_token)}", "Next page"))
+        parts.append(link(f"/ui/audit?{urlencode({**filters, 'next': listing.next_token})}", "Next page"))
     return page(ctx, "Audit log", join(parts))
+
+
+async def audit_jsonl(ctx: Ctx) -> Response:
+    return await audit_export(ctx, {k: ctx.query(k) for k in _AUDIT_FILTERS if ctx.query(k)})
 
 
 # -- the generic view of any operation --------------------------------------------------
@@ -581,6 +610,7 @@ ROUTES = (
     ("POST", "/requests", create_request),
     ("GET", "/requests/(?P<request_id>[^/]{1,200})", request_detail),
     ("GET", "/requests/(?P<request_id>[^/]{1,200})/progress", request_progress),
+    ("GET", "/requests/(?P<request_id>[^/]{1,200})/events", request_events),
     ("GET", "/machines", machines),
     ("POST", "/machines/return", return_machines),
     ("GET", "/constraints", constraints),
@@ -591,6 +621,7 @@ ROUTES = (
     ("POST", "/keys", create_key),
     ("POST", "/keys/(?P<key_id>[^/]{1,200})/delete", delete_key),
     ("GET", "/audit", audit),
+    ("GET", "/audit/export", audit_jsonl),
     ("GET", "/ops", ops),
     ("GET", "/ops/(?P<name>[a-z_]{1,64})", op_form),
     ("POST", "/ops/(?P<name>[a-z_]{1,64})", op_run),

@@ -1,6 +1,7 @@
 """The console's sessions: kept server-side, named by a random cookie value, each with its CSRF token.
 
-A session holds the credential the caller signed in with (a managed-pool id token or an API key) in
+A session holds the credential the caller signed in with (a managed-pool id token, also after a federated
+sign-in, or an API key) in
 memory only; every request re-authenticates it through the backend, so a revoked key or an ended token
 stops the session at once. Signing out drops the session here and ends the token's session in the engine.
 Sessions live in the serving process (one worker: `api.workers` 1; see docs/console.md).
@@ -29,7 +30,7 @@ class Session:
     """The `Authorization` header value every call of this session presents."""
     user_id: str
     method: str
-    """"password" or "api-key"."""
+    """"password", "api-key" or "sso" (the identity provider)."""
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32), repr=False)
     expires: float = 0.0
     seen: float = field(default_factory=time.monotonic)
@@ -73,6 +74,14 @@ class Sessions:
             del self._by_key[key]
             return None
         session.seen = now
+        return session
+
+    def peek(self, cookie: str | None) -> Session | None:
+        """The open session of `cookie`, without counting this as a use (an open stream is no activity)."""
+        session = self._by_key.get(_key(cookie)) if cookie and len(cookie) <= 100 else None
+        now = time.monotonic()
+        if session is None or now > session.expires or now - session.seen > IDLE_SECONDS:
+            return None
         return session
 
     def end(self, cookie: str | None) -> Session | None:

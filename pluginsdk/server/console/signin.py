@@ -1,4 +1,5 @@
-"""Sign-in (a managed-pool password, with its TOTP code where required, or an API key) and sign-out."""
+"""Sign-in (a managed-pool password, with its TOTP code where required, an API key, or the identity provider:
+`sso.py`) and sign-out."""
 
 from __future__ import annotations
 
@@ -13,17 +14,18 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from ...errors import SDKError
 from ...operations import CATALOG
 from ...principal import Principal
-from ._html import render
-from ._web import COOKIE, PRE_COOKIE, PREFIX, Ctx, Form, set_session_cookie
+from . import sso
+from ._html import Safe, render
+from ._web import COOKIE, PRE_COOKIE, PREFIX, Ctx, Form, console_page, set_session_cookie
 from .pages import layout
 from .sessions import MAX_SECONDS, Session
 
 if TYPE_CHECKING:
     from .app import Console
 
-__all__ = ["sign_in", "sign_out"]
+__all__ = ["refused", "sign_in", "sign_out"]
 
-_FORM = """
+_FORM = """{sso}
 <p>Sign in with your password (and authenticator code, where your account requires one), or with an API key.</p>
 {error}
 <form method="post" action="/ui/login" class="card">
@@ -45,11 +47,17 @@ _FORM = """
 
 
 def _form_page(
-    request: Request, error: str = "", username: str = "", next_page: str = "", status: int = 200
+    request: Request,
+    error: str = "",
+    username: str = "",
+    next_page: str = "",
+    status: int = 200,
+    *,
+    button: Safe = Safe(""),
 ) -> Response:
     token = secrets.token_urlsafe(24)
     note = render('<p class="error" role="alert">{e}</p>', e=error) if error else ""
-    body = render(_FORM, error=note, token=token, next=next_page, username=username)
+    body = render(_FORM, error=note, token=token, next=next_page, username=username, sso=button)
     response = HTMLResponse(layout(None, "Sign in", body), status_code=status, headers={"cache-control": "no-store"})
     response.set_cookie(
         PRE_COOKIE,
@@ -63,25 +71,30 @@ def _form_page(
     return response
 
 
-def _next(value: str) -> str:
-    """Where to go after signing in: a console page only (never another site)."""
-    if value.startswith(f"{PREFIX}/") and not value.startswith("//") and "\\" not in value:
-        return value
-    return f"{PREFIX}/"
+_next = console_page
+
+
+async def refused(console: Console, request: Request, error: str, status: int) -> Response:
+    """The sign-in page saying why a sign-in failed."""
+    return _form_page(request, error, status=status, button=await sso.button(console, f"{PREFIX}/"))
 
 
 async def sign_in(console: Console, request: Request, form: Form) -> Response:
     if request.method != "POST":
-        return _form_page(request, next_page=_next(request.query_params.get("next", "")))
+        next_page = _next(request.query_params.get("next", ""))
+        return _form_page(request, next_page=next_page, button=await sso.button(console, next_page))
 
     def field(name: str) -> str:
         values = form.get(name)
         return values[-1] if values else ""
 
     username, next_page = field("username").strip(), _next(field("next"))
+    button = await sso.button(console, next_page)
     cookie, token = request.cookies.get(PRE_COOKIE, ""), field("csrf")
     if not cookie or not hmac.compare_digest(cookie.encode(), token.encode()):
-        return _form_page(request, "The sign-in form expired; please try again.", username, next_page, 403)
+        return _form_page(
+            request, "The sign-in form expired; please try again.", username, next_page, 403, button=button
+        )
     try:
         if field("api_key"):
             authorization = f"Bearer {field('api_key').strip()}"
@@ -90,16 +103,17 @@ async def sign_in(console: Console, request: Request, form: Form) -> Response:
         else:
             tokens = await _login(console, request, username, field("password"), field("totp").strip())
             if tokens.challenge_name == "SOFTWARE_TOKEN_MFA":
-                return _form_page(request, "Enter the code from your authenticator app.", username, next_page, 401)
+                why = "Enter the code from your authenticator app."
+                return _form_page(request, why, username, next_page, 401, button=button)
             if tokens.challenge_name or not tokens.id_token:
                 why = "This account must set a new password first (pluginsdk auth login)."
-                return _form_page(request, why, username, next_page, 401)
+                return _form_page(request, why, username, next_page, 401, button=button)
             authorization = f"Bearer {tokens.id_token}"
             principal = await console.backend.authenticate(authorization)
             session, lifetime = Session(authorization, principal.user_id, "password"), float(tokens.expires_in or 0)
     except SDKError as err:
         message = "Sign-in failed: wrong user name, password, code or key." if err.http_status == 401 else err.message
-        return _form_page(request, message, username, next_page, err.http_status)
+        return _form_page(request, message, username, next_page, err.http_status, button=button)
     value = console.sessions.open(session, lifetime or None)
     response = RedirectResponse(next_page, status_code=303)
     set_session_cookie(response, request, value, int(min(lifetime or MAX_SECONDS, MAX_SECONDS)))
@@ -119,11 +133,13 @@ async def _login(console: Console, request: Request, username: str, password: st
 
 
 async def sign_out(ctx: Ctx) -> Response:
-    """End the session here and, for a password session, its tokens in the engine."""
+    """End the session here and, for a password or identity-provider session, its tokens in the engine; an OIDC
+    session goes on to the provider's end-session endpoint, where it has one."""
     ctx.console.sessions.end(ctx.request.cookies.get(COOKIE))
-    if ctx.session.method == "password":
+    if ctx.session.method in ("password", "sso"):
         with contextlib.suppress(SDKError):  # the console session is gone either way
             await ctx.call("logout", {})
-    response = RedirectResponse(f"{PREFIX}/login", status_code=303)
+    ended = await sso.sign_out_url(ctx.console, ctx.request) if ctx.session.method == "sso" else None
+    response = sso.signed_out(ended) if ended else RedirectResponse(f"{PREFIX}/login", status_code=303)
     response.delete_cookie(COOKIE, path=f"{PREFIX}/")
     return response

@@ -42,7 +42,8 @@ handlers = HandlerTable(AuthService)
 @handlers.on(ListRolesQuery)
 async def list_roles(svc: AuthService, op: ListRolesQuery, call: Call) -> RoleList:
     principal = call.principal
-    roles = [role_from_row(r) for r in await svc.store.list_roles()]
+    rows = await svc.store.list_roles(await svc.plan(principal, "role", "GET"))
+    roles = [role_from_row(r) for r in rows]
     roles = await svc.filter_allowed(principal, "role", roles, lambda r: {"roleName": r.role_name}, "GET")
     return RoleList(message=RoleItems(items=roles))
 
@@ -100,7 +101,7 @@ async def list_user_roles(svc: AuthService, op: ListUserRolesQuery, call: Call) 
     principal = call.principal
     by_user: dict[str, list[str]] = defaultdict(list)
     created: dict[str, str] = {}
-    for r in await svc.store.user_role_rows():
+    for r in await svc.store.user_role_rows(access=await svc.plan(principal, "userRole", "GET")):
         by_user[r["user_id"]].append(r["role_name"])
         created[r["user_id"]] = min(created.get(r["user_id"], r["created_on"]), r["created_on"])
     items = [

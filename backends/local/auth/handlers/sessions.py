@@ -115,7 +115,7 @@ async def _user(svc: AuthService, principal: Principal) -> Row:
     return user
 
 
-async def _open_session(svc: AuthService, user: Row, mfa: bool) -> SessionTokens:
+async def open_session(svc: AuthService, user: Row, mfa: bool) -> SessionTokens:
     assert svc.tokens is not None
     refresh = new_refresh_token()
     sid = str(uuid.uuid4())
@@ -177,7 +177,7 @@ async def login(svc: AuthService, op: LoginCommand, call: Call) -> SessionTokens
         if changes:
             await svc.store.update_user(user["user_id"], changes)
             await user_change(svc.store, user["user_id"], "change_password", user["user_id"], user)
-        tokens = await _open_session(svc, user, step is not None)
+        tokens = await open_session(svc, user, step is not None)
     await svc.throttle.succeeded(user["user_id"])
     return tokens
 

@@ -1,0 +1,103 @@
+"""Answers that stream: a request's progress as server-sent events, and the audit log as JSON lines.
+
+A progress stream re-reads the request every `TICK` seconds as the caller (the same operations the page
+uses) and sends the fragment when it changed, so a state change shows in the page within a second; it ends
+when the request is final, when the session ends (sign-out, expiry), or after `STREAM_SECONDS` (the browser
+reconnects, authenticating again). The page falls back to polling the fragment where the stream fails.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from starlette.responses import StreamingResponse
+
+from ...errors import AuthenticationError
+from ._html import Safe
+from ._web import COOKIE
+
+if TYPE_CHECKING:
+    from ._web import Ctx
+
+__all__ = ["STREAM_SECONDS", "TICK", "audit_export", "progress_events"]
+
+TICK = 0.25
+"""Seconds between two reads of a streamed request."""
+STREAM_SECONDS = 300.0
+"""A progress stream ends after this long; the browser's EventSource opens another."""
+REAUTH_SECONDS = 2.0
+"""How often a stream re-authenticates the session's credential."""
+HEARTBEAT_SECONDS = 15.0
+"""A comment line this often keeps proxies from closing a quiet stream."""
+_AUDIT_PAGE = 1000
+_STREAM_HEADERS = {"cache-control": "no-store", "x-accel-buffering": "no"}
+
+
+async def _authenticates(ctx: Ctx) -> bool:
+    """The session's credential still authenticates (a revoked key or an ended token stop the stream)."""
+    try:
+        await ctx.console.backend.authenticate(ctx.session.authorization)
+    except AuthenticationError:
+        return False
+    return True
+
+
+def _event(name: str, data: str) -> bytes:
+    """One server-sent event; each line of `data` on a `data:` line of its own."""
+    lines = "".join(f"data: {line}\n" for line in data.replace("\r", "").split("\n"))
+    return f"event: {name}\n{lines}\n".encode()
+
+
+async def progress_events(ctx: Ctx, request_id: str, fragment: Callable[[], Awaitable[Safe]]) -> StreamingResponse:
+    """`text/event-stream` of the request's progress fragment: a `progress` event at each change, `final` last.
+
+    The first read happens before the answer starts, so a refusal (403, 404) is the refusal page."""
+    first = await fragment()
+    cookie = ctx.request.cookies.get(COOKIE)
+
+    async def events() -> AsyncIterator[bytes]:
+        shown, started = str(first), time.monotonic()
+        beat = checked = started
+        yield b"retry: 1000\n\n"
+        yield _event("final" if "data-final" in shown else "progress", shown)
+        while "data-final" not in shown and time.monotonic() - started < STREAM_SECONDS:
+            await asyncio.sleep(TICK)
+            if ctx.console.sessions.peek(cookie) is not ctx.session:
+                return  # signed out or expired (an open stream is no activity: the session still goes idle)
+            if time.monotonic() - checked > REAUTH_SECONDS:
+                checked = time.monotonic()
+                if not await _authenticates(ctx):
+                    return
+            now = str(await fragment())
+            if now != shown:
+                shown = now
+                yield _event("final" if "data-final" in now else "progress", now)
+            elif time.monotonic() - beat > HEARTBEAT_SECONDS:
+                beat = time.monotonic()
+                yield b": still here\n\n"
+
+    return StreamingResponse(events(), media_type="text/event-stream", headers=_STREAM_HEADERS)
+
+
+async def audit_export(ctx: Ctx, filters: dict[str, Any]) -> StreamingResponse:
+    """Every audit record the filters select, oldest first, as JSON lines (`application/x-ndjson`).
+
+    Each page is `list_audit_records` run as the caller (so it is authorized as the listing is); the first
+    before the answer starts, so a refusal is the refusal page rather than a cut download."""
+    first = await ctx.call("list_audit_records", {**filters, "page_size": _AUDIT_PAGE, "jsonl": True})
+
+    async def lines() -> AsyncIterator[bytes]:
+        page = first
+        while True:
+            if page.jsonl:
+                yield page.jsonl.encode() + (b"" if page.jsonl.endswith("\n") else b"\n")
+            if not page.next_token or not page.records:
+                return
+            data = {**filters, "page_size": _AUDIT_PAGE, "jsonl": True, "starting_token": page.next_token}
+            page = await ctx.call("list_audit_records", data)
+
+    headers = {**_STREAM_HEADERS, "content-disposition": 'attachment; filename="audit.jsonl"'}
+    return StreamingResponse(lines(), media_type="application/x-ndjson", headers=headers)
