@@ -17,6 +17,9 @@ from tests.support.backends import open_sdk
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGGING_CONTEXT = ROOT / "pluginsdk" / "logs.py"
+TRANSPORT_CONTEXT = ROOT / "pluginsdk" / "server" / "remote_mcp" / "answers.py"
+"""The MCP transport's answer mode for the POST at hand, read inside the `mcp` SDK's transport, which no
+argument of ours reaches; it carries nothing of an operation's call."""
 HANDLER_DIRS = (ROOT / "backends" / "local" / "handlers", ROOT / "backends" / "local" / "auth" / "handlers")
 
 
@@ -32,7 +35,7 @@ def test_no_context_variable_carries_a_calls_state() -> None:
     found = [
         f"{path.relative_to(ROOT)}:{node.lineno}"
         for path in _sources(ROOT / "pluginsdk", ROOT / "backends")
-        if path != LOGGING_CONTEXT
+        if path not in (LOGGING_CONTEXT, TRANSPORT_CONTEXT)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if _named(node) == "ContextVar"
     ]
