@@ -2,7 +2,7 @@
 
 from typing import Any, Literal, overload
 
-from pluginsdk.models import AccessGranted, AccessPlan, AccessQuestion, ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuditPage, AuthorizationDecision, CleanupResult, ConfigurationView, Constraint, ConstraintImported, ConstraintList, ConstraintWritten, CriterionInput, Explanation, FederatedSignIn, FilteredObjects, GroupPermissionInput, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, PermissionObjects, PolicyTest, PolicyTestReport, ProviderHealth, ProviderList, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SamlMetadata, SecureConfig, SessionTokens, SignInOptions, SubjectDecision, SubjectDecisions, SubjectRoutes, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserPermissionInput, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed, WhatIfReport, WhoCan
+from pluginsdk.models import AccessGranted, AccessPlan, AccessQuestion, ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuditPage, AuthorizationDecision, CleanupResult, ConfigurationView, Constraint, ConstraintImported, ConstraintList, ConstraintWritten, CriterionInput, Explanation, FederatedSignIn, FilteredObjects, GroupPermissionInput, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, PermissionObjects, PolicyTest, PolicyTestReport, ProviderHealth, ProviderList, ProvidersStatus, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SamlMetadata, SecureConfig, SessionTokens, SignInOptions, SubjectDecision, SubjectDecisions, SubjectRoutes, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserPermissionInput, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed, WhatIfReport, WhoCan
 
 class SDKMethods:
     async def authorize_web_routes(self, routes: list[WebRoute]) -> WebRoutesAllowed:
@@ -44,7 +44,7 @@ class SDKMethods:
         """Return machines to the provider (terminate them)."""
     async def create_role(self, role_name: str, description: str, source: str | None = ..., source_identifier: str | None = ..., mfa_required: bool = ...) -> RoleWritten:
         """Create a role."""
-    async def create_template(self, template_id: str, image_id: str, name: str | None = ..., description: str | None = ..., instance_type: str | None = ..., instance_types: dict[str, float] | None = ..., key_name: str | None = ..., security_group_ids: list[str] | None = ..., subnet_ids: list[str] | None = ..., user_data: str | None = ..., tags: dict[str, str] | None = ..., version: str | None = ..., max_number: int | None = ..., price_type: str | None = ..., allocation_strategy: str | None = ..., fleet_type: str | None = ..., configuration: dict[str, Any] | None = ..., provider_api: str = ..., validate_only: bool = ...) -> TemplateWritten:
+    async def create_template(self, template_id: str, image_id: str, name: str | None = ..., description: str | None = ..., instance_type: str | None = ..., instance_types: dict[str, float] | None = ..., key_name: str | None = ..., security_group_ids: list[str] | None = ..., subnet_ids: list[str] | None = ..., user_data: str | None = ..., tags: dict[str, str] | None = ..., version: str | None = ..., max_number: int | None = ..., max_active: int | None = ..., price_type: str | None = ..., allocation_strategy: str | None = ..., fleet_type: str | None = ..., configuration: dict[str, Any] | None = ..., provider: str | None = ..., offerings: list[dict[str, Any]] | None = ..., provider_api: str = ..., validate_only: bool = ...) -> TemplateWritten:
         """Create a template."""
     async def create_user_roles(self, user_id: str, role_name: list[str]) -> UserRolesWritten:
         """Give a user roles (each pair may exist only once)."""
@@ -102,6 +102,8 @@ class SDKMethods:
         """The authoritative values: object types and their fields, operators, permissions, permission types."""
     async def get_provider_health(self, provider_name: str | None = ..., detailed: bool = ..., *, provider: str | None = ...) -> ProviderHealth:
         """Check that a provider answers."""
+    async def get_providers_status(self) -> ProvidersStatus:
+        """Provider instances and candidates cooling down after capacity errors."""
     async def get_request(self, request_id: str, long: bool = ..., lightweight: bool = ..., provider_name: str | None = ..., *, provider: str | None = ...) -> Request:
         """Show a request's status and machines (shape follows the scheduler strategy)."""
     @overload
@@ -200,7 +202,7 @@ class SDKMethods:
         """Set a request's status by hand (only legal transitions)."""
     async def update_role(self, role_name: str, description: str | None = ..., source: str | None = ..., source_identifier: str | None = ..., mfa_required: bool | None = ...) -> RoleWritten:
         """Update a role: only the fields given change (source null clears it; description cannot be null)."""
-    async def update_template(self, template_id: str, name: str | None = ..., description: str | None = ..., instance_type: str | None = ..., instance_types: dict[str, float] | None = ..., key_name: str | None = ..., security_group_ids: list[str] | None = ..., subnet_ids: list[str] | None = ..., user_data: str | None = ..., tags: dict[str, str] | None = ..., version: str | None = ..., max_number: int | None = ..., price_type: str | None = ..., allocation_strategy: str | None = ..., fleet_type: str | None = ..., configuration: dict[str, Any] | None = ..., image_id: str | None = ..., provider_api: str | None = ...) -> TemplateWritten:
+    async def update_template(self, template_id: str, name: str | None = ..., description: str | None = ..., instance_type: str | None = ..., instance_types: dict[str, float] | None = ..., key_name: str | None = ..., security_group_ids: list[str] | None = ..., subnet_ids: list[str] | None = ..., user_data: str | None = ..., tags: dict[str, str] | None = ..., version: str | None = ..., max_number: int | None = ..., max_active: int | None = ..., price_type: str | None = ..., allocation_strategy: str | None = ..., fleet_type: str | None = ..., configuration: dict[str, Any] | None = ..., provider: str | None = ..., offerings: list[dict[str, Any]] | None = ..., image_id: str | None = ..., provider_api: str | None = ...) -> TemplateWritten:
         """Update a template: only the fields given change."""
     async def update_user_roles(self, user_id: str, role_name: list[str]) -> UserRolesWritten:
         """Replace a user's roles with exactly this list."""

@@ -151,6 +151,14 @@ class LocalProviderSettings(_Group):
     """For testing: a booted machine runs its template's `user_data` as a local process (docs/schedulers.md)."""
     user_data_log_dir: str | None = None
     """Where those processes write (default: discarded)."""
+    capacity_errors: list[str] = []
+    """Instance types (or `type@subnet`) whose launches are refused for capacity (docs/providers.md)."""
+    capacity_failure_rate: float = Field(0.0, ge=0, le=1)
+    """Share of launch calls refused for capacity."""
+    reclaim_after: float | None = Field(None, ge=0)
+    """Seconds after boot when the simulated cloud takes a running machine back (a spot interruption)."""
+    reclaim_rate: float = Field(1.0, ge=0, le=1)
+    """Share of machines it takes back."""
 
 
 class AwsProviderSettings(_Group):
@@ -181,15 +189,92 @@ attribute `settings_model` (fields annotated `Annotated[..., SECRET]` are masked
 _GroupModel = type[_Group]  # ProviderSettings' field `type` hides the builtin in its body
 
 
+class CapacitySettings(_Group):
+    """`provider.capacity`: how long an offering that failed for capacity is skipped (docs/providers.md)."""
+
+    cooldown_seconds: float = Field(300.0, gt=0)
+    """First cooldown after a capacity failure; it doubles on each failure in a row."""
+    max_cooldown_seconds: float = Field(1800.0, gt=0)
+    """Longest cooldown."""
+    probe_seconds: float = Field(60.0, gt=0)
+    """How long one half-open probe launch holds the offering before another probe may go."""
+
+
+class QuotaSettings(_Group):
+    """`provider.quotas`: limits checked when a request is made (docs/providers.md)."""
+
+    max_active: dict[str, Annotated[int, Field(ge=0)]] = {}
+    """Provider instance -> most machines it holds at once."""
+    machines_per_user: int | None = Field(None, ge=1)
+    """Most machines one user may request within `window_seconds`."""
+    window_seconds: float = Field(3600.0, gt=0)
+    retry_seconds: int = Field(60, ge=1)
+    """Retry-After of a refusal by a limit on machines at once (machines free when they are returned)."""
+
+
+_INSTANCES: dict[str, Any] = {"x-provider-instances": True}
+"""Marks the field of named provider instances: each is shown masked by its driver's settings model."""
+_INSTANCE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+
+
 class ProviderSettings(_Group):
     open_groups: ClassVar[bool] = True
 
     type: str = "local"
-    """Provider driver used for new requests (local, aws)."""
+    """Provider driver used for new requests (local, aws): the implicit instance of that name."""
     region: str | None = None
     profile: str | None = None
     max_machines_per_request: int = Field(1000, ge=1)
     """Global cap on a request's machine count."""
+    default: str | None = None
+    """Provider instance a template that names none uses (default: `type`, the implicit instance)."""
+    instances: dict[str, dict[str, Any]] = Field({}, json_schema_extra=_INSTANCES)
+    """Named provider instances: name -> {type: driver, the driver's own settings} (docs/providers.md)."""
+    capacity: CapacitySettings = Field(default_factory=CapacitySettings.model_construct)
+    quotas: QuotaSettings = Field(default_factory=QuotaSettings.model_construct)
+
+    @pydantic.field_validator("instances")
+    @classmethod
+    def _instances(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Each instance names a driver installed here, and its settings are that driver's (unknown keys refused)."""
+        for name, group in value.items():
+            if not _INSTANCE_NAME.match(name):
+                raise _wrong(name, name, "an instance name: lower-case letters, digits, '-' or '_'")
+            kind = group.get("type")
+            if not isinstance(kind, str):
+                raise _wrong(f"{name}.type", kind, "the provider driver of this instance (local, aws, ...)")
+            try:
+                model = cls.sub_group(kind)
+            except LookupError:
+                expected = f"an installed provider driver ({', '.join(_driver_names())})"
+                raise _wrong(f"{name}.type", kind, expected) from None
+            if model is None:
+                continue
+            settings = {k: v for k, v in group.items() if k != "type"}
+            fields = _inputs(model)
+            for key, given in settings.items():
+                if key not in fields:
+                    raise _wrong(f"{name}.{key}", given, f"a key of provider.{kind}: {', '.join(fields)}")
+            try:
+                model.model_validate(settings)
+            except pydantic.ValidationError as exc:
+                err = exc.errors()[0]
+                where = ".".join(str(p) for p in err["loc"])
+                raise _wrong(f"{name}.{where}", err.get("input"), err["msg"]) from None
+        return value
+
+    @pydantic.model_validator(mode="after")
+    def _default_known(self) -> ProviderSettings:
+        if self.default is not None and self.default not in self.instances and self.default != self.type:
+            raise _wrong("default", self.default, f"a provider instance ({', '.join([self.type, *self.instances])})")
+        return self
+
+    def instance_names(self) -> list[str]:
+        """Every configured provider instance: the implicit one (`type`) first, then the named ones."""
+        return [self.type, *(n for n in self.instances if n != self.type)]
+
+    def default_instance(self) -> str:
+        return self.default or self.type
 
     @classmethod
     def sub_group(cls, name: str) -> _GroupModel | None:
@@ -773,10 +858,8 @@ def _masked(model: type[pydantic.BaseModel] | None, node: Any) -> Any:
     fields = _inputs(model) if model is not None else {}
     for key, value in node.items():
         field = fields.get(key)
-        if field is not None and SECRET in field.metadata and value not in (None, ""):
-            out[key] = "***"
-        elif field is not None:
-            out[key] = _masked(_model_of(field), value)
+        if field is not None:
+            out[key] = _masked_field(field, value)
         elif model is not None and issubclass(model, _Group) and model.open_groups and isinstance(value, dict):
             out[key] = _masked_open(model, key, value)
         else:
@@ -793,6 +876,23 @@ def _masked_open(model: type[_Group], key: str, value: dict[str, Any]) -> dict[s
         return {k: "***" if v not in (None, "") else v for k, v in value.items()}
     shown: dict[str, Any] = _masked(sub, value)
     return shown
+
+
+def _masked_field(field: Any, value: Any) -> Any:
+    """A field's value as shown: a SECRET one as `***`, named provider instances by their drivers' models."""
+    if SECRET in field.metadata and value not in (None, ""):
+        return "***"
+    if field.json_schema_extra == _INSTANCES and isinstance(value, dict):
+        return {n: _masked_instance(g) for n, g in value.items()}
+    return _masked(_model_of(field), value)
+
+
+def _masked_instance(group: Any) -> Any:
+    """A provider instance as shown: its driver's settings masked by that driver's model."""
+    if not isinstance(group, dict):
+        return _masked(None, group)
+    shown = _masked_open(ProviderSettings, str(group.get("type")), {k: v for k, v in group.items() if k != "type"})
+    return {"type": group.get("type"), **shown}
 
 
 def _inputs(model: type[pydantic.BaseModel]) -> dict[str, Any]:
@@ -980,10 +1080,14 @@ def _checked(prefix: str, model: type[_Group], raw: Mapping[str, Any], sources: 
 
 def _open_names(prefix: str) -> list[str]:
     """The sub-groups an open group may hold (the provider drivers installed), for an unknown key's hint."""
+    return [f"{prefix}.{n}" for n in _driver_names()]
+
+
+def _driver_names() -> list[str]:
+    """The provider drivers installed: the built-ins and the `pluginsdk.providers` entry points."""
     from importlib.metadata import entry_points
 
-    names = {*_PROVIDER_GROUPS, *(ep.name for ep in entry_points(group="pluginsdk.providers"))}
-    return [f"{prefix}.{n}" for n in sorted(names)]
+    return sorted({*_PROVIDER_GROUPS, *(ep.name for ep in entry_points(group="pluginsdk.providers"))})
 
 
 def _unknown(key: str, valid: list[str], sources: Mapping[str, str]) -> ConfigurationError:

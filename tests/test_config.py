@@ -164,7 +164,7 @@ def test_driver_groups_are_checked_and_instance_types_stay_open(tmp_path: Path) 
     assert s.group("scheduler.instance_types") == {"m5": {"xlarge": {"ncpus": 4}}}  # a table of names, not keys
     with pytest.raises(ConfigurationError, match=r"provider\.regoin"):
         load_settings(config={"provider": {"regoin": "eu-west-1"}}, environ={})  # a value, not a driver group
-    with pytest.raises(ConfigurationError, match=r"'provider\.acme'.*valid keys: .*provider\.aws, provider\.local"):
+    with pytest.raises(ConfigurationError, match=r"'provider\.acme'.*valid keys: .*provider\.aws, .*provider\.local"):
         load_settings(config={"provider": {"acme": {"endpoint": "x"}}}, environ={})  # no driver of that name
 
 

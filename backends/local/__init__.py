@@ -96,10 +96,10 @@ class LocalBackend:
         return {"schema": int(row["version"]) if row else 0, "expected": max(MIGRATIONS)}
 
     async def inventory(self) -> dict[str, list[dict[str, Any]]]:
-        """Machines and requests counted by status and provider (the server's /metrics gauges; one
-        GROUP BY each, so a scrape costs two statements whatever the size of the store)."""
+        """Machines and requests counted by status and provider, and the launch candidates the capacity memory
+        holds (the server's /metrics gauges; one statement each, whatever the size of the store)."""
         if self.engine.store is None:
-            return {"machines": [], "requests": []}
+            return {"machines": [], "requests": [], "offerings": []}
         db = self.engine.db.db
         machines = await db.fetchall(
             "SELECT status, provider_name, COUNT(*) AS n FROM machines GROUP BY status, provider_name"
@@ -108,4 +108,9 @@ class LocalBackend:
             "SELECT request_type, status, provider_name, COUNT(*) AS n FROM requests"
             " GROUP BY request_type, status, provider_name"
         )
-        return {"machines": [dict(r) for r in machines], "requests": [dict(r) for r in requests]}
+        offerings = [
+            {"offering": o.key, "provider": o.provider, "state": o.state, "failures": o.failures}
+            for o in await self.engine.deps.capacity.states()
+        ]
+        listed = {"machines": [dict(r) for r in machines], "requests": [dict(r) for r in requests]}
+        return listed | {"offerings": offerings}

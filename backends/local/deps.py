@@ -2,7 +2,8 @@
 
 The engine builds one `Deps` when it starts and hands it to each handler of `handlers/` (and to the
 reconciler): the settings, the store, the `TemplateCatalog` (stored and file templates), the `ProviderPool`
-(started drivers), `Access` (the tier-2 filters of listings) and the engine's call counters. A handler sees
+(started provider instances), `Access` (the tier-2 filters of listings), the capacity memory of launch
+candidates with its counters, and the engine's call counters. A handler sees
 these and nothing else of the engine. The auth handlers receive the auth service instead
 (`auth/service.py`); each handler module's table says which (`registry.py`). One module for the parts: a
 CLI call imports it whatever it runs.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -24,6 +26,7 @@ from pluginsdk.principal import Principal
 from .providers import load_provider_class
 from .providers.base import ProviderDriver
 from .store import Store
+from .store.capacity import CapacityMemory
 from .templates_files import TemplateFiles
 
 if TYPE_CHECKING:
@@ -56,7 +59,8 @@ class TemplateCatalog:
 
 
 class ProviderPool:
-    """Provider drivers by name; the configured one is the default."""
+    """Provider instances by name (`provider.instances`, or a driver's own name); the configured default is
+    the one asked for without a name."""
 
     __slots__ = ("_drivers", "settings", "store")
 
@@ -67,31 +71,35 @@ class ProviderPool:
 
     @property
     def default_name(self) -> str:
-        """The configured provider's name (`provider.type`)."""
-        return self.settings.provider.type
+        """The default provider instance's name (`provider.default`, else `provider.type`)."""
+        return self.settings.provider.default_instance()
 
     def started(self, name: str) -> ProviderDriver | None:
         """The driver of `name` if it is started already (nothing is started here)."""
         return self._drivers.get(name)
 
     async def get(self, name: str | None = None) -> ProviderDriver:
-        """The driver by name (default: the configured one), started on first use."""
+        """The provider instance by name (default: the configured default), started on first use.
+
+        A name in `provider.instances` is that instance (its driver `type`, its own settings); any other name
+        is the implicit instance of the driver of that name (`provider.<name>`, `provider.region`)."""
         asked = name
-        name = name or self.settings.provider.type
+        name = name or self.default_name
         known = self._drivers.get(name)
         if known is not None:
             return known
+        instance = self.settings.provider.instances.get(name)
         try:
-            cls = load_provider_class(name)
+            cls = load_provider_class(str(instance["type"]) if instance else name)
         except HandlerDiscoveryError as exc:
             if asked is None:  # the configured provider is missing: the server is misconfigured
                 raise
             raise NotFoundError("provider", asked, exc.message) from None
-        config = {
-            "region": self.settings.provider.region,
-            "profile": self.settings.provider.profile,
-            **self.settings.group(f"provider.{name}"),
-        }
+        inherited = {"region": self.settings.provider.region, "profile": self.settings.provider.profile}
+        if instance is not None:
+            config = inherited | {k: v for k, v in instance.items() if k != "type"}
+        else:
+            config = inherited | self.settings.group(f"provider.{name}")
         driver: ProviderDriver = cls(name=name, config=config, settings=self.settings)
         bind = getattr(driver, "bind_store", None)
         if bind is not None:
@@ -102,9 +110,11 @@ class ProviderPool:
         self._drivers[name] = driver
         return driver
 
-    async def for_template(self, template: Template) -> ProviderDriver:
-        """The configured driver, refused (400) when it does not serve the template's `provider_api`."""
-        driver = await self.get()
+    async def for_template(self, template: Template, name: str | None = None) -> ProviderDriver:
+        """The provider instance that launches `template` (or its candidate on `name`), refused (400) when it
+        does not serve the template's `provider_api`."""
+        name = name or template.provider or (template.offerings[0].provider if template.offerings else None)
+        driver = await self.get(name)
         if template.provider_api not in driver.apis:
             raise ValidationError(
                 f"Template '{template.template_id}' uses provider_api '{template.provider_api}', which the "
@@ -185,7 +195,17 @@ class Access:
 class Deps:
     """The engine's parts a provisioning handler uses, built once when the engine starts."""
 
-    __slots__ = ("access", "metrics", "providers", "settings", "started_at", "store", "templates")
+    __slots__ = (
+        "access",
+        "capacity",
+        "capacity_counters",
+        "metrics",
+        "providers",
+        "settings",
+        "started_at",
+        "store",
+        "templates",
+    )
 
     def __init__(
         self,
@@ -195,6 +215,7 @@ class Deps:
         templates: TemplateCatalog,
         providers: ProviderPool,
         access: Access,
+        capacity: CapacityMemory,
         metrics: Mapping[str, Mapping[str, float]],
         started_at: float,
     ) -> None:
@@ -204,6 +225,10 @@ class Deps:
         self.templates = templates
         self.providers = providers
         self.access = access
+        self.capacity = capacity
+        """The capacity memory of launch candidates (`store/capacity.py`), on the store."""
+        self.capacity_counters: dict[str, float] = defaultdict(float)
+        """Capacity failures, fallbacks and skipped candidates of this engine (`get_metrics`)."""
         self.metrics = metrics
         """The engine's call counters by operation name (calls, errors, seconds), read by `get_metrics`."""
         self.started_at = started_at

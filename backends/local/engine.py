@@ -39,6 +39,7 @@ from .deps import Access, Deps, ProviderPool, TemplateCatalog
 from .providers.base import ProviderDriver
 from .registry import HandlerRegistry
 from .store import Store, open_store
+from .store.capacity import CapacityMemory
 from .templates_files import TemplateFiles
 
 if TYPE_CHECKING:
@@ -172,12 +173,19 @@ class Engine:
             self.settings.storage_target, claim_seconds=self.settings.sdk.claim_seconds
         )
         await self._start_auth()
+        limits = self.settings.provider.capacity
         self._deps = self._given[Deps] = Deps(
             settings=self.settings,
             store=store,
             templates=TemplateCatalog(store, self.files),
             providers=ProviderPool(self.settings, store),
             access=Access(self.authz),
+            capacity=CapacityMemory(
+                store.db,
+                cooldown=limits.cooldown_seconds,
+                max_cooldown=limits.max_cooldown_seconds,
+                probe=limits.probe_seconds,
+            ),
             metrics=self.metrics,
             started_at=self.started_at,
         )
@@ -275,7 +283,7 @@ class Engine:
         return self._deps
 
     async def provider(self, name: str | None = None) -> ProviderDriver:
-        """The provider driver by name (default: the configured one), started on first use."""
+        """The provider instance by name (default: the configured default), started on first use."""
         return await self.deps.providers.get(name)
 
     async def template(self, template_id: str) -> Template | None:

@@ -3,11 +3,12 @@
 Used on status reads, by `wait=True`, and by the background loop of
 long-lived processes. Provider calls happen outside transactions; the store is
 then re-read and updated in one transaction, so two processes reconciling the
-same request cannot move it backwards. Machine states only follow the
-transition table; an illegal report is logged and ignored, never written.
-Machines found at the provider that the store does not know (the engine died
-between launch and write) are adopted here; a request whose creator died before it called the provider
-(still `pending`, nothing at the provider) is launched here (`launch`, which its creator calls too).
+same request cannot move it backwards. The provider's view is folded in by
+`settling.py` (machine states only follow the transition table; machines the
+store does not know — the engine died between launch and write — are adopted);
+a request launched through candidates is observed per attempt (`offerings.py`);
+a request whose creator died before it called the provider (still `pending`,
+nothing at the provider) is launched here (`launch`, which its creator calls too).
 
 One actor per request: a reconciliation first claims the request (a lease,
 backends/local/store/claims.py); when another process or task holds it, this
@@ -24,7 +25,7 @@ from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from pluginsdk.errors import ProviderError
+from pluginsdk.errors import NotFoundError, ProviderError
 from pluginsdk.models import (
     Machine,
     MachineStatus,
@@ -37,7 +38,9 @@ from pluginsdk.models import (
     utcnow,
 )
 
+from . import offerings
 from .providers.base import LaunchResult, ProviderDriver, ProvisionedMachine
+from .settling import apply_states, fold_states, merge, settle_status
 
 if TYPE_CHECKING:
     from .deps import Deps
@@ -56,126 +59,6 @@ __all__ = [
 log = logging.getLogger("pluginsdk.reconciler")
 
 
-def _merge(m: Machine, pm: ProvisionedMachine) -> Machine | None:
-    """The machine updated from the provider's view, or None when nothing changes."""
-    update: dict[str, object] = {}
-    if pm.status != m.status:
-        if can_transition(m.status, pm.status):
-            update["status"] = pm.status
-            if pm.reason and m.status_reason != StatusReason.RETURNED_BEFORE_RUNNING:
-                update["status_reason"] = pm.reason
-        else:
-            log.warning("ignored illegal transition of %s: %s -> %s", m.machine_id, m.status, pm.status)
-    # a host name and private address are fixed once known: schedulers match machines by name
-    for field in ("name", "ip_address", "public_ip_address", "instance_type"):
-        value = getattr(pm, field)
-        current = getattr(m, field)
-        if value and value != current and (current is None or field == "public_ip_address"):
-            update[field] = value
-    if not update:
-        return None
-    update["updated_at"] = utcnow()
-    return m.model_copy(update=update)
-
-
-def apply_states(request: Request, stored: dict[str, Machine], seen: list[ProvisionedMachine]) -> list[Machine]:
-    """Fold provider states into stored machines (adopting unknown ones); returns the changed machines."""
-    changed: list[Machine] = []
-    for pm in seen:
-        m = stored.get(pm.machine_id)
-        if m is None:
-            m = Machine(
-                machine_id=pm.machine_id,
-                request_id=request.request_id,
-                template_id=request.template_id or "",
-                status=pm.status,
-                name=pm.name,
-                ip_address=pm.ip_address,
-                public_ip_address=pm.public_ip_address,
-                instance_type=pm.instance_type,
-                provider_name=request.provider_name,
-                provider_api=request.provider_api,
-                status_reason=pm.reason,
-                created_at=pm.launched_at or utcnow(),
-            )
-            stored[m.machine_id] = m
-            changed.append(m)
-            continue
-        new = _merge(m, pm)
-        if new is not None:
-            stored[m.machine_id] = new
-            changed.append(new)
-    return changed
-
-
-def _tally(request: Request, machines: list[Machine]) -> tuple[int, int, int, int, str]:
-    """(up, pending, withdrawn, unfilled, note) of a provisioning request's machines. A machine the caller
-    returned after it ran was delivered (it counts as up); one returned before it ran was withdrawn (neither
-    up nor failed); one the provider could not start at all (capacity everywhere) is unfilled: known short,
-    not awaited. The note is what the status message adds about the last two."""
-    withdrawn = sum(1 for m in machines if m.status_reason == StatusReason.RETURNED_BEFORE_RUNNING)
-    up = sum(
-        1
-        for m in machines
-        if m.status is MachineStatus.RUNNING
-        or (
-            m.return_request_id
-            and m.status_reason != StatusReason.RETURNED_BEFORE_RUNNING
-            and m.status is not MachineStatus.FAILED
-        )
-    )
-    pending = sum(
-        1
-        for m in machines
-        if m.status is MachineStatus.PENDING and m.status_reason != StatusReason.RETURNED_BEFORE_RUNNING
-    )
-    unfilled = int(request.provider_data.get("unfilled") or 0)
-    return up, pending, withdrawn, unfilled, _note(request, withdrawn, unfilled)
-
-
-def _note(request: Request, withdrawn: int, unfilled: int) -> str:
-    """What a status message adds about machines withdrawn and machines that could not start."""
-    note = f", {withdrawn} returned before running" if withdrawn else ""
-    if unfilled:
-        note += f", {unfilled} could not start ({request.provider_data.get('unfilled_reason') or 'no capacity'})"
-    return note
-
-
-def settle_status(request: Request, machines: list[Machine], *, timed_out: bool) -> tuple[RequestStatus, str]:
-    """The status a provisioning request should have given its machines: `completed` once enough run;
-    ended (`_ended`) once nothing is pending and every machine is accounted for, or on timeout; else
-    `running` (still `pending` while the provider reports no machine)."""
-    counts = _tally(request, machines)
-    up, pending, _, unfilled, note = counts
-    if up >= request.count:
-        return RequestStatus.COMPLETED, f"{up} of {request.count} machines running{note}."
-    if (pending == 0 and len(machines) + unfilled >= request.count) or timed_out:
-        return _ended(request, machines, counts, timed_out=timed_out)
-    status = RequestStatus.RUNNING if machines else request.status
-    return status, f"{up} of {request.count} machines running, {pending} pending{note}."
-
-
-def _ended(
-    request: Request, machines: list[Machine], counts: tuple[int, int, int, int, str], *, timed_out: bool
-) -> tuple[RequestStatus, str]:
-    """No machine left to wait for (or no time): `completed` when none failed, `cancelled` when all were
-    withdrawn, `partial` when some run, else `failed`."""
-    up, pending, withdrawn, unfilled, note = counts
-    failed = len(machines) - up - pending - withdrawn + unfilled
-    why = "timed out" if timed_out and pending else "finished"
-    never_made = max(0, request.count - len(machines) - unfilled)  # timed out before the provider made them
-    if not failed and not never_made and not (timed_out and pending):
-        if up:
-            return RequestStatus.COMPLETED, f"{up} of {request.count} machines running{note}."
-        return RequestStatus.CANCELLED, f"Cancelled: all {withdrawn} machines were returned before running."
-    if up:
-        return RequestStatus.PARTIAL, f"Request {why}: {up} of {request.count} machines running, the rest failed{note}."
-    reasons = [
-        m.status_reason for m in machines if m.status_reason and m.status_reason != StatusReason.RETURNED_BEFORE_RUNNING
-    ]
-    return RequestStatus.FAILED, f"Request {why}: no machine came up" + (f" ({reasons[0]})." if reasons else ".")
-
-
 async def reconcile(deps: Deps, request: Request) -> Request:
     """Bring one request up to date with its provider; returns the stored result."""
     if request.dry_run or request.status.terminal:
@@ -191,21 +74,29 @@ async def reconcile(deps: Deps, request: Request) -> Request:
 async def _reconcile_provision(deps: Deps, request: Request) -> Request:
     """observe (the provider, outside the transaction) -> fold machine states -> settle the status -> record
     -> stop machines still pending at a timeout -> let the provider clean up after a finished request."""
-    driver = await deps.providers.get(request.provider_name)
-    request, seen = await _launched(deps, driver, request, await deps.templates.get(request.template_id or ""))
+    template = await deps.templates.get(request.template_id or "")
+    providers: dict[str, str] | None = None
+    if offerings.has_offerings(request):  # launched through candidates (a launch that never started: `_launched`)
+        request, seen, providers = await offerings.observe(deps, request, template)
+    else:
+        driver = await deps.providers.get(request.provider_name)
+        request, seen = await _launched(deps, driver, request, template)
     now = utcnow()
     async with deps.store.transaction():
         current = await deps.store.get_request(request.request_id, for_update=True)
         if current is None or current.status.terminal:
             return current or request
-        stored = await fold_states(deps, current, seen)
+        stored = await fold_states(deps, current, seen, providers)
         timed_out = now > current.created_at + timedelta(seconds=current.timeout)
         status, message = settle_status(current, list(stored.values()), timed_out=timed_out)
         current = await _record(deps, current, now, status=status, message=message, machine_ids=list(stored))
     if status.terminal and timed_out:
         await _stop_pending(deps, current, stored.values())
     if current.status.terminal and not any(m.status.active for m in stored.values()):
-        await _cleanup(driver, current)
+        if offerings.has_offerings(current):
+            await offerings.cleanup_attempts(deps, current)
+        else:
+            await _cleanup(await deps.providers.get(current.provider_name), current)
     return current
 
 
@@ -221,8 +112,10 @@ async def launch(deps: Deps, driver: ProviderDriver, request: Request, template:
     Its creator calls this, and so does whoever takes its claim over from a creator that died before it
     called the provider (`_launched`). Provider launches are idempotent per request (AWS client tokens and
     group names, the local provider's numbered machines): a launch the dead creator made is found again,
-    not repeated.
+    not repeated. A template with candidates launches through them (`offerings.py`).
     """
+    if template.offerings:
+        return await offerings.launch_offerings(deps, request, template)
     return await _settle_launch(deps, request, await _launch(deps, driver, request, template))
 
 
@@ -290,15 +183,6 @@ async def _launch_unrecorded(
         return await launch(deps, driver, current, template)
     except ProviderError:  # recorded as the request's failure
         return await deps.store.get_request(current.request_id) or current
-
-
-async def fold_states(deps: Deps, request: Request, seen: list[ProvisionedMachine]) -> dict[str, Machine]:
-    """The request's stored machines with the provider's view folded in (`apply_states`), changes written."""
-    stored = {m.machine_id: m for m in await deps.store.machines_of_request(request.request_id, for_update=True)}
-    changed = apply_states(request, stored, seen)
-    if changed:
-        await deps.store.upsert_machines(changed)
-    return stored
 
 
 async def _stop_pending(deps: Deps, request: Request, machines: Iterable[Machine]) -> None:
@@ -370,8 +254,10 @@ async def terminate_machines(deps: Deps, request: Request, machines: list[Machin
     """Ask the provider to take machines of one provisioning request back and record what it says, on the
     machines as stored when the answer is written (another process may have claimed or moved them since
     the caller read them)."""
-    driver = await deps.providers.get(request.provider_name)
-    states = await driver.terminate(request, machines)
+    if offerings.has_offerings(request):
+        states = await offerings.terminate_by_attempt(deps, request, machines)
+    else:
+        states = await (await deps.providers.get(request.provider_name)).terminate(request, machines)
     now = utcnow()
     async with deps.store.transaction():
         stored = await deps.store.get_machines([m.machine_id for m in machines], for_update=True)
@@ -416,14 +302,20 @@ async def _observe_return(deps: Deps, by_request: dict[str, list[Machine]]) -> d
         origin = await deps.store.get_request(request_id)
         if origin is None:
             continue
-        driver = await deps.providers.get(origin.provider_name)
-        found = {pm.machine_id: pm for pm in await driver.describe(origin, None)}
+        found = {pm.machine_id: pm for pm in await _described(deps, origin)}
         missed = [m for m in group if (f := found.get(m.machine_id)) is not None and f.status.active]
         if missed:
             await terminate_machines(deps, origin, missed)
-            found.update({pm.machine_id: pm for pm in await driver.describe(origin, None)})
+            found.update({pm.machine_id: pm for pm in await _described(deps, origin)})
         seen.update(found)
     return seen
+
+
+async def _described(deps: Deps, origin: Request) -> list[ProvisionedMachine]:
+    """What the provider(s) of a provisioning request report of its machines."""
+    if offerings.has_offerings(origin):
+        return (await offerings.observe(deps, origin, None))[1]
+    return await (await deps.providers.get(origin.provider_name)).describe(origin, None)
 
 
 def _fold_return(
@@ -436,7 +328,7 @@ def _fold_return(
         pm: ProvisionedMachine | None = seen.get(mid)
         if pm is None and not m.status.gone and m.request_id in asked:
             pm = ProvisionedMachine(machine_id=mid, status=MachineStatus.TERMINATED, reason="not found at provider")
-        if pm is not None and (new := _merge(m, pm)) is not None:
+        if pm is not None and (new := merge(m, pm)) is not None:
             stored[mid] = new
             changed.append(new)
     return changed
@@ -468,8 +360,20 @@ def _settle_return(current: Request, machines: list[Machine], *, timed_out: bool
 
 
 async def record_reclaimed(deps: Deps) -> list[str]:
-    """Machines the cloud took back on its own become a completed return request (listed by getReturnRequests)."""
-    driver = await deps.providers.get()
+    """Machines the cloud took back on its own become a completed return request (listed by getReturnRequests),
+    one per provider instance that holds machines (and the default one)."""
+    names = dict.fromkeys([deps.settings.provider.default_instance(), *await deps.store.count_active_by_provider()])
+    taken: list[str] = []
+    for name in names:
+        try:
+            driver = await deps.providers.get(name)
+        except NotFoundError:  # machines of an instance no longer configured: nothing to ask
+            continue
+        taken += await _record_reclaimed_of(deps, driver)
+    return taken
+
+
+async def _record_reclaimed_of(deps: Deps, driver: ProviderDriver) -> list[str]:
     reclaimed = await driver.reclaimed()
     if not reclaimed:
         return []

@@ -5,11 +5,11 @@ body fields as JSON, and parses the reply into the spec's result type (camelCase
 alike). An error envelope becomes the same exception class the local engine raises; no answer at all
 becomes `APIConnectionError`, no answer in time `APITimeoutError` — never a server error class.
 
-Retries (jittered exponential backoff on connection errors, timeouts, 408, 429, 503, 504, and a 500 or
-502 that is not a pluginsdk envelope — a gateway's —, honouring Retry-After) apply to queries and to
-commands that carry an idempotency id. A command that has such a field (`request_id` of `create_request`
-/ `create_return_request`: "the same id again returns the first request") gets a client-made id when the
-caller gave none, so a retried call cannot run twice.
+Retries (jittered exponential backoff on connection errors, timeouts, 408, 429 — but a quota's refusal —,
+503, 504, and a 500 or 502 that is not a pluginsdk envelope — a gateway's —, honouring Retry-After) apply
+to queries and to commands that carry an idempotency id. A command that has such a field (`request_id` of
+`create_request` / `create_return_request`: "the same id again returns the first request") gets a client-made
+id when the caller gave none, so a retried call cannot run twice.
 
 `create_request(..., wait=True)` is waited for here, by polling (`pluginsdk/waiting.py`): the server is
 asked without `wait`, then the request's status is read until it is finished or its timeout passes, so a
@@ -375,7 +375,10 @@ def _body(spec: OperationSpec, rest: Rest, operation: Operation, *, client_id: b
 
 
 def _transient(response: httpx.Response) -> bool:
-    """Whether an answer is worth a retry (see `_RETRY_STATUS`)."""
+    """Whether an answer is worth a retry (see `_RETRY_STATUS`). A quota's refusal (429 naming the quota) is
+    not: it is the caller's to decide when to come back (its details say when capacity frees)."""
+    if response.status_code == 429:
+        return not _quota_refusal(response)
     if response.status_code in _RETRY_STATUS:
         return True
     if response.status_code not in _RETRY_UNLESS_ANSWERED:
@@ -385,6 +388,15 @@ def _transient(response: httpx.Response) -> bool:
     except ValueError:
         return True
     return not (isinstance(body, dict) and "error_code" in body)
+
+
+def _quota_refusal(response: httpx.Response) -> bool:
+    try:
+        body = json.loads(response.content)
+    except ValueError:
+        return False
+    details = body.get("details") if isinstance(body, dict) else None
+    return isinstance(details, dict) and "quota" in details
 
 
 def _certificate_rejected(exc: BaseException) -> bool:

@@ -1,11 +1,22 @@
 """Result objects of the system and provider operations."""
 
+from datetime import datetime
 from typing import Any
 
 from ._base import BaseModel
 from .results import Result
 
-__all__ = ["ConfigurationView", "Metrics", "ProviderHealth", "ProviderInfo", "ProviderList", "SystemStatus"]
+__all__ = [
+    "ConfigurationView",
+    "Metrics",
+    "OfferingStatus",
+    "ProviderHealth",
+    "ProviderInfo",
+    "ProviderInstanceStatus",
+    "ProviderList",
+    "ProvidersStatus",
+    "SystemStatus",
+]
 
 
 class SystemStatus(Result):
@@ -47,3 +58,37 @@ class ProviderHealth(Result):
     provider_name: str
     healthy: bool
     details: dict[str, Any] = {}
+
+
+class ProviderInstanceStatus(BaseModel):
+    """One configured provider instance and the machines it holds."""
+
+    name: str
+    type: str
+    default: bool = False
+    active_machines: int = 0
+
+
+class OfferingStatus(BaseModel):
+    """A launch candidate the capacity memory holds: `cooling` (skipped until `cooldown_until`), `half-open`
+    (the next launch is a probe), `probing` (a probe is out) or `closed` (recovered)."""
+
+    key: str
+    """provider/instance type/subnets/price type."""
+    provider: str
+    state: str
+    """closed, cooling, half-open or probing."""
+    failures: int
+    """Capacity failures in a row."""
+    cooldown_until: datetime | None = None
+    last_reason: str | None = None
+
+
+class ProvidersStatus(Result):
+    """Provider instances and the capacity memory of their launch candidates."""
+
+    providers: list[ProviderInstanceStatus] = []
+    offerings: list[OfferingStatus] = []
+
+    def page_items(self) -> list[OfferingStatus]:
+        return self.offerings

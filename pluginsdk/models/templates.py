@@ -3,12 +3,46 @@
 from datetime import datetime
 from typing import Any
 
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from ._base import BaseModel
 from .values import value_problem
 
-__all__ = ["Template"]
+__all__ = ["Offering", "Template"]
+
+
+class Offering(BaseModel):
+    """One candidate a template launches on: a provider instance and what to ask it for (docs/providers.md).
+
+    Fields left out take the template's value. Candidates are tried by weight (higher first), equal weights
+    in the order listed; a candidate that failed for capacity is skipped while it cools down.
+    """
+
+    provider: str
+    """Provider instance (a name from `provider.instances`, or the implicit one, e.g. `local`)."""
+    instance_type: str | None = None
+    instance_types: dict[str, float] | None = None
+    subnet_ids: list[str] | None = None
+    """Subnets (zones) of this candidate."""
+    price_type: str | None = None
+    """ondemand or spot."""
+    weight: float = 0.0
+    """Higher is tried first (like a Karpenter node pool's weight); ties keep the listed order."""
+
+    def key(self, template: "Template") -> str:
+        """What the capacity memory remembers this candidate by: provider, type, subnets and price type.
+        Two templates asking one provider for the same thing share it."""
+        itype = self.instance_type or template.instance_type or ",".join(sorted(self.instance_types or {})) or "*"
+        subnets = ",".join(self.subnet_ids if self.subnet_ids is not None else template.subnet_ids) or "*"
+        return f"{self.provider}/{itype}/{subnets}/{self.price_type or template.price_type}"
+
+    def applied(self, template: "Template") -> "Template":
+        """The template as this candidate launches it."""
+        fields = ("instance_type", "instance_types", "subnet_ids", "price_type")
+        update = {f: getattr(self, f) for f in fields if getattr(self, f) is not None}
+        if self.instance_type is not None and self.instance_types is None:
+            update["instance_types"] = {}
+        return template.model_copy(update=update)
 
 
 class Template(BaseModel):
@@ -43,6 +77,8 @@ class Template(BaseModel):
     """Template version."""
     max_number: int | None = None
     """Most machines one request may ask for (None: the global limit)."""
+    max_active: int | None = Field(None, ge=1, le=1_000_000)
+    """Most machines of this template at once, across requests (None: no limit)."""
     price_type: str = "ondemand"
     """ondemand, spot or heterogeneous."""
     allocation_strategy: str | None = None
@@ -51,6 +87,10 @@ class Template(BaseModel):
     """Fleet kind: EC2Fleet instant (default), request or maintain; SpotFleet request (default) or maintain."""
     configuration: dict[str, Any] = {}
     """Further provider-specific settings."""
+    provider: str | None = None
+    """Provider instance that launches it (default: `provider.default`); see `offerings` for several."""
+    offerings: list[Offering] = []
+    """Candidates tried in turn when one has no capacity (docs/providers.md); empty: `provider` alone."""
     source: str = "store"
     """Where the template came from: store, or the file it was loaded from."""
     created_at: datetime | None = None

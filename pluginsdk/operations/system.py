@@ -2,13 +2,14 @@
 
 from typing import Literal
 
-from ..models import ConfigurationView, Metrics, ProviderHealth, ProviderList, SystemStatus
+from ..models import ConfigurationView, Metrics, ProviderHealth, ProviderList, ProvidersStatus, SystemStatus
 from ._base import Cli, Mcp, Policy, Query, Rest
 
 __all__ = [
     "GetConfigurationQuery",
     "GetMetricsQuery",
     "GetProviderHealthQuery",
+    "GetProvidersStatusQuery",
     "GetSystemStatusQuery",
     "ListProvidersQuery",
 ]
@@ -47,6 +48,14 @@ class ListProvidersQuery(Query[ProviderList]):
 
     rest = Rest("GET", "/api/v1/providers")
     cli = Cli("providers", "list")
+    policy = _SYSTEM
+
+
+class GetProvidersStatusQuery(Query[ProvidersStatus]):
+    """Provider instances and candidates cooling down after capacity errors."""
+
+    rest = Rest("GET", "/api/v1/providers/status")
+    cli = Cli("providers", "status")
     policy = _SYSTEM
 
 

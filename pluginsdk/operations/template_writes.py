@@ -40,6 +40,8 @@ class _TemplateFields(Command[R_co]):
     """Template version (default 1.0)."""
     max_number: int | None = Field(None, ge=1, le=1_000_000)
     """Most machines one request may ask for."""
+    max_active: int | None = None
+    """Most machines of it at once."""
     price_type: PriceType | None = None
     """ondemand, spot or heterogeneous."""
     allocation_strategy: str | None = None
@@ -48,6 +50,10 @@ class _TemplateFields(Command[R_co]):
     """EC2Fleet: instant, request or maintain; SpotFleet: request or maintain."""
     configuration: dict[str, Any] | None = None
     """Further provider-specific settings."""
+    provider: str | None = None
+    """Provider instance."""
+    offerings: list[dict[str, Any]] | None = None
+    """Fallback candidates."""
 
 
 class CreateTemplateCommand(_TemplateFields[TemplateWritten]):
@@ -62,8 +68,7 @@ class CreateTemplateCommand(_TemplateFields[TemplateWritten]):
     image_id: str = Field(min_length=1)
     """Machine image (AMI id on AWS)."""
     provider_api: str = "aws"
-    """Provider API that launches it: on the aws provider `aws` (the spec's default) means RunInstances, else
-    EC2Fleet, SpotFleet or ASG; the local provider simulates every one of them alike (and takes `local`)."""
+    """aws (RunInstances), EC2Fleet, SpotFleet or ASG; the local provider simulates each (and takes local)."""
     validate_only: bool = False
     """Validate and report, store nothing."""
 

@@ -287,6 +287,7 @@ class HpcStrategy(Strategy):
         }
         if m.instance_type:
             entry["instanceType"] = m.instance_type
+        entry["providerName"] = m.provider_name  # the provider instance that made it (docs/providers.md)
         if r.request_type.value == "provision":
             if price := r.provider_data.get("price_type"):
                 entry["priceType"] = price

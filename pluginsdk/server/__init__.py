@@ -56,7 +56,7 @@ def operator_app(settings: Settings) -> PluginApp:
     if settings.api.metrics != "off":
         from .metrics import Metrics
 
-        app.metrics = Metrics(providers=(settings.provider.type,))
+        app.metrics = Metrics(providers=tuple(settings.provider.instance_names()))
         app.metrics.install()
         app.observe = app.metrics.observe_http
     return app

@@ -52,6 +52,10 @@ _THROTTLED = frozenset(
 )
 """Operations that check or hash a password or check a TOTP code: the sign-in limits and the bound on
 concurrent password hashing answer them 429 with `Retry-After` (docs/auth.md, "Sign-in limits")."""
+_THROTTLED_WHY = "Too many failed attempts, or password hashing saturated: try again after Retry-After"
+_QUOTAS = frozenset({"create_request"})
+"""Operations refused 429 when a quota is reached (docs/providers.md, "Quotas")."""
+_QUOTA_WHY = "A quota is reached (machines at once, machines per user per window): try again after Retry-After"
 _RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying again", "schema": {"type": "integer"}}}
 
 SECURITY: list[dict[str, list[str]]] = [{"apiKey": []}, {"bearer": []}]
@@ -330,13 +334,10 @@ def _responses(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, A
             "200": {"description": f"`{spec.rest.dry_run}`: checked, nothing stored", "content": success["content"]}
         }
     throttled = {}
-    if spec.name in _THROTTLED:
+    why = _THROTTLED_WHY if spec.name in _THROTTLED else _QUOTA_WHY if spec.name in _QUOTAS else None
+    if why is not None:
         throttled = {
-            "429": {
-                "description": "Too many failed attempts, or password hashing saturated: try again after Retry-After",
-                "headers": _RETRY_AFTER,
-                "content": {"application/json": {"schema": error}},
-            }
+            "429": {"description": why, "headers": _RETRY_AFTER, "content": {"application/json": {"schema": error}}}
         }
     return {
         **checked,

@@ -268,6 +268,13 @@ async def _store_gauges(backend: Any) -> bytes:
     )
     for row in requests:
         q.add_metric([str(row["request_type"]), str(row["status"]), str(row["provider_name"])], float(row["n"]))
+    c = GaugeMetricFamily(
+        "pluginsdk_capacity_offering_failures",
+        "Capacity failures in a row of each launch candidate the capacity memory holds, by its state.",
+        labels=["offering", "provider", "state"],
+    )
+    for row in counts.get("offerings", []):
+        c.add_metric([str(row["offering"]), str(row["provider"]), str(row["state"])], float(row["failures"]))
     took = GaugeMetricFamily(
         "pluginsdk_metrics_store_read_duration_seconds", "Time this scrape spent reading the store gauges."
     )
@@ -275,7 +282,7 @@ async def _store_gauges(backend: Any) -> bytes:
 
     class _Fixed:
         def collect(self) -> list[GaugeMetricFamily]:
-            return [m, q, took]
+            return [m, q, c, took]
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_Fixed())

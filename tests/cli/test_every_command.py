@@ -98,6 +98,8 @@ def test_every_command(cli: Cli, tmp_path: Path) -> None:
     assert "counters" in cli("system", "metrics")
     assert cli("system", "config")["configuration"]["storage"]["type"] == "sqlite"
     assert any(p["name"] == "local" for p in cli("providers", "list")["providers"])
+    status = cli("providers", "status")
+    assert status["offerings"] == [] and status["providers"][0]["name"] == "local"
 
     # auth: roles, users, user roles, API keys, routes
     cli("roles", "create", "ops", "--description", "Operators")

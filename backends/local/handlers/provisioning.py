@@ -17,7 +17,10 @@ from pluginsdk.operations import (
 )
 from pluginsdk.words import counted
 
+from .. import offerings
 from ..deps import Deps
+from ..providers.base import ProvisionedMachine
+from ..quotas import check_quotas
 from ..reconciler import apply_states, ended, launch, reconcile, terminate_machines
 from ..registry import HandlerTable
 from .request_records import fresh, load_request, with_machines
@@ -41,6 +44,7 @@ async def create_request(deps: Deps, op: CreateRequestCommand, call: Call) -> Re
     request_id = op.request_id or f"req-{uuid.uuid4()}"
     template = await _launchable(deps, op)
     driver = await deps.providers.for_template(template)
+    await check_quotas(deps, template, principal.user_id, op.requested_count, driver.name)
     if op.dry_run:
         return RequestCreated(  # no request_id: nothing was recorded, an id would read as not found
             status="dry-run",
@@ -182,12 +186,11 @@ async def sync_request(deps: Deps, op: SyncRequestCommand | PopulateMachineIdsCo
     r = await load_request(deps, op.request_id)
     if r.request_type is RequestType.PROVISION and r.status.terminal and not r.dry_run:
         # still adopt machines the provider holds (crash recovery), without moving the status
-        driver = await deps.providers.get(r.provider_name)
-        seen = await driver.describe(r, await deps.templates.get(r.template_id or ""))
+        seen, providers = await _seen(deps, r)
         async with deps.store.transaction():  # the request's row, then its machines': the order every writer locks
             r = await load_request(deps, r.request_id, for_update=True)
             stored = {m.machine_id: m for m in await deps.store.machines_of_request(r.request_id, for_update=True)}
-            changed = apply_states(r, stored, seen)
+            changed = apply_states(r, stored, seen, providers)
             if changed:
                 await deps.store.upsert_machines(changed)
                 r = r.model_copy(update={"machine_ids": list(stored), "updated_at": utcnow()})
@@ -195,6 +198,15 @@ async def sync_request(deps: Deps, op: SyncRequestCommand | PopulateMachineIdsCo
     else:
         r = await reconcile(deps, r)
     return await with_machines(deps, r)
+
+
+async def _seen(deps: Deps, r: Request) -> tuple[list[ProvisionedMachine], dict[str, str] | None]:
+    """What the provider(s) of a finished request hold for it, and which instance reported each machine."""
+    template = await deps.templates.get(r.template_id or "")
+    if offerings.has_offerings(r):
+        _, seen, providers = await offerings.observe(deps, r, template)
+        return seen, providers
+    return await (await deps.providers.get(r.provider_name)).describe(r, template), None
 
 
 @handlers.on(CompleteRequestCommand)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from pluginsdk.config import mask_credentials
@@ -11,15 +12,19 @@ from pluginsdk.errors import ValidationError
 from pluginsdk.models import (
     ConfigurationView,
     Metrics,
+    OfferingStatus,
     ProviderHealth,
     ProviderInfo,
+    ProviderInstanceStatus,
     ProviderList,
+    ProvidersStatus,
     SystemStatus,
 )
 from pluginsdk.operations import (
     GetConfigurationQuery,
     GetMetricsQuery,
     GetProviderHealthQuery,
+    GetProvidersStatusQuery,
     GetSystemStatusQuery,
     ListProvidersQuery,
 )
@@ -56,8 +61,8 @@ async def get_configuration(deps: Deps, op: GetConfigurationQuery, call: Call) -
 
 @handlers.on(GetProviderHealthQuery)
 async def get_provider_health(deps: Deps, op: GetProviderHealthQuery, call: Call) -> ProviderHealth:
-    name = op.provider_name or deps.settings.provider.type
     driver = await deps.providers.get(op.provider_name)
+    name = driver.name
     started = time.perf_counter()
     details = await driver.health()
     healthy = bool(details.pop("healthy", False))
@@ -77,15 +82,62 @@ async def get_provider_health(deps: Deps, op: GetProviderHealthQuery, call: Call
 
 @handlers.on(ListProvidersQuery)
 async def list_providers(deps: Deps, op: ListProvidersQuery, call: Call) -> ProviderList:
-    active = deps.settings.provider.type
+    """The configured provider instances (name -> driver), then the drivers installed that no instance uses."""
+    settings = deps.settings.provider
+    default = settings.default_instance()
     infos = []
+    for name, kind in _instances(deps).items():
+        infos.append(ProviderInfo(name=name, type=kind, apis=_apis(kind), default=name == default))
     for name in provider_names():
-        try:
-            apis = list(load_provider_class(name).apis)
-        except Exception:  # driver's extra not installed: list it without APIs
-            apis = []
-        infos.append(ProviderInfo(name=name, type=name, apis=apis, default=name == active))
-    return ProviderList(providers=infos, message=f"{counted(len(infos), 'provider')}; active: {active}")
+        if name not in {i.name for i in infos}:
+            infos.append(ProviderInfo(name=name, type=name, apis=_apis(name), default=name == default))
+    return ProviderList(providers=infos, message=f"{counted(len(infos), 'provider')}; active: {default}")
+
+
+def _instances(deps: Deps) -> dict[str, str]:
+    """Configured provider instance -> its driver."""
+    settings = deps.settings.provider
+    return {n: str(settings.instances[n]["type"]) if n in settings.instances else n for n in settings.instance_names()}
+
+
+def _apis(kind: str) -> list[str]:
+    try:
+        return list(load_provider_class(kind).apis)
+    except Exception:  # driver's extra not installed: listed without APIs
+        return []
+
+
+@handlers.on(GetProvidersStatusQuery)
+async def get_providers_status(deps: Deps, op: GetProvidersStatusQuery, call: Call) -> ProvidersStatus:
+    default = deps.settings.provider.default_instance()
+    active = await deps.store.count_active_by_provider()
+    instances = _instances(deps)
+    providers = [
+        ProviderInstanceStatus(name=n, type=k, default=n == default, active_machines=active.get(n, 0))
+        for n, k in instances.items()
+    ]
+    providers += [  # machines of an instance no longer configured
+        ProviderInstanceStatus(name=n, type="unknown", active_machines=c)
+        for n, c in active.items()
+        if n not in instances
+    ]
+    offerings = [
+        OfferingStatus(
+            key=o.key,
+            provider=o.provider,
+            state=o.state,
+            failures=o.failures,
+            cooldown_until=datetime.fromtimestamp(o.cooldown_until, UTC) if o.cooldown_until else None,
+            last_reason=o.last_reason,
+        )
+        for o in await deps.capacity.states()
+    ]
+    cooling = sum(1 for o in offerings if o.state != "closed")
+    return ProvidersStatus(
+        providers=providers,
+        offerings=offerings,
+        message=f"{counted(len(providers), 'provider instance')}; {counted(cooling, 'candidate')} not at full capacity",
+    )
 
 
 @handlers.on(GetSystemStatusQuery)
@@ -111,4 +163,6 @@ async def get_metrics(deps: Deps, op: GetMetricsQuery, call: Call) -> Metrics:
         counters[f"{name}.calls"] = stats["calls"]
         counters[f"{name}.errors"] = stats["errors"]
         counters[f"{name}.seconds"] = round(stats["seconds"], 6)
+    for name, value in sorted(deps.capacity_counters.items()):
+        counters[f"capacity.{name}"] = value
     return Metrics(counters=counters, message=f"{counted(len(deps.metrics), 'operation')} seen")

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 handlers = HandlerTable(Deps)
 
 PRICE_TYPES = ("ondemand", "spot", "heterogeneous")
+MAX_OFFERINGS = 32
 FLEET_APIS = ("EC2Fleet", "SpotFleet", "ASG")
 FLEET_TYPES = {"EC2Fleet": ("instant", "request", "maintain"), "SpotFleet": ("request", "maintain")}
 
@@ -78,6 +79,27 @@ def _rule_errors(deps: Deps, template: Template) -> list[str]:
     if template.fleet_type is not None and kinds is not None and template.fleet_type.lower() not in kinds:
         errors.append(f"'fleet_type' of {template.provider_api} must be one of {', '.join(kinds)}.")
     errors += [f"Weight of instance type '{t}' must be positive." for t, w in template.instance_types.items() if w <= 0]
+    return errors + _candidate_errors(deps, template)
+
+
+def _candidate_errors(deps: Deps, template: Template) -> list[str]:
+    """The provider instance and the candidates name instances that exist, with valid price types."""
+    from ..providers import provider_names
+
+    known = {*deps.settings.provider.instance_names(), *provider_names()}
+    errors = [
+        f"provider '{name}' is not a configured provider instance (configured: "
+        f"{', '.join(deps.settings.provider.instance_names())})."
+        for name in dict.fromkeys([template.provider, *(o.provider for o in template.offerings)])
+        if name is not None and name not in known
+    ]
+    if len(template.offerings) > MAX_OFFERINGS:
+        errors.append(f"'offerings' holds at most {MAX_OFFERINGS} candidates.")
+    errors += [
+        f"'offerings[{i}].price_type' must be one of {', '.join(PRICE_TYPES)}."
+        for i, o in enumerate(template.offerings)
+        if o.price_type is not None and o.price_type not in PRICE_TYPES
+    ]
     return errors
 
 

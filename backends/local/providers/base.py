@@ -17,6 +17,7 @@ if TYPE_CHECKING:  # annotations only: the engine loads this module before it kn
     from pluginsdk.models import Machine, MachineStatus, Request, Template
 
 __all__ = [
+    "CAPACITY_CODES",
     "REQUEST_TAG",
     "LaunchResult",
     "ProviderDriver",
@@ -25,6 +26,28 @@ __all__ = [
 
 REQUEST_TAG = "pluginsdk:request-id"
 """Tag (label) every provider puts on what it creates for a request."""
+
+CAPACITY_CODES = frozenset(
+    {
+        "InsufficientInstanceCapacity",
+        "InsufficientCapacity",
+        "InsufficientHostCapacity",
+        "Unsupported",
+        "MaxSpotInstanceCountExceeded",
+        "UnfulfillableCapacity",
+        "capacity-not-available",
+        "capacity-oversubscribed",
+    }
+)
+"""Provider codes (`ProviderError.details["provider_code"]`) that mean "no capacity for this candidate now":
+EC2's insufficient-capacity errors, a type not offered in the zone, the spot limits and spot request states.
+The engine falls back to the next candidate on them and cools the failed one down."""
+
+
+def capacity_code(text: str | None) -> bool:
+    """Whether a provider code, or a reason that starts with one (`InsufficientInstanceCapacity: ...`), says
+    there is no capacity."""
+    return bool(text) and str(text).split(":", 1)[0].strip() in CAPACITY_CODES
 
 
 @dataclass(slots=True)

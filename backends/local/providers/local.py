@@ -15,7 +15,14 @@ of terminate calls that fail with a ProviderError, to exercise failed returns), 
 1000), seed (default none: random), run_user_data (default false; for tests: a booted machine runs its
 template's `user_data` as a local shell process, stopped when the machine is terminated — so a scheduler's
 node daemon can really start), user_data_log_dir (where those processes write; default: discarded).
+Capacity faults, to exercise fallback between candidates (docs/providers.md): capacity_errors (instance types,
+or `type@subnet`, whose every launch is refused with InsufficientInstanceCapacity) and capacity_failure_rate
+(0..1: the share of launch calls refused so, drawn from the seed and the store's count of launch calls).
 The keys and their ranges are checked when the configuration is loaded (`pluginsdk.config.LocalProviderSettings`).
+Interruptions: reclaim_after (seconds after boot when the simulated cloud takes a running machine back, as
+a spot interruption; default never) and reclaim_rate (0..1, default 1: the share of machines it takes).
+Several `local` instances share the table; each row names its instance (NULL: `local`), and `capacity` counts
+one instance's machines.
 
 A request may name its machines (`machine_names`, kept in the request's provider data): the i-th machine
 launched is called by the i-th name (a scheduler's node name) instead of the name derived from its address.
@@ -40,6 +47,10 @@ from ..store import Store
 from .base import LaunchResult, ProvisionedMachine
 
 __all__ = ["LocalProvider"]
+
+_RECLAIMED = 3
+"""`local_instances.fails` of a machine the simulated cloud took back (0: fine, 1: fails to boot, 2: no capacity)."""
+_RECLAIM_REASON = "Server.SpotInstanceTermination: simulated spot interruption"
 
 
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
@@ -91,9 +102,14 @@ class LocalProvider:
             self.capacity = int(cfg.get("capacity", 1000))
             self.run_user_data = bool(cfg.get("run_user_data", False))
             self.user_data_log_dir = str(cfg["user_data_log_dir"]) if cfg.get("user_data_log_dir") else None
+            self.capacity_failure_rate = float(cfg.get("capacity_failure_rate", 0.0))
+            self.capacity_errors = frozenset(str(x) for x in cfg.get("capacity_errors") or ())
+            after = cfg.get("reclaim_after")
+            self.reclaim_after = float(after) if after is not None else None
+            self.reclaim_rate = float(cfg.get("reclaim_rate", 1.0))
         except (TypeError, ValueError) as exc:
             raise ConfigurationError(f"Invalid provider.local setting: {exc}.", key="provider.local") from exc
-        for key in ("failure_rate", "terminate_failure_rate"):
+        for key in ("failure_rate", "terminate_failure_rate", "capacity_failure_rate", "reclaim_rate"):
             if not 0.0 <= getattr(self, key) <= 1.0:
                 raise ConfigurationError(f"provider.local.{key} must be between 0 and 1.", key=f"provider.local.{key}")
         seed = cfg.get("seed")
@@ -124,6 +140,8 @@ class LocalProvider:
 
     def _machine_id(self, request_id: str, index: int, salt: int = 0) -> str:
         text = f"{self.seed}:{request_id}:{index}" + (f":{salt}" if salt else "")
+        if self.name != "local":  # another instance's machines never share an id with the default one's
+            text += f":{self.name}"
         return "i-" + hashlib.sha256(text.encode()).hexdigest()[:17]
 
     @staticmethod
@@ -149,16 +167,17 @@ class LocalProvider:
         now = self.clock()
         row = await self._db.fetchone(
             "SELECT COUNT(*) AS n FROM local_instances"
-            " WHERE fails = 0 AND (terminate_at IS NULL OR terminate_at > :now)",
-            {"now": now},
+            " WHERE fails = 0 AND (terminate_at IS NULL OR terminate_at > :now) AND COALESCE(provider, 'local') = :p",
+            {"now": now, "p": self.name},
         )
         return int(row["n"]) if row else 0
 
     async def launch(self, request: Request, template: Template, count: int) -> LaunchResult:
+        await self._capacity_fault(template)
         free = self.capacity - await self._active_count()
         if free <= 0:
             raise ProviderError(
-                f"Insufficient capacity: the local provider holds {self.capacity} machines already.",
+                f"Insufficient capacity: the local provider {self.name!r} holds {self.capacity} machines already.",
                 details={"provider_code": "InsufficientInstanceCapacity", "operation": "launch"},
             )
         now = self.clock()
@@ -190,17 +209,32 @@ class LocalProvider:
                     "b": now + self.boot_delay * (0.5 + rng.random()),
                     "f": 2 if over_capacity else int(fails),
                     "n": names[i] if i < len(names) else None,
+                    "p": None if self.name == "local" else self.name,
                 }
             )
         if rows:
             await self._db.executemany(
                 "INSERT INTO local_instances"
-                " (instance_id, request_id, instance_type, launched_at, boots_at, fails, host_name)"
-                " VALUES (:id, :r, :t, :l, :b, :f, :n) ON CONFLICT (instance_id) DO NOTHING",
+                " (instance_id, request_id, instance_type, launched_at, boots_at, fails, host_name, provider)"
+                " VALUES (:id, :r, :t, :l, :b, :f, :n, :p) ON CONFLICT (instance_id) DO NOTHING",
                 rows,
             )
         machines = await self.describe(request, template)
         return LaunchResult(machines=machines, provider_data={"launched": count}, message=f"{count} machines launching")
+
+    async def _capacity_fault(self, template: Template) -> None:
+        """The capacity faults this instance is set to simulate: an instance type (or type@subnet) it has none
+        of, and a share of launch calls refused."""
+        itype = template.instance_type or next(iter(template.instance_types), None) or "*"
+        wanted = {itype, *(f"{itype}@{s}" for s in template.subnet_ids)}
+        refused = bool(wanted & self.capacity_errors)
+        if not refused and self.capacity_failure_rate:
+            refused = (await self._fate("local.launch_calls")) < self.capacity_failure_rate
+        if refused:
+            raise ProviderError(
+                f"Insufficient capacity: the local provider {self.name!r} has no {itype} capacity now.",
+                details={"provider_code": "InsufficientInstanceCapacity", "operation": "launch"},
+            )
 
     def _state(self, row: Mapping[str, Any], now: float) -> ProvisionedMachine:
         machine_id = row["instance_id"]
@@ -208,6 +242,7 @@ class LocalProvider:
         term = row["terminate_at"]
         if term is not None:
             status = MachineStatus.TERMINATED if now >= term else MachineStatus.SHUTTING_DOWN
+            reason = _RECLAIM_REASON if row["fails"] == _RECLAIMED else None
         elif row["fails"]:
             status = MachineStatus.FAILED if now >= row["boots_at"] or row["fails"] == 2 else MachineStatus.PENDING
             if status is MachineStatus.FAILED:
@@ -280,7 +315,7 @@ class LocalProvider:
     async def terminate(self, request: Request, machines: Sequence[Machine]) -> dict[str, MachineStatus]:
         now = self.clock()
         ids = [m.machine_id for m in machines]
-        if self.terminate_failure_rate and (await self._terminate_fate()) < self.terminate_failure_rate:
+        if self.terminate_failure_rate and (await self._fate("local.terminate_calls")) < self.terminate_failure_rate:
             raise ProviderError(
                 "Simulated provider failure while terminating machines.",
                 details={"provider_code": "SimulatedTerminateFailure", "operation": "terminate"},
@@ -294,20 +329,40 @@ class LocalProvider:
         states = {m.machine_id: m.status for m in await self.describe(request, None)}
         return {i: states.get(i, MachineStatus.TERMINATED) for i in ids}
 
-    async def _terminate_fate(self) -> float:
-        """A number in [0, 1) for this terminate call: drawn from (seed, how many calls the store has seen),
+    async def _fate(self, key: str) -> float:
+        """A number in [0, 1) for this call: drawn from (seed, how many calls of its kind the store has seen),
         so under a seed the n-th call always has the same fate, whichever process makes it."""
-        key = "local.terminate_calls"
         await self._db.execute(
             "INSERT INTO meta (key, value) VALUES (:k, '1')"
             " ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)",
             {"k": key},
         )
         row = await self._db.fetchone("SELECT value FROM meta WHERE key = :k", {"k": key})
-        return self._rand("terminate", row["value"] if row else 0).random()
+        kind = "terminate" if key == "local.terminate_calls" else key
+        return self._rand(kind, row["value"] if row else 0).random()
 
     async def reclaimed(self) -> list[ProvisionedMachine]:
-        return []
+        """Machines this instance's simulated cloud took back (`reclaim_after`, `reclaim_rate`): each running
+        machine whose fate says so is terminated `reclaim_after` seconds after it booted, and reported here."""
+        if self.reclaim_after is None:
+            return []
+        now = self.clock()
+        due = await self._db.fetchall(
+            "SELECT * FROM local_instances WHERE fails = 0 AND terminate_at IS NULL AND boots_at <= :t"
+            " AND COALESCE(provider, 'local') = :p",
+            {"t": now - self.reclaim_after, "p": self.name},
+        )
+        doomed = [r["instance_id"] for r in due if self._rand("reclaim", r["instance_id"]).random() < self.reclaim_rate]
+        if doomed:
+            await self._db.executemany(
+                "UPDATE local_instances SET fails = :f, terminate_at = :t WHERE instance_id = :id AND fails = 0",
+                [{"f": _RECLAIMED, "t": now, "id": i} for i in doomed],
+            )
+        rows = await self._db.fetchall(
+            "SELECT * FROM local_instances WHERE fails = :f AND COALESCE(provider, 'local') = :p",
+            {"f": _RECLAIMED, "p": self.name},
+        )
+        return [self._state(r, now) for r in rows]
 
     async def health(self) -> dict[str, Any]:
         active = await self._active_count()

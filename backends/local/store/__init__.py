@@ -492,6 +492,26 @@ class Store:
         )
         return {r["k"]: int(r["n"]) for r in rows}
 
+    async def requested_since(self, user_id: str, since: datetime) -> list[tuple[datetime, int]]:
+        """(created at, machine count) of the provisioning requests `user_id` made since `since`, oldest first
+        (dry runs are never recorded)."""
+        rows = await self.db.fetchall(
+            "SELECT data FROM requests WHERE created_by = :u AND request_type = 'provision' AND created_at >= :s"
+            " ORDER BY created_at",
+            {"u": user_id, "s": _ts(since)},
+        )
+        found = [models.Request.model_validate_json(r["data"]) for r in rows]
+        return [(r.created_at, r.count) for r in found]
+
+    async def count_active_by_provider(self) -> dict[str, int]:
+        """Active machines per provider instance that made them."""
+        clause, params = _in("s", list(_ACTIVE_MACHINE))
+        rows = await self.db.fetchall(
+            f"SELECT provider_name AS k, COUNT(*) AS n FROM machines WHERE status IN {clause} GROUP BY provider_name",
+            params,
+        )
+        return {r["k"]: int(r["n"]) for r in rows}
+
     async def delete_machines(self, machine_ids: Sequence[str]) -> int:
         if not machine_ids:
             return 0

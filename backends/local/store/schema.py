@@ -194,6 +194,18 @@ MIGRATIONS: dict[int, Sequence[str]] = {
             expires_at DOUBLE PRECISION NOT NULL)""",
         "ALTER TABLE auth_users ADD COLUMN federated_by TEXT",
     ),
+    13: (  # several provider instances: which `local` instance holds a simulated machine (NULL: `local`), and
+        # the capacity memory of launch candidates every server on the store shares (store/capacity.py)
+        "ALTER TABLE local_instances ADD COLUMN provider TEXT",
+        """CREATE TABLE capacity_offerings (
+            offering_key TEXT PRIMARY KEY,
+            provider TEXT NOT NULL,
+            failures INTEGER NOT NULL,
+            cooldown_until DOUBLE PRECISION,
+            probe_until DOUBLE PRECISION,
+            last_reason TEXT,
+            updated_at DOUBLE PRECISION NOT NULL)""",
+    ),
 }
 
 

@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from pluginsdk.errors import ConfigurationError, ProviderError
 from pluginsdk.models import Machine, MachineStatus, Request, Template
 
-from ..base import REQUEST_TAG, LaunchResult, ProvisionedMachine
+from ..base import CAPACITY_CODES, REQUEST_TAG, LaunchResult, ProvisionedMachine
 from . import params as p
 from .client import AwsClients
 
@@ -44,9 +44,7 @@ _STATES = {
     "shutting-down": MachineStatus.SHUTTING_DOWN,
     "terminated": MachineStatus.TERMINATED,
 }
-_CAPACITY_CODES = frozenset(
-    {"InsufficientInstanceCapacity", "InsufficientCapacity", "Unsupported", "InsufficientHostCapacity"}
-)
+_CAPACITY_CODES = CAPACITY_CODES
 """RunInstances errors worth retrying in another subnet or with another instance type."""
 _GONE_CODES = frozenset({"InvalidInstanceID.NotFound", "InvalidInstanceID.Malformed"})
 _TAG_FILTER = f"tag:{REQUEST_TAG}"
