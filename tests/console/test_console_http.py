@@ -157,7 +157,8 @@ def test_the_dashboard_shows_machines_by_provider_and_the_candidates_held_back(t
             )
             created = await sdk.create_request("burst", 2, wait=True, timeout=30)
             assert created.status == "completed"
-            return str((await sdk.create_api_key(api_key_name="a", description="admin", user_id="administrator")).api_key)
+            key = await sdk.create_api_key(api_key_name="a", description="admin", user_id="administrator")
+            return str(key.api_key)
 
     key = asyncio.run(prepare())
     with running_server(config) as url, httpx.Client(base_url=url) as client:
