@@ -50,7 +50,14 @@ async def test_a_what_if_past_its_bound_is_refused_naming_the_size(sdk: PluginSD
         user_roles=few, objects=_objects(100), add_constraints=[_grant("all-db", ["basicReadOnly"])], limit=5
     )
     assert len(report.changes) == 5 and report.truncated
-    assert report.denied_to_allowed == 50 * 136  # each new user gains its role's GET routes and objects: all counted
+    # each new user gains its role's GET routes and the 100 objects: all counted, as one user's whole report says
+    one = await sdk.what_if(
+        user_roles=dict(list(users.items())[:1]),
+        objects=_objects(100),
+        add_constraints=[_grant("all-db", ["basicReadOnly"])],
+    )
+    assert not one.truncated and one.denied_to_allowed == len(one.changes) > 100
+    assert report.denied_to_allowed == 50 * one.denied_to_allowed
 
 
 @pytest.mark.parametrize(
