@@ -168,6 +168,8 @@ class SDKMethods:
         """Sign in to the managed user pool with username and password; returns tokens or a challenge."""
     async def logout(self) -> SessionTokens:
         """End the caller's session: its refresh token stops working and its tokens are rejected."""
+    async def mark_machine_ready(self, machine_id: str) -> Machine:
+        """Report that a machine finished its startup: the readiness signal a template may require."""
     async def plan_access(self, object_type: str, method: str, user_id: str | None = ..., roles: list[str] | None = ..., mfa: bool = ..., at_least_revision: int | None = ...) -> AccessPlan:
         """Which objects of a type a subject may use a method on: always, never, or a condition tree to query by."""
     async def populate_machine_ids(self, request_id: str) -> Request:

@@ -159,6 +159,8 @@ class LocalProviderSettings(_Group):
     """Seconds after boot when the simulated cloud takes a running machine back (a spot interruption)."""
     reclaim_rate: float = Field(1.0, ge=0, le=1)
     """Share of machines it takes back."""
+    ready_rate: float = Field(1.0, ge=0, le=1)
+    """Share of booted machines that report ready by themselves (0: none ever does; docs/providers.md)."""
 
 
 class AwsProviderSettings(_Group):

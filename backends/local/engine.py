@@ -42,6 +42,7 @@ from .providers import load_provider_class
 from .providers.base import ProviderDriver
 from .registry import HandlerRegistry
 from .store import Store, open_store
+from .store.boot import BootMemory
 from .store.capacity import CapacityMemory
 from .templates_files import TemplateFiles
 
@@ -160,6 +161,8 @@ class Engine:
         self.capacity = CapacityMemory(cast(Any, _Closed()), cooldown=1.0, max_cooldown=1.0, probe=1.0)
         """The capacity memory of launch candidates (store/capacity.py), on the store once started."""
         self.capacity_counters: dict[str, float] = defaultdict(float)
+        self.boot = BootMemory(cast(Any, _Closed()))
+        """Machines that reported ready and templates' bootstrap failures (store/boot.py), once started."""
         """Capacity failures, fallbacks and skipped candidates of this engine (metrics)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = asyncio.Event()
@@ -178,6 +181,7 @@ class Engine:
             max_cooldown=limits.max_cooldown_seconds,
             probe=limits.probe_seconds,
         )
+        self.boot = BootMemory(self.store.db)
         await self._start_auth()
         if self.background:
             self.spawn(self._reconcile_loop())

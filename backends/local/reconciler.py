@@ -38,7 +38,7 @@ from pluginsdk.models import (
     utcnow,
 )
 
-from . import offerings
+from . import bootstrap, offerings
 from .providers.base import LaunchResult, ProviderDriver, ProvisionedMachine
 from .settling import apply_states, fold_states, merge, settle_status
 
@@ -81,15 +81,21 @@ async def _reconcile_provision(engine: Engine, request: Request) -> Request:
     else:
         driver = await engine.provider(request.provider_name)
         request, seen = await _launched(engine, driver, request, template)
+    rule = _boot_rule(template)
     now = utcnow()
     async with engine.db.transaction():
         current = await engine.db.get_request(request.request_id, for_update=True)
         if current is None or current.status.terminal:
             return current or request
         stored = await fold_states(engine, current, seen, providers)
+        waiting = await _unready(engine, rule, current, stored, seen)
         timed_out = now > current.created_at + timedelta(seconds=current.timeout)
-        status, message = settle_status(current, list(stored.values()), timed_out=timed_out)
+        status, message = settle_status(current, list(stored.values()), timed_out=timed_out, unready=waiting)
         current = await _record(engine, current, now, status=status, message=message, machine_ids=list(stored))
+    if rule is not None and template is not None and not current.status.terminal:
+        await bootstrap.enforce(
+            engine, current, template, rule, machines=stored, waiting=set(waiting), terminate=terminate_machines
+        )
     if status.terminal and timed_out:
         await _stop_pending(engine, current, stored.values())
     if current.status.terminal and not any(m.status.active for m in stored.values()):
@@ -98,6 +104,28 @@ async def _reconcile_provision(engine: Engine, request: Request) -> Request:
         else:
             await _cleanup(await engine.provider(current.provider_name), current)
     return current
+
+
+async def _unready(
+    engine: Engine,
+    rule: bootstrap.BootRule | None,
+    request: Request,
+    stored: dict[str, Machine],
+    seen: list[ProvisionedMachine],
+) -> frozenset[str]:
+    """Running machines still to report the readiness their template requires (none when it requires none)."""
+    if rule is None:
+        return frozenset()
+    return frozenset(await bootstrap.unready(engine, request.template_id or "", stored.values(), seen))
+
+
+def _boot_rule(template: Template | None) -> bootstrap.BootRule | None:
+    """The template's readiness requirement; a stored one that no longer reads is logged and ignored."""
+    try:
+        return bootstrap.rule_of(template)
+    except ValueError as exc:
+        log.warning("template %s: %s; its readiness is not checked", template.template_id if template else "", exc)
+        return None
 
 
 def ended(r: Request, status: RequestStatus, message: str) -> Request:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from pluginsdk.errors import NotFoundError
+from pluginsdk.errors import NotFoundError, StateConflictError
 from pluginsdk.models import (
     ActiveMachineCount,
     CleanupResult,
@@ -24,6 +24,7 @@ from pluginsdk.operations import (
     GetMachineQuery,
     GetMachineStatusQuery,
     ListMachinesQuery,
+    MarkMachineReadyCommand,
 )
 from pluginsdk.words import counted
 
@@ -134,3 +135,17 @@ async def cleanup_terminated_machines(
         total_cleaned=deleted,
         message=f"Removed {deleted} machine records older than {op.older_than_days} days.",
     )
+
+
+@handlers.on(MarkMachineReadyCommand)
+async def mark_machine_ready(engine: Engine, op: MarkMachineReadyCommand, call: Call) -> Machine:
+    """Record the readiness, reset its template's bootstrap failures in a row, and settle its request."""
+    m = call.stored or await _load(engine, op.machine_id)
+    if m.status.gone:
+        raise StateConflictError(
+            f"Machine '{m.machine_id}' is {m.status.value}; only a machine that exists can be ready.",
+            details={"field": "machine_id", "value": m.machine_id, "expected": "a pending or running machine"},
+        )
+    if await engine.boot.mark_ready(m.machine_id):
+        await engine.boot.succeeded(m.template_id)
+    return (await _refresh(engine, [m]))[0]

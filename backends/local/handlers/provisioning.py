@@ -18,6 +18,7 @@ from pluginsdk.operations import (
 from pluginsdk.words import counted
 
 from .. import offerings
+from ..bootstrap import check_protection
 from ..providers.base import ProvisionedMachine
 from ..quotas import check_quotas
 from ..reconciler import apply_states, ended, launch, reconcile, terminate_machines
@@ -43,6 +44,7 @@ async def create_request(engine: Engine, op: CreateRequestCommand, call: Call) -
         return _replayed(existing, op)
     request_id = op.request_id or f"req-{uuid.uuid4()}"
     template = await _launchable(engine, op)
+    await check_protection(engine, template)
     driver = await engine.provider_for(template)
     await check_quotas(engine, template, principal.user_id, op.requested_count, driver.name)
     if op.dry_run:

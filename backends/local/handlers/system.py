@@ -133,10 +133,13 @@ async def get_providers_status(engine: Engine, op: GetProvidersStatusQuery, call
         for o in await engine.capacity.states()
     ]
     cooling = sum(1 for o in offerings if o.state != "closed")
+    protected = await engine.boot.protected()
     return ProvidersStatus(
         providers=providers,
         offerings=offerings,
-        message=f"{counted(len(providers), 'provider instance')}; {counted(cooling, 'candidate')} not at full capacity",
+        protected=protected,
+        message=f"{counted(len(providers), 'provider instance')}; {counted(cooling, 'candidate')} not at full capacity"
+        + (f"; {counted(len(protected), 'template')} protected" if protected else ""),
     )
 
 

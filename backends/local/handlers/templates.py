@@ -15,6 +15,7 @@ from pluginsdk.operations import GetTemplateQuery, ListTemplatesQuery, ValidateT
 from pluginsdk.plans import predicate
 from pluginsdk.words import counted
 
+from ..bootstrap import rule_of
 from ..registry import HandlerTable
 from ..templates_files import template_from_mapping
 
@@ -73,6 +74,10 @@ def _rule_errors(engine: Engine, template: Template) -> list[str]:
         )
     if template.max_number is not None and template.max_number < 1:
         errors.append("'max_number' must be at least 1.")
+    try:
+        rule_of(template)
+    except ValueError as exc:
+        errors.append(f"{exc}.")
     if template.price_type not in PRICE_TYPES:
         errors.append(f"'price_type' must be one of {', '.join(PRICE_TYPES)}.")
     kinds = FLEET_TYPES.get(template.provider_api)
@@ -149,6 +154,8 @@ async def list_templates(engine: Engine, op: ListTemplatesQuery, call: Call) -> 
     page, total = await _page(engine, op, apis, access)
     shown = await engine.visible(call.principal, "template", page, template_attrs)
     total -= len(page) - len(shown)
+    protected = await engine.boot.protected() if shown else {}
+    shown = [t.model_copy(update={"protected": protected.get(t.template_id)}) for t in shown]
     return TemplateList(templates=shown, total_count=total, message=counted(total, "template"))
 
 
@@ -199,6 +206,7 @@ async def get_template(engine: Engine, op: GetTemplateQuery, call: Call) -> Temp
         raise NotFoundError("template", op.template_id, f"Template '{op.template_id}' not found.")
     if not op.include_config:
         t = t.model_copy(update={"configuration": {}})
+    t = t.model_copy(update={"protected": await engine.boot.protection(t.template_id)})
     return TemplateResult(template=t, message="Template found")
 
 

@@ -1,0 +1,108 @@
+"""Bootstrap failures and protected mode — both backends.
+
+Machines that never say they are ready come from the `local` provider's `ready_rate` 0, so the boot timeout,
+the one replacement, the failures in a row and the protection are what the engine really does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pluginsdk import PluginSDK
+from pluginsdk.errors import SDKError
+from pluginsdk.models import MachineStatus, RequestStatus
+from tests.support.backends import open_sdk
+
+NEVER_READY = {"local": {"boot_delay": 0.05, "terminate_delay": 0.05, "seed": 7, "ready_rate": 0.0}}
+BOOT = {"boot": {"requires_ready": True, "timeout_seconds": 0.4, "max_failures": 2}}
+
+
+async def settled(sdk: PluginSDK, request_id: str, seconds: float = 20.0) -> Any:
+    deadline = time.monotonic() + seconds
+    while True:
+        r = await sdk.get_request(request_id, long=True)
+        if r.status.terminal or time.monotonic() > deadline:
+            return r
+        await asyncio.sleep(0.05)
+
+
+async def test_machines_never_ready_are_replaced_once_then_protect_the_template(
+    backend_kind: str, tmp_path: Path
+) -> None:
+    from pluginsdk.schedulers import get_strategy
+    from tests.schedulers.ibm_contract import validate
+
+    async with open_sdk(backend_kind, tmp_path, provider=NEVER_READY) as sdk:
+        await sdk.create_template(template_id="boot", image_id="ami-1", instance_type="m5.large", configuration=BOOT)
+        for n in (1, 2):
+            created = await sdk.create_request("boot", 1)
+            r = await settled(sdk, created.request_id or "")
+            assert r.status is RequestStatus.FAILED, r.message
+            assert "Bootstrap failure" in r.message
+            assert len(r.machines) == 2  # the machine and its one replacement
+            assert all(m.status in (MachineStatus.TERMINATED, MachineStatus.SHUTTING_DOWN) for m in r.machines)
+            assert all("Bootstrap failure: not ready within 0.4 s" in (m.status_reason or "") for m in r.machines)
+            replacement = r.provider_data["attempts"][-1]
+            assert replacement["replaces"] == r.machines[0].machine_id or replacement["replaces"] in {
+                m.machine_id for m in r.machines
+            }
+            protected = (await sdk.get_template("boot")).template.protected
+            assert (protected is None) == (n == 1)
+        assert "2 bootstrap failures in a row" in (protected or "")
+        with pytest.raises(SDKError) as refused:
+            await sdk.create_request("boot", 1)
+        assert refused.value.http_status == 409
+        assert "protected" in refused.value.message and "pluginsdk templates update" in refused.value.message
+        listed = await sdk.list_templates()
+        assert [t.protected is not None for t in listed.templates] == [True]
+        for scheduler in ("hostfactory", "lsf"):  # the HPC schedulers see a template they may not ask
+            out = get_strategy(scheduler).render("list_templates", {}, listed, sdk.settings)
+            validate(scheduler, "getAvailableTemplates", out)
+            assert out["templates"][0]["availableNumber"] == 0 and "'boot' is protected" in out["message"]
+        status = await sdk.get_providers_status()
+        assert set(status.protected) == {"boot"} and "protected" in status.message
+        written = await sdk.update_template("boot", configuration={"boot": {"timeout_seconds": 30}})
+        assert "protection is cleared" in written.message
+        assert (await sdk.get_template("boot")).template.protected is None
+        assert (await sdk.get_providers_status()).protected == {}
+        again = await sdk.create_request("boot", 1)  # launches again: the machine waits for its signal
+        machine = await _running(sdk, again.request_id or "")
+        assert (await sdk.get_request(again.request_id or "")).status is RequestStatus.RUNNING
+        await sdk.mark_machine_ready(machine)
+        assert (await settled(sdk, again.request_id or "")).status is RequestStatus.COMPLETED
+
+
+async def _running(sdk: PluginSDK, request_id: str) -> str:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        r = await sdk.get_request(request_id, long=True)
+        up = [m.machine_id for m in r.machines if m.status is MachineStatus.RUNNING]
+        if up:
+            return up[0]
+        await asyncio.sleep(0.05)
+    raise AssertionError("no machine ran")
+
+
+async def test_a_ready_machine_resets_the_failures_and_ready_machines_complete_at_once(
+    backend_kind: str, tmp_path: Path
+) -> None:
+    async with open_sdk(backend_kind, tmp_path) as sdk:  # machines report ready by themselves (ready_rate 1)
+        await sdk.create_template(template_id="ok", image_id="ami-1", configuration=BOOT)
+        created = await sdk.create_request("ok", 2, wait=True, timeout=30)
+        assert created.status == "completed"
+        assert (await sdk.get_template("ok")).template.protected is None
+        r = await sdk.get_request(created.request_id or "", long=True)
+        assert "attempts" not in r.provider_data  # nothing replaced
+
+
+async def test_bad_boot_settings_are_an_invalid_template(backend_kind: str, tmp_path: Path) -> None:
+    async with open_sdk(backend_kind, tmp_path) as sdk:
+        for bad in ("yes", {"timeout_seconds": -1}, {"max_failures": 0}, {"requires_ready": "y"}, {"wait": 1}):
+            with pytest.raises(SDKError) as exc:
+                await sdk.create_template(template_id="b", image_id="ami-1", configuration={"boot": bad})
+            assert exc.value.http_status == 400 and "configuration.boot" in exc.value.message
