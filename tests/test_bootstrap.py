@@ -106,3 +106,60 @@ async def test_bad_boot_settings_are_an_invalid_template(backend_kind: str, tmp_
             with pytest.raises(SDKError) as exc:
                 await sdk.create_template(template_id="b", image_id="ami-1", configuration={"boot": bad})
             assert exc.value.http_status == 400 and "configuration.boot" in exc.value.message
+
+
+async def test_two_engines_on_one_store_share_the_protection(any_store: dict[str, Any]) -> None:
+    any_store["provider"]["local"]["ready_rate"] = 0.0
+    boot = {"boot": {"timeout_seconds": 0.3, "max_failures": 1}}  # requires_ready defaults to true
+    async with PluginSDK(config=any_store) as a, PluginSDK(config=any_store) as b:
+        await a.create_template(template_id="shared", image_id="ami-1", configuration=boot)
+        created = await a.create_request("shared", 1)
+        assert (await settled(a, created.request_id or "")).status is RequestStatus.FAILED
+        with pytest.raises(SDKError) as refused:  # b never saw a machine of it
+            await b.create_request("shared", 1)
+        assert refused.value.http_status == 409
+        assert set((await b.get_providers_status()).protected) == {"shared"}
+        await b.update_template("shared", description="image fixed")
+        assert (await a.get_template("shared")).template.protected is None
+
+
+async def test_rest_attackers_of_the_readiness_signal(tmp_path: Path) -> None:
+    import httpx
+
+    from tests.server.door import reader_key
+    from tests.support.backends import base_config
+    from tests.support.remote import admin_key, running_server
+
+    config = base_config(tmp_path, provider={"local": {**NEVER_READY["local"]}})
+    admin, reader = await admin_key(config), await reader_key(config)
+    async with PluginSDK(config=config) as local:
+        await local.create_template(template_id="t", image_id="ami-1", configuration={"boot": {"timeout_seconds": 60}})
+        created = await local.create_request("t", 1)
+        machine = await _running(local, created.request_id or "")
+    with running_server(config) as url:
+        async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+            path = f"/api/v1/machines/{machine}/ready"
+            assert (await client.post(path)).status_code == 401
+            denied = await client.post(path, headers={"Authorization": reader})  # a reader may not signal
+            assert denied.status_code == 403 and denied.json()["error_code"] == "FORBIDDEN"
+            missing = await client.post("/api/v1/machines/i-nothere/ready", headers={"Authorization": admin})
+            assert missing.status_code == 404 and "error_code" in missing.json()
+            huge = await client.post(f"/api/v1/machines/{'i' * 300}/ready", headers={"Authorization": admin})
+            assert 400 <= huge.status_code < 500 and "error_code" in huge.json()
+            junk = await client.post(path, content=b"{not json", headers={"Authorization": admin})
+            assert junk.status_code == 200, junk.text  # a route without a body reads none
+            ok = await client.post(path, headers={"Authorization": admin})
+            assert ok.status_code == 200, ok.text
+            assert ok.json()["machine_id"] == machine
+            bad_boot = await client.post(
+                "/api/v1/templates",
+                json={
+                    "templateId": "b",
+                    "imageId": "ami-1",
+                    "configuration": {"boot": {"timeout_seconds": "x" * 10_000}},
+                },
+                headers={"Authorization": admin},
+            )
+            assert bad_boot.status_code == 400 and bad_boot.json()["error_code"] == "INVALID_TEMPLATE"
+    async with PluginSDK(config=config) as local:
+        assert (await settled(local, created.request_id or "")).status is RequestStatus.COMPLETED

@@ -90,7 +90,7 @@ class ProvidersStatus(Result):
     providers: list[ProviderInstanceStatus] = []
     offerings: list[OfferingStatus] = []
     protected: dict[str, str] = {}
-    """Templates protected after bootstrap failures, and why."""
+    """Template -> why its launches are refused."""
 
     def page_items(self) -> list[OfferingStatus]:
         return self.offerings

@@ -92,7 +92,7 @@ class Template(BaseModel):
     offerings: list[Offering] = []
     """Candidates tried in turn when one has no capacity (docs/providers.md); empty: `provider` alone."""
     protected: str | None = None
-    """Why launches are refused after bootstrap failures (docs/providers.md)."""
+    """Why launches are refused (bootstrap failures)."""
     source: str = "store"
     """Where the template came from: store, or the file it was loaded from."""
     created_at: datetime | None = None

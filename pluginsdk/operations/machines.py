@@ -2,9 +2,16 @@
 
 from pydantic import Field
 
-from ..models import ActiveMachineCount, CleanupResult, Machine, MachineHealth, MachineList, MachineStatus
+from ..models import (
+    ActiveMachineCount,
+    CleanupResult,
+    Machine,
+    MachineHealth,
+    MachineList,
+    MachineStatus,
+)
 from ..models.identifiers import TemplateId
-from ._base import Cli, Command, Mcp, Policy, Query, Rest
+from ._base import Cli, Command, Policy, Query, Rest
 
 __all__ = [
     "CleanupTerminatedMachinesCommand",
@@ -13,10 +20,9 @@ __all__ = [
     "GetMachineQuery",
     "GetMachineStatusQuery",
     "ListMachinesQuery",
-    "MarkMachineReadyCommand",
 ]
 
-_MACHINE_POLICY = Policy(
+MACHINE_POLICY = Policy(
     object_type="machine", fields={"machineId": "machine_id"}, category="machines", stored="machine_id"
 )
 
@@ -26,7 +32,7 @@ class GetMachineQuery(Query[Machine]):
 
     rest = Rest("GET", "/api/v1/machines/{machine_id}")
     cli = Cli("machines", "show", args=("machine_id",))
-    policy = _MACHINE_POLICY
+    policy = MACHINE_POLICY
 
     machine_id: str = Field(min_length=1)
     """Machine to show."""
@@ -70,7 +76,7 @@ class GetMachineHealthQuery(Query[MachineHealth]):
 
     rest = Rest("GET", "/api/v1/machines/{machine_id}/health")
     cli = Cli("machines", "health", args=("machine_id",))
-    policy = _MACHINE_POLICY
+    policy = MACHINE_POLICY
 
     machine_id: str = Field(min_length=1)
 
@@ -98,18 +104,3 @@ class CleanupTerminatedMachinesCommand(Command[CleanupResult]):
     """Age threshold in days."""
     machines_cleaned: int | None = None
     """Output: how many machine records were deleted."""
-
-
-class MarkMachineReadyCommand(Command[Machine]):
-    """Report that a machine finished its startup: the readiness signal a template may require.
-
-    Its startup script calls it with its own machine id (docs/providers.md); a machine already reported
-    ready stays so."""
-
-    rest = Rest("POST", "/api/v1/machines/{machine_id}/ready")
-    cli = Cli("machines", "ready", args=("machine_id",))
-    policy = _MACHINE_POLICY
-    mcp = Mcp(enabled=False)  # a machine's own call, not an assistant's
-
-    machine_id: str = Field(min_length=1, max_length=255)
-    """The machine that is ready."""

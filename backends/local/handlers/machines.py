@@ -13,6 +13,7 @@ from pluginsdk.models import (
     Machine,
     MachineHealth,
     MachineList,
+    MachineReady,
     MachineStatus,
     RequestType,
     utcnow,
@@ -24,8 +25,8 @@ from pluginsdk.operations import (
     GetMachineQuery,
     GetMachineStatusQuery,
     ListMachinesQuery,
-    MarkMachineReadyCommand,
 )
+from pluginsdk.operations.machine_signals import MarkMachineReadyCommand
 from pluginsdk.words import counted
 
 from ..reconciler import reconcile
@@ -138,7 +139,7 @@ async def cleanup_terminated_machines(
 
 
 @handlers.on(MarkMachineReadyCommand)
-async def mark_machine_ready(engine: Engine, op: MarkMachineReadyCommand, call: Call) -> Machine:
+async def mark_machine_ready(engine: Engine, op: MarkMachineReadyCommand, call: Call) -> MachineReady:
     """Record the readiness, reset its template's bootstrap failures in a row, and settle its request."""
     m = call.stored or await _load(engine, op.machine_id)
     if m.status.gone:
@@ -148,4 +149,11 @@ async def mark_machine_ready(engine: Engine, op: MarkMachineReadyCommand, call: 
         )
     if await engine.boot.mark_ready(m.machine_id):
         await engine.boot.succeeded(m.template_id)
-    return (await _refresh(engine, [m]))[0]
+    await _refresh(engine, [m])
+    request = await engine.db.get_request(m.request_id)
+    status = request.status.value if request else "unknown"
+    return MachineReady(
+        machine_id=m.machine_id,
+        request_status=status,
+        message=f"Machine '{m.machine_id}' is ready; its request is {status}.",
+    )
