@@ -11,7 +11,7 @@
    ratio, and the capacity check's own share of the launch.
 3. Readiness check: reconciles (`sync_request`) of a running request whose template requires
    a readiness signal (`configuration.boot`) and whose machines never send it; the check's own time
-   (`bootstrap.unready`: the readiness rows of the running machines) and its share of the reconcile.
+   (`readiness.unready`: the readiness rows of the running machines) and its share of the reconcile.
 4. Fan-out: 1,000 requests of 2 machines across three instances each refusing 30 % of launches for capacity
    (`capacity_failure_rate`, seeded), cooldown 1 ms (at the default 300 s a refused instance would sit out the
    whole run): every request ends; provider launch calls against the minimum possible (one per request).
@@ -35,7 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from backends.local import bootstrap  # noqa: E402
+from backends.local import readiness  # noqa: E402
 from backends.local.providers.local import LocalProvider  # noqa: E402
 from backends.local.store.capacity import CapacityMemory  # noqa: E402
 from pluginsdk import PluginSDK, ProviderError  # noqa: E402
@@ -74,8 +74,8 @@ async def _timed_admit(self: CapacityMemory, key: str) -> Any:
 CapacityMemory.admit = _timed_admit  # type: ignore[method-assign]
 
 READY: list[float] = []
-"""Seconds of each readiness check (`bootstrap.unready`)."""
-_unready = bootstrap.unready
+"""Seconds of each readiness check (`readiness.unready`)."""
+_unready = readiness.unready
 
 
 async def _timed_unready(*args: Any) -> Any:
@@ -86,7 +86,7 @@ async def _timed_unready(*args: Any) -> Any:
         READY.append(time.perf_counter() - started)
 
 
-bootstrap.unready = _timed_unready
+readiness.unready = _timed_unready
 
 FAST = {"type": "local", "boot_delay": 0.01, "terminate_delay": 0.01, "seed": 11}
 

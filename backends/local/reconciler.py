@@ -38,7 +38,7 @@ from pluginsdk.models import (
     utcnow,
 )
 
-from . import bootstrap, offerings
+from . import offerings, readiness
 from .providers.base import LaunchResult, ProviderDriver, ProvisionedMachine
 from .settling import apply_states, fold_states, merge, settle_status
 
@@ -93,7 +93,7 @@ async def _reconcile_provision(engine: Engine, request: Request) -> Request:
         status, message = settle_status(current, list(stored.values()), timed_out=timed_out, unready=waiting)
         current = await _record(engine, current, now, status=status, message=message, machine_ids=list(stored))
     if rule is not None and template is not None and not current.status.terminal:
-        await bootstrap.enforce(
+        await readiness.enforce(
             engine, current, template, rule, machines=stored, waiting=set(waiting), terminate=terminate_machines
         )
     if status.terminal and timed_out:
@@ -108,7 +108,7 @@ async def _reconcile_provision(engine: Engine, request: Request) -> Request:
 
 async def _unready(
     engine: Engine,
-    rule: bootstrap.BootRule | None,
+    rule: readiness.BootRule | None,
     request: Request,
     stored: dict[str, Machine],
     seen: list[ProvisionedMachine],
@@ -116,13 +116,13 @@ async def _unready(
     """Running machines still to report the readiness their template requires (none when it requires none)."""
     if rule is None:
         return frozenset()
-    return frozenset(await bootstrap.unready(engine, request.template_id or "", stored.values(), seen))
+    return frozenset(await readiness.unready(engine, request.template_id or "", stored.values(), seen))
 
 
-def _boot_rule(template: Template | None) -> bootstrap.BootRule | None:
+def _boot_rule(template: Template | None) -> readiness.BootRule | None:
     """The template's readiness requirement; a stored one that no longer reads is logged and ignored."""
     try:
-        return bootstrap.rule_of(template)
+        return readiness.rule_of(template)
     except ValueError as exc:
         log.warning("template %s: %s; its readiness is not checked", template.template_id if template else "", exc)
         return None

@@ -18,9 +18,9 @@ from pluginsdk.operations import (
 from pluginsdk.words import counted
 
 from .. import offerings
-from ..bootstrap import check_protection
 from ..providers.base import ProvisionedMachine
 from ..quotas import check_quotas
+from ..readiness import check_protection
 from ..reconciler import apply_states, ended, launch, reconcile, terminate_machines
 from ..registry import HandlerTable
 from .request_records import fresh, load_request, with_machines

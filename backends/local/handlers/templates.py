@@ -15,7 +15,7 @@ from pluginsdk.operations import GetTemplateQuery, ListTemplatesQuery, ValidateT
 from pluginsdk.plans import predicate
 from pluginsdk.words import counted
 
-from ..bootstrap import rule_of
+from ..readiness import rule_of
 from ..registry import HandlerTable
 from ..templates_files import template_from_mapping
 

@@ -163,3 +163,24 @@ async def test_rest_attackers_of_the_readiness_signal(tmp_path: Path) -> None:
             assert bad_boot.status_code == 400 and bad_boot.json()["error_code"] == "INVALID_TEMPLATE"
     async with PluginSDK(config=config) as local:
         assert (await settled(local, created.request_id or "")).status is RequestStatus.COMPLETED
+
+
+async def test_a_startup_script_signals_readiness_through_the_cli(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The local provider runs the template's startup script as a process; it calls `pluginsdk machines ready`."""
+    from tests.support.cli import PLUGINSDK, cli_environment
+
+    config = "provider:\n  local:\n    boot_delay: 0.05\n    terminate_delay: 0.05\n    run_user_data: true\n    ready_rate: 0\n"
+    env = cli_environment(tmp_path, config)
+    for key in ("PLUGIN_CONFIG", "PLUGIN_STORAGE_PATH", "XDG_DATA_HOME", "PYTHONPATH"):
+        monkeypatch.setenv(key, env[key])
+    script = f'exec {PLUGINSDK} machines ready "$PLUGINSDK_MACHINE_ID" > {tmp_path}/ready.json'
+    async with PluginSDK() as sdk:
+        boot = {"boot": {"timeout_seconds": 60}}
+        await sdk.create_template(template_id="scripted", image_id="ami-1", user_data=script, configuration=boot)
+        created = await sdk.create_request("scripted", 1)
+        r = await settled(sdk, created.request_id or "", seconds=60)
+        assert r.status is RequestStatus.COMPLETED, r.message
+        assert len(r.machines) == 1  # ready in time: nothing replaced
+        assert r.machines[0].machine_id in (tmp_path / "ready.json").read_text()

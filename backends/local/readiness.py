@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["BootRule", "check_protection", "enforce", "rule_of", "unready"]
 
-log = logging.getLogger("pluginsdk.bootstrap")
+log = logging.getLogger("pluginsdk.readiness")
 
 TIMEOUT = 600.0
 """Default `configuration.boot.timeout_seconds`."""
