@@ -171,7 +171,8 @@ async def test_a_startup_script_signals_readiness_through_the_cli(
     """The local provider runs the template's startup script as a process; it calls `pluginsdk machines ready`."""
     from tests.support.cli import PLUGINSDK, cli_environment
 
-    config = "provider:\n  local:\n    boot_delay: 0.05\n    terminate_delay: 0.05\n    run_user_data: true\n    ready_rate: 0\n"
+    local = "    boot_delay: 0.05\n    terminate_delay: 0.05\n    run_user_data: true\n    ready_rate: 0\n"
+    config = "provider:\n  local:\n" + local
     env = cli_environment(tmp_path, config)
     for key in ("PLUGIN_CONFIG", "PLUGIN_STORAGE_PATH", "XDG_DATA_HOME", "PYTHONPATH"):
         monkeypatch.setenv(key, env[key])
