@@ -406,7 +406,7 @@ async def _record_reclaimed_of(engine: Engine, driver: ProviderDriver) -> list[s
     if not reclaimed:
         return []
     known = await engine.db.get_machines([pm.machine_id for pm in reclaimed])
-    fresh = [pm for pm in reclaimed if pm.machine_id in known and known[pm.machine_id].return_request_id is None]
+    fresh = await _fresh(engine, reclaimed, known)
     if not fresh:
         return []
     now = utcnow()
@@ -414,7 +414,8 @@ async def _record_reclaimed_of(engine: Engine, driver: ProviderDriver) -> list[s
     marked = [
         known[pm.machine_id].model_copy(
             update={
-                "status": MachineStatus.TERMINATED,
+                # a rebalance recommendation leaves the machine running: the scheduler returns it
+                "status": MachineStatus.RUNNING if pm.status is MachineStatus.RUNNING else MachineStatus.TERMINATED,
                 "return_request_id": ret_id,
                 "status_reason": f"{StatusReason.RECLAIMED}: {pm.reason or 'spot interruption'}",
                 "updated_at": now,
@@ -422,8 +423,9 @@ async def _record_reclaimed_of(engine: Engine, driver: ProviderDriver) -> list[s
         )
         for pm in fresh
     ]
+    held = {m.machine_id: known[m.machine_id].return_request_id for m in marked}
     async with engine.db.transaction():  # a machine a return claimed meanwhile stays that return's
-        taken = await engine.db.reassign_machines(marked, {})
+        taken = await engine.db.reassign_machines(marked, held)
         if not taken:
             return []
         ret = Request(
@@ -439,6 +441,24 @@ async def _record_reclaimed_of(engine: Engine, driver: ProviderDriver) -> list[s
         )
         await engine.db.insert_request(ret)
     return ret.machine_ids
+
+
+async def _fresh(
+    engine: Engine, reclaimed: list[ProvisionedMachine], known: dict[str, Machine]
+) -> list[ProvisionedMachine]:
+    """The reports not recorded yet, one per machine: of a machine no return holds, or a machine still running
+    under the provider's own return (a rebalance recommendation) that the provider now takes away."""
+    holders = sorted({m.return_request_id for m in known.values() if m.return_request_id and m.status.active})
+    by_provider = {rid for rid, r in (await engine.db.get_requests(holders)).items() if r.created_by == "provider"}
+    fresh: dict[str, ProvisionedMachine] = {}
+    for pm in reclaimed:
+        m = known.get(pm.machine_id)
+        if m is None or pm.machine_id in fresh:
+            continue
+        again = m.return_request_id in by_provider and pm.status is not MachineStatus.RUNNING
+        if m.return_request_id is None or again:
+            fresh[pm.machine_id] = pm
+    return list(fresh.values())
 
 
 async def reconcile_active(engine: Engine) -> int:
