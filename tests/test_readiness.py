@@ -185,3 +185,59 @@ async def test_a_startup_script_signals_readiness_through_the_cli(
         assert r.status is RequestStatus.COMPLETED, r.message
         assert len(r.machines) == 1  # ready in time: nothing replaced
         assert r.machines[0].machine_id in (tmp_path / "ready.json").read_text()
+
+
+_KILLED = """
+import asyncio, json, os, signal, sys
+from backends.local.providers.local import LocalProvider
+from pluginsdk import PluginSDK
+
+launch = LocalProvider.launch
+
+async def dies_before_the_replacement(self, request, template, count):
+    if request.request_id.endswith("-1"):  # the replacement is recorded, the machine terminated: die now
+        print(request.request_id, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)
+    return await launch(self, request, template, count)
+
+LocalProvider.launch = dies_before_the_replacement
+
+async def main():
+    async with PluginSDK(config=json.loads(sys.argv[1])) as sdk:
+        boot = {"boot": {"timeout_seconds": 0.3}}
+        await sdk.create_template(template_id="t", image_id="ami-1", configuration=boot)
+        await sdk.create_request("t", 1, request_id="req-killed")
+        while True:  # each status read reconciles: the timeout, the replacement
+            await sdk.get_request("req-killed")
+            await asyncio.sleep(0.05)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_process_killed_before_launching_a_replacement_loses_nothing(any_store: dict[str, Any]) -> None:
+    import json
+    import os
+    import signal
+    import sys
+
+    from tests.support.cli import ROOT
+
+    never = {**any_store, "provider": {**any_store["provider"], "local": {**NEVER_READY["local"]}}}
+    child = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", _KILLED, json.dumps(never),
+        stdout=asyncio.subprocess.PIPE, cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert child.stdout is not None
+    assert (await asyncio.wait_for(child.stdout.readline(), 60)).strip() == b"req-killed-1"
+    assert await asyncio.wait_for(child.wait(), 30) == -signal.SIGKILL
+    async with PluginSDK(config=any_store) as sdk:  # machines here report ready by themselves
+        stored = await sdk.backend.engine.db.get_request("req-killed")  # type: ignore[attr-defined]
+        assert [a["outcome"] for a in stored.provider_data["attempts"]] == ["served", "launching"]
+        r = await settled(sdk, "req-killed")
+        assert r.status is RequestStatus.COMPLETED, r.message
+        first, replacement = r.machines
+        assert r.provider_data["attempts"][1]["replaces"] == first.machine_id
+        assert "Bootstrap failure" in (first.status_reason or "") and first.status is not MachineStatus.RUNNING
+        assert replacement.status is MachineStatus.RUNNING
+        assert (await sdk.get_template("t")).template.protected is None

@@ -26,7 +26,7 @@ from .settling import fold_states
 if TYPE_CHECKING:
     from .engine import Engine
 
-__all__ = ["BootRule", "check_protection", "enforce", "rule_of", "unready"]
+__all__ = ["BootRule", "check_protection", "enforce", "resume", "rule_of", "unready"]
 
 log = logging.getLogger("pluginsdk.readiness")
 
@@ -114,9 +114,15 @@ async def enforce(
     late = [machines[mid] for mid in sorted(waiting) if (now - machines[mid].created_at).total_seconds() > rule.timeout]
     for m in late:
         request = await _fail(engine, request, template, rule, m=m, terminate=terminate)
+    await resume(engine, request, template)
+
+
+async def resume(engine: Engine, request: Request, template: Template) -> Request:
+    """Launch the replacements recorded and not launched yet (a process died between the two); the request."""
     for attempt in offerings.attempts_of(request):
         if attempt.get("replaces") and attempt["outcome"] == "launching":
             request = await _launch_replacement(engine, request, template, attempt)
+    return request
 
 
 async def _fail(

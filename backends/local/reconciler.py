@@ -75,13 +75,8 @@ async def _reconcile_provision(engine: Engine, request: Request) -> Request:
     """observe (the provider, outside the transaction) -> fold machine states -> settle the status -> record
     -> stop machines still pending at a timeout -> let the provider clean up after a finished request."""
     template = await engine.template(request.template_id or "")
-    providers: dict[str, str] | None = None
-    if offerings.has_offerings(request):  # launched through candidates (a launch that never started: `_launched`)
-        request, seen, providers = await offerings.observe(engine, request, template)
-    else:
-        driver = await engine.provider(request.provider_name)
-        request, seen = await _launched(engine, driver, request, template)
     rule = _boot_rule(template)
+    request, seen, providers = await _observe(engine, request, template, rule)
     now = utcnow()
     async with engine.db.transaction():
         current = await engine.db.get_request(request.request_id, for_update=True)
@@ -104,6 +99,20 @@ async def _reconcile_provision(engine: Engine, request: Request) -> Request:
         else:
             await _cleanup(await engine.provider(current.provider_name), current)
     return current
+
+
+async def _observe(
+    engine: Engine, request: Request, template: Template | None, rule: readiness.BootRule | None
+) -> tuple[Request, list[ProvisionedMachine], dict[str, str] | None]:
+    """The request and what its provider(s) report, with the instance of each machine when it has attempts;
+    a replacement whose launcher died before launching it (readiness.py) is launched first."""
+    if rule is not None and template is not None:
+        request = await readiness.resume(engine, request, template)
+    if offerings.has_offerings(request):  # launched through candidates (a launch that never started: `_launched`)
+        return await offerings.observe(engine, request, template)
+    driver = await engine.provider(request.provider_name)
+    request, seen = await _launched(engine, driver, request, template)
+    return request, seen, None
 
 
 async def _unready(
