@@ -82,7 +82,7 @@ async def check_protection(engine: Engine, template: Template) -> None:
             else "change its file and refresh the templates (pluginsdk templates refresh)"
         )
         raise StateConflictError(
-            f"{reason.split('; update')[0]}; no new launches until an operator clears it: {clear}.",
+            f"{reason}; no new launches until an operator clears it: {clear}.",
             details={"field": "template_id", "value": template.template_id, "expected": "a template not protected"},
         )
 

@@ -58,7 +58,7 @@ class BootMemory:
             if protected is None and failures >= limit:
                 protected = (
                     f"Template '{template_id}' is protected after {failures} bootstrap failures in a row"
-                    f" (last: {reason[:300]}); update the template to clear it."
+                    f" (last: {reason[:300]})"
                 )
             await self.db.execute(
                 "INSERT INTO template_boot (template_id, failures, protected_reason, updated_at)"
