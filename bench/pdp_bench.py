@@ -244,7 +244,8 @@ async def run_pdp(g: Generated, peer_p50_us: dict[str, float], n_calls: int) -> 
             ]
             t0 = time.perf_counter()
             after = model.candidate(add=changed)
-            changes, _, compared = diff_models(model, after, questions)
+            diff = diff_models(model, after, questions)
+            changes, compared = diff.changes, diff.compared
             direct_s = time.perf_counter() - t0
             t0 = time.perf_counter()
             report = await sdk.what_if(add_constraints=changed)

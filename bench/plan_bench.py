@@ -245,7 +245,7 @@ async def templates(table: list[tuple[str, str]], stored: int = 10_000, files: i
                     merged.setdefault(t.template_id, t)
                 found = sorted(merged.values(), key=lambda t: t.template_id)
                 found = [t for t in found if t.configuration.get("active", True) is not False]
-                shown = await engine.visible(SYSTEM_ADMIN, "template", found, template_attrs)
+                shown = await engine.deps.access.visible(SYSTEM_ADMIN, "template", found, template_attrs)
                 return shown[op.offset : op.offset + op.limit], len(shown)
 
             page = await now()

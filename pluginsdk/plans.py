@@ -15,8 +15,7 @@ attribute having no values — positive criteria fail on it, negated ones hold.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, TypeAlias
 
 if TYPE_CHECKING:
     from .models.plans import AccessPlan, PlanCondition
@@ -109,19 +108,20 @@ def predicate(plan: AccessPlan) -> Predicate:
     return _compile(plan.condition)
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(NamedTuple):
     """How a criterion field is stored: a column expression (trusted SQL text from the caller, never a value),
     whether it holds a JSON array of strings (`tags`) rather than one text, and whether it is never NULL (then a
-    criterion any present value satisfies — `equals "*"` — needs no test)."""
+    criterion any present value satisfies — `equals "*"` — needs no test).
+
+    NamedTuples rather than frozen dataclasses: the decision point imports this module on every CLI call
+    (`values_of`), and a dataclass compiles its methods at import."""
 
     expr: str
     json_list: bool = False
     not_null: bool = False
 
 
-@dataclass(frozen=True)
-class SqlFilter:
+class SqlFilter(NamedTuple):
     """A `WHERE` fragment and its parameters (a dict for the named styles, a list for the positional ones)."""
 
     sql: str

@@ -1,6 +1,8 @@
 """A call's state moves in the open: the engine builds one `Call`, the authorizer fills it in, the handler
 receives it. No module keeps per-call state in a context variable (the log's request id is a logging context,
-`pluginsdk/logs.py`), and handler modules reach the database only through the stores' methods."""
+`pluginsdk/logs.py`), and handler modules reach the database only through the stores' methods. A handler
+receives the narrow dependency its table names (`Deps` or the auth service), never the engine, and no module
+keeps a service's state in a global keyed by the object."""
 
 from __future__ import annotations
 
@@ -9,11 +11,15 @@ from pathlib import Path
 from typing import Any
 
 from backends.local.call import Call
-from pluginsdk.operations import CreateRoleCommand, GetTemplateQuery
+from backends.local.registry import HandlerRegistry
+from pluginsdk.operations import CATALOG, CreateRoleCommand, GetTemplateQuery
 from tests.support.backends import open_sdk
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGGING_CONTEXT = ROOT / "pluginsdk" / "logs.py"
+TRANSPORT_CONTEXT = ROOT / "pluginsdk" / "server" / "remote_mcp" / "answers.py"
+"""The MCP transport's answer mode for the POST at hand, read inside the `mcp` SDK's transport, which no
+argument of ours reaches; it carries nothing of an operation's call."""
 HANDLER_DIRS = (ROOT / "backends" / "local" / "handlers", ROOT / "backends" / "local" / "auth" / "handlers")
 
 
@@ -29,7 +35,7 @@ def test_no_context_variable_carries_a_calls_state() -> None:
     found = [
         f"{path.relative_to(ROOT)}:{node.lineno}"
         for path in _sources(ROOT / "pluginsdk", ROOT / "backends")
-        if path != LOGGING_CONTEXT
+        if path not in (LOGGING_CONTEXT, TRANSPORT_CONTEXT)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if _named(node) == "ContextVar"
     ]
@@ -54,6 +60,62 @@ def test_handler_modules_run_no_sql_of_their_own() -> None:
         for path in _sources(*HANDLER_DIRS)
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
         if _raw_sql(node)
+    ]
+    assert found == []
+
+
+_ENGINE_PARTS = frozenset({"engine", "authz", "auth"})
+"""The engine itself and its authorizer: what a handler would reach through to walk the engine."""
+
+
+def _reaches_into_the_engine(node: ast.AST) -> str | None:
+    """What in `node` walks the engine: its name or module, an attribute of it or of its authorizer, a cast
+    (a downcast of what the handler received), a private attribute of another object, auth tables opened
+    by hand."""
+    if isinstance(node, ast.ImportFrom) and (node.module or "").rsplit(".", 1)[-1] == "engine":
+        return f"imports {node.module}"
+    if isinstance(node, ast.Name) and node.id in {"engine", "Engine"}:
+        return node.id
+    private = isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__")
+    if isinstance(node, ast.Attribute) and (node.attr in _ENGINE_PARTS or private):
+        return f".{node.attr}"
+    if isinstance(node, ast.Call) and _named(node.func) in {"cast", "AuthStore"}:
+        shown = ast.unparse(node.args[0]) if node.args else ""
+        if _named(node.func) == "AuthStore" or "Auth" in shown or "Authorizer" in shown:
+            return ast.unparse(node)
+    return None
+
+
+def test_handler_modules_do_not_reach_into_the_engine() -> None:
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno}: {what}"
+        for path in _sources(*HANDLER_DIRS)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if (what := _reaches_into_the_engine(node)) is not None
+    ]
+    assert found == []
+
+
+def test_each_handler_takes_what_its_table_names() -> None:
+    """A handler's first parameter is annotated with the type the engine hands it (`HandlerTable.receives`,
+    or the one `on(..., receives=)` names): `Deps` or `AuthService`."""
+    registry = HandlerRegistry()
+    for spec in CATALOG.values():
+        handler = registry.get(spec.cls)
+        assert handler is not None, spec.name
+        first = handler.__code__.co_varnames[0]
+        assert handler.__annotations__[first] == registry.receives(spec.cls).__name__, spec.name
+        assert registry.receives(spec.cls).__name__ in {"Deps", "AuthService"}, spec.name
+
+
+def test_no_module_keeps_state_keyed_by_an_object() -> None:
+    """Caches keyed by object identity in a module global are state of the object they belong to: the
+    service's decision model and workers, the policy model's answers."""
+    found = [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for path in _sources(ROOT / "pluginsdk", ROOT / "backends")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if _named(node) in {"WeakKeyDictionary", "WeakValueDictionary", "WeakSet"}
     ]
     assert found == []
 

@@ -70,11 +70,11 @@ def test_the_request_operations_are_found_in_their_own_modules() -> None:
 
 
 def test_two_handlers_for_one_operation_are_an_error() -> None:
-    table = HandlerTable()
+    table = HandlerTable(object)
     table.on(ListTemplatesQuery)(_one)
     with pytest.raises(HandlerDiscoveryError, match="Two handlers for ListTemplatesQuery"):
         table.on(ListTemplatesQuery)(_other)
-    other = HandlerTable()
+    other = HandlerTable(object)
     other.on(ListTemplatesQuery)(_other)
     registry = HandlerRegistry(modules={})
     registry.register(table)

@@ -110,7 +110,7 @@ class LocalBackend:
         )
         offerings = [
             {"offering": o.key, "provider": o.provider, "state": o.state, "failures": o.failures}
-            for o in await self.engine.capacity.states()
+            for o in await self.engine.deps.capacity.states()
         ]
         listed = {"machines": [dict(r) for r in machines], "requests": [dict(r) for r in requests]}
         return listed | {"offerings": offerings}

@@ -5,7 +5,8 @@ operation names — see `auth/objects.py`), dispatches to the handler its
 registry (`registry.py`) finds for the operation class, turns unexpected
 failures into MethodExecutionError, and counts calls for metrics. Handlers
 live in `handlers/` and `auth/handlers/`, one module per operation group;
-they do not import the engine.
+they do not import the engine: each receives what its table names, the
+`Deps` built at start (`deps.py`) or the auth service.
 
 Authorization fails closed: the auth service always runs, and a broken or
 missing auth package stops the engine from starting. Only the explicit
@@ -20,25 +21,21 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
-from pluginsdk import observe
 from pluginsdk.config import Settings
 from pluginsdk.errors import (
     ConfigurationError,
     HandlerDiscoveryError,
     MethodExecutionError,
-    NotFoundError,
     SDKError,
-    ValidationError,
 )
 from pluginsdk.models import Template
-from pluginsdk.models.plans import AccessPlan
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
 from .call import Call
-from .providers import load_provider_class
+from .deps import Access, Deps, ProviderPool, TemplateCatalog
 from .providers.base import ProviderDriver
 from .registry import HandlerRegistry
 from .store import Store, open_store
@@ -47,6 +44,8 @@ from .store.capacity import CapacityMemory
 from .templates_files import TemplateFiles
 
 if TYPE_CHECKING:
+    from pluginsdk.models.plans import AccessPlan
+
     from .auth.service import AuthService
 
 __all__ = ["AllowAll", "Authorizer", "Engine"]
@@ -138,51 +137,60 @@ class AllowAll:
         return items
 
     async def plan(self, principal: Principal, object_type: str, method: str) -> AccessPlan:
+        from pluginsdk.models.plans import AccessPlan  # only listings filtered by a plan need it
+
         return AccessPlan(object_type=object_type, method=method, kind="always", revision=0)
 
 
 class Engine:
-    """Store, providers, templates and authorizer, shared by every handler."""
+    """Store, providers, templates and authorizer; each handler receives the part it uses (`deps.py`)."""
 
     def __init__(self, settings: Settings, *, background: bool = False) -> None:
         self.settings = settings
         self.background = background
         self.store: Store | None = None
-        self.providers: dict[str, ProviderDriver] = {}
         self.files = TemplateFiles(settings.templates.dir)
         self.handlers = HandlerRegistry()
         """Operation class -> handler, filled from the handler modules as operations are first called."""
+        self._deps: Deps | None = None
+        self._given: dict[type, object] = {}
+        """What the handlers receive, by type (`HandlerTable.receives`): the `Deps`, the auth service."""
         self.authz: Authorizer = _NotStarted()
         self.auth: AuthService | None = None
-        """The auth service when it authorizes (the auth handlers' own dependency, typed); None when
-        authorization is disabled or the engine is not started."""
+        """The auth service when it authorizes; None when authorization is disabled or the engine is not
+        started."""
         self.metrics: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "errors": 0, "seconds": 0.0})
         self.started_at = time.time()
-        self.capacity = CapacityMemory(cast(Any, _Closed()), cooldown=1.0, max_cooldown=1.0, probe=1.0)
-        """The capacity memory of launch candidates (store/capacity.py), on the store once started."""
-        self.capacity_counters: dict[str, float] = defaultdict(float)
-        self.boot = BootMemory(cast(Any, _Closed()))
-        """Machines that reported ready and templates' bootstrap failures (store/boot.py), once started."""
-        """Capacity failures, fallbacks and skipped candidates of this engine (metrics)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = asyncio.Event()
         self.on_close: list[Callable[[], Awaitable[None]]] = []
         self.around_command: Callable[..., Awaitable[Any]] | None = None
-        """Wraps every command's handler: `(engine, call, handler)` (the auth service's audit log,
+        """Wraps every command's handler: `(receives, call, handler)` (the auth service's audit log,
         backends/local/auth/audit.py)."""
 
     # -- lifecycle --------------------------------------------------------
     async def start(self) -> None:
-        self.store = await open_store(self.settings.storage_target, claim_seconds=self.settings.sdk.claim_seconds)
-        limits = self.settings.provider.capacity
-        self.capacity = CapacityMemory(
-            self.store.db,
-            cooldown=limits.cooldown_seconds,
-            max_cooldown=limits.max_cooldown_seconds,
-            probe=limits.probe_seconds,
+        self.store = store = await open_store(
+            self.settings.storage_target, claim_seconds=self.settings.sdk.claim_seconds
         )
-        self.boot = BootMemory(self.store.db)
         await self._start_auth()
+        limits = self.settings.provider.capacity
+        self._deps = self._given[Deps] = Deps(
+            settings=self.settings,
+            store=store,
+            templates=TemplateCatalog(store, self.files),
+            providers=ProviderPool(self.settings, store),
+            access=Access(self.authz),
+            capacity=CapacityMemory(
+                store.db,
+                cooldown=limits.cooldown_seconds,
+                max_cooldown=limits.max_cooldown_seconds,
+                probe=limits.probe_seconds,
+            ),
+            boot=BootMemory(store.db),
+            metrics=self.metrics,
+            started_at=self.started_at,
+        )
         if self.background:
             self.spawn(self._reconcile_loop())
 
@@ -207,7 +215,7 @@ class Engine:
                 key="app.authProvider.disableAuthorization",
             ) from exc
         self.auth = await auth.start_auth(self)
-        self.authz = self.auth
+        self.authz = self._given[type(self.auth)] = self.auth
 
     async def aclose(self) -> None:
         self._closing.set()
@@ -218,9 +226,8 @@ class Engine:
                 await task
         for hook in self.on_close:
             await hook()
-        for p in self.providers.values():
-            with contextlib.suppress(Exception):
-                await p.aclose()
+        if self._deps is not None:
+            await self._deps.providers.aclose()
         if self.store is not None:
             await self.store.aclose()
             self.store = None
@@ -239,7 +246,7 @@ class Engine:
         slurm_next = time.monotonic() + slurm_every
         while not self._closing.is_set():
             try:
-                await reconcile_active(self)
+                await reconcile_active(self.deps)
             except Exception:  # keep the loop alive; the next pass retries
                 log.exception("background reconciliation failed")
             if slurm_every and time.monotonic() >= slurm_next:
@@ -270,58 +277,19 @@ class Engine:
             raise HandlerDiscoveryError("The engine is not started.")
         return self.store
 
-    # -- providers --------------------------------------------------------
+    @property
+    def deps(self) -> Deps:
+        """What the provisioning handlers and the reconciler use (`deps.py`)."""
+        if self._deps is None:
+            raise HandlerDiscoveryError("The engine is not started.")
+        return self._deps
+
     async def provider(self, name: str | None = None) -> ProviderDriver:
-        """The provider instance by name (default: the configured default), started on first use.
-
-        A name in `provider.instances` is that instance (its driver `type`, its own settings); any other name
-        is the implicit instance of the driver of that name (`provider.<name>`, `provider.region`)."""
-        asked = name
-        name = name or self.settings.provider.default_instance()
-        if name in self.providers:
-            return self.providers[name]
-        instance = self.settings.provider.instances.get(name)
-        try:
-            cls = load_provider_class(str(instance["type"]) if instance else name)
-        except HandlerDiscoveryError as exc:
-            if asked is None:  # the configured provider is missing: the server is misconfigured
-                raise
-            raise NotFoundError("provider", asked, exc.message) from None
-        inherited = {"region": self.settings.provider.region, "profile": self.settings.provider.profile}
-        if instance is not None:
-            config = inherited | {k: v for k, v in instance.items() if k != "type"}
-        else:
-            config = inherited | self.settings.group(f"provider.{name}")
-        driver: ProviderDriver = cls(name=name, config=config, settings=self.settings)
-        bind = getattr(driver, "bind_store", None)
-        if bind is not None:
-            bind(self.db)
-        await driver.start()
-        if observe.provider_call is not None:
-            _measure_provider(driver)
-        self.providers[name] = driver
-        return driver
-
-    async def provider_for(self, template: Template, name: str | None = None) -> ProviderDriver:
-        """The provider instance that launches `template` (or its candidate on `name`), serving its API."""
-        name = name or template.provider or (template.offerings[0].provider if template.offerings else None)
-        driver = await self.provider(name)
-        if template.provider_api not in driver.apis:
-            raise ValidationError(
-                f"Template '{template.template_id}' uses provider_api '{template.provider_api}', which the "
-                f"'{driver.name}' provider does not serve (it serves: {', '.join(driver.apis)}).",
-                details={"field": "provider_api", "value": template.provider_api, "expected": list(driver.apis)},
-            )
-        return driver
-
-    # -- templates --------------------------------------------------------
-    async def template_count(self) -> int:
-        """Stored templates and the files' the store does not hide (a stored one wins on the same id)."""
-        files = list(self.files.load())
-        return await self.db.count_templates() + len(files) - len(await self.db.stored_template_ids(files))
+        """The provider instance by name (default: the configured default), started on first use."""
+        return await self.deps.providers.get(name)
 
     async def template(self, template_id: str) -> Template | None:
-        return await self.db.get_template(template_id) or self.files.load().get(template_id)
+        return await self.deps.templates.get(template_id)
 
     # -- execution --------------------------------------------------------
     async def execute(
@@ -334,7 +302,8 @@ class Engine:
         decided tier 1 on it already (`Authorizer.check_route`).
         """
         spec = op.spec
-        handler = self.handlers.get(type(op))
+        cls = type(op)
+        handler = self.handlers.get(cls)
         if handler is None:
             raise HandlerDiscoveryError(f"No handler is registered for {spec.name}.")
         stats = self.metrics[spec.name]
@@ -343,8 +312,9 @@ class Engine:
         try:
             call = Call(op, spec, principal, route_path, route_checked)
             await self.authz.authorize(call)
+            given = self._receives(cls)
             wrap = self.around_command if spec.kind == "command" else None
-            return await (handler(self, op, call) if wrap is None else wrap(self, call, handler))
+            return await (handler(given, op, call) if wrap is None else wrap(given, call, handler))
         except SDKError:
             stats["errors"] += 1
             raise
@@ -355,37 +325,14 @@ class Engine:
         finally:
             stats["seconds"] += time.perf_counter() - started
 
-    async def visible(
-        self, principal: Principal, object_type: str, items: Iterable[T], attrs: Callable[[T], Mapping[str, Any]]
-    ) -> list[T]:
-        """Tier-2 filter for listings (GET)."""
-        return await self.authz.filter_allowed(principal, object_type, list(items), attrs, "GET")
-
-    async def readable(self, principal: Principal, object_type: str) -> AccessPlan:
-        """The query plan of a listing (GET): the store filters by it, so a page is full and its total exact."""
-        return await self.authz.plan(principal, object_type, "GET")
-
-    async def changeable(
-        self,
-        principal: Principal,
-        object_type: str,
-        items: Iterable[T],
-        attrs: Callable[[T], Mapping[str, Any]],
-        method: str,
-    ) -> list[T]:
-        """Tier-2 filter for a change to many stored objects: those the principal may read and change with
-        `method` (one it may not read is as good as missing to it, so it is neither changed nor named)."""
-        readable = await self.visible(principal, object_type, items, attrs)
-        return await self.authz.filter_allowed(principal, object_type, readable, attrs, method)
-
-
-class _Closed:
-    """The database of an engine that is not started: every use refuses."""
-
-    dialect = "none"
-
-    def __getattr__(self, name: str) -> Any:
-        raise HandlerDiscoveryError("The engine is not started.")
+    def _receives(self, op: type[Operation]) -> object:
+        """The object the handler of `op` takes first: the one of its table's `receives` type."""
+        given = self._given.get(self.handlers.receives(op))
+        if given is None:
+            if self._deps is None:
+                raise HandlerDiscoveryError("The engine is not started.")
+            raise HandlerDiscoveryError("The auth service is not running in this engine.")
+        return given
 
 
 class _NotStarted:
@@ -402,32 +349,3 @@ def authorization_disabled(settings: Settings) -> bool:
     """True only when the configuration explicitly turns authorization off (`app.authProvider.disableAuthorization`
     is `true`; any value but true or false was refused when the settings were loaded)."""
     return settings.app.authProvider.disableAuthorization
-
-
-def _measure_provider(driver: ProviderDriver) -> None:
-    """Wrap the driver's calls so /metrics times them and counts their errors (server only)."""
-    from functools import wraps
-
-    for op in observe.PROVIDER_OPERATIONS:
-        call = getattr(driver, op, None)
-        if call is None:
-            continue
-
-        def wrap(call: Any, op: str) -> Any:
-            @wraps(call)
-            async def measured(*args: Any, **kwargs: Any) -> Any:
-                started = time.perf_counter()
-                outcome: str | None = None
-                try:
-                    return await call(*args, **kwargs)
-                except Exception:
-                    outcome = "error"  # throttled attempts are the driver's to report (observe.provider_throttle)
-                    raise
-                finally:
-                    hook = observe.provider_call
-                    if hook is not None:
-                        hook(driver.name, op, time.perf_counter() - started, outcome)
-
-            return measured
-
-        setattr(driver, op, wrap(call, op))

@@ -25,7 +25,7 @@ from .providers.base import LaunchResult, ProvisionedMachine, capacity_code
 from .settling import fold_states, settle_status
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .deps import Deps
 
 __all__ = [
     "applied",
@@ -74,11 +74,11 @@ def _served(attempts: list[dict[str, Any]]) -> int:
     return sum(int(a.get("served") or 0) for a in attempts if a["outcome"] != "launching")
 
 
-async def launch_offerings(engine: Engine, request: Request, template: Template) -> Request:
+async def launch_offerings(deps: Deps, request: Request, template: Template) -> Request:
     """Launch a recorded request across its template's candidates; returns the stored request.
 
     Raises ProviderError (the request recorded `failed`) when no candidate started a machine."""
-    run = _Fallback(engine, request, template)
+    run = _Fallback(deps, request, template)
     needed = request.count - _served(run.attempts)
     done = {a["offering"] for a in run.attempts if a["outcome"] != "launching"}
     for index, offering in ordered(template):
@@ -96,14 +96,14 @@ async def launch_offerings(engine: Engine, request: Request, template: Template)
         needed -= await run.attempt(offering, attempt)
         if needed > 0:  # another candidate is asked next; the last attempt is written with the settled request
             await run.save()
-    return await _settle(engine, run.merged(), run.seen, max(needed, 0))
+    return await _settle(deps, run.merged(), run.seen, max(needed, 0))
 
 
 class _Fallback:
     """One launch across candidates: the request as last saved, its attempts and skips, what was launched."""
 
-    def __init__(self, engine: Engine, request: Request, template: Template) -> None:
-        self.engine = engine
+    def __init__(self, deps: Deps, request: Request, template: Template) -> None:
+        self.deps = deps
         self.request = request
         self.template = template
         self.attempts = attempts_of(request)
@@ -113,19 +113,19 @@ class _Fallback:
     async def admitted(self, index: int, offering: Offering, needed: int) -> dict[str, Any] | None:
         """A new attempt on the candidate, or None when the capacity memory says skip it (kept in `skipped`)."""
         key = offering.key(self.template)
-        free = await quotas.room(self.engine, offering.provider)
+        free = await quotas.room(self.deps, offering.provider)
         if free == 0:
-            reason = f"at its quota of {self.engine.settings.provider.quotas.max_active[offering.provider]} machines"
+            reason = f"at its quota of {self.deps.settings.provider.quotas.max_active[offering.provider]} machines"
             self.skipped.append({"offering": index, "provider": offering.provider, "key": key, "reason": reason})
             return None
-        admission = await self.engine.capacity.admit(key)
+        admission = await self.deps.capacity.admit(key)
         if admission.verdict == "skip":
             until = datetime.fromtimestamp(admission.until or 0, UTC).isoformat(timespec="seconds")
             why = "a probe launch is in flight" if admission.state == "probing" else "cooling down"
             self.skipped.append(
                 {"offering": index, "provider": offering.provider, "key": key, "reason": why, "until": until}
             )
-            self.engine.capacity_counters["skipped"] += 1
+            self.deps.capacity_counters["skipped"] += 1
             return None
         number = len(self.attempts)
         rid = self.request.request_id
@@ -147,13 +147,13 @@ class _Fallback:
         machines it started (0 when it failed)."""
         applied = offering.applied(self.template)
         try:
-            driver = await self.engine.provider_for(applied, offering.provider)
+            driver = await self.deps.providers.for_template(applied, offering.provider)
             if attempt["n"] > 0:
-                self.engine.capacity_counters["fallbacks"] += 1
+                self.deps.capacity_counters["fallbacks"] += 1
             launched = await driver.launch(view(self.request, attempt), applied, int(attempt["asked"]))
         except (ProviderError, NotFoundError, ValidationError) as exc:
             code = exc.details.get("provider_code") if isinstance(exc, ProviderError) else None
-            return await _refused(self.engine, attempt, exc.message, capacity=capacity_code(code))
+            return await _refused(self.deps, attempt, exc.message, capacity=capacity_code(code))
         return await self.launched(offering, attempt, launched)
 
     async def launched(self, offering: Offering, attempt: dict[str, Any], launched: LaunchResult) -> int:
@@ -171,9 +171,9 @@ class _Fallback:
         )
         if short:
             attempt["reason"] = str(launched.provider_data.get("unfilled_reason") or "InsufficientInstanceCapacity")
-            await _cool(self.engine, attempt, attempt["reason"])
+            await _cool(self.deps, attempt, attempt["reason"])
         elif attempt["probe"] or attempt.get("remembered"):  # a candidate with no failure on record stays closed
-            await self.engine.capacity.succeeded(attempt["key"])
+            await self.deps.capacity.succeeded(attempt["key"])
         return asked - short
 
     def merged(self) -> Request:
@@ -183,7 +183,7 @@ class _Fallback:
 
     async def save(self) -> None:
         self.request = self.merged()
-        await self.engine.db.update_request(self.request)
+        await self.deps.store.update_request(self.request)
 
 
 def _short_of(launched: LaunchResult, asked: int) -> int:
@@ -203,28 +203,26 @@ def _names_left(request: Request, number: int) -> list[str]:
     return [n for n in names if n not in taken]
 
 
-async def _refused(engine: Engine, attempt: dict[str, Any], message: str, *, capacity: bool) -> int:
+async def _refused(deps: Deps, attempt: dict[str, Any], message: str, *, capacity: bool) -> int:
     attempt.update(outcome="capacity" if capacity else "error", served=0, reason=message)
     if capacity:
-        await _cool(engine, attempt, message)
+        await _cool(deps, attempt, message)
     return 0
 
 
-async def _cool(engine: Engine, attempt: dict[str, Any], reason: str) -> None:
-    until = await engine.capacity.failed(attempt["key"], attempt["provider"], reason)
+async def _cool(deps: Deps, attempt: dict[str, Any], reason: str) -> None:
+    until = await deps.capacity.failed(attempt["key"], attempt["provider"], reason)
     attempt["cooldown_until"] = datetime.fromtimestamp(until, UTC).isoformat(timespec="seconds")
-    engine.capacity_counters["capacity_failures"] += 1
+    deps.capacity_counters["capacity_failures"] += 1
 
 
-async def _settle(
-    engine: Engine, request: Request, seen: dict[str, tuple[str, ProvisionedMachine]], short: int
-) -> Request:
+async def _settle(deps: Deps, request: Request, seen: dict[str, tuple[str, ProvisionedMachine]], short: int) -> Request:
     """The launched machines recorded (each with the provider instance that made it) and the first status."""
     attempts = attempts_of(request)
-    async with engine.db.transaction():
-        current = await engine.db.get_request(request.request_id, for_update=True) or request
+    async with deps.store.transaction():
+        current = await deps.store.get_request(request.request_id, for_update=True) or request
         providers = {mid: provider for mid, (provider, _) in seen.items()}
-        stored = await fold_states(engine, current, [pm for _, pm in seen.values()], providers)
+        stored = await fold_states(deps, current, [pm for _, pm in seen.values()], providers)
         failed_short = sum(1 for m in stored.values() if m.status is MachineStatus.FAILED and _short(m))
         data = {**request.provider_data}
         unfilled = max(0, short - failed_short)
@@ -247,7 +245,7 @@ async def _settle(
                 "provider_name": _first_provider(attempts, current),
             }
         )
-        await engine.db.update_request(current)
+        await deps.store.update_request(current)
     if not _served(attempts):
         raise ProviderError(
             f"No candidate of template '{request.template_id}' could launch: {_why(attempts, request)}",
@@ -283,24 +281,24 @@ def _retry_at(request: Request) -> str | None:
 
 
 async def observe(
-    engine: Engine, request: Request, template: Template | None
+    deps: Deps, request: Request, template: Template | None
 ) -> tuple[Request, list[ProvisionedMachine], dict[str, str]]:
     """What every attempt's provider reports for the request, and which provider instance reported each
     machine; a request whose launch never finished (still `pending`: its launcher died) is resumed first."""
     if request.status is RequestStatus.PENDING and template is not None and template.offerings:
-        current = await engine.db.get_request(request.request_id) or request
+        current = await deps.store.get_request(request.request_id) or request
         if current.status is RequestStatus.PENDING:
             log.warning("request %s: its launch did not finish (the launcher died); resuming it", request.request_id)
             try:
-                request = await launch_offerings(engine, current, template)
+                request = await launch_offerings(deps, current, template)
             except ProviderError:  # recorded as the request's failure
-                request = await engine.db.get_request(request.request_id) or current
+                request = await deps.store.get_request(request.request_id) or current
     seen: list[ProvisionedMachine] = []
     providers: dict[str, str] = {}
     for attempt in attempts_of(request):
         if not attempt.get("served") and attempt["outcome"] != "launching":
             continue
-        driver = await engine.provider(attempt["provider"])
+        driver = await deps.providers.get(attempt["provider"])
         applied = _applied(template, attempt)
         for pm in await driver.describe(view(request, attempt), applied):
             seen.append(pm)
@@ -320,27 +318,27 @@ def _applied(template: Template | None, attempt: dict[str, Any]) -> Template | N
     return template.offerings[index].applied(template)
 
 
-async def terminate_by_attempt(engine: Engine, request: Request, machines: list[Machine]) -> dict[str, MachineStatus]:
+async def terminate_by_attempt(deps: Deps, request: Request, machines: list[Machine]) -> dict[str, MachineStatus]:
     """Return machines of a request launched through candidates: each to the attempt (and driver) that made it."""
     states: dict[str, MachineStatus] = {}
     left = {m.machine_id: m for m in machines}
     for attempt in attempts_of(request):
         mine = [left.pop(mid) for mid in attempt.get("machines") or [] if mid in left]
         if mine:
-            driver = await engine.provider(attempt["provider"])
+            driver = await deps.providers.get(attempt["provider"])
             states |= await driver.terminate(view(request, attempt), mine)
     for provider in sorted({m.provider_name for m in left.values()}):  # adopted after the launch answered
         group = [m for m in left.values() if m.provider_name == provider]
         first = [a for a in attempts_of(request) if a["provider"] == provider]
         target = view(request, first[0]) if first else request
-        states |= await (await engine.provider(provider)).terminate(target, group)
+        states |= await (await deps.providers.get(provider)).terminate(target, group)
     return states
 
 
-async def cleanup_attempts(engine: Engine, request: Request) -> None:
+async def cleanup_attempts(deps: Deps, request: Request) -> None:
     """Let each attempt's provider drop what the finished request no longer needs."""
     for attempt in attempts_of(request):
-        driver = await engine.provider(attempt["provider"])
+        driver = await deps.providers.get(attempt["provider"])
         cleanup = getattr(driver, "cleanup", None)
         if cleanup is None:
             continue

@@ -18,49 +18,49 @@ from pluginsdk.errors import TooManyRequestsError
 from pluginsdk.models import Template, utcnow
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .deps import Deps
 
 __all__ = ["check_quotas", "room"]
 
 
-async def check_quotas(engine: Engine, template: Template, user_id: str, count: int, provider: str) -> None:
+async def check_quotas(deps: Deps, template: Template, user_id: str, count: int, provider: str) -> None:
     """Refuse (429) a request of `count` machines that a quota does not leave room for."""
     if template.max_active is not None:
-        held = (await engine.db.count_active_machines(template.template_id)).get(template.template_id, 0)
+        held = (await deps.store.count_active_machines(template.template_id)).get(template.template_id, 0)
         if held + count > template.max_active:
-            _refuse(engine, "template", template.template_id, limit=template.max_active, held=held, count=count)
-    await _check_providers(engine, template, count, provider)
-    await _check_user(engine, user_id, count)
+            _refuse(deps, "template", template.template_id, limit=template.max_active, held=held, count=count)
+    await _check_providers(deps, template, count, provider)
+    await _check_user(deps, user_id, count)
 
 
-async def room(engine: Engine, provider: str) -> int | None:
+async def room(deps: Deps, provider: str) -> int | None:
     """How many more machines `provider` may hold now (None: no quota)."""
-    limit = engine.settings.provider.quotas.max_active.get(provider)
+    limit = deps.settings.provider.quotas.max_active.get(provider)
     if limit is None:
         return None
-    return max(0, limit - (await engine.db.count_active_by_provider()).get(provider, 0))
+    return max(0, limit - (await deps.store.count_active_by_provider()).get(provider, 0))
 
 
-async def _check_providers(engine: Engine, template: Template, count: int, provider: str) -> None:
-    limits = engine.settings.provider.quotas.max_active
+async def _check_providers(deps: Deps, template: Template, count: int, provider: str) -> None:
+    limits = deps.settings.provider.quotas.max_active
     names = list(dict.fromkeys(o.provider for o in template.offerings)) or [provider]
     if not limits or not all(n in limits for n in names):
         return  # a candidate without a quota always has room
-    active = await engine.db.count_active_by_provider()
+    active = await deps.store.count_active_by_provider()
     free = sum(max(0, limits[n] - active.get(n, 0)) for n in names)
     if free < count:
         held = sum(active.get(n, 0) for n in names)
-        _refuse(engine, "provider", ", ".join(names), limit=sum(limits[n] for n in names), held=held, count=count)
+        _refuse(deps, "provider", ", ".join(names), limit=sum(limits[n] for n in names), held=held, count=count)
 
 
-async def _check_user(engine: Engine, user_id: str, count: int) -> None:
-    quotas = engine.settings.provider.quotas
+async def _check_user(deps: Deps, user_id: str, count: int) -> None:
+    quotas = deps.settings.provider.quotas
     limit = quotas.machines_per_user
     if limit is None:
         return
     now = utcnow()
     window = timedelta(seconds=quotas.window_seconds)
-    made = await engine.db.requested_since(user_id, now - window)
+    made = await deps.store.requested_since(user_id, now - window)
     used = sum(n for _, n in made)
     if used + count <= limit:
         return
@@ -75,11 +75,11 @@ async def _check_user(engine: Engine, user_id: str, count: int) -> None:
     wait = max(1, int((frees - now).total_seconds() + 0.999))
     details = {"frees_at": frees.isoformat(timespec="seconds"), "retry_after": wait}
     counted = f"requested in the last {quotas.window_seconds:g} s"
-    _refuse(engine, "user", user_id, limit=limit, held=used, count=count, extra=details, counted=counted)
+    _refuse(deps, "user", user_id, limit=limit, held=used, count=count, extra=details, counted=counted)
 
 
 def _refuse(
-    engine: Engine,
+    deps: Deps,
     quota: str,
     subject: str,
     *,
@@ -90,7 +90,7 @@ def _refuse(
     counted: str = "active",
 ) -> None:
     details: dict[str, Any] = {"quota": quota, "subject": subject, "limit": limit, "in_use": held, "asked": count}
-    details |= extra or {"retry_after": engine.settings.provider.quotas.retry_seconds}
+    details |= extra or {"retry_after": deps.settings.provider.quotas.retry_seconds}
     when = (
         f"capacity frees at {details['frees_at']}"
         if "frees_at" in details

@@ -24,7 +24,7 @@ from .providers.base import ProvisionedMachine
 from .settling import fold_states
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .deps import Deps
 
 __all__ = ["BootRule", "check_protection", "enforce", "resume", "rule_of", "unready"]
 
@@ -37,7 +37,7 @@ MAX_FAILURES = 3
 _REQUEST_KEYS = ("price_type", "additional_data", "machine_names")
 """Provider data a request is created with (the rest of a plain launch's is its driver's)."""
 
-Terminate = Callable[["Engine", Request, list[Machine]], Awaitable[None]]
+Terminate = Callable[["Deps", Request, list[Machine]], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,9 +72,9 @@ def rule_of(template: Template | None) -> BootRule | None:
     return BootRule(float(timeout), limit) if required else None
 
 
-async def check_protection(engine: Engine, template: Template) -> None:
+async def check_protection(deps: Deps, template: Template) -> None:
     """Refuse a launch of a protected template (409, naming why and how to clear it)."""
-    reason = await engine.boot.protection(template.template_id)
+    reason = await deps.boot.protection(template.template_id)
     if reason is not None:
         clear = (
             "update the template (pluginsdk templates update)"
@@ -88,18 +88,18 @@ async def check_protection(engine: Engine, template: Template) -> None:
 
 
 async def unready(
-    engine: Engine, template_id: str, machines: Iterable[Machine], seen: Iterable[ProvisionedMachine]
+    deps: Deps, template_id: str, machines: Iterable[Machine], seen: Iterable[ProvisionedMachine]
 ) -> set[str]:
     """Running machines that have not reported ready; readiness the provider reports is recorded first."""
     for pm in seen:
-        if pm.ready and await engine.boot.mark_ready(pm.machine_id):
-            await engine.boot.succeeded(template_id)
+        if pm.ready and await deps.boot.mark_ready(pm.machine_id):
+            await deps.boot.succeeded(template_id)
     running = [m.machine_id for m in machines if m.status is MachineStatus.RUNNING and not m.return_request_id]
-    return set(running) - await engine.boot.ready(running)
+    return set(running) - await deps.boot.ready(running)
 
 
 async def enforce(
-    engine: Engine,
+    deps: Deps,
     request: Request,
     template: Template,
     rule: BootRule,
@@ -113,37 +113,37 @@ async def enforce(
     now = utcnow()
     late = [machines[mid] for mid in sorted(waiting) if (now - machines[mid].created_at).total_seconds() > rule.timeout]
     for m in late:
-        request = await _fail(engine, request, template, rule, m=m, terminate=terminate)
-    await resume(engine, request, template)
+        request = await _fail(deps, request, template, rule, m=m, terminate=terminate)
+    await resume(deps, request, template)
 
 
-async def resume(engine: Engine, request: Request, template: Template) -> Request:
+async def resume(deps: Deps, request: Request, template: Template) -> Request:
     """Launch the replacements recorded and not launched yet (a process died between the two); the request."""
     for attempt in offerings.attempts_of(request):
         if attempt.get("replaces") and attempt["outcome"] == "launching":
-            request = await _launch_replacement(engine, request, template, attempt)
+            request = await _launch_replacement(deps, request, template, attempt)
     return request
 
 
 async def _fail(
-    engine: Engine, request: Request, template: Template, rule: BootRule, *, m: Machine, terminate: Terminate
+    deps: Deps, request: Request, template: Template, rule: BootRule, *, m: Machine, terminate: Terminate
 ) -> Request:
     """One machine past its boot timeout: its reason recorded, its replacement (or the failure) recorded, then
     it is terminated."""
     reason = f"Bootstrap failure: not ready within {rule.timeout:g} s of its launch"
     replacement = any(a.get("replaces") for a in offerings.attempts_of(request) if m.machine_id in _made(a))
-    stored = await engine.db.get_machines([m.machine_id])
+    stored = await deps.store.get_machines([m.machine_id])
     first_time = (stored.get(m.machine_id) or m).status_reason != reason
     if first_time:
-        await engine.db.upsert_machines([m.model_copy(update={"status_reason": reason, "updated_at": utcnow()})])
+        await deps.store.upsert_machines([m.model_copy(update={"status_reason": reason, "updated_at": utcnow()})])
     if replacement:
         if first_time:
-            protected = await engine.boot.failed(template.template_id, rule.max_failures, reason)
+            protected = await deps.boot.failed(template.template_id, rule.max_failures, reason)
             if protected:
                 log.warning("%s", protected)
     else:
-        request = await _plan_replacement(engine, request, m)
-    await terminate(engine, request, [m])
+        request = await _plan_replacement(deps, request, m)
+    await terminate(deps, request, [m])
     return request
 
 
@@ -172,10 +172,10 @@ def _as_attempts(request: Request) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k in _REQUEST_KEYS} | {"attempts": [first], "skipped": []}
 
 
-async def _plan_replacement(engine: Engine, request: Request, m: Machine) -> Request:
+async def _plan_replacement(deps: Deps, request: Request, m: Machine) -> Request:
     """The request with an attempt recorded to replace `m` (once: an existing one is kept)."""
-    async with engine.db.transaction():
-        current = await engine.db.get_request(request.request_id, for_update=True) or request
+    async with deps.store.transaction():
+        current = await deps.store.get_request(request.request_id, for_update=True) or request
         data = _as_attempts(current)
         attempts = [dict(a) for a in data["attempts"]]
         if any(a.get("replaces") == m.machine_id for a in attempts):
@@ -198,15 +198,15 @@ async def _plan_replacement(engine: Engine, request: Request, m: Machine) -> Req
             }
         )
         current = current.model_copy(update={"provider_data": data | {"attempts": attempts}, "updated_at": utcnow()})
-        await engine.db.update_request(current)
+        await deps.store.update_request(current)
     return current
 
 
-async def _launch_replacement(engine: Engine, request: Request, template: Template, attempt: dict[str, Any]) -> Request:
+async def _launch_replacement(deps: Deps, request: Request, template: Template, attempt: dict[str, Any]) -> Request:
     """Launch one recorded replacement (idempotent under its launch id) and record what it started."""
     applied = offerings.applied(template, attempt)
     try:
-        driver = await engine.provider(attempt["provider"])
+        driver = await deps.providers.get(attempt["provider"])
         launched = await driver.launch(offerings.view(request, attempt), applied, 1)
         update: dict[str, Any] = {
             "outcome": "served" if launched.machines else "error",
@@ -217,15 +217,15 @@ async def _launch_replacement(engine: Engine, request: Request, template: Templa
     except (ProviderError, NotFoundError, ValidationError) as exc:
         launched = None
         update = {"outcome": "error", "served": 0, "reason": exc.message}
-    async with engine.db.transaction():
-        current = await engine.db.get_request(request.request_id, for_update=True) or request
+    async with deps.store.transaction():
+        current = await deps.store.get_request(request.request_id, for_update=True) or request
         attempts = [a | update if a["launch_id"] == attempt["launch_id"] else a for a in offerings.attempts_of(current)]
         current = current.model_copy(
             update={"provider_data": {**current.provider_data, "attempts": attempts}, "updated_at": utcnow()}
         )
         if launched is not None:
             providers = {pm.machine_id: attempt["provider"] for pm in launched.machines}
-            stored = await fold_states(engine, current, launched.machines, providers)
+            stored = await fold_states(deps, current, launched.machines, providers)
             current = current.model_copy(update={"machine_ids": list(stored)})
-        await engine.db.update_request(current)
+        await deps.store.update_request(current)
     return current

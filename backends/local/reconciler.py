@@ -43,7 +43,7 @@ from .providers.base import LaunchResult, ProviderDriver, ProvisionedMachine
 from .settling import apply_states, fold_states, merge, settle_status
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .deps import Deps
 
 __all__ = [
     "apply_states",
@@ -59,64 +59,64 @@ __all__ = [
 log = logging.getLogger("pluginsdk.reconciler")
 
 
-async def reconcile(engine: Engine, request: Request) -> Request:
+async def reconcile(deps: Deps, request: Request) -> Request:
     """Bring one request up to date with its provider; returns the stored result."""
     if request.dry_run or request.status.terminal:
         return request
-    async with engine.db.claims.hold(request.request_id) as mine:
+    async with deps.store.claims.hold(request.request_id) as mine:
         if not mine:  # another actor is on it: what it writes is the answer
-            return await engine.db.get_request(request.request_id) or request
+            return await deps.store.get_request(request.request_id) or request
         if request.request_type is RequestType.RETURN:
-            return await _reconcile_return(engine, request)
-        return await _reconcile_provision(engine, request)
+            return await _reconcile_return(deps, request)
+        return await _reconcile_provision(deps, request)
 
 
-async def _reconcile_provision(engine: Engine, request: Request) -> Request:
+async def _reconcile_provision(deps: Deps, request: Request) -> Request:
     """observe (the provider, outside the transaction) -> fold machine states -> settle the status -> record
     -> stop machines still pending at a timeout -> let the provider clean up after a finished request."""
-    template = await engine.template(request.template_id or "")
+    template = await deps.templates.get(request.template_id or "")
     rule = _boot_rule(template)
-    request, seen, providers = await _observe(engine, request, template, rule)
+    request, seen, providers = await _observe(deps, request, template, rule)
     now = utcnow()
-    async with engine.db.transaction():
-        current = await engine.db.get_request(request.request_id, for_update=True)
+    async with deps.store.transaction():
+        current = await deps.store.get_request(request.request_id, for_update=True)
         if current is None or current.status.terminal:
             return current or request
-        stored = await fold_states(engine, current, seen, providers)
-        waiting = await _unready(engine, rule, current, stored, seen)
+        stored = await fold_states(deps, current, seen, providers)
+        waiting = await _unready(deps, rule, current, stored, seen)
         timed_out = now > current.created_at + timedelta(seconds=current.timeout)
         status, message = settle_status(current, list(stored.values()), timed_out=timed_out, unready=waiting)
-        current = await _record(engine, current, now, status=status, message=message, machine_ids=list(stored))
+        current = await _record(deps, current, now, status=status, message=message, machine_ids=list(stored))
     if rule is not None and template is not None and not current.status.terminal:
         await readiness.enforce(
-            engine, current, template, rule, machines=stored, waiting=set(waiting), terminate=terminate_machines
+            deps, current, template, rule, machines=stored, waiting=set(waiting), terminate=terminate_machines
         )
     if status.terminal and timed_out:
-        await _stop_pending(engine, current, stored.values())
+        await _stop_pending(deps, current, stored.values())
     if current.status.terminal and not any(m.status.active for m in stored.values()):
         if offerings.has_offerings(current):
-            await offerings.cleanup_attempts(engine, current)
+            await offerings.cleanup_attempts(deps, current)
         else:
-            await _cleanup(await engine.provider(current.provider_name), current)
+            await _cleanup(await deps.providers.get(current.provider_name), current)
     return current
 
 
 async def _observe(
-    engine: Engine, request: Request, template: Template | None, rule: readiness.BootRule | None
+    deps: Deps, request: Request, template: Template | None, rule: readiness.BootRule | None
 ) -> tuple[Request, list[ProvisionedMachine], dict[str, str] | None]:
     """The request and what its provider(s) report, with the instance of each machine when it has attempts;
     a replacement whose launcher died before launching it (readiness.py) is launched first."""
     if rule is not None and template is not None:
-        request = await readiness.resume(engine, request, template)
+        request = await readiness.resume(deps, request, template)
     if offerings.has_offerings(request):  # launched through candidates (a launch that never started: `_launched`)
-        return await offerings.observe(engine, request, template)
-    driver = await engine.provider(request.provider_name)
-    request, seen = await _launched(engine, driver, request, template)
+        return await offerings.observe(deps, request, template)
+    driver = await deps.providers.get(request.provider_name)
+    request, seen = await _launched(deps, driver, request, template)
     return request, seen, None
 
 
 async def _unready(
-    engine: Engine,
+    deps: Deps,
     rule: readiness.BootRule | None,
     request: Request,
     stored: dict[str, Machine],
@@ -125,7 +125,7 @@ async def _unready(
     """Running machines still to report the readiness their template requires (none when it requires none)."""
     if rule is None:
         return frozenset()
-    return frozenset(await readiness.unready(engine, request.template_id or "", stored.values(), seen))
+    return frozenset(await readiness.unready(deps, request.template_id or "", stored.values(), seen))
 
 
 def _boot_rule(template: Template | None) -> readiness.BootRule | None:
@@ -143,7 +143,7 @@ def ended(r: Request, status: RequestStatus, message: str) -> Request:
     return r.model_copy(update={"status": status, "message": message, "updated_at": now, "completed_at": now})
 
 
-async def launch(engine: Engine, driver: ProviderDriver, request: Request, template: Template) -> Request:
+async def launch(deps: Deps, driver: ProviderDriver, request: Request, template: Template) -> Request:
     """Launch a recorded, pending request's machines and record them; returns the stored request.
 
     Its creator calls this, and so does whoever takes its claim over from a creator that died before it
@@ -152,26 +152,26 @@ async def launch(engine: Engine, driver: ProviderDriver, request: Request, templ
     not repeated. A template with candidates launches through them (`offerings.py`).
     """
     if template.offerings:
-        return await offerings.launch_offerings(engine, request, template)
-    return await _settle_launch(engine, request, await _launch(engine, driver, request, template))
+        return await offerings.launch_offerings(deps, request, template)
+    return await _settle_launch(deps, request, await _launch(deps, driver, request, template))
 
 
-async def _launch(engine: Engine, driver: ProviderDriver, request: Request, template: Template) -> LaunchResult:
+async def _launch(deps: Deps, driver: ProviderDriver, request: Request, template: Template) -> LaunchResult:
     """The provider's launch; a refusal fails the recorded request (`failed`, the provider's message) and is raised."""
     try:
         return await driver.launch(request, template, request.count)
     except ProviderError as exc:
-        await engine.db.update_request(ended(request, RequestStatus.FAILED, f"Provider error: {exc.message}"))
+        await deps.store.update_request(ended(request, RequestStatus.FAILED, f"Provider error: {exc.message}"))
         exc.details.setdefault("request_id", request.request_id)
         raise
 
 
-async def _settle_launch(engine: Engine, request: Request, launched: LaunchResult) -> Request:
+async def _settle_launch(deps: Deps, request: Request, launched: LaunchResult) -> Request:
     """The launched machines recorded and the request's first status settled (`running` while the provider
     reports no machine yet)."""
-    async with engine.db.transaction():
-        current = await engine.db.get_request(request.request_id, for_update=True) or request
-        stored = await fold_states(engine, current, launched.machines)
+    async with deps.store.transaction():
+        current = await deps.store.get_request(request.request_id, for_update=True) or request
+        stored = await fold_states(deps, current, launched.machines)
         status, message = settle_status(current, list(stored.values()), timed_out=False)
         if not stored:
             status = RequestStatus.RUNNING
@@ -186,12 +186,12 @@ async def _settle_launch(engine: Engine, request: Request, launched: LaunchResul
                 "completed_at": now if status.terminal else None,
             }
         )
-        await engine.db.update_request(current)
+        await deps.store.update_request(current)
     return current
 
 
 async def _launched(
-    engine: Engine, driver: ProviderDriver, request: Request, template: Template | None
+    deps: Deps, driver: ProviderDriver, request: Request, template: Template | None
 ) -> tuple[Request, list[ProvisionedMachine]]:
     """The request and what the provider reports for it, launching it first if its creator never did.
 
@@ -203,33 +203,33 @@ async def _launched(
     seen = await driver.describe(request, template)
     if seen or request.status is not RequestStatus.PENDING:  # read before our claim: re-read below
         return request, seen
-    request = await _launch_unrecorded(engine, driver, request, template)
+    request = await _launch_unrecorded(deps, driver, request, template)
     return request, await driver.describe(request, template)
 
 
 async def _launch_unrecorded(
-    engine: Engine, driver: ProviderDriver, request: Request, template: Template | None
+    deps: Deps, driver: ProviderDriver, request: Request, template: Template | None
 ) -> Request:
     """The request launched, if it is still pending, in time and its template known."""
-    current = await engine.db.get_request(request.request_id) or request
+    current = await deps.store.get_request(request.request_id) or request
     late = utcnow() > current.created_at + timedelta(seconds=current.timeout)  # it is settled as timed out
     if current.status is not RequestStatus.PENDING or template is None or late:
         return current
     log.warning("request %s: its launch was never recorded (the creator died); launching it", current.request_id)
     try:
-        return await launch(engine, driver, current, template)
+        return await launch(deps, driver, current, template)
     except ProviderError:  # recorded as the request's failure
-        return await engine.db.get_request(current.request_id) or current
+        return await deps.store.get_request(current.request_id) or current
 
 
-async def _stop_pending(engine: Engine, request: Request, machines: Iterable[Machine]) -> None:
+async def _stop_pending(deps: Deps, request: Request, machines: Iterable[Machine]) -> None:
     """A request that timed out stops its machines still starting."""
     if pending := [m for m in machines if m.status is MachineStatus.PENDING]:
-        await terminate_machines(engine, request, pending)
+        await terminate_machines(deps, request, pending)
 
 
 async def _record(
-    engine: Engine, current: Request, now: datetime, *, status: RequestStatus, message: str, machine_ids: list[str]
+    deps: Deps, current: Request, now: datetime, *, status: RequestStatus, message: str, machine_ids: list[str]
 ) -> Request:
     """The request with its settled status, message and machine ids written, when anything changed; a status
     the transition table forbids is logged and not taken."""
@@ -247,7 +247,7 @@ async def _record(
             "completed_at": now if status.terminal else None,
         }
     )
-    await engine.db.update_request(current)
+    await deps.store.update_request(current)
     return current
 
 
@@ -262,19 +262,19 @@ async def _cleanup(driver: object, request: Request) -> None:
         log.exception("cleaning up after %s failed", request.request_id)
 
 
-async def sweep_orphans(engine: Engine) -> list[str]:
+async def sweep_orphans(deps: Deps) -> list[str]:
     """Remove provider leftovers (AWS launch templates) tagged with a request that is finished and holds
     no machine — e.g. the engine died between creating a launch template and creating its fleet.
     Leftovers of requests this store does not know are kept: they may be another deployment's."""
-    driver = await engine.provider()
+    driver = await deps.providers.get()
     listing = getattr(driver, "tagged_launch_templates", None)
     if listing is None:
         return []
     tagged: dict[str, str] = await listing()
     if not tagged:
         return []
-    requests = await engine.db.get_requests(sorted(set(tagged.values())))
-    machines = await engine.db.machines_of_requests(list(requests))
+    requests = await deps.store.get_requests(sorted(set(tagged.values())))
+    machines = await deps.store.machines_of_requests(list(requests))
     removed = []
     for name, request_id in tagged.items():
         r = requests.get(request_id)
@@ -287,72 +287,72 @@ async def sweep_orphans(engine: Engine) -> list[str]:
     return removed
 
 
-async def terminate_machines(engine: Engine, request: Request, machines: list[Machine]) -> None:
+async def terminate_machines(deps: Deps, request: Request, machines: list[Machine]) -> None:
     """Ask the provider to take machines of one provisioning request back and record what it says, on the
     machines as stored when the answer is written (another process may have claimed or moved them since
     the caller read them)."""
     if offerings.has_offerings(request):
-        states = await offerings.terminate_by_attempt(engine, request, machines)
+        states = await offerings.terminate_by_attempt(deps, request, machines)
     else:
-        states = await (await engine.provider(request.provider_name)).terminate(request, machines)
+        states = await (await deps.providers.get(request.provider_name)).terminate(request, machines)
     now = utcnow()
-    async with engine.db.transaction():
-        stored = await engine.db.get_machines([m.machine_id for m in machines], for_update=True)
+    async with deps.store.transaction():
+        stored = await deps.store.get_machines([m.machine_id for m in machines], for_update=True)
         updated = []
         for m in stored.values():
             new = states.get(m.machine_id, MachineStatus.SHUTTING_DOWN)
             if can_transition(m.status, new) and new != m.status:
                 updated.append(m.model_copy(update={"status": new, "updated_at": now}))
         if updated:
-            await engine.db.upsert_machines(updated)
+            await deps.store.upsert_machines(updated)
 
 
-async def _reconcile_return(engine: Engine, ret: Request) -> Request:
+async def _reconcile_return(deps: Deps, ret: Request) -> Request:
     """observe (the provider, asking again for machines it still runs) -> fold machine states (one no
     longer found at the provider is terminated) -> settle the status -> record."""
     by_request: dict[str, list[Machine]] = defaultdict(list)
-    for m in await engine.db.machines_of_return(ret.request_id):
+    for m in await deps.store.machines_of_return(ret.request_id):
         if not m.status.gone:
             by_request[m.request_id].append(m)
-    seen = await _observe_return(engine, by_request)
+    seen = await _observe_return(deps, by_request)
     now = utcnow()
-    async with engine.db.transaction():
-        current = await engine.db.get_request(ret.request_id, for_update=True)
+    async with deps.store.transaction():
+        current = await deps.store.get_request(ret.request_id, for_update=True)
         if current is None or current.status.terminal:
             return current or ret
-        stored = {m.machine_id: m for m in await engine.db.machines_of_return(ret.request_id, for_update=True)}
+        stored = {m.machine_id: m for m in await deps.store.machines_of_return(ret.request_id, for_update=True)}
         changed = _fold_return(stored, seen, by_request)
         if changed:
-            await engine.db.upsert_machines(changed)
+            await deps.store.upsert_machines(changed)
         timed_out = now > current.created_at + timedelta(seconds=current.timeout)
         status, message = _settle_return(current, list(stored.values()), timed_out=timed_out)
-        current = await _record(engine, current, now, status=status, message=message, machine_ids=current.machine_ids)
+        current = await _record(deps, current, now, status=status, message=message, machine_ids=current.machine_ids)
     return current
 
 
-async def _observe_return(engine: Engine, by_request: dict[str, list[Machine]]) -> dict[str, ProvisionedMachine]:
+async def _observe_return(deps: Deps, by_request: dict[str, list[Machine]]) -> dict[str, ProvisionedMachine]:
     """What the provider reports of the return's machines, per provisioning request. Machines it still runs
     although they were claimed for this return: the process that claimed them died before it asked the
     provider (we hold the claim now), so ask again."""
     seen: dict[str, ProvisionedMachine] = {}
     for request_id, group in by_request.items():
-        origin = await engine.db.get_request(request_id)
+        origin = await deps.store.get_request(request_id)
         if origin is None:
             continue
-        found = {pm.machine_id: pm for pm in await _described(engine, origin)}
+        found = {pm.machine_id: pm for pm in await _described(deps, origin)}
         missed = [m for m in group if (f := found.get(m.machine_id)) is not None and f.status.active]
         if missed:
-            await terminate_machines(engine, origin, missed)
-            found.update({pm.machine_id: pm for pm in await _described(engine, origin)})
+            await terminate_machines(deps, origin, missed)
+            found.update({pm.machine_id: pm for pm in await _described(deps, origin)})
         seen.update(found)
     return seen
 
 
-async def _described(engine: Engine, origin: Request) -> list[ProvisionedMachine]:
+async def _described(deps: Deps, origin: Request) -> list[ProvisionedMachine]:
     """What the provider(s) of a provisioning request report of its machines."""
     if offerings.has_offerings(origin):
-        return (await offerings.observe(engine, origin, None))[1]
-    return await (await engine.provider(origin.provider_name)).describe(origin, None)
+        return (await offerings.observe(deps, origin, None))[1]
+    return await (await deps.providers.get(origin.provider_name)).describe(origin, None)
 
 
 def _fold_return(
@@ -396,26 +396,26 @@ def _settle_return(current: Request, machines: list[Machine], *, timed_out: bool
     return status, message
 
 
-async def record_reclaimed(engine: Engine) -> list[str]:
+async def record_reclaimed(deps: Deps) -> list[str]:
     """Machines the cloud took back on its own become a completed return request (listed by getReturnRequests),
     one per provider instance that holds machines (and the default one)."""
-    names = dict.fromkeys([engine.settings.provider.default_instance(), *await engine.db.count_active_by_provider()])
+    names = dict.fromkeys([deps.settings.provider.default_instance(), *await deps.store.count_active_by_provider()])
     taken: list[str] = []
     for name in names:
         try:
-            driver = await engine.provider(name)
+            driver = await deps.providers.get(name)
         except NotFoundError:  # machines of an instance no longer configured: nothing to ask
             continue
-        taken += await _record_reclaimed_of(engine, driver)
+        taken += await _record_reclaimed_of(deps, driver)
     return taken
 
 
-async def _record_reclaimed_of(engine: Engine, driver: ProviderDriver) -> list[str]:
+async def _record_reclaimed_of(deps: Deps, driver: ProviderDriver) -> list[str]:
     reclaimed = await driver.reclaimed()
     if not reclaimed:
         return []
-    known = await engine.db.get_machines([pm.machine_id for pm in reclaimed])
-    fresh = await _fresh(engine, reclaimed, known)
+    known = await deps.store.get_machines([pm.machine_id for pm in reclaimed])
+    fresh = await _fresh(deps, reclaimed, known)
     if not fresh:
         return []
     now = utcnow()
@@ -433,8 +433,8 @@ async def _record_reclaimed_of(engine: Engine, driver: ProviderDriver) -> list[s
         for pm in fresh
     ]
     held = {m.machine_id: known[m.machine_id].return_request_id for m in marked}
-    async with engine.db.transaction():  # a machine a return claimed meanwhile stays that return's
-        taken = await engine.db.reassign_machines(marked, held)
+    async with deps.store.transaction():  # a machine a return claimed meanwhile stays that return's
+        taken = await deps.store.reassign_machines(marked, held)
         if not taken:
             return []
         ret = Request(
@@ -448,17 +448,17 @@ async def _record_reclaimed_of(engine: Engine, driver: ProviderDriver) -> list[s
             completed_at=now,
             created_by="provider",
         )
-        await engine.db.insert_request(ret)
+        await deps.store.insert_request(ret)
     return ret.machine_ids
 
 
 async def _fresh(
-    engine: Engine, reclaimed: list[ProvisionedMachine], known: dict[str, Machine]
+    deps: Deps, reclaimed: list[ProvisionedMachine], known: dict[str, Machine]
 ) -> list[ProvisionedMachine]:
     """The reports not recorded yet, one per machine: of a machine no return holds, or a machine still running
     under the provider's own return (a rebalance recommendation) that the provider now takes away."""
     holders = sorted({m.return_request_id for m in known.values() if m.return_request_id and m.status.active})
-    by_provider = {rid for rid, r in (await engine.db.get_requests(holders)).items() if r.created_by == "provider"}
+    by_provider = {rid for rid, r in (await deps.store.get_requests(holders)).items() if r.created_by == "provider"}
     fresh: dict[str, ProvisionedMachine] = {}
     for pm in reclaimed:
         m = known.get(pm.machine_id)
@@ -470,23 +470,23 @@ async def _fresh(
     return list(fresh.values())
 
 
-async def reconcile_active(engine: Engine) -> int:
+async def reconcile_active(deps: Deps) -> int:
     """One pass over every active request (and reclaimed machines); returns how many were looked at."""
-    ids = await engine.db.active_request_ids()
+    ids = await deps.store.active_request_ids()
     for request_id in ids:
         await asyncio.sleep(0)  # SQLite and the local provider never suspend: let requests be served between items
-        request = await engine.db.get_request(request_id)
+        request = await deps.store.get_request(request_id)
         if request is not None:
             try:
-                await reconcile(engine, request)
+                await reconcile(deps, request)
             except Exception:
                 log.exception("reconciling %s failed", request_id)
     try:
-        await record_reclaimed(engine)
+        await record_reclaimed(deps)
     except Exception:
         log.exception("checking reclaimed machines failed")
     try:
-        await sweep_orphans(engine)
+        await sweep_orphans(deps)
     except Exception:
         log.exception("sweeping orphaned provider resources failed")
     return len(ids)

@@ -1,12 +1,15 @@
 """Which handler runs which operation: each handler module's table, and the engine's registry of them.
 
-A handler module declares its handlers in a table of its own (`handlers = HandlerTable()`, then
-`@handlers.on(SomeCommand)`); importing it changes nothing outside it. `HANDLER_MODULES` names, for each
+A handler module declares its handlers in a table of its own (`handlers = HandlerTable(Deps)`, then
+`@handlers.on(SomeCommand)`); importing it changes nothing outside it. The table names the type of what its
+handlers take first: `Deps` (`deps.py`: the store, templates, providers, tier-2 filters) for the provisioning
+handlers, `AuthService` for the auth handlers; the engine hands each handler the one object of that type it
+holds, so no handler reaches into the engine. `HANDLER_MODULES` names, for each
 operation module, the handler modules that serve its operations: the one place a handler module is named.
 The engine owns a `HandlerRegistry`, which imports those modules and registers their tables on the first
 call of one of their operations, so a CLI call imports only the handlers it runs. Handler modules depend on
-this module, never on the engine (they name `Engine` for the type checker only), so the dependencies point
-one way: engine -> registry <- handlers.
+this module and on what they receive, never on the engine, so the dependencies point one way:
+engine -> registry <- handlers.
 """
 
 from __future__ import annotations
@@ -20,12 +23,12 @@ from pluginsdk.operations import Operation
 
 if TYPE_CHECKING:
     from .call import Call
-    from .engine import Engine
 
 __all__ = ["HANDLER_MODULES", "Handler", "HandlerRegistry", "HandlerTable"]
 
-Handler = Callable[["Engine", Any, "Call"], Awaitable[Any]]
-"""`handler(engine, op, call)`: the operation (typed by the handler) and its call (`call.py`)."""
+Handler = Callable[[Any, Any, "Call"], Awaitable[Any]]
+"""`handler(deps, op, call)`: what its table says it receives (`HandlerTable.receives`), the operation (typed
+by the handler) and its call (`call.py`)."""
 
 _PROVISIONING = "backends.local.handlers"
 _AUTH = "backends.local.auth.handlers"
@@ -58,14 +61,23 @@ HANDLER_MODULES: Mapping[str, tuple[str, ...]] = {
 class HandlerTable(dict[type[Operation], Handler]):
     """One handler module's handlers: operation class -> handler (one handler per class)."""
 
-    def on(self, *ops: type[Operation]) -> Callable[[Handler], Handler]:
-        """Declare the decorated function the handler of `ops`."""
+    def __init__(self, receives: type) -> None:
+        super().__init__()
+        self.receives = receives
+        """The type of the object each handler here takes first (`Deps` or `AuthService`)."""
+        self.takes: dict[type[Operation], type] = {}
+        """Operation class -> what its handler takes first: `receives`, unless `on` named another."""
+
+    def on(self, *ops: type[Operation], receives: type | None = None) -> Callable[[Handler], Handler]:
+        """Declare the decorated function the handler of `ops`; `receives` when it takes other than the
+        table's `receives` (a handler that needs less, e.g. one that also runs without the auth service)."""
 
         def deco(fn: Handler) -> Handler:
             for op in ops:
                 if op in self:
                     raise HandlerDiscoveryError(f"Two handlers for {op.__name__}.")
                 self[op] = fn
+                self.takes[op] = receives or self.receives
             return fn
 
         return deco
@@ -77,14 +89,16 @@ class HandlerRegistry:
     def __init__(self, modules: Mapping[str, tuple[str, ...]] = HANDLER_MODULES) -> None:
         self._modules = modules
         self._handlers: dict[type[Operation], Handler] = {}
+        self._receives: dict[type[Operation], type] = {}
         self._loaded: set[str] = set()
 
-    def register(self, table: Mapping[type[Operation], Handler]) -> None:
+    def register(self, table: HandlerTable) -> None:
         """Add a module's handlers; an operation served by two different handlers is an error."""
         for op, fn in table.items():
             if self._handlers.get(op, fn) is not fn:
                 raise HandlerDiscoveryError(f"Two handlers for {op.__name__}.")
             self._handlers[op] = fn
+            self._receives[op] = table.takes[op]
 
     def get(self, op: type[Operation]) -> Handler | None:
         """The handler of `op`, loading the handler modules `HANDLER_MODULES` names for its operation module."""
@@ -95,11 +109,15 @@ class HandlerRegistry:
             self._load(module_name)
         return self._handlers.get(op)
 
+    def receives(self, op: type[Operation]) -> type:
+        """The type of what the handler of `op` takes first (its table's `receives`); after `get` found it."""
+        return self._receives[op]
+
     def _load(self, module_name: str) -> None:
         if module_name in self._loaded:
             return
         table = getattr(importlib.import_module(module_name), "handlers", None)
         if not isinstance(table, HandlerTable):
-            raise HandlerDiscoveryError(f"{module_name} has no `handlers = HandlerTable()`.")
+            raise HandlerDiscoveryError(f"{module_name} has no `handlers = HandlerTable(...)`.")
         self.register(table)
         self._loaded.add(module_name)

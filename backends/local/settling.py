@@ -16,7 +16,7 @@ from pluginsdk.models import Machine, MachineStatus, Request, RequestStatus, Sta
 from .providers.base import ProvisionedMachine
 
 if TYPE_CHECKING:
-    from .engine import Engine
+    from .deps import Deps
 
 __all__ = ["apply_states", "fold_states", "merge", "settle_status"]
 
@@ -155,11 +155,11 @@ def _ended(
 
 
 async def fold_states(
-    engine: Engine, request: Request, seen: list[ProvisionedMachine], providers: dict[str, str] | None = None
+    deps: Deps, request: Request, seen: list[ProvisionedMachine], providers: dict[str, str] | None = None
 ) -> dict[str, Machine]:
     """The request's stored machines with the provider's view folded in (`apply_states`), changes written."""
-    stored = {m.machine_id: m for m in await engine.db.machines_of_request(request.request_id, for_update=True)}
+    stored = {m.machine_id: m for m in await deps.store.machines_of_request(request.request_id, for_update=True)}
     changed = apply_states(request, stored, seen, providers)
     if changed:
-        await engine.db.upsert_machines(changed)
+        await deps.store.upsert_machines(changed)
     return stored

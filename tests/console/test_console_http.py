@@ -138,3 +138,33 @@ def test_a_caller_without_audit_rights_cannot_export_it(tmp_path: Path) -> None:
         records = [json.loads(line) for line in export.text.splitlines()]
         assert records and {r["actor"] for r in records} == {"administrator"}
         assert any(r["target_id"] == "n" or r["action"] == "create_api_key" for r in records)
+
+
+def test_the_dashboard_shows_machines_by_provider_and_the_candidates_held_back(tmp_path: Path) -> None:
+    from pluginsdk import PluginSDK
+
+    fast = {"type": "local", "boot_delay": 0.05, "terminate_delay": 0.05, "seed": 7}
+    provider = {"instances": {"east": {**fast, "capacity_errors": ["m5.large"]}, "west": fast}}
+    config = base_config(tmp_path, provider=provider)
+
+    async def prepare() -> str:
+        async with PluginSDK(config=config) as sdk:
+            await sdk.create_template(
+                template_id="burst",
+                image_id="ami-1",
+                instance_type="m5.large",
+                offerings=[{"provider": "east"}, {"provider": "west"}],
+            )
+            created = await sdk.create_request("burst", 2, wait=True, timeout=30)
+            assert created.status == "completed"
+            key = await sdk.create_api_key(api_key_name="a", description="admin", user_id="administrator")
+            return str(key.api_key)
+
+    key = asyncio.run(prepare())
+    with running_server(config) as url, httpx.Client(base_url=url) as client:
+        _sign_in(client, key)
+        dashboard = client.get("/ui/").text
+    by_provider = dashboard.split("Machines by provider", 1)[1].split("</table>", 1)[0]
+    assert re.search(r"<td>west</td><td>local</td><td>[^<]*</td><td>2</td>", by_provider), by_provider
+    capacity = dashboard.split("<caption>Capacity", 1)[1].split("</table>", 1)[0]
+    assert "east/m5.large/*/ondemand" in capacity and "cooling" in capacity, capacity

@@ -8,6 +8,7 @@ seeds the default roles once, and returns the Authorizer. The handlers in
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING
 
 from ..store.seal_hold import hold_store
@@ -42,6 +43,6 @@ async def start_auth(engine: Engine) -> AuthService:
     pages = PageTokens(derive_key(seal.key, "page-tokens", b64d(await store.secret("auth.page_secret"))))
     await seed(store, config.admin_user_id)
     service = AuthService(engine, config, store, box, pages)
-    engine.around_command = around_command  # the audit log (one central hook)
+    engine.around_command = partial(around_command, service)  # the audit log (one central hook)
     await service.start()
     return service

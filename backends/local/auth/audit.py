@@ -29,7 +29,7 @@ from .store import new_record_id
 
 if TYPE_CHECKING:
     from ..call import Call
-    from ..engine import Engine
+    from .service import AuthService
     from .store import AuthStore
 
 __all__ = [
@@ -126,20 +126,21 @@ def _import_ids(op: Operation) -> list[str]:
     return [i[:_MAX_ID] for i in ids if i]
 
 
-async def around_command(engine: Engine, call: Call, handler: Callable[[Engine, Any, Call], Awaitable[Any]]) -> Any:
-    """Run an auth command and record it (nothing is recorded when it fails, or when its result says it
-    wrote nothing: nothing changed). A command that writes several constraints (a template import, a grant)
-    records each as its own record, found by that constraint's id."""
+async def around_command(
+    svc: AuthService, given: object, call: Call, handler: Callable[[Any, Any, Call], Awaitable[Any]]
+) -> Any:
+    """Run a command's `handler(given, op, call)`; an auth command is recorded in `svc`'s store (nothing is
+    recorded when it fails, or when its result says it wrote nothing: nothing changed). A command that writes
+    several constraints (a template import, a grant) records each as its own record, found by that
+    constraint's id."""
     spec, op, principal = call.spec, call.op, call.principal
     target_type = AUDITED.get(spec.category or "")
     if target_type is None or getattr(op, "dry_run", False):
-        return await handler(engine, op, call)
-    from .handlers._common import service
-
-    store = service(engine).store
+        return await handler(given, op, call)
+    store = svc.store
     if "constraint_ids" in spec.result_type.model_fields:
         before_all = await _constraints(store, _import_ids(op))
-        result = await handler(engine, op, call)
+        result = await handler(given, op, call)
         ids = [str(i)[:_MAX_ID] for i in getattr(result, "constraint_ids", [])]
         if getattr(result, "created", True) is False:  # every constraint already as asked: nothing to record
             ids = []
@@ -158,7 +159,7 @@ async def around_command(engine: Engine, call: Call, handler: Callable[[Engine, 
     else:
         target = _target_id(target_type, op)
         before = await _read(store, target_type, op, target)
-        result = await handler(engine, op, call)
+        result = await handler(given, op, call)
         target = target or _target_id(target_type, op, result)
         async with store.transaction():
             after = await _read(store, target_type, op, target)
@@ -202,19 +203,17 @@ def operator() -> str:
     return f"operator:{login}"
 
 
-def decision_sample_rate(engine: Engine) -> float:
+def decision_sample_rate(svc: AuthService) -> float:
     """`app.audit.decisionSampleRate` (0..1, checked when the settings were loaded)."""
-    return engine.settings.app.audit.decisionSampleRate
+    return svc.config.app.audit.decisionSampleRate
 
 
-async def log_decision(
-    engine: Engine, store: AuthStore, actor: str, about: Mapping[str, Any], *, allowed: bool, revision: int
-) -> None:
+async def log_decision(svc: AuthService, actor: str, about: Mapping[str, Any], *, allowed: bool, revision: int) -> None:
     """Record one decision asked through the decision point, if sampled."""
-    rate = decision_sample_rate(engine)
+    rate = decision_sample_rate(svc)
     if rate <= 0 or (rate < 1 and random.random() >= rate):
         return
-    await store.db.execute(
+    await svc.store.db.execute(
         "INSERT INTO auth_audit (record_id, at, actor, action, target_type, target_id, before_data, after_data,"
         " revision) VALUES (:id, :at, :actor, 'decision', :tt, :tid, NULL, :after, :rev)",
         {

@@ -46,13 +46,11 @@ from pluginsdk import observe
 from pluginsdk.constants import API_KEY_PREFIX
 from pluginsdk.errors import AuthenticationError, PermissionDeniedError, ValidationError
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
-from pluginsdk.models.plans import AccessPlan
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
 from ..call import Call
 from ..policy import CompiledPolicy, compile_policy
-from ..policy.plans import plan_access
 from ..store.db import Row
 from .config import AuthConfig
 from .crypto import PageTokens, Passwords, SecretBox, now, parse_ts, sha256_hex
@@ -65,7 +63,10 @@ from .store import AuthStore
 from .throttle import SignInThrottle
 
 if TYPE_CHECKING:
+    from pluginsdk.models.plans import AccessPlan
+
     from ..engine import Engine
+    from ..policy.decision_point import PolicyModel
     from .oauth import ExternalVerifier
     from .tokens import TokenService
 
@@ -80,6 +81,8 @@ POLICY_CATEGORIES = frozenset({"roles", "userRoles", "constraints"})
 """Operation categories whose commands write the policy (the lock-out guard watches them)."""
 
 
+_POLICY_WORKERS = 2
+"""What-ifs, dry runs and policy test runs computed at once per service; more wait."""
 _ROUTE_CACHE = 65_536
 """Tier-1 answers kept per version (cleared when full)."""
 
@@ -145,6 +148,10 @@ class AuthService:
         self._lock = asyncio.Lock()
         self.compiles = 0
         """How many times the policy was compiled (observability, tests)."""
+        self.decision_model: tuple[int, PolicyModel] | None = None
+        """The decision point's model of the last policy version it answered on (`handlers/policy_checks.py`)."""
+        self.policy_workers = asyncio.Semaphore(_POLICY_WORKERS)
+        """Bounds the what-ifs, dry runs and policy test runs computed at once (each in a worker thread)."""
         self.watch = PolicyWatch()
         store.on_bump.append(self.watch.bumped_here)
         self.guard = LockoutGuard(store, config, rules=self.rules)
@@ -444,6 +451,8 @@ class AuthService:
         what a listing filters by in the store (`filter_allowed` gives the same answers object by object)."""
         snap = await self.snapshot()
         p = await self.with_roles(principal, snap)
+        from ..policy.plans import plan_access  # a listing's plan: not imported by a call that lists nothing
+
         return plan_access(snap.policy, p, object_type, method, snap.version)
 
     # -- helpers for handlers ----------------------------------------------------------

@@ -29,68 +29,68 @@ from pluginsdk.operations import (
 from pluginsdk.operations.machine_signals import MarkMachineReadyCommand
 from pluginsdk.words import counted
 
+from ..deps import Deps
 from ..reconciler import reconcile
 from ..registry import HandlerTable
 from .request_records import machine_attrs
 
 if TYPE_CHECKING:
     from ..call import Call
-    from ..engine import Engine
 
-handlers = HandlerTable()
+handlers = HandlerTable(Deps)
 
 ACTIVE = [s.value for s in MachineStatus if s.active]
 
 
-async def _refresh(engine: Engine, machines: Sequence[Machine]) -> list[Machine]:
+async def _refresh(deps: Deps, machines: Sequence[Machine]) -> list[Machine]:
     """Reconcile the active requests these machines belong to, then re-read them."""
     request_ids = {m.request_id for m in machines if not m.status.gone}
     request_ids |= {m.return_request_id for m in machines if m.return_request_id and not m.status.gone}
     if not request_ids:
         return list(machines)
-    for r in (await engine.db.get_requests(sorted(request_ids))).values():
+    for r in (await deps.store.get_requests(sorted(request_ids))).values():
         if not r.status.terminal or r.request_type is RequestType.RETURN:
-            await reconcile(engine, r)
-    again = await engine.db.get_machines([m.machine_id for m in machines])
+            await reconcile(deps, r)
+    again = await deps.store.get_machines([m.machine_id for m in machines])
     return [again.get(m.machine_id, m) for m in machines]
 
 
-async def _load(engine: Engine, machine_id: str) -> Machine:
-    m = await engine.db.get_machine(machine_id)
+async def _load(deps: Deps, machine_id: str) -> Machine:
+    m = await deps.store.get_machine(machine_id)
     if m is None:
         raise NotFoundError("machine", machine_id, f"Machine '{machine_id}' not found.")
     return m
 
 
 @handlers.on(GetMachineQuery)
-async def get_machine(engine: Engine, op: GetMachineQuery, call: Call) -> Machine:
-    return (await _refresh(engine, [call.stored or await _load(engine, op.machine_id)]))[0]
+async def get_machine(deps: Deps, op: GetMachineQuery, call: Call) -> Machine:
+    return (await _refresh(deps, [call.stored or await _load(deps, op.machine_id)]))[0]
 
 
 @handlers.on(ListMachinesQuery)
-async def list_machines(engine: Engine, op: ListMachinesQuery, call: Call) -> MachineList:
+async def list_machines(deps: Deps, op: ListMachinesQuery, call: Call) -> MachineList:
     principal = call.principal
     statuses = [op.status.value] if op.status else ACTIVE if op.active_only else None
-    items, total = await engine.db.list_machines(
+    items, total = await deps.store.list_machines(
         statuses=statuses,
         template_id=op.template_id,
         request_id=op.request_id,
         provider_name=op.provider_name,
         limit=op.limit,
         offset=op.offset,
-        access=await engine.readable(principal, "machine"),
+        access=await deps.access.readable(principal, "machine"),
     )
-    shown = await engine.visible(principal, "machine", items, machine_attrs)
+    shown = await deps.access.visible(principal, "machine", items, machine_attrs)
     total -= len(items) - len(shown)
     return MachineList(machines=shown, total_count=total, message=f"{total} machines")
 
 
 @handlers.on(GetMachineStatusQuery)
-async def get_machine_status(engine: Engine, op: GetMachineStatusQuery, call: Call) -> MachineList:
+async def get_machine_status(deps: Deps, op: GetMachineStatusQuery, call: Call) -> MachineList:
     principal = call.principal
-    found = await engine.db.get_machines(op.machine_ids)
-    shown = await engine.visible(principal, "machine", list(found.values()), machine_attrs)
-    shown = await _refresh(engine, shown)
+    found = await deps.store.get_machines(op.machine_ids)
+    shown = await deps.access.visible(principal, "machine", list(found.values()), machine_attrs)
+    shown = await _refresh(deps, shown)
     missing = [mid for mid in op.machine_ids if mid not in {m.machine_id for m in shown}]
     return MachineList(
         machines=shown,
@@ -101,8 +101,8 @@ async def get_machine_status(engine: Engine, op: GetMachineStatusQuery, call: Ca
 
 
 @handlers.on(GetMachineHealthQuery)
-async def get_machine_health(engine: Engine, op: GetMachineHealthQuery, call: Call) -> MachineHealth:
-    m = (await _refresh(engine, [await _load(engine, op.machine_id)]))[0]
+async def get_machine_health(deps: Deps, op: GetMachineHealthQuery, call: Call) -> MachineHealth:
+    m = (await _refresh(deps, [await _load(deps, op.machine_id)]))[0]
     healthy = m.status is MachineStatus.RUNNING
     return MachineHealth(
         machine_id=m.machine_id,
@@ -114,23 +114,21 @@ async def get_machine_health(engine: Engine, op: GetMachineHealthQuery, call: Ca
 
 
 @handlers.on(GetActiveMachineCountQuery)
-async def get_active_machine_count(engine: Engine, op: GetActiveMachineCountQuery, call: Call) -> ActiveMachineCount:
-    by_template = await engine.db.count_active_machines(op.template_id)
+async def get_active_machine_count(deps: Deps, op: GetActiveMachineCountQuery, call: Call) -> ActiveMachineCount:
+    by_template = await deps.store.count_active_machines(op.template_id)
     total = sum(by_template.values())
     return ActiveMachineCount(count=total, by_template=by_template, message=f"{total} active machines")
 
 
 @handlers.on(CleanupTerminatedMachinesCommand)
-async def cleanup_terminated_machines(
-    engine: Engine, op: CleanupTerminatedMachinesCommand, call: Call
-) -> CleanupResult:
+async def cleanup_terminated_machines(deps: Deps, op: CleanupTerminatedMachinesCommand, call: Call) -> CleanupResult:
     principal = call.principal
     before = utcnow() - timedelta(days=op.older_than_days)
-    gone, _ = await engine.db.list_machines(
+    gone, _ = await deps.store.list_machines(
         statuses=[MachineStatus.TERMINATED.value, MachineStatus.FAILED.value], updated_before=before
     )
-    gone = await engine.changeable(principal, "machine", gone, machine_attrs, "POST")
-    deleted = await engine.db.delete_machines([m.machine_id for m in gone])
+    gone = await deps.access.changeable(principal, "machine", gone, machine_attrs, "POST")
+    deleted = await deps.store.delete_machines([m.machine_id for m in gone])
     return CleanupResult(
         machines_cleaned=deleted,
         total_cleaned=deleted,
@@ -139,18 +137,18 @@ async def cleanup_terminated_machines(
 
 
 @handlers.on(MarkMachineReadyCommand)
-async def mark_machine_ready(engine: Engine, op: MarkMachineReadyCommand, call: Call) -> MachineReady:
+async def mark_machine_ready(deps: Deps, op: MarkMachineReadyCommand, call: Call) -> MachineReady:
     """Record the readiness, reset its template's bootstrap failures in a row, and settle its request."""
-    m = call.stored or await _load(engine, op.machine_id)
+    m = call.stored or await _load(deps, op.machine_id)
     if m.status.gone:
         raise StateConflictError(
             f"Machine '{m.machine_id}' is {m.status.value}; only a machine that exists can be ready.",
             details={"field": "machine_id", "value": m.machine_id, "expected": "a pending or running machine"},
         )
-    if await engine.boot.mark_ready(m.machine_id):
-        await engine.boot.succeeded(m.template_id)
-    await _refresh(engine, [m])
-    request = await engine.db.get_request(m.request_id)
+    if await deps.boot.mark_ready(m.machine_id):
+        await deps.boot.succeeded(m.template_id)
+    await _refresh(deps, [m])
+    request = await deps.store.get_request(m.request_id)
     status = request.status.value if request else "unknown"
     return MachineReady(
         machine_id=m.machine_id,

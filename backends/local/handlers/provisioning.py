@@ -18,6 +18,7 @@ from pluginsdk.operations import (
 from pluginsdk.words import counted
 
 from .. import offerings
+from ..deps import Deps
 from ..providers.base import ProvisionedMachine
 from ..quotas import check_quotas
 from ..readiness import check_protection
@@ -29,24 +30,23 @@ if TYPE_CHECKING:
     from pluginsdk.models import Template
 
     from ..call import Call
-    from ..engine import Engine
 
 
-handlers = HandlerTable()
+handlers = HandlerTable(Deps)
 
 
 @handlers.on(CreateRequestCommand)
-async def create_request(engine: Engine, op: CreateRequestCommand, call: Call) -> RequestCreated:
+async def create_request(deps: Deps, op: CreateRequestCommand, call: Call) -> RequestCreated:
     """validate -> record `pending` -> launch -> settle the first status (-> wait); a retry with the same
     request id answers the first result."""
     principal = call.principal
-    if op.request_id and (existing := await engine.db.get_request(op.request_id)) is not None:
+    if op.request_id and (existing := await deps.store.get_request(op.request_id)) is not None:
         return _replayed(existing, op)
     request_id = op.request_id or f"req-{uuid.uuid4()}"
-    template = await _launchable(engine, op)
-    await check_protection(engine, template)
-    driver = await engine.provider_for(template)
-    await check_quotas(engine, template, principal.user_id, op.requested_count, driver.name)
+    template = await _launchable(deps, op)
+    await check_protection(deps, template)
+    driver = await deps.providers.for_template(template)
+    await check_quotas(deps, template, principal.user_id, op.requested_count, driver.name)
     if op.dry_run:
         return RequestCreated(  # no request_id: nothing was recorded, an id would read as not found
             status="dry-run",
@@ -69,16 +69,16 @@ async def create_request(engine: Engine, op: CreateRequestCommand, call: Call) -
         | ({"machine_names": op.machine_names} if op.machine_names else {}),
     )
     # one actor per request: no other process reconciles (or times out) the request while it is launched
-    async with engine.db.claims.hold(request_id) as mine:
+    async with deps.store.claims.hold(request_id) as mine:
         if not mine:  # the same id is being created by another call right now: it launches, not us
             raise AlreadyExistsError(
                 "request", request_id, f"Request '{request_id}' is being created by another call; retry to read it."
             )
-        await engine.db.insert_request(request)  # recorded before the provider is called: a crash loses nothing
-        current = await launch(engine, driver, request, template)
+        await deps.store.insert_request(request)  # recorded before the provider is called: a crash loses nothing
+        current = await launch(deps, driver, request, template)
     if op.wait:
-        current = await wait_for(engine, current, op.timeout)
-    return _created(await with_machines(engine, current), "Request submitted." if not op.wait else current.message)
+        current = await wait_for(deps, current, op.timeout)
+    return _created(await with_machines(deps, current), "Request submitted." if not op.wait else current.message)
 
 
 def _replayed(existing: Request, op: CreateRequestCommand) -> RequestCreated:
@@ -91,12 +91,12 @@ def _replayed(existing: Request, op: CreateRequestCommand) -> RequestCreated:
     return _created(existing, "Request already submitted (idempotent retry).")
 
 
-async def _launchable(engine: Engine, op: CreateRequestCommand) -> Template:
+async def _launchable(deps: Deps, op: CreateRequestCommand) -> Template:
     """The template asked for, when it exists and the count is within its `max_number` and the global limit."""
-    template = await engine.template(op.template_id)
+    template = await deps.templates.get(op.template_id)
     if template is None:
         raise NotFoundError("template", op.template_id, f"Template '{op.template_id}' not found.")
-    limit = engine.settings.provider.max_machines_per_request
+    limit = deps.settings.provider.max_machines_per_request
     if template.max_number is not None:
         limit = min(limit, template.max_number)
     if op.requested_count > limit:
@@ -112,31 +112,31 @@ def _created(r: Request, message: str) -> RequestCreated:
     return RequestCreated(request_id=r.request_id, status=status, machines=r.machines, message=message)
 
 
-async def wait_for(engine: Engine, request: Request, seconds: float) -> Request:
+async def wait_for(deps: Deps, request: Request, seconds: float) -> Request:
     """Reconcile the request until it is finished or `seconds` pass: the one wait loop (`pluginsdk.waiting`),
     pausing up to a second between reconciliations (each one asks the provider)."""
     from pluginsdk import waiting
 
-    return await waiting.follow(lambda r: reconcile(engine, r), request, seconds=seconds, poll=1.0)
+    return await waiting.follow(lambda r: reconcile(deps, r), request, seconds=seconds, poll=1.0)
 
 
 @handlers.on(CancelRequestCommand)
-async def cancel_request(engine: Engine, op: CancelRequestCommand, call: Call) -> Request:
+async def cancel_request(deps: Deps, op: CancelRequestCommand, call: Call) -> Request:
     principal = call.principal
-    r = await load_request(engine, op.request_id)
+    r = await load_request(deps, op.request_id)
     if r.request_type is RequestType.RETURN:
         raise StateConflictError(
             f"'{op.request_id}' is a return request; return requests cannot be cancelled.",
             details={"field": "request_id", "value": op.request_id, "expected": "a provisioning request"},
         )
-    r = await fresh(engine, r)
+    r = await fresh(deps, r)
     if r.status.terminal:
         raise StateConflictError(
             f"Request '{op.request_id}' is already {r.status.value}; "
             "only pending or running requests can be cancelled.",
             details={"field": "status", "value": r.status.value, "expected": "pending or running"},
         )
-    machines = await engine.db.machines_of_request(r.request_id)
+    machines = await deps.store.machines_of_request(r.request_id)
     doomed = [
         m
         for m in machines
@@ -144,21 +144,21 @@ async def cancel_request(engine: Engine, op: CancelRequestCommand, call: Call) -
         or (op.force and m.status in (MachineStatus.RUNNING, MachineStatus.STOPPED))
     ]
     reason = op.reason or "cancelled by " + principal.user_id
-    async with engine.db.transaction():
-        current = await load_request(engine, op.request_id)
+    async with deps.store.transaction():
+        current = await load_request(deps, op.request_id)
         if not can_transition(current.status, RequestStatus.CANCELLED):
             raise StateConflictError(f"Request '{op.request_id}' is already {current.status.value}.")
         current = ended(current, RequestStatus.CANCELLED, f"Cancelled: {reason}")
-        await engine.db.update_request(current)
+        await deps.store.update_request(current)
     if doomed:
-        await terminate_machines(engine, current, doomed)
-    return await with_machines(engine, current)
+        await terminate_machines(deps, current, doomed)
+    return await with_machines(deps, current)
 
 
 @handlers.on(UpdateRequestStatusCommand)
-async def update_request_status(engine: Engine, op: UpdateRequestStatusCommand, call: Call) -> Request:
-    async with engine.db.transaction():
-        r = await load_request(engine, op.request_id)
+async def update_request_status(deps: Deps, op: UpdateRequestStatusCommand, call: Call) -> Request:
+    async with deps.store.transaction():
+        r = await load_request(deps, op.request_id)
         if not can_transition(r.status, op.status):
             raise StateConflictError(
                 f"Request '{op.request_id}' cannot go from {r.status.value} to {op.status.value}.",
@@ -173,8 +173,8 @@ async def update_request_status(engine: Engine, op: UpdateRequestStatusCommand, 
                 "completed_at": now if op.status.terminal else None,
             }
         )
-        await engine.db.update_request(r)
-    return await with_machines(engine, r)
+        await deps.store.update_request(r)
+    return await with_machines(deps, r)
 
 
 def _next(status: RequestStatus) -> list[str]:
@@ -184,45 +184,45 @@ def _next(status: RequestStatus) -> list[str]:
 
 
 @handlers.on(SyncRequestCommand, PopulateMachineIdsCommand)
-async def sync_request(engine: Engine, op: SyncRequestCommand | PopulateMachineIdsCommand, call: Call) -> Request:
-    r = await load_request(engine, op.request_id)
+async def sync_request(deps: Deps, op: SyncRequestCommand | PopulateMachineIdsCommand, call: Call) -> Request:
+    r = await load_request(deps, op.request_id)
     if r.request_type is RequestType.PROVISION and r.status.terminal and not r.dry_run:
         # still adopt machines the provider holds (crash recovery), without moving the status
-        seen, providers = await _seen(engine, r)
-        async with engine.db.transaction():  # the request's row, then its machines': the order every writer locks
-            r = await load_request(engine, r.request_id, for_update=True)
-            stored = {m.machine_id: m for m in await engine.db.machines_of_request(r.request_id, for_update=True)}
+        seen, providers = await _seen(deps, r)
+        async with deps.store.transaction():  # the request's row, then its machines': the order every writer locks
+            r = await load_request(deps, r.request_id, for_update=True)
+            stored = {m.machine_id: m for m in await deps.store.machines_of_request(r.request_id, for_update=True)}
             changed = apply_states(r, stored, seen, providers)
             if changed:
-                await engine.db.upsert_machines(changed)
+                await deps.store.upsert_machines(changed)
                 r = r.model_copy(update={"machine_ids": list(stored), "updated_at": utcnow()})
-                await engine.db.update_request(r)
+                await deps.store.update_request(r)
     else:
-        r = await reconcile(engine, r)
-    return await with_machines(engine, r)
+        r = await reconcile(deps, r)
+    return await with_machines(deps, r)
 
 
-async def _seen(engine: Engine, r: Request) -> tuple[list[ProvisionedMachine], dict[str, str] | None]:
+async def _seen(deps: Deps, r: Request) -> tuple[list[ProvisionedMachine], dict[str, str] | None]:
     """What the provider(s) of a finished request hold for it, and which instance reported each machine."""
-    template = await engine.template(r.template_id or "")
+    template = await deps.templates.get(r.template_id or "")
     if offerings.has_offerings(r):
-        _, seen, providers = await offerings.observe(engine, r, template)
+        _, seen, providers = await offerings.observe(deps, r, template)
         return seen, providers
-    return await (await engine.provider(r.provider_name)).describe(r, template), None
+    return await (await deps.providers.get(r.provider_name)).describe(r, template), None
 
 
 @handlers.on(CompleteRequestCommand)
-async def complete_request(engine: Engine, op: CompleteRequestCommand, call: Call) -> Request:
+async def complete_request(deps: Deps, op: CompleteRequestCommand, call: Call) -> Request:
     principal = call.principal
-    r = await fresh(engine, await load_request(engine, op.request_id))
+    r = await fresh(deps, await load_request(deps, op.request_id))
     if r.status.terminal:
         raise StateConflictError(
             f"Request '{op.request_id}' is already {r.status.value}.",
             details={"field": "status", "value": r.status.value, "expected": "pending or running"},
         )
-    machines = await engine.db.machines_of_request(r.request_id)
+    machines = await deps.store.machines_of_request(r.request_id)
     up = sum(1 for m in machines if m.status is MachineStatus.RUNNING)
     status = RequestStatus.COMPLETED if up >= r.count else RequestStatus.PARTIAL if up else RequestStatus.FAILED
     r = ended(r, status, op.message or f"Completed by {principal.user_id} with {up} of {r.count} machines running.")
-    await engine.db.update_request(r)
-    return await with_machines(engine, r)
+    await deps.store.update_request(r)
+    return await with_machines(deps, r)

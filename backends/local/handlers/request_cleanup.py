@@ -12,49 +12,49 @@ from pluginsdk.operations import CleanupAllResourcesCommand, CleanupOldRequestsC
 from pluginsdk.principal import Principal
 from pluginsdk.words import counted
 
+from ..deps import Deps
 from ..reconciler import sweep_orphans
 from ..registry import HandlerTable
 from .request_records import machine_attrs, request_attrs
 
 if TYPE_CHECKING:
     from ..call import Call
-    from ..engine import Engine
 
 
-handlers = HandlerTable()
+handlers = HandlerTable(Deps)
 
 log = logging.getLogger("pluginsdk.requests")
 
 
 async def _cleanup_requests(
-    engine: Engine, principal: Principal, statuses: list[str], older_than_days: float, dry_run: bool
+    deps: Deps, principal: Principal, statuses: list[str], older_than_days: float, dry_run: bool
 ) -> tuple[list[str], int]:
     """Delete finished requests older than the threshold whose machines are all gone (running machines are kept),
     among those the caller may read and change."""
     before = utcnow() - timedelta(days=older_than_days)
-    found, _ = await engine.db.list_requests(statuses=statuses, created_before=before)
-    candidates = await engine.changeable(principal, "request", found, request_attrs, "POST")
+    found, _ = await deps.store.list_requests(statuses=statuses, created_before=before)
+    candidates = await deps.access.changeable(principal, "request", found, request_attrs, "POST")
     ids: list[str] = []
     for r in candidates:
         if r.request_type is RequestType.PROVISION:
-            machines = await engine.db.machines_of_request(r.request_id)
+            machines = await deps.store.machines_of_request(r.request_id)
             if any(not m.status.gone for m in machines):
                 continue
         ids.append(r.request_id)
     machines_deleted = 0
     if ids and not dry_run:
-        async with engine.db.transaction():
+        async with deps.store.transaction():
             for rid in ids:
-                machines_deleted += len(await engine.db.machines_of_request(rid))
-            await engine.db.delete_requests(ids)
+                machines_deleted += len(await deps.store.machines_of_request(rid))
+            await deps.store.delete_requests(ids)
     return ids, machines_deleted
 
 
 @handlers.on(CleanupOldRequestsCommand)
-async def cleanup_old_requests(engine: Engine, op: CleanupOldRequestsCommand, call: Call) -> CleanupResult:
+async def cleanup_old_requests(deps: Deps, op: CleanupOldRequestsCommand, call: Call) -> CleanupResult:
     principal = call.principal
     ids, machines = await _cleanup_requests(
-        engine, principal, [s.value for s in op.statuses_to_cleanup], op.older_than_days, op.dry_run
+        deps, principal, [s.value for s in op.statuses_to_cleanup], op.older_than_days, op.dry_run
     )
     cleaned = 0 if op.dry_run else len(ids)
     return CleanupResult(
@@ -68,13 +68,13 @@ async def cleanup_old_requests(engine: Engine, op: CleanupOldRequestsCommand, ca
 
 
 @handlers.on(CleanupAllResourcesCommand)
-async def cleanup_all_resources(engine: Engine, op: CleanupAllResourcesCommand, call: Call) -> CleanupResult:
+async def cleanup_all_resources(deps: Deps, op: CleanupAllResourcesCommand, call: Call) -> CleanupResult:
     principal = call.principal
     if op.include_pending:
         before = utcnow() - timedelta(days=op.older_than_days)
-        pending, _ = await engine.db.list_requests(statuses=[RequestStatus.PENDING.value], created_before=before)
-        for r in await engine.changeable(principal, "request", pending, request_attrs, "POST"):
-            await engine.db.update_request(
+        pending, _ = await deps.store.list_requests(statuses=[RequestStatus.PENDING.value], created_before=before)
+        for r in await deps.access.changeable(principal, "request", pending, request_attrs, "POST"):
+            await deps.store.update_request(
                 r.model_copy(
                     update={
                         "status": RequestStatus.FAILED,
@@ -84,15 +84,15 @@ async def cleanup_all_resources(engine: Engine, op: CleanupAllResourcesCommand, 
                 )
             )
     statuses = [s.value for s in RequestStatus if s.terminal]
-    ids, machines = await _cleanup_requests(engine, principal, statuses, op.older_than_days, False)
+    ids, machines = await _cleanup_requests(deps, principal, statuses, op.older_than_days, False)
     before = utcnow() - timedelta(days=op.older_than_days)
-    gone, _ = await engine.db.list_machines(
+    gone, _ = await deps.store.list_machines(
         statuses=[MachineStatus.TERMINATED.value, MachineStatus.FAILED.value], updated_before=before
     )
-    gone = await engine.changeable(principal, "machine", gone, machine_attrs, "POST")
-    machines += await engine.db.delete_machines([m.machine_id for m in gone])
+    gone = await deps.access.changeable(principal, "machine", gone, machine_attrs, "POST")
+    machines += await deps.store.delete_machines([m.machine_id for m in gone])
     try:  # provider leftovers of finished requests (AWS launch templates) go too
-        orphans = await sweep_orphans(engine)
+        orphans = await sweep_orphans(deps)
     except ProviderError as exc:
         log.warning("sweeping orphaned provider resources failed: %s", exc.message)
         orphans = []

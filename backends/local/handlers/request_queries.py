@@ -19,16 +19,16 @@ from pluginsdk.operations import (
 from pluginsdk.principal import Principal
 from pluginsdk.words import counted
 
+from ..deps import Deps
 from ..reconciler import reconcile, record_reclaimed
 from ..registry import HandlerTable
 from .request_records import fresh, load_request, request_attrs, with_machines, with_machines_all
 
 if TYPE_CHECKING:
     from ..call import Call
-    from ..engine import Engine
 
 
-handlers = HandlerTable()
+handlers = HandlerTable(Deps)
 
 log = logging.getLogger("pluginsdk.requests")
 
@@ -36,16 +36,18 @@ ACTIVE = (RequestStatus.PENDING.value, RequestStatus.RUNNING.value)
 
 
 @handlers.on(GetRequestQuery)
-async def get_request(engine: Engine, op: GetRequestQuery, call: Call) -> Request:
-    r = await fresh(engine, call.stored or await load_request(engine, op.request_id), lightweight=op.lightweight)
-    return await with_machines(engine, r) if op.long else r
+async def get_request(deps: Deps, op: GetRequestQuery, call: Call) -> Request:
+    r = await fresh(deps, call.stored or await load_request(deps, op.request_id), lightweight=op.lightweight)
+    return await with_machines(deps, r) if op.long else r
 
 
 @handlers.on(GetRequestStatusQuery)
-async def get_request_status(engine: Engine, op: GetRequestStatusQuery, call: Call) -> RequestStatusList:
+async def get_request_status(deps: Deps, op: GetRequestStatusQuery, call: Call) -> RequestStatusList:
     principal = call.principal
-    found = await engine.db.get_requests(op.request_ids)
-    visible = {r.request_id for r in await engine.visible(principal, "request", list(found.values()), request_attrs)}
+    found = await deps.store.get_requests(op.request_ids)
+    visible = {
+        r.request_id for r in await deps.access.visible(principal, "request", list(found.values()), request_attrs)
+    }
     out: list[Request] = []
     missing: list[str] = []
     for rid in op.request_ids:
@@ -53,11 +55,11 @@ async def get_request_status(engine: Engine, op: GetRequestStatusQuery, call: Ca
         if r is None or rid not in visible:
             missing.append(rid)
             continue
-        out.append(await fresh(engine, r))
+        out.append(await fresh(deps, r))
     if missing and len(op.request_ids) == 1 and not op.report_missing:
         raise NotFoundError("request", missing[0], f"Request '{missing[0]}' not found.")
     if op.long:
-        out = await with_machines_all(engine, out)
+        out = await with_machines_all(deps, out)
     return RequestStatusList(
         requests=out,
         not_found=missing,
@@ -70,7 +72,7 @@ LIST_REFRESH_MAX = 50
 LIST_REFRESH_SECONDS = 2.0
 
 
-async def refresh_listed(engine: Engine, requests: list[Request]) -> tuple[list[Request], int]:
+async def refresh_listed(deps: Deps, requests: list[Request]) -> tuple[list[Request], int]:
     """The listed requests with the unfinished ones reconciled, bounded in number and time, so a listing
     never shows a long-finished request as running; returns (requests, how many could not be refreshed)."""
     deadline = time.monotonic() + LIST_REFRESH_SECONDS
@@ -81,7 +83,7 @@ async def refresh_listed(engine: Engine, requests: list[Request]) -> tuple[list[
         if not r.status.terminal and not r.dry_run:
             if done < LIST_REFRESH_MAX and time.monotonic() < deadline:
                 try:
-                    r = await reconcile(engine, r)
+                    r = await reconcile(deps, r)
                 except ProviderError as exc:
                     log.warning("refreshing %s failed: %s", r.request_id, exc.message)
                     stale += 1
@@ -93,7 +95,7 @@ async def refresh_listed(engine: Engine, requests: list[Request]) -> tuple[list[
 
 
 async def _listing(
-    engine: Engine,
+    deps: Deps,
     principal: Principal,
     requests: list[Request],
     total: int,
@@ -101,11 +103,11 @@ async def _listing(
     active_only: bool = False,
     stale: int | None = None,
 ) -> RequestList:
-    shown = await engine.visible(principal, "request", requests, request_attrs)
+    shown = await deps.access.visible(principal, "request", requests, request_attrs)
     if len(shown) != len(requests):
         total -= len(requests) - len(shown)
     if stale is None:
-        shown, stale = await refresh_listed(engine, shown)
+        shown, stale = await refresh_listed(deps, shown)
     if active_only:  # finished while we looked: not active any more
         kept = [r for r in shown if not r.status.terminal]
         total -= len(shown) - len(kept)
@@ -117,17 +119,17 @@ async def _listing(
 
 
 @handlers.on(ListRequestsQuery)
-async def list_requests(engine: Engine, op: ListRequestsQuery, call: Call) -> RequestList:
+async def list_requests(deps: Deps, op: ListRequestsQuery, call: Call) -> RequestList:
     principal = call.principal
-    items, total = await engine.db.list_requests(
+    items, total = await deps.store.list_requests(
         statuses=[op.status.value] if op.status else None,
         template_id=op.template_id,
         request_type=op.request_type,
         limit=op.limit,
         offset=op.offset,
-        access=await engine.readable(principal, "request"),
+        access=await deps.access.readable(principal, "request"),
     )
-    return await _listing(engine, principal, items, total)
+    return await _listing(deps, principal, items, total)
 
 
 _FILTER_FIELDS = {"template_id", "status", "request_type", "provider_name", "created_by", "provider_api"}
@@ -150,15 +152,15 @@ def _filters(expressions: list[str]) -> list[tuple[str, bool, str]]:
 
 
 @handlers.on(ListActiveRequestsQuery)
-async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, call: Call) -> RequestList:
+async def list_active_requests(deps: Deps, op: ListActiveRequestsQuery, call: Call) -> RequestList:
     principal = call.principal
     filters = _filters(op.filter_expressions)
-    items, total = await engine.db.list_requests(
+    items, total = await deps.store.list_requests(
         statuses=None if op.all_resources else ACTIVE,
         provider_name=op.provider_name,
         limit=None if filters else op.limit,
         offset=0 if filters else op.offset,
-        access=await engine.readable(principal, "request"),
+        access=await deps.access.readable(principal, "request"),
     )
     if filters:
 
@@ -168,46 +170,46 @@ async def list_active_requests(engine: Engine, op: ListActiveRequestsQuery, call
         items = [r for r in items if keep(r)]
         total = len(items)
         items = items[op.offset : op.offset + op.limit]
-    return await _listing(engine, principal, items, total, active_only=not op.all_resources)
+    return await _listing(deps, principal, items, total, active_only=not op.all_resources)
 
 
 @handlers.on(ListReturnRequestsQuery)
-async def list_return_requests(engine: Engine, op: ListReturnRequestsQuery, call: Call) -> RequestList:
+async def list_return_requests(deps: Deps, op: ListReturnRequestsQuery, call: Call) -> RequestList:
     principal = call.principal
     try:  # machines the cloud took back (spot interruptions) are listed as return requests too
-        await record_reclaimed(engine)
+        await record_reclaimed(deps)
     except ProviderError as exc:
         log.warning("checking reclaimed machines failed: %s", exc.message)
-    items, total = await engine.db.list_requests(
+    items, total = await deps.store.list_requests(
         statuses=[op.status.value] if op.status else None,
         request_type=RequestType.RETURN.value,
         provider_name=op.provider_name,
         limit=None if op.machine_names else op.limit,
         offset=0 if op.machine_names else op.offset,
-        access=await engine.readable(principal, "request"),
+        access=await deps.access.readable(principal, "request"),
     )
-    items, stale = await refresh_listed(engine, items)
+    items, stale = await refresh_listed(deps, items)
     if op.machine_names:
         wanted = set(op.machine_names)
-        items = await with_machines_all(engine, items)
+        items = await with_machines_all(deps, items)
         items = [
             r for r in items if wanted & ({m.machine_id for m in r.machines} | {m.name for m in r.machines if m.name})
         ]
         total = len(items)
         items = items[op.offset : op.offset + op.limit]
     else:
-        items = await with_machines_all(engine, items)
-    return await _listing(engine, principal, items, total, stale=stale)
+        items = await with_machines_all(deps, items)
+    return await _listing(deps, principal, items, total, stale=stale)
 
 
 @handlers.on(GetRequestSummaryQuery)
-async def get_request_summary(engine: Engine, op: GetRequestSummaryQuery, call: Call) -> RequestSummary:
-    by_status = await engine.db.count_requests_by("status", op.template_id)
-    by_type = await engine.db.count_requests_by("request_type", op.template_id)
+async def get_request_summary(deps: Deps, op: GetRequestSummaryQuery, call: Call) -> RequestSummary:
+    by_status = await deps.store.count_requests_by("status", op.template_id)
+    by_type = await deps.store.count_requests_by("request_type", op.template_id)
     return RequestSummary(
         total_requests=sum(by_status.values()),
         by_status=by_status,
         by_type=by_type,
-        machines_by_status=await engine.db.count_machines_by_status(),
+        machines_by_status=await deps.store.count_machines_by_status(),
         message=f"{sum(by_status.values())} requests",
     )

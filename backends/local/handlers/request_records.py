@@ -13,40 +13,40 @@ from pluginsdk.models import Machine, Request, RequestType
 from ..reconciler import reconcile
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from ..deps import Deps
 
 
 def request_attrs(r: Request) -> dict[str, Any]:
     return {"requestId": r.request_id, "templateId": r.template_id, "userId": r.created_by}
 
 
-async def load_request(engine: Engine, request_id: str, *, for_update: bool = False) -> Request:
-    r = await engine.db.get_request(request_id, for_update=for_update)
+async def load_request(deps: Deps, request_id: str, *, for_update: bool = False) -> Request:
+    r = await deps.store.get_request(request_id, for_update=for_update)
     if r is None:
         raise NotFoundError("request", request_id, f"Request '{request_id}' not found.")
     return r
 
 
-async def with_machines(engine: Engine, r: Request) -> Request:
-    return (await with_machines_all(engine, [r]))[0]
+async def with_machines(deps: Deps, r: Request) -> Request:
+    return (await with_machines_all(deps, [r]))[0]
 
 
-async def with_machines_all(engine: Engine, requests: list[Request]) -> list[Request]:
+async def with_machines_all(deps: Deps, requests: list[Request]) -> list[Request]:
     """The requests with their machine records, read in at most two queries (a status poll of 100 requests
     is one query, not 100)."""
     found: dict[str, list[Machine]] = {}
     for returns in (False, True):
         ids = [r.request_id for r in requests if (r.request_type is RequestType.RETURN) is returns]
         if ids:
-            found.update(await engine.db.machines_of_requests(ids, returns=returns))
+            found.update(await deps.store.machines_of_requests(ids, returns=returns))
     return [r.model_copy(update={"machines": found[r.request_id]}) for r in requests]
 
 
-async def fresh(engine: Engine, r: Request, *, lightweight: bool = False) -> Request:
+async def fresh(deps: Deps, r: Request, *, lightweight: bool = False) -> Request:
     """The request advanced from its provider (unless lightweight or finished)."""
     if lightweight or r.status.terminal or r.dry_run:
         return r
-    return await reconcile(engine, r)
+    return await reconcile(deps, r)
 
 
 def machine_attrs(m: Machine) -> dict[str, Any]:

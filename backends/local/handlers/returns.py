@@ -22,23 +22,23 @@ from pluginsdk.operations import CreateReturnRequestCommand
 from pluginsdk.principal import Principal
 from pluginsdk.words import counted
 
+from ..deps import Deps
 from ..reconciler import reconcile, terminate_machines
 from ..registry import HandlerTable
 from .request_records import load_request, machine_attrs, request_attrs
 
 if TYPE_CHECKING:
     from ..call import Call
-    from ..engine import Engine
 
 
-handlers = HandlerTable()
+handlers = HandlerTable(Deps)
 
 
-async def machines_by_name(engine: Engine, names: list[str]) -> dict[str, Machine]:
+async def machines_by_name(deps: Deps, names: list[str]) -> dict[str, Machine]:
     """Machines by host name (HostFactory and LSF return hosts by name). A name reused after its machine
     went away names the live machine; among several, the newest."""
     out: dict[str, Machine] = {}
-    for m in sorted(await engine.db.machines_named(names), key=lambda m: (m.created_at, m.machine_id)):
+    for m in sorted(await deps.store.machines_named(names), key=lambda m: (m.created_at, m.machine_id)):
         prior = out.get(m.name or "")
         if prior is None or not m.status.gone or prior.status.gone:
             out[m.name or ""] = m
@@ -46,31 +46,31 @@ async def machines_by_name(engine: Engine, names: list[str]) -> dict[str, Machin
 
 
 @handlers.on(CreateReturnRequestCommand)
-async def create_return_request(engine: Engine, op: CreateReturnRequestCommand, call: Call) -> ReturnRequestCreated:
+async def create_return_request(deps: Deps, op: CreateReturnRequestCommand, call: Call) -> ReturnRequestCreated:
     """validate -> select -> screen -> claim -> terminate -> settle; a retry with the same request id answers
     the first result (docs/design.md, "Requests, machines, reconciliation")."""
     principal = call.principal
     _validate_return(op)
-    if op.request_id and (existing := await engine.db.get_request(op.request_id)) is not None:
+    if op.request_id and (existing := await deps.store.get_request(op.request_id)) is not None:
         return ReturnRequestCreated(
             request_id=existing.request_id,
             created_request_ids=[existing.request_id],
             processed_machines=existing.machine_ids,
             message="Return request already submitted (idempotent retry).",
         )
-    wanted, machines = await _select_returned(engine, op, principal)
-    chosen, skipped = await _screen(engine, op, principal, wanted, machines)
+    wanted, machines = await _select_returned(deps, op, principal)
+    chosen, skipped = await _screen(deps, op, principal, wanted, machines)
     if op.dry_run or not chosen:
-        return await _nothing_returned(engine, op, principal, chosen, skipped)
+        return await _nothing_returned(deps, op, principal, chosen, skipped)
     ret_id = op.request_id or f"ret-{uuid.uuid4()}"
     # one actor per request: no other process reconciles this return while its machines are handed back
-    async with engine.db.claims.hold(ret_id):
-        ret, chosen, lost = await _claim(engine, op, principal, ret_id, chosen)
+    async with deps.store.claims.hold(ret_id):
+        ret, chosen, lost = await _claim(deps, op, principal, ret_id, chosen)
         skipped += lost
         if ret is None:
-            return await _nothing_returned(engine, op, principal, [], skipped)
-        failures = await _terminate(engine, chosen)
-    await (release_failed(engine, ret_id, failures) if failures else reconcile(engine, ret))
+            return await _nothing_returned(deps, op, principal, [], skipped)
+        failures = await _terminate(deps, chosen)
+    await (release_failed(deps, ret_id, failures) if failures else reconcile(deps, ret))
     return _returning(ret_id, chosen, skipped, failures)
 
 
@@ -88,22 +88,22 @@ def _validate_return(op: CreateReturnRequestCommand) -> None:
 
 
 async def _select_returned(
-    engine: Engine, op: CreateReturnRequestCommand, principal: Principal
+    deps: Deps, op: CreateReturnRequestCommand, principal: Principal
 ) -> tuple[list[str], dict[str, Machine]]:
     """The machine ids asked for (in order, once each) and the machines found by id: every active machine
     with `return_all`; else the machines of `from_request_id`, then each entry as a machine id or, failing
     that, a host name (IBM makes only `name` mandatory)."""
     if op.return_all:
-        found, _ = await engine.db.list_machines(statuses=[s.value for s in MachineStatus if s.active])
+        found, _ = await deps.store.list_machines(statuses=[s.value for s in MachineStatus if s.active])
         machines = {m.machine_id: m for m in found}
         return list(machines), machines
     asked = (
-        [*await _machines_of(engine, op.from_request_id, principal), *op.machine_ids]
+        [*await _machines_of(deps, op.from_request_id, principal), *op.machine_ids]
         if op.from_request_id
         else op.machine_ids
     )
-    machines = await engine.db.get_machines(asked)
-    named = await machines_by_name(engine, [i for i in asked if i not in machines])
+    machines = await deps.store.get_machines(asked)
+    named = await machines_by_name(deps, [i for i in asked if i not in machines])
     wanted = []
     for given in asked:
         m = machines.get(given) or named.get(given)
@@ -113,10 +113,10 @@ async def _select_returned(
     return list(dict.fromkeys(wanted)), machines
 
 
-async def _machines_of(engine: Engine, request_id: str, principal: Principal) -> list[str]:
+async def _machines_of(deps: Deps, request_id: str, principal: Principal) -> list[str]:
     """The machine ids of a provisioning request the caller may read (one it may not read is not found)."""
-    r = await engine.db.get_request(request_id)
-    if r is None or not await engine.visible(principal, "request", [r], request_attrs):
+    r = await deps.store.get_request(request_id)
+    if r is None or not await deps.access.visible(principal, "request", [r], request_attrs):
         raise NotFoundError("request", request_id, f"Request '{request_id}' not found.")
     if r.request_type is not RequestType.PROVISION:
         raise ValidationError(
@@ -124,11 +124,11 @@ async def _machines_of(engine: Engine, request_id: str, principal: Principal) ->
             "to return.",
             details={"field": "from_request_id", "value": request_id, "expected": "a provisioning request id"},
         )
-    return [m.machine_id for m in await engine.db.machines_of_request(request_id)]
+    return [m.machine_id for m in await deps.store.machines_of_request(request_id)]
 
 
 async def _screen(
-    engine: Engine,
+    deps: Deps,
     op: CreateReturnRequestCommand,
     principal: Principal,
     wanted: list[str],
@@ -136,7 +136,7 @@ async def _screen(
 ) -> tuple[list[Machine], list[SkippedMachine]]:
     """The machines to return, and the others skipped with why (one the caller may not read, or may read but not
     return, is "not found")."""
-    returnable = await engine.changeable(principal, "machine", machines.values(), machine_attrs, "POST")
+    returnable = await deps.access.changeable(principal, "machine", machines.values(), machine_attrs, "POST")
     allowed = {m.machine_id for m in returnable}
     held = sorted(
         {
@@ -145,7 +145,7 @@ async def _screen(
             if m.machine_id in allowed and m.return_request_id and not m.status.gone
         }
     )
-    open_returns = {rid for rid, r in (await engine.db.get_requests(held)).items() if not r.status.terminal}
+    open_returns = {rid for rid, r in (await deps.store.get_requests(held)).items() if not r.status.terminal}
     chosen: list[Machine] = []
     skipped: list[SkippedMachine] = []
     for mid in wanted:
@@ -171,7 +171,7 @@ def _not_returnable(m: Machine, open_returns: set[str], *, force: bool) -> str |
 
 
 async def _nothing_returned(
-    engine: Engine,
+    deps: Deps,
     op: CreateReturnRequestCommand,
     principal: Principal,
     chosen: list[Machine],
@@ -192,7 +192,7 @@ async def _nothing_returned(
             completed_at=utcnow(),
             message=f"No active machine to return: {len(gone)} already gone.",
         )
-        await engine.db.insert_request(ret)
+        await deps.store.insert_request(ret)
         return ReturnRequestCreated(
             request_id=ret.request_id, created_request_ids=[ret.request_id], skipped_machines=gone, message=ret.message
         )
@@ -207,26 +207,26 @@ async def _nothing_returned(
 
 
 async def _claim(
-    engine: Engine, op: CreateReturnRequestCommand, principal: Principal, ret_id: str, chosen: list[Machine]
+    deps: Deps, op: CreateReturnRequestCommand, principal: Principal, ret_id: str, chosen: list[Machine]
 ) -> tuple[Request | None, list[Machine], list[SkippedMachine]]:
     """Record the return request and mark its machines, in one transaction. The store decides each machine
     (`reassign_machines`: taken only while it is still held as it was screened), so of two returns racing
     for a machine — any process, SQLite or PostgreSQL — one takes it and the other skips it. Returns (the
     return or None when nothing is left, the claimed machines, those lost to another claim)."""
     screened = {m.machine_id: m.return_request_id for m in chosen}
-    async with engine.db.transaction():
-        latest = await engine.db.get_machines(list(screened), for_update=True)  # their current state, locked
+    async with deps.store.transaction():
+        latest = await deps.store.get_machines(list(screened), for_update=True)  # their current state, locked
         current = [m for mid in screened if (m := latest.get(mid)) is not None and m.return_request_id == screened[mid]]
-        claimed = await engine.db.reassign_machines(_marked(ret_id, current), screened)
+        claimed = await deps.store.reassign_machines(_marked(ret_id, current), screened)
         taken = {m.machine_id for m in claimed}
         if len(taken) < len(screened):
-            latest.update(await engine.db.get_machines([mid for mid in screened if mid not in taken]))
+            latest.update(await deps.store.get_machines([mid for mid in screened if mid not in taken]))
         lost = [_lost(mid, latest.get(mid)) for mid in screened if mid not in taken]
         if not claimed:
             return None, [], lost
-        origins = await engine.db.get_requests(sorted({m.request_id for m in claimed}))
+        origins = await deps.store.get_requests(sorted({m.request_id for m in claimed}))
         ret = _return_record(op, principal, ret_id, claimed, origins)
-        await engine.db.insert_request(ret)
+        await deps.store.insert_request(ret)
     return ret, claimed, lost
 
 
@@ -285,18 +285,18 @@ def _marked(ret_id: str, machines: list[Machine]) -> list[Machine]:
     ]
 
 
-async def _terminate(engine: Engine, machines: list[Machine]) -> dict[str, str]:
+async def _terminate(deps: Deps, machines: list[Machine]) -> dict[str, str]:
     """Hand the claimed machines back, per provisioning request; returns those the provider refused, with why."""
     groups: dict[str, list[Machine]] = defaultdict(list)
     for m in machines:
         groups[m.request_id].append(m)
     failures: dict[str, str] = {}
     for request_id, group in groups.items():
-        origin = await engine.db.get_request(request_id)
+        origin = await deps.store.get_request(request_id)
         if origin is None:
             continue
         try:
-            await terminate_machines(engine, origin, group)
+            await terminate_machines(deps, origin, group)
         except ProviderError as exc:
             failures.update({m.machine_id: exc.message for m in group})
     return failures
@@ -319,14 +319,14 @@ def _returning(
     )
 
 
-async def release_failed(engine: Engine, ret_id: str, failures: dict[str, str]) -> Request:
+async def release_failed(deps: Deps, ret_id: str, failures: dict[str, str]) -> Request:
     """The provider refused to take these machines back: they leave the return (returnable again, also
     with `machines return --force`), the return remembers them as failed, and it ends at once when
     nothing else is left to wait for (`failed`, or `partial` when some machines did go)."""
     now = utcnow()
-    async with engine.db.transaction():  # the request's row, then its machines': the order every writer locks
-        ret = await load_request(engine, ret_id, for_update=True)
-        stuck = await engine.db.get_machines(list(failures), for_update=True)
+    async with deps.store.transaction():  # the request's row, then its machines': the order every writer locks
+        ret = await load_request(deps, ret_id, for_update=True)
+        stuck = await deps.store.get_machines(list(failures), for_update=True)
         released = [
             m.model_copy(
                 update={
@@ -341,7 +341,7 @@ async def release_failed(engine: Engine, ret_id: str, failures: dict[str, str]) 
             for m in stuck.values()
             if m.return_request_id == ret_id
         ]
-        await engine.db.reassign_machines(released, {m.machine_id: ret_id for m in released})
+        await deps.store.reassign_machines(released, {m.machine_id: ret_id for m in released})
         failed = dict(ret.provider_data.get("failed_machines") or {})
         failed.update(
             {
@@ -352,5 +352,5 @@ async def release_failed(engine: Engine, ret_id: str, failures: dict[str, str]) 
         ret = ret.model_copy(
             update={"provider_data": {**ret.provider_data, "failed_machines": failed}, "updated_at": now}
         )
-        await engine.db.update_request(ret)
-    return await reconcile(engine, ret)
+        await deps.store.update_request(ret)
+    return await reconcile(deps, ret)

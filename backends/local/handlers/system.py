@@ -30,23 +30,23 @@ from pluginsdk.operations import (
 )
 from pluginsdk.words import counted
 
+from ..deps import Deps
 from ..providers import load_provider_class, provider_names
 from ..registry import HandlerTable
 
 if TYPE_CHECKING:
     from ..call import Call
-    from ..engine import Engine
 
-handlers = HandlerTable()
+handlers = HandlerTable(Deps)
 
 
 @handlers.on(GetConfigurationQuery)
-async def get_configuration(engine: Engine, op: GetConfigurationQuery, call: Call) -> ConfigurationView:
-    config = engine.settings.redacted()
-    sources = dict(engine.settings.sources)
+async def get_configuration(deps: Deps, op: GetConfigurationQuery, call: Call) -> ConfigurationView:
+    config = deps.settings.redacted()
+    sources = dict(deps.settings.sources)
     storage = config.get("storage", {})
     if storage.get("type") == "sqlite" and not storage.get("path"):  # the file the store really opens
-        storage["path"] = mask_credentials(engine.settings.storage_target)
+        storage["path"] = mask_credentials(deps.settings.storage_target)
         sources.setdefault("storage.path", "default (user data directory)")
     if op.group is not None:
         if op.group not in config:
@@ -60,8 +60,8 @@ async def get_configuration(engine: Engine, op: GetConfigurationQuery, call: Cal
 
 
 @handlers.on(GetProviderHealthQuery)
-async def get_provider_health(engine: Engine, op: GetProviderHealthQuery, call: Call) -> ProviderHealth:
-    driver = await engine.provider(op.provider_name)
+async def get_provider_health(deps: Deps, op: GetProviderHealthQuery, call: Call) -> ProviderHealth:
+    driver = await deps.providers.get(op.provider_name)
     name = driver.name
     started = time.perf_counter()
     details = await driver.health()
@@ -81,12 +81,12 @@ async def get_provider_health(engine: Engine, op: GetProviderHealthQuery, call: 
 
 
 @handlers.on(ListProvidersQuery)
-async def list_providers(engine: Engine, op: ListProvidersQuery, call: Call) -> ProviderList:
+async def list_providers(deps: Deps, op: ListProvidersQuery, call: Call) -> ProviderList:
     """The configured provider instances (name -> driver), then the drivers installed that no instance uses."""
-    settings = engine.settings.provider
+    settings = deps.settings.provider
     default = settings.default_instance()
     infos = []
-    for name, kind in _instances(engine).items():
+    for name, kind in _instances(deps).items():
         infos.append(ProviderInfo(name=name, type=kind, apis=_apis(kind), default=name == default))
     for name in provider_names():
         if name not in {i.name for i in infos}:
@@ -94,9 +94,9 @@ async def list_providers(engine: Engine, op: ListProvidersQuery, call: Call) -> 
     return ProviderList(providers=infos, message=f"{counted(len(infos), 'provider')}; active: {default}")
 
 
-def _instances(engine: Engine) -> dict[str, str]:
+def _instances(deps: Deps) -> dict[str, str]:
     """Configured provider instance -> its driver."""
-    settings = engine.settings.provider
+    settings = deps.settings.provider
     return {n: str(settings.instances[n]["type"]) if n in settings.instances else n for n in settings.instance_names()}
 
 
@@ -108,10 +108,10 @@ def _apis(kind: str) -> list[str]:
 
 
 @handlers.on(GetProvidersStatusQuery)
-async def get_providers_status(engine: Engine, op: GetProvidersStatusQuery, call: Call) -> ProvidersStatus:
-    default = engine.settings.provider.default_instance()
-    active = await engine.db.count_active_by_provider()
-    instances = _instances(engine)
+async def get_providers_status(deps: Deps, op: GetProvidersStatusQuery, call: Call) -> ProvidersStatus:
+    default = deps.settings.provider.default_instance()
+    active = await deps.store.count_active_by_provider()
+    instances = _instances(deps)
     providers = [
         ProviderInstanceStatus(name=n, type=k, default=n == default, active_machines=active.get(n, 0))
         for n, k in instances.items()
@@ -130,10 +130,10 @@ async def get_providers_status(engine: Engine, op: GetProvidersStatusQuery, call
             cooldown_until=datetime.fromtimestamp(o.cooldown_until, UTC) if o.cooldown_until else None,
             last_reason=o.last_reason,
         )
-        for o in await engine.capacity.states()
+        for o in await deps.capacity.states()
     ]
     cooling = sum(1 for o in offerings if o.state != "closed")
-    protected = await engine.boot.protected()
+    protected = await deps.boot.protected()
     return ProvidersStatus(
         providers=providers,
         offerings=offerings,
@@ -144,15 +144,15 @@ async def get_providers_status(engine: Engine, op: GetProvidersStatusQuery, call
 
 
 @handlers.on(GetSystemStatusQuery)
-async def get_system_status(engine: Engine, op: GetSystemStatusQuery, call: Call) -> SystemStatus:
-    by_status = await engine.db.count_requests_by("status")
-    active = sum((await engine.db.count_active_machines()).values())
+async def get_system_status(deps: Deps, op: GetSystemStatusQuery, call: Call) -> SystemStatus:
+    by_status = await deps.store.count_requests_by("status")
+    active = sum((await deps.store.count_active_machines()).values())
     return SystemStatus(
         version=VERSION,
         backend="local",
-        provider=engine.settings.provider.type,
-        storage=engine.db.dialect,
-        scheduler=engine.settings.scheduler.type,
+        provider=deps.settings.provider.type,
+        storage=deps.store.dialect,
+        scheduler=deps.settings.scheduler.type,
         requests_by_status=by_status,
         active_machines=active,
         message="ok",
@@ -160,12 +160,12 @@ async def get_system_status(engine: Engine, op: GetSystemStatusQuery, call: Call
 
 
 @handlers.on(GetMetricsQuery)
-async def get_metrics(engine: Engine, op: GetMetricsQuery, call: Call) -> Metrics:
-    counters: dict[str, float] = {"uptime_seconds": round(time.time() - engine.started_at, 3)}
-    for name, stats in sorted(engine.metrics.items()):
+async def get_metrics(deps: Deps, op: GetMetricsQuery, call: Call) -> Metrics:
+    counters: dict[str, float] = {"uptime_seconds": round(time.time() - deps.started_at, 3)}
+    for name, stats in sorted(deps.metrics.items()):
         counters[f"{name}.calls"] = stats["calls"]
         counters[f"{name}.errors"] = stats["errors"]
         counters[f"{name}.seconds"] = round(stats["seconds"], 6)
-    for name, value in sorted(engine.capacity_counters.items()):
+    for name, value in sorted(deps.capacity_counters.items()):
         counters[f"capacity.{name}"] = value
-    return Metrics(counters=counters, message=f"{counted(len(engine.metrics), 'operation')} seen")
+    return Metrics(counters=counters, message=f"{counted(len(deps.metrics), 'operation')} seen")

@@ -14,42 +14,42 @@ from pluginsdk.operations import (
 )
 from pluginsdk.words import counted
 
+from ..deps import Deps
 from ..registry import HandlerTable
 from .templates import check_template, invalid_template
 
 if TYPE_CHECKING:
     from ..call import Call
-    from ..engine import Engine
 
-handlers = HandlerTable()
+handlers = HandlerTable(Deps)
 
 
 @handlers.on(CreateTemplateCommand)
-async def create_template(engine: Engine, op: CreateTemplateCommand, call: Call) -> TemplateWritten:
+async def create_template(deps: Deps, op: CreateTemplateCommand, call: Call) -> TemplateWritten:
     data = op.model_dump(exclude={"validate_only"}, exclude_none=True)
-    template, errors, _ = check_template(engine, data)
+    template, errors, _ = check_template(deps, data)
     if template is None:
         raise invalid_template(op.template_id, errors)
     if op.validate_only:
         return TemplateWritten(
             template_id=op.template_id, message="Template is valid; nothing was stored (validate_only)."
         )
-    if engine.files.load().get(op.template_id) is not None:
+    if deps.templates.files.load().get(op.template_id) is not None:
         raise AlreadyExistsError(
             "template", op.template_id, f"Template '{op.template_id}' is defined in a template file."
         )
     now = utcnow()
-    await engine.db.insert_template(
+    await deps.store.insert_template(
         template.model_copy(update={"created_at": now, "updated_at": now, "source": "store"})
     )
     return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' created.")
 
 
-async def _stored(engine: Engine, template_id: str) -> Template:
-    t = await engine.db.get_template(template_id)
+async def _stored(deps: Deps, template_id: str) -> Template:
+    t = await deps.store.get_template(template_id)
     if t is not None:
         return t
-    file_t = engine.files.load().get(template_id)
+    file_t = deps.templates.files.load().get(template_id)
     if file_t is not None:
         raise ValidationError(
             f"Template '{template_id}' comes from the file {file_t.source}; change the file and refresh the templates.",
@@ -59,9 +59,9 @@ async def _stored(engine: Engine, template_id: str) -> Template:
 
 
 @handlers.on(UpdateTemplateCommand)
-async def update_template(engine: Engine, op: UpdateTemplateCommand, call: Call) -> TemplateWritten:
-    async with engine.db.transaction():
-        current = await _stored(engine, op.template_id)
+async def update_template(deps: Deps, op: UpdateTemplateCommand, call: Call) -> TemplateWritten:
+    async with deps.store.transaction():
+        current = await _stored(deps, op.template_id)
         changes = op.model_dump(exclude={"template_id"}, exclude_unset=True, exclude_none=True)
         if not changes:
             raise ValidationError(
@@ -69,42 +69,42 @@ async def update_template(engine: Engine, op: UpdateTemplateCommand, call: Call)
                 details={"field": "body", "value": None, "expected": "at least one template field"},
             )
         merged = {**current.model_dump(), **changes}
-        template, errors, _ = check_template(engine, merged)
+        template, errors, _ = check_template(deps, merged)
         if template is None:
             raise invalid_template(op.template_id, errors)
         updated = template.model_copy(
             update={"created_at": current.created_at, "updated_at": utcnow(), "source": "store"}
         )
-        await engine.db.replace_template(updated)
-        cleared = await engine.boot.protection(op.template_id) is not None
-        await engine.boot.clear([op.template_id])  # an operator's update clears bootstrap protection
+        await deps.store.replace_template(updated)
+        cleared = await deps.boot.protection(op.template_id) is not None
+        await deps.boot.clear([op.template_id])  # an operator's update clears bootstrap protection
     note = "; its bootstrap protection is cleared" if cleared else ""
     return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' updated{note}.")
 
 
 @handlers.on(DeleteTemplateCommand)
-async def delete_template(engine: Engine, op: DeleteTemplateCommand, call: Call) -> TemplateWritten:
-    async with engine.db.transaction():
-        await _stored(engine, op.template_id)
-        _, active = await engine.db.list_requests(statuses=("pending", "running"), template_id=op.template_id, limit=1)
+async def delete_template(deps: Deps, op: DeleteTemplateCommand, call: Call) -> TemplateWritten:
+    async with deps.store.transaction():
+        await _stored(deps, op.template_id)
+        _, active = await deps.store.list_requests(statuses=("pending", "running"), template_id=op.template_id, limit=1)
         if active and not op.force:
             raise StateConflictError(
                 f"Template '{op.template_id}' is used by {active} active request(s); wait for them or use force.",
                 details={"field": "template_id", "value": op.template_id, "expected": "no active requests"},
             )
-        await engine.db.delete_template(op.template_id)
+        await deps.store.delete_template(op.template_id)
     return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' deleted.")
 
 
 @handlers.on(RefreshTemplatesCommand)
-async def refresh_templates(engine: Engine, op: RefreshTemplatesCommand, call: Call) -> TemplateRefresh:
-    engine.files.invalidate()
-    loaded = engine.files.load(force=op.force)
-    await engine.boot.clear(list(loaded))  # an operator's refresh clears the files' templates' protection
-    total = await engine.template_count()
+async def refresh_templates(deps: Deps, op: RefreshTemplatesCommand, call: Call) -> TemplateRefresh:
+    deps.templates.files.invalidate()
+    loaded = deps.templates.files.load(force=op.force)
+    await deps.boot.clear(list(loaded))  # an operator's refresh clears the files' templates' protection
+    total = await deps.templates.count()
     return TemplateRefresh(
         template_count=total,
-        cache_stats=dict(engine.files.stats),
+        cache_stats=dict(deps.templates.files.stats),
         message=f"{counted(len(loaded), 'template')} from files, {total} in all"
-        + (f"; {len(engine.files.errors)} file(s) with errors" if engine.files.errors else ""),
+        + (f"; {len(deps.templates.files.errors)} file(s) with errors" if deps.templates.files.errors else ""),
     )

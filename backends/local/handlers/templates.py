@@ -15,6 +15,7 @@ from pluginsdk.operations import GetTemplateQuery, ListTemplatesQuery, ValidateT
 from pluginsdk.plans import predicate
 from pluginsdk.words import counted
 
+from ..deps import Deps
 from ..readiness import rule_of
 from ..registry import HandlerTable
 from ..templates_files import template_from_mapping
@@ -23,9 +24,8 @@ if TYPE_CHECKING:
     from pluginsdk.models.plans import AccessPlan
 
     from ..call import Call
-    from ..engine import Engine
 
-handlers = HandlerTable()
+handlers = HandlerTable(Deps)
 
 PRICE_TYPES = ("ondemand", "spot", "heterogeneous")
 MAX_OFFERINGS = 32
@@ -37,7 +37,7 @@ def template_attrs(t: Template) -> dict[str, Any]:
     return {"templateId": t.template_id, "providerApi": t.provider_api}
 
 
-def check_template(engine: Engine, data: dict[str, Any]) -> tuple[Template | None, list[str], list[str]]:
+def check_template(deps: Deps, data: dict[str, Any]) -> tuple[Template | None, list[str], list[str]]:
     """Validate a raw configuration: (template or None, errors, warnings). Required fields, then the model,
     then the rules the model cannot say."""
     known = set(Template.model_fields) | {Template.model_fields[f].alias or f for f in Template.model_fields}
@@ -50,8 +50,8 @@ def check_template(engine: Engine, data: dict[str, Any]) -> tuple[Template | Non
         template = template_from_mapping(data)
     except pydantic.ValidationError as exc:
         return None, [f"'{'.'.join(map(str, e['loc']))}': {e['msg']}." for e in exc.errors(include_url=False)], warnings
-    errors = _rule_errors(engine, template)
-    warnings += _rule_warnings(engine, template)
+    errors = _rule_errors(deps, template)
+    warnings += _rule_warnings(deps, template)
     return (template if not errors else None), errors, warnings
 
 
@@ -64,12 +64,12 @@ def _missing(data: dict[str, Any]) -> list[str]:
     return errors
 
 
-def _rule_errors(engine: Engine, template: Template) -> list[str]:
+def _rule_errors(deps: Deps, template: Template) -> list[str]:
     errors: list[str] = []
-    driver_apis = _apis(engine)
+    driver_apis = _apis(deps)
     if driver_apis and template.provider_api not in driver_apis:
         errors.append(
-            f"provider_api '{template.provider_api}' is not served by the '{engine.settings.provider.type}' provider "
+            f"provider_api '{template.provider_api}' is not served by the '{deps.settings.provider.type}' provider "
             f"(serves: {', '.join(driver_apis)})."
         )
     if template.max_number is not None and template.max_number < 1:
@@ -84,17 +84,17 @@ def _rule_errors(engine: Engine, template: Template) -> list[str]:
     if template.fleet_type is not None and kinds is not None and template.fleet_type.lower() not in kinds:
         errors.append(f"'fleet_type' of {template.provider_api} must be one of {', '.join(kinds)}.")
     errors += [f"Weight of instance type '{t}' must be positive." for t, w in template.instance_types.items() if w <= 0]
-    return errors + _candidate_errors(engine, template)
+    return errors + _candidate_errors(deps, template)
 
 
-def _candidate_errors(engine: Engine, template: Template) -> list[str]:
+def _candidate_errors(deps: Deps, template: Template) -> list[str]:
     """The provider instance and the candidates name instances that exist, with valid price types."""
     from ..providers import provider_names
 
-    known = {*engine.settings.provider.instance_names(), *provider_names()}
+    known = {*deps.settings.provider.instance_names(), *provider_names()}
     errors = [
         f"provider '{name}' is not a configured provider instance (configured: "
-        f"{', '.join(engine.settings.provider.instance_names())})."
+        f"{', '.join(deps.settings.provider.instance_names())})."
         for name in dict.fromkeys([template.provider, *(o.provider for o in template.offerings)])
         if name is not None and name not in known
     ]
@@ -108,12 +108,12 @@ def _candidate_errors(engine: Engine, template: Template) -> list[str]:
     return errors
 
 
-def _rule_warnings(engine: Engine, template: Template) -> list[str]:
+def _rule_warnings(deps: Deps, template: Template) -> list[str]:
     warnings: list[str] = []
-    if template.max_number and template.max_number > engine.settings.provider.max_machines_per_request:
+    if template.max_number and template.max_number > deps.settings.provider.max_machines_per_request:
         warnings.append(
             f"max_number {template.max_number} exceeds the global limit "
-            f"{engine.settings.provider.max_machines_per_request}; the lower one applies."
+            f"{deps.settings.provider.max_machines_per_request}; the lower one applies."
         )
     if not template.instance_type and not template.instance_types:
         warnings.append("No instance_type given; the provider's default applies.")
@@ -124,14 +124,14 @@ def _rule_warnings(engine: Engine, template: Template) -> list[str]:
     return warnings
 
 
-def _apis(engine: Engine) -> tuple[str, ...]:
-    driver = engine.providers.get(engine.settings.provider.type)
+def _apis(deps: Deps) -> tuple[str, ...]:
+    driver = deps.providers.started(deps.settings.provider.type)
     if driver is not None:
         return driver.apis
     from ..providers import load_provider_class
 
     try:
-        return tuple(load_provider_class(engine.settings.provider.type).apis)
+        return tuple(load_provider_class(deps.settings.provider.type).apis)
     except Exception:
         return ()
 
@@ -145,31 +145,31 @@ def invalid_template(template_id: str | None, errors: list[str]) -> InvalidTempl
 
 
 @handlers.on(ListTemplatesQuery)
-async def list_templates(engine: Engine, op: ListTemplatesQuery, call: Call) -> TemplateList:
+async def list_templates(deps: Deps, op: ListTemplatesQuery, call: Call) -> TemplateList:
     apis: tuple[str, ...] | None = (op.provider_api,) if op.provider_api else None
     if op.provider_name:
-        served = (await engine.provider(op.provider_name)).apis
+        served = (await deps.providers.get(op.provider_name)).apis
         apis = tuple(a for a in served if apis is None or a in apis)
-    access = await engine.readable(call.principal, "template")
-    page, total = await _page(engine, op, apis, access)
-    shown = await engine.visible(call.principal, "template", page, template_attrs)
+    access = await deps.access.readable(call.principal, "template")
+    page, total = await _page(deps, op, apis, access)
+    shown = await deps.access.visible(call.principal, "template", page, template_attrs)
     total -= len(page) - len(shown)
-    protected = await engine.boot.protected() if shown else {}
+    protected = await deps.boot.protected() if shown else {}
     shown = [t.model_copy(update={"protected": protected.get(t.template_id)}) for t in shown]
     return TemplateList(templates=shown, total_count=total, message=counted(total, "template"))
 
 
 async def _page(
-    engine: Engine, op: ListTemplatesQuery, apis: tuple[str, ...] | None, access: AccessPlan
+    deps: Deps, op: ListTemplatesQuery, apis: tuple[str, ...] | None, access: AccessPlan
 ) -> tuple[list[Template], int]:
     """One page of the stored templates and the files' (a stored one hides a file's of the same id), by id, and
     the exact total of both. The store filters, counts and pages its own through the plan; the files' F templates
     (few, filtered with the plan's predicate) are merged in. At most F of them precede the page, so the store's
     rows from `offset - F`, `limit + F` of them, hold the page's stored ones, and the first of those rows places
     every file template between it and the last exactly."""
-    extra = await _file_templates(engine, op, apis, access)
+    extra = await _file_templates(deps, op, apis, access)
     start = max(0, op.offset - len(extra))
-    window, stored = await engine.db.page_templates(
+    window, stored = await deps.store.page_templates(
         provider_apis=apis, active_only=op.active_only, access=access, limit=op.limit + len(extra), offset=start
     )
     total = stored + len(extra)
@@ -184,41 +184,41 @@ async def _page(
 
 
 async def _file_templates(
-    engine: Engine, op: ListTemplatesQuery, apis: tuple[str, ...] | None, access: AccessPlan
+    deps: Deps, op: ListTemplatesQuery, apis: tuple[str, ...] | None, access: AccessPlan
 ) -> list[Template]:
     """The files' templates this listing shows (filters and the plan applied), less those the store hides."""
     allowed = predicate(access)
     found = [
         t
-        for t in engine.files.load(force=op.force_refresh).values()
+        for t in deps.templates.files.load(force=op.force_refresh).values()
         if (apis is None or t.provider_api in apis)
         and (not op.active_only or t.configuration.get("active", True) is not False)
         and allowed(template_attrs(t))
     ]
-    hidden = await engine.db.stored_template_ids([t.template_id for t in found])
+    hidden = await deps.store.stored_template_ids([t.template_id for t in found])
     return sorted((t for t in found if t.template_id not in hidden), key=lambda t: t.template_id)
 
 
 @handlers.on(GetTemplateQuery)
-async def get_template(engine: Engine, op: GetTemplateQuery, call: Call) -> TemplateResult:
-    t = call.stored or await engine.template(op.template_id)
+async def get_template(deps: Deps, op: GetTemplateQuery, call: Call) -> TemplateResult:
+    t = call.stored or await deps.templates.get(op.template_id)
     if t is None:
         raise NotFoundError("template", op.template_id, f"Template '{op.template_id}' not found.")
     if not op.include_config:
         t = t.model_copy(update={"configuration": {}})
-    t = t.model_copy(update={"protected": await engine.boot.protection(t.template_id)})
+    t = t.model_copy(update={"protected": await deps.boot.protection(t.template_id)})
     return TemplateResult(template=t, message="Template found")
 
 
 @handlers.on(ValidateTemplateQuery)
-async def validate_template(engine: Engine, op: ValidateTemplateQuery, call: Call) -> TemplateValidation:
+async def validate_template(deps: Deps, op: ValidateTemplateQuery, call: Call) -> TemplateValidation:
     if op.template_config is None:
         if op.template_id is None:
             raise ValidationError(
                 "Give template_config or template_id to validate.",
                 details={"field": "template_config", "value": None, "expected": "an object"},
             )
-        stored = await engine.template(op.template_id)
+        stored = await deps.templates.get(op.template_id)
         if stored is None:
             raise NotFoundError("template", op.template_id)
         config: dict[str, Any] = stored.model_dump(exclude={"source", "created_at", "updated_at"})
@@ -226,7 +226,7 @@ async def validate_template(engine: Engine, op: ValidateTemplateQuery, call: Cal
         config = dict(op.template_config)
         if op.template_id and not (config.get("template_id") or config.get("templateId")):
             config["template_id"] = op.template_id
-    _, errors, warnings = check_template(engine, config)
+    _, errors, warnings = check_template(deps, config)
     tid = config.get("template_id") or config.get("templateId") or op.template_id
     return TemplateValidation(
         valid=not errors,

@@ -139,6 +139,9 @@ class PolicyModel:
         self._grantees: set[str] | None = None
         self._crit_cache: dict[Any, Any] = {}
         self._subjects: dict[tuple[Any, ...], Principal] = {}
+        self.answers: dict[Any, list[Any]] = {}
+        """The decision point's answers kept for this model, by question without its object
+        (`auth/handlers/policy_checks.py`)."""
 
     def reassigned(self, assignments: Mapping[str, Sequence[str]]) -> PolicyModel:
         """This model with other user-role assignments; the constraint indexes (which do not depend on them)

@@ -17,7 +17,6 @@ from pluginsdk import models
 from pluginsdk.errors import AlreadyExistsError
 from pluginsdk.models.statuses import MachineStatus
 
-from .access import plan_where
 from .claims import Claims
 from .db import Database, open_database
 from .schema import migrate
@@ -101,6 +100,8 @@ class Store:
             conds.append(f"provider_api IN {clause}")
         if active_only:
             conds.append("COALESCE(active, 1) <> 0")
+        from .access import plan_where
+
         allowed, plan_params = plan_where(access, "template", self.db.dialect)
         if allowed is not None:
             conds.append(f"({allowed})")
@@ -253,6 +254,8 @@ class Store:
         """Requests newest first, and the total that matched before limit/offset: only those `access` (the
         caller's query plan) allows, when given."""
         where, params = self._request_filter(statuses, template_id, request_type, provider_name, created_before)
+        from .access import plan_where  # the query plan's SQL: imported by listings only
+
         allowed, plan_params = plan_where(access, "request", self.db.dialect)
         if allowed is not None:
             where = f"{where} AND ({allowed})" if where else f" WHERE {allowed}"
@@ -459,6 +462,8 @@ class Store:
         if updated_before is not None:
             conds.append("updated_at < :before")
             params["before"] = _ts(updated_before)
+        from .access import plan_where
+
         allowed, plan_params = plan_where(access, "machine", self.db.dialect)
         if allowed is not None:
             conds.append(f"({allowed})")

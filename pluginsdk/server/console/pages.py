@@ -165,7 +165,24 @@ async def dashboard(ctx: Ctx) -> Response:
             for r in active.requests
         ]
         parts.append(table(("Request", "Template", "State", "Machines"), rows, "Requests in flight"))
+    if ctx.can("get_providers_status"):
+        parts.extend(_capacity(await ctx.call("get_providers_status", {})))
     return page(ctx, "Dashboard", join(parts))
+
+
+def _capacity(status: Any) -> list[Safe]:
+    """The dashboard's provider instances with the machines each holds, and the launch candidates the capacity
+    memory is holding back (cooling down or probing); recovered ones are not shown."""
+    providers = [(p.name, p.type, "yes" if p.default else "", p.active_machines) for p in status.providers]
+    held = [
+        (o.key, o.state, o.failures, o.cooldown_until.isoformat() if o.cooldown_until else "", o.last_reason or "")
+        for o in status.offerings
+        if o.state != "closed"
+    ]
+    return [
+        table(("Provider", "Type", "Default", "Machines"), providers, "Machines by provider"),
+        table(("Candidate", "State", "Failures in a row", "Skipped until", "Last reason"), held, "Capacity"),
+    ]
 
 
 # -- templates --------------------------------------------------------------------------

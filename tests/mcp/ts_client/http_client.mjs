@@ -24,8 +24,18 @@ function thrown(error) {
 }
 
 // Every request the client makes, in order (method, path, status, JSON-RPC method): what the flow went through.
+// The SDK sends some messages without waiting for their answer (`notifications/cancelled`): `inFlight` holds
+// every request not yet answered, and the script waits for them before it closes and reports.
 const realFetch = globalThis.fetch;
-globalThis.fetch = async (input, init) => {
+const inFlight = new Set();
+globalThis.fetch = (input, init) => {
+  const answered = record(input, init);
+  inFlight.add(answered);
+  answered.finally(() => inFlight.delete(answered)).catch(() => {});
+  return answered;
+};
+
+async function record(input, init) {
   const response = await realFetch(input, init);
   const url = new URL(typeof input === "string" ? input : input.url ?? String(input));
   let rpc = null;
@@ -36,7 +46,7 @@ globalThis.fetch = async (input, init) => {
   }
   report.requests.push({ method: init?.method ?? "GET", path: url.pathname, status: response.status, rpc });
   return response;
-};
+}
 
 class SignInProvider {
   constructor(user) {
@@ -156,6 +166,7 @@ try {
   report.connected = true;
   report.tools = (await client.listTools()).tools.map((t) => t.name);
   for (const call of plan.calls ?? []) report.calls.push(await runCall(client, call));
+  await Promise.allSettled([...inFlight]);
   await client.close();
 } catch (error) {
   report.thrown = thrown(error);

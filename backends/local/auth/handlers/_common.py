@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from pluginsdk.errors import HandlerDiscoveryError
 from pluginsdk.models.auth_results import ApiKey, ManagedUser, Role
 
 from ..crypto import now, parse_ts, ts
@@ -12,18 +11,9 @@ from ..service import AuthService
 
 if TYPE_CHECKING:
     from ...call import Call
-    from ...engine import Engine
     from ..store import AuthStore
 
-__all__ = ["api_key_from_row", "bump", "clear_mfa", "role_from_row", "service", "user_from_row"]
-
-
-def service(engine: Engine) -> AuthService:
-    """The engine's auth service (`Engine.auth`); refused when authorization is disabled."""
-    svc = engine.auth
-    if svc is None:
-        raise HandlerDiscoveryError("The auth service is not running in this engine.")
-    return svc
+__all__ = ["api_key_from_row", "bump", "clear_mfa", "role_from_row", "user_from_row"]
 
 
 async def bump(store: AuthStore, call: Call, *, assignments_only: bool = False) -> int:

@@ -32,14 +32,14 @@ from pluginsdk.principal import Principal
 from ...registry import HandlerTable
 from ...store.db import Row
 from ..crypto import new_api_key, now, parse_expiry, parse_ts, sha256_hex, ts
-from ._common import api_key_from_row, service
+from ..service import AuthService
+from ._common import api_key_from_row
 
 if TYPE_CHECKING:
     from ...call import Call
-    from ...engine import Engine
     from ..store import AuthStore
 
-handlers = HandlerTable()
+handlers = HandlerTable(AuthService)
 
 SELF_SERVICE_DAYS = 365
 MAX_ITEMS = 3000
@@ -61,9 +61,8 @@ def _expiry(value: str, *, latest: datetime | None) -> datetime:
 
 
 async def _list(
-    engine: Engine, listing: str, user_id: str | None, op: ListAPIKeysQuery | ListMyAPIKeysQuery
+    svc: AuthService, listing: str, user_id: str | None, op: ListAPIKeysQuery | ListMyAPIKeysQuery
 ) -> ApiKeyList:
-    svc = service(engine)
     max_items = min(op.max_items, MAX_ITEMS)
     size = min(op.page_size, max_items)
     pos = svc.decode_page(listing, op.starting_token)
@@ -84,38 +83,38 @@ async def _list(
 
 
 @handlers.on(ListAPIKeysQuery)
-async def list_api_keys(engine: Engine, op: ListAPIKeysQuery, call: Call) -> ApiKeyList:
-    return await _list(engine, f"api-keys:all:{op.user_id or ''}", op.user_id, op)
+async def list_api_keys(svc: AuthService, op: ListAPIKeysQuery, call: Call) -> ApiKeyList:
+    return await _list(svc, f"api-keys:all:{op.user_id or ''}", op.user_id, op)
 
 
 @handlers.on(ListMyAPIKeysQuery)
-async def list_my_api_keys(engine: Engine, op: ListMyAPIKeysQuery, call: Call) -> ApiKeyList:
+async def list_my_api_keys(svc: AuthService, op: ListMyAPIKeysQuery, call: Call) -> ApiKeyList:
     principal = call.principal
-    return await _list(engine, f"api-keys:self:{principal.user_id}", principal.user_id, op)
+    return await _list(svc, f"api-keys:self:{principal.user_id}", principal.user_id, op)
 
 
-async def _owned(engine: Engine, api_key_id: str, owner: str | None) -> Row:
-    row = await service(engine).store.get_api_key(api_key_id)
+async def _owned(svc: AuthService, api_key_id: str, owner: str | None) -> Row:
+    row = await svc.store.get_api_key(api_key_id)
     if row is None or (owner is not None and row["user_id"] != owner):
         raise NotFoundError("api_key", api_key_id, f"API key '{api_key_id}' not found.")
     return row
 
 
 @handlers.on(GetAPIKeyQuery)
-async def get_api_key(engine: Engine, op: GetAPIKeyQuery, call: Call) -> ApiKeyResult:
-    row = await _owned(engine, op.api_key_id, None)
+async def get_api_key(svc: AuthService, op: GetAPIKeyQuery, call: Call) -> ApiKeyResult:
+    row = await _owned(svc, op.api_key_id, None)
     return ApiKeyResult(**api_key_from_row(row).model_dump())
 
 
 @handlers.on(GetMyAPIKeyQuery)
-async def get_my_api_key(engine: Engine, op: GetMyAPIKeyQuery, call: Call) -> ApiKeyResult:
+async def get_my_api_key(svc: AuthService, op: GetMyAPIKeyQuery, call: Call) -> ApiKeyResult:
     principal = call.principal
-    row = await _owned(engine, op.api_key_id, principal.user_id)
+    row = await _owned(svc, op.api_key_id, principal.user_id)
     return ApiKeyResult(**api_key_from_row(row).model_dump())
 
 
 async def _create(
-    engine: Engine,
+    svc: AuthService,
     principal: Principal,
     *,
     user_id: str,
@@ -124,7 +123,7 @@ async def _create(
     expires_at: str | None,
     self_service: bool,
 ) -> ApiKeyCreated:
-    store = service(engine).store
+    store = svc.store
     created = now()
     expiry = None
     if expires_at is not None:
@@ -160,10 +159,10 @@ async def _create(
 
 
 @handlers.on(CreateAPIKeyCommand)
-async def create_api_key(engine: Engine, op: CreateAPIKeyCommand, call: Call) -> ApiKeyCreated:
+async def create_api_key(svc: AuthService, op: CreateAPIKeyCommand, call: Call) -> ApiKeyCreated:
     principal = call.principal
     return await _create(
-        engine,
+        svc,
         principal,
         user_id=op.user_id,
         name=op.api_key_name,
@@ -174,10 +173,10 @@ async def create_api_key(engine: Engine, op: CreateAPIKeyCommand, call: Call) ->
 
 
 @handlers.on(CreateMyAPIKeyCommand)
-async def create_my_api_key(engine: Engine, op: CreateMyAPIKeyCommand, call: Call) -> ApiKeyCreated:
+async def create_my_api_key(svc: AuthService, op: CreateMyAPIKeyCommand, call: Call) -> ApiKeyCreated:
     principal = call.principal
     return await _create(
-        engine,
+        svc,
         principal,
         user_id=principal.user_id,
         name=op.api_key_name,
@@ -187,9 +186,9 @@ async def create_my_api_key(engine: Engine, op: CreateMyAPIKeyCommand, call: Cal
     )
 
 
-async def _update(engine: Engine, op: UpdateAPIKeyCommand | UpdateMyAPIKeyCommand, owner: str | None) -> ApiKeyResult:
+async def _update(svc: AuthService, op: UpdateAPIKeyCommand | UpdateMyAPIKeyCommand, owner: str | None) -> ApiKeyResult:
     """Change a key's description, activity or expiry; `owner` None is an administrator (no self-service limits)."""
-    row = await _owned(engine, op.api_key_id, owner)
+    row = await _owned(svc, op.api_key_id, owner)
     given = op.model_fields_set
     changes: dict[str, Any] = {}
     if "description" in given:
@@ -199,7 +198,7 @@ async def _update(engine: Engine, op: UpdateAPIKeyCommand | UpdateMyAPIKeyComman
     if "expires_at" in given:
         changes |= _expiry_changes(op.expires_at, row, admin=owner is None)
     changes["updated_at"] = ts(now())
-    updated = await _write_update(service(engine).store, op.api_key_id, changes, owner)
+    updated = await _write_update(svc.store, op.api_key_id, changes, owner)
     return ApiKeyResult(**api_key_from_row(updated).model_dump(), message="API key updated.")
 
 
@@ -258,30 +257,30 @@ async def _write_update(store: AuthStore, api_key_id: str, changes: dict[str, An
 
 
 @handlers.on(UpdateAPIKeyCommand)
-async def update_api_key(engine: Engine, op: UpdateAPIKeyCommand, call: Call) -> ApiKeyResult:
-    return await _update(engine, op, None)
+async def update_api_key(svc: AuthService, op: UpdateAPIKeyCommand, call: Call) -> ApiKeyResult:
+    return await _update(svc, op, None)
 
 
 @handlers.on(UpdateMyAPIKeyCommand)
-async def update_my_api_key(engine: Engine, op: UpdateMyAPIKeyCommand, call: Call) -> ApiKeyResult:
+async def update_my_api_key(svc: AuthService, op: UpdateMyAPIKeyCommand, call: Call) -> ApiKeyResult:
     principal = call.principal
-    return await _update(engine, op, principal.user_id)
+    return await _update(svc, op, principal.user_id)
 
 
-async def _delete(engine: Engine, api_key_id: str, owner: str | None) -> ApiKeyResult:
-    store = service(engine).store
-    row = await _owned(engine, api_key_id, owner)
+async def _delete(svc: AuthService, api_key_id: str, owner: str | None) -> ApiKeyResult:
+    store = svc.store
+    row = await _owned(svc, api_key_id, owner)
     if not await store.delete_api_key(api_key_id):
         raise NotFoundError("api_key", api_key_id, f"API key '{api_key_id}' not found.")
     return ApiKeyResult(**api_key_from_row(row).model_dump(), message=f"API key '{api_key_id}' deleted.")
 
 
 @handlers.on(DeleteAPIKeyCommand)
-async def delete_api_key(engine: Engine, op: DeleteAPIKeyCommand, call: Call) -> ApiKeyResult:
-    return await _delete(engine, op.api_key_id, None)
+async def delete_api_key(svc: AuthService, op: DeleteAPIKeyCommand, call: Call) -> ApiKeyResult:
+    return await _delete(svc, op.api_key_id, None)
 
 
 @handlers.on(DeleteMyAPIKeyCommand)
-async def delete_my_api_key(engine: Engine, op: DeleteMyAPIKeyCommand, call: Call) -> ApiKeyResult:
+async def delete_my_api_key(svc: AuthService, op: DeleteMyAPIKeyCommand, call: Call) -> ApiKeyResult:
     principal = call.principal
-    return await _delete(engine, op.api_key_id, principal.user_id)
+    return await _delete(svc, op.api_key_id, principal.user_id)

@@ -10,20 +10,18 @@ from pluginsdk.operations.audit import ListAuditRecordsQuery
 
 from ...registry import HandlerTable
 from ..audit import page_records
-from ._common import service
+from ..service import AuthService
 
 if TYPE_CHECKING:
     from ...call import Call
-    from ...engine import Engine
 
-handlers = HandlerTable()
+handlers = HandlerTable(AuthService)
 
 _LISTING = "audit"
 
 
 @handlers.on(ListAuditRecordsQuery)
-async def list_audit_records(engine: Engine, op: ListAuditRecordsQuery, call: Call) -> AuditPage:
-    svc = service(engine)
+async def list_audit_records(svc: AuthService, op: ListAuditRecordsQuery, call: Call) -> AuditPage:
     pos = svc.decode_page(_LISTING, op.starting_token)
     filters = {
         "actor": op.actor,

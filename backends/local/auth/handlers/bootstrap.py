@@ -17,20 +17,20 @@ from pluginsdk.operations.bootstrap import (
 )
 from pluginsdk.principal import Principal
 
+from ...deps import Deps
 from ...registry import HandlerTable
 from ..crypto import now, ts
-from ._common import service
+from ..service import AuthService
 
 if TYPE_CHECKING:
     from ...call import Call
-    from ...engine import Engine
 
-handlers = HandlerTable()
+handlers = HandlerTable(AuthService)
 
 
 @handlers.on(GetAmplifyConfigQuery)
-async def get_amplify_config(engine: Engine, op: GetAmplifyConfigQuery, call: Call) -> AmplifyConfig:
-    c = service(engine).config
+async def get_amplify_config(svc: AuthService, op: GetAmplifyConfigQuery, call: Call) -> AmplifyConfig:
+    c = svc.config
     out = AmplifyConfig(
         region=c.region,
         api=c.api_url,
@@ -63,14 +63,14 @@ async def get_amplify_config(engine: Engine, op: GetAmplifyConfigQuery, call: Ca
     return out
 
 
-@handlers.on(GetVersionQuery)
-async def get_version(engine: Engine, op: GetVersionQuery, call: Call) -> VersionInfo:
+@handlers.on(GetVersionQuery, receives=Deps)  # answered with authorization disabled too
+async def get_version(deps: Deps, op: GetVersionQuery, call: Call) -> VersionInfo:
     return VersionInfo(version=VERSION)
 
 
 @handlers.on(GetSecureConfigQuery)
-async def get_secure_config(engine: Engine, op: GetSecureConfigQuery, call: Call) -> SecureConfig:
-    c = service(engine).config
+async def get_secure_config(svc: AuthService, op: GetSecureConfigQuery, call: Call) -> SecureConfig:
+    c = svc.config
     flags = list(c.app.featuresEnabled)
     flags.append(
         {"managed": "AUTHPROVIDER_MANAGED", "external": "AUTHPROVIDER_EXTERNALOAUTHIDP"}.get(
@@ -95,10 +95,10 @@ def _own(principal: Principal, user_id: str) -> None:
 
 
 @handlers.on(GetLoginProfileQuery)
-async def get_login_profile(engine: Engine, op: GetLoginProfileQuery, call: Call) -> LoginProfile:
+async def get_login_profile(svc: AuthService, op: GetLoginProfileQuery, call: Call) -> LoginProfile:
     principal = call.principal
     _own(principal, op.user_id)
-    row = await service(engine).store.get_profile(op.user_id)
+    row = await svc.store.get_profile(op.user_id)
     if row is None:
         return LoginProfile(user_id=op.user_id)
     extra = json.loads(row["data"])
@@ -106,10 +106,10 @@ async def get_login_profile(engine: Engine, op: GetLoginProfileQuery, call: Call
 
 
 @handlers.on(UpdateLoginProfileCommand)
-async def update_login_profile(engine: Engine, op: UpdateLoginProfileCommand, call: Call) -> LoginProfile:
+async def update_login_profile(svc: AuthService, op: UpdateLoginProfileCommand, call: Call) -> LoginProfile:
     principal = call.principal
     _own(principal, op.user_id)
-    store = service(engine).store
+    store = svc.store
     email = op.email
     pool_user = await store.get_user(op.user_id)
     if pool_user is not None:  # organizational profile logic: the identity provider's email wins

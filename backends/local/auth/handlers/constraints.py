@@ -41,14 +41,14 @@ from pluginsdk.principal import Principal
 
 from ...registry import HandlerTable
 from ..crypto import now, ts
-from ._common import bump, service
+from ..service import AuthService
+from ._common import bump
 from .policy_checks import import_dry_run
 
 if TYPE_CHECKING:
     from ...call import Call
-    from ...engine import Engine
 
-handlers = HandlerTable()
+handlers = HandlerTable(AuthService)
 
 PAGE_MAX = 3000
 _UPSERT_TRIES = 3
@@ -86,8 +86,7 @@ def _written(c: Constraint, operation: str, verb: str) -> ConstraintWritten:
 
 
 @handlers.on(ListConstraintsQuery)
-async def list_constraints(engine: Engine, op: ListConstraintsQuery, call: Call) -> ConstraintList:
-    svc = service(engine)
+async def list_constraints(svc: AuthService, op: ListConstraintsQuery, call: Call) -> ConstraintList:
     size = min(op.page_size, op.max_items, PAGE_MAX)
     pos = svc.decode_page("constraints", op.starting_token)
     after = str(pos.get("a", "")) if pos is not None else None
@@ -100,17 +99,17 @@ async def list_constraints(engine: Engine, op: ListConstraintsQuery, call: Call)
 
 
 @handlers.on(GetConstraintQuery)
-async def get_constraint(engine: Engine, op: GetConstraintQuery, call: Call) -> Constraint:
-    row = await service(engine).store.get_constraint(op.constraint_id)
+async def get_constraint(svc: AuthService, op: GetConstraintQuery, call: Call) -> Constraint:
+    row = await svc.store.get_constraint(op.constraint_id)
     if row is None:
         raise NotFoundError("constraint", op.constraint_id)
     return Constraint.model_validate(json.loads(row["data"]))
 
 
 @handlers.on(CreateConstraintCommand)
-async def create_constraint(engine: Engine, op: CreateConstraintCommand, call: Call) -> ConstraintWritten:
+async def create_constraint(svc: AuthService, op: CreateConstraintCommand, call: Call) -> ConstraintWritten:
     principal = call.principal
-    store = service(engine).store
+    store = svc.store
     c = _validated(op)
     data = json.dumps(_wire(c))
     # insert-if-new and replace are each one statement, so callers racing on one id (any process) each get
@@ -122,7 +121,7 @@ async def create_constraint(engine: Engine, op: CreateConstraintCommand, call: C
                 return _written(c, "create", "created")
         if not op.replace_existing:
             raise AlreadyExistsError("constraint", c.constraint_id)
-        await _may_replace(engine, principal, [c])
+        await _may_replace(svc, principal, [c])
         async with store.transaction():
             if await store.update_constraint(c.constraint_id, c.object_type, data, ts(now())):
                 await bump(store, call)
@@ -133,12 +132,12 @@ async def create_constraint(engine: Engine, op: CreateConstraintCommand, call: C
     )
 
 
-async def _may_replace(engine: Engine, principal: Principal, replaced: list[Constraint]) -> None:
+async def _may_replace(svc: AuthService, principal: Principal, replaced: list[Constraint]) -> None:
     """Replacing stored constraints needs, for each, what `PUT /auth/constraints/{id}` needs (tier 1 on that
     path, tier 2 if the operation has one), whatever route the replace comes through; 403 otherwise."""
     spec = UpdateConstraintCommand.spec
     calls = [(_as_update(c), f"/auth/constraints/{c.constraint_id}") for c in replaced]
-    await engine.authz.authorize_also(principal, spec, calls)
+    await svc.authorize_also(principal, spec, calls)
 
 
 def _as_update(c: Constraint) -> UpdateConstraintCommand:
@@ -158,8 +157,8 @@ _UPDATE_FIELDS = (
 
 
 @handlers.on(UpdateConstraintCommand)
-async def update_constraint(engine: Engine, op: UpdateConstraintCommand, call: Call) -> ConstraintWritten:
-    store = service(engine).store
+async def update_constraint(svc: AuthService, op: UpdateConstraintCommand, call: Call) -> ConstraintWritten:
+    store = svc.store
     c = _validated(op)
     async with store.transaction():
         if not await store.update_constraint(c.constraint_id, c.object_type, json.dumps(_wire(c)), ts(now())):
@@ -169,8 +168,8 @@ async def update_constraint(engine: Engine, op: UpdateConstraintCommand, call: C
 
 
 @handlers.on(DeleteConstraintCommand)
-async def delete_constraint(engine: Engine, op: DeleteConstraintCommand, call: Call) -> ConstraintWritten:
-    store = service(engine).store
+async def delete_constraint(svc: AuthService, op: DeleteConstraintCommand, call: Call) -> ConstraintWritten:
+    store = svc.store
     async with store.transaction():
         if not await store.delete_constraint(op.constraint_id):
             raise NotFoundError("constraint", op.constraint_id)
@@ -219,7 +218,7 @@ def _prefixed(exc: ValidationError, where: str) -> ValidationError:
 
 @handlers.on(ImportConstraintsTemplateCommand)
 async def import_constraints_template(
-    engine: Engine, op: ImportConstraintsTemplateCommand, call: Call
+    svc: AuthService, op: ImportConstraintsTemplateCommand, call: Call
 ) -> ConstraintImported:
     """Parse every constraint of the template (variables substituted), then write them all or none."""
     room = [IMPORT_MAX_TEXT]
@@ -229,8 +228,8 @@ async def import_constraints_template(
     ids = [c.constraint_id for c in parsed]
     _check_unique(ids)
     if op.dry_run:  # report the decisions it would change, write nothing
-        return await import_dry_run(engine, ids, [_wire(c) for c in parsed])
-    replaced = await _write_imported(engine, call, parsed, overwrite=op.overwrite)
+        return await import_dry_run(svc, ids, [_wire(c) for c in parsed])
+    replaced = await _write_imported(svc, call, parsed, overwrite=op.overwrite)
     return ConstraintImported(message=f"Imported {len(ids)} constraint(s) ({replaced} replaced).", constraint_ids=ids)
 
 
@@ -262,17 +261,17 @@ def _check_unique(ids: list[str]) -> None:
         seen.add(cid)
 
 
-async def _write_imported(engine: Engine, call: Call, parsed: list[Constraint], *, overwrite: bool) -> int:
+async def _write_imported(svc: AuthService, call: Call, parsed: list[Constraint], *, overwrite: bool) -> int:
     """Insert the new constraints and replace the existing ones (only with `overwrite`, each allowed as its
     `PUT` would be), in one transaction; the number replaced.
 
     The replaces are authorized before the transaction (a decision may read the policy, which waits for
     the store); an id that came to exist after that was not authorized, so nothing is written (409)."""
-    store = service(engine).store
+    store = svc.store
     ids = [c.constraint_id for c in parsed]
     checked = await store.existing_constraint_ids(ids) if overwrite else set()
     if checked:
-        await _may_replace(engine, call.principal, [c for c in parsed if c.constraint_id in checked])
+        await _may_replace(svc, call.principal, [c for c in parsed if c.constraint_id in checked])
     at = ts(now())
     async with store.transaction():
         existing = await store.existing_constraint_ids(ids)
@@ -308,7 +307,7 @@ def _label(name: str) -> str:
 
 
 @handlers.on(GetPermissionObjectsQuery)
-async def get_permission_objects(engine: Engine, op: GetPermissionObjectsQuery, call: Call) -> PermissionObjects:
+async def get_permission_objects(svc: AuthService, op: GetPermissionObjectsQuery, call: Call) -> PermissionObjects:
     return PermissionObjects(
         message=PermissionObjectsBody(
             object_types=[

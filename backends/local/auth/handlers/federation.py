@@ -21,14 +21,12 @@ from pluginsdk.operations.federation import (
 from ...registry import HandlerTable
 from ..federation import admit
 from ..service import AuthService
-from ._common import service
 from .sessions import open_session
 
 if TYPE_CHECKING:
     from ...call import Call
-    from ...engine import Engine
 
-handlers = HandlerTable()
+handlers = HandlerTable(AuthService)
 
 
 def _kind(svc: AuthService) -> Literal["oidc", "saml"] | None:
@@ -38,8 +36,7 @@ def _kind(svc: AuthService) -> Literal["oidc", "saml"] | None:
     return "oidc" if managed.useOidc else "saml" if managed.useSaml else None
 
 
-def _federated(engine: Engine, kind: str | None = None) -> tuple[AuthService, str]:
-    svc = service(engine)
+def _federated(svc: AuthService, kind: str | None = None) -> str:
     found = _kind(svc)
     if found is None or (kind is not None and found != kind):
         wanted = "useSaml" if kind == "saml" else "useOidc or useSaml"
@@ -47,12 +44,11 @@ def _federated(engine: Engine, kind: str | None = None) -> tuple[AuthService, st
             f"Federated sign-in is not configured here (app.authProvider.useManaged.{wanted}).",
             details={"field": f"app.authProvider.useManaged.{wanted}", "value": False, "expected": True},
         )
-    return svc, found
+    return found
 
 
 @handlers.on(GetSignInOptionsQuery)
-async def get_sign_in_options(engine: Engine, op: GetSignInOptionsQuery, call: Call) -> SignInOptions:
-    svc = service(engine)
+async def get_sign_in_options(svc: AuthService, op: GetSignInOptionsQuery, call: Call) -> SignInOptions:
     kind = _kind(svc)
     if kind == "saml":
         return SignInOptions(federation="saml", display_name=svc.config.provider.federation.saml.name)
@@ -66,8 +62,8 @@ async def get_sign_in_options(engine: Engine, op: GetSignInOptionsQuery, call: C
 
 
 @handlers.on(StartFederatedSignInCommand)
-async def start_federated_sign_in(engine: Engine, op: StartFederatedSignInCommand, call: Call) -> FederatedSignIn:
-    svc, kind = _federated(engine)
+async def start_federated_sign_in(svc: AuthService, op: StartFederatedSignInCommand, call: Call) -> FederatedSignIn:
+    kind = _federated(svc)
     if kind == "saml":
         from .. import saml
 
@@ -78,8 +74,8 @@ async def start_federated_sign_in(engine: Engine, op: StartFederatedSignInComman
 
 
 @handlers.on(FinishFederatedSignInCommand)
-async def finish_federated_sign_in(engine: Engine, op: FinishFederatedSignInCommand, call: Call) -> SessionTokens:
-    svc, kind = _federated(engine)
+async def finish_federated_sign_in(svc: AuthService, op: FinishFederatedSignInCommand, call: Call) -> SessionTokens:
+    kind = _federated(svc)
     answer = op.saml_response if kind == "saml" else op.code
     if answer is None:
         field = "saml_response" if kind == "saml" else "code"
@@ -98,8 +94,8 @@ async def finish_federated_sign_in(engine: Engine, op: FinishFederatedSignInComm
 
 
 @handlers.on(GetSamlMetadataQuery)
-async def get_saml_metadata(engine: Engine, op: GetSamlMetadataQuery, call: Call) -> SamlMetadata:
-    svc, _ = _federated(engine, "saml")
+async def get_saml_metadata(svc: AuthService, op: GetSamlMetadataQuery, call: Call) -> SamlMetadata:
+    _federated(svc, "saml")
     from .. import saml
 
     return saml.metadata(svc)

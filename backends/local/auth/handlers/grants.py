@@ -14,14 +14,14 @@ from pluginsdk.operations.grants import GrantAccessCommand
 from ...registry import HandlerTable
 from ..crypto import now, ts
 from ..object_routes import object_routes, other_routes, route_pattern
-from ._common import bump, service
+from ..service import AuthService
+from ._common import bump
 
 if TYPE_CHECKING:
     from ...call import Call
-    from ...engine import Engine
     from ..store import AuthStore
 
-handlers = HandlerTable()
+handlers = HandlerTable(AuthService)
 
 
 def _allow(role: str, methods: list[str]) -> list[dict[str, str]]:
@@ -82,11 +82,10 @@ def _wire(c: Constraint) -> dict[str, Any]:
 
 
 @handlers.on(GrantAccessCommand)
-async def grant_access(engine: Engine, op: GrantAccessCommand, call: Call) -> AccessGranted:
+async def grant_access(svc: AuthService, op: GrantAccessCommand, call: Call) -> AccessGranted:
     """Validate both tiers' constraints, check the right to create each, then write the missing ones in one
     transaction (all or none); one that exists as asked is kept, one that differs is a 409."""
     principal = call.principal
-    svc = service(engine)
     constraints, opened = _constraints(op)
     for c in constraints:
         await svc.check_route(principal, "POST", f"/auth/constraints/{c.constraint_id}")

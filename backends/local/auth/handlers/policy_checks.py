@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from types import MappingProxyType
@@ -58,18 +57,15 @@ from ...registry import HandlerTable
 from ..audit import decision_sample_rate, log_decision
 from ..object_routes import object_routes
 from ..service import AuthService
-from ._common import service
 from .routes import api_routes
 
 if TYPE_CHECKING:
     from ...call import Call
-    from ...engine import Engine
 
-handlers = HandlerTable()
+handlers = HandlerTable(AuthService)
 
 __all__ = ["current_model", "dry_run_report", "import_dry_run", "route_questions"]
 
-_MODELS: weakref.WeakKeyDictionary[AuthService, tuple[int, PolicyModel]] = weakref.WeakKeyDictionary()
 _NO_ATTRIBUTES: Mapping[str, Any] = MappingProxyType({})
 _WAIT_STEP = 0.05
 _WAIT_MAX = 2.0
@@ -98,7 +94,7 @@ async def current_model(
                 f"The policy is at revision {version}, behind the requested {at_least_revision}.",
                 details={"field": "at_least_revision", "value": at_least_revision, "expected": f"<= {version}"},
             )
-    cached = _MODELS.get(svc)
+    cached = svc.decision_model
     if cached is not None and cached[0] == version:
         return cached
     async with svc.store.transaction():
@@ -118,7 +114,7 @@ async def current_model(
             default_role=svc.config.default_user_role_name,
             policy=rules.policy,
         )
-    _MODELS[svc] = (version, model)
+    svc.decision_model = (version, model)
     return version, model
 
 
@@ -215,7 +211,6 @@ _Key = tuple[str | None, tuple[str, ...] | None, bool, str, str]
 _Entry = list[Any]
 """[decide, the subject's roles, the deny answer, the allow answer, and both again without the roles]: one per
 distinct `_Key`."""
-_ANSWERS: weakref.WeakKeyDictionary[PolicyModel, dict[_Key, _Entry]] = weakref.WeakKeyDictionary()
 _ANSWERS_KEPT = 100_000
 """Distinct `_Key` entries kept per policy model (cleared when full)."""
 
@@ -242,9 +237,10 @@ def _lookup(entries: dict[_Key, _Entry], model: PolicyModel, q: AccessQuestionDa
 
 
 def _entries(model: PolicyModel) -> dict[_Key, _Entry]:
-    entries = _ANSWERS.get(model)
-    if entries is None or len(entries) >= _ANSWERS_KEPT:
-        entries = _ANSWERS[model] = {}
+    """The answers kept with `model` (`PolicyModel.answers`), emptied when full."""
+    entries: dict[_Key, _Entry] = model.answers
+    if len(entries) >= _ANSWERS_KEPT:
+        entries.clear()
     return entries
 
 
@@ -298,11 +294,10 @@ def _answers(
     return out
 
 
-async def _log(engine: Engine, principal: Principal, decisions: Sequence[SubjectDecision | BatchDecision]) -> None:
+async def _log(svc: AuthService, principal: Principal, decisions: Sequence[SubjectDecision | BatchDecision]) -> None:
     """Sampled decision logging (app.audit.decisionSampleRate; off by default), of answers with their roles."""
-    if decision_sample_rate(engine) <= 0:
+    if decision_sample_rate(svc) <= 0:
         return
-    store = service(engine).store
     for d in decisions:
         roles = d.roles or ()
         about = {
@@ -312,14 +307,13 @@ async def _log(engine: Engine, principal: Principal, decisions: Sequence[Subject
             "object_type": d.object_type,
             "method": d.method,
         }
-        await log_decision(engine, store, principal.user_id, about, allowed=d.allowed, revision=d.revision)
+        await log_decision(svc, principal.user_id, about, allowed=d.allowed, revision=d.revision)
 
 
 @handlers.on(CheckAccessQuery)
-async def check_access(engine: Engine, op: CheckAccessQuery, call: Call) -> SubjectDecision:
+async def check_access(svc: AuthService, op: CheckAccessQuery, call: Call) -> SubjectDecision:
     principal = call.principal
     _known_type(op.object_type)
-    svc = service(engine)
     if op.explain:
         _may_explain(svc, principal)
     revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
@@ -339,22 +333,21 @@ async def check_access(engine: Engine, op: CheckAccessQuery, call: Call) -> Subj
         routes=routes[0],
         route_allowed=routes[1],
     )
-    await _log(engine, principal, [decision])
+    await _log(svc, principal, [decision])
     return decision if _may_read_roles(svc, principal) else decision.model_copy(update={"roles": None})
 
 
 @handlers.on(CheckAccessBatchQuery)
-async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, call: Call) -> SubjectDecisions:
+async def check_access_batch(svc: AuthService, op: CheckAccessBatchQuery, call: Call) -> SubjectDecisions:
     principal = call.principal
     questions = cast("list[AccessQuestionData]", op.questions)  # held as plain data (see the operation)
     for i, q in enumerate(questions):
         if q["object_type"] not in OBJECT_TYPES:
             _known_type(q["object_type"], f"questions[{i}].object_type")
-    svc = service(engine)
     if op.explain:
         _may_explain(svc, principal)
     revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
-    logged = decision_sample_rate(engine) > 0
+    logged = decision_sample_rate(svc) > 0
     if op.allowed_only and not logged:  # else the answers are built, to be logged
         return SubjectDecisions.model_construct(decisions=[], allowed=_allowed(model, questions), revision=revision)
     show_roles = _may_read_roles(svc, principal)
@@ -362,7 +355,7 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, call: Ca
     decisions = _answers(
         model, revision, questions, op.explain, show_roles=show_roles or logged, show_routes=show_routes
     )
-    await _log(engine, principal, decisions)
+    await _log(svc, principal, decisions)
     if not show_roles and logged:
         decisions = [replace(d, roles=None) for d in decisions]
     allowed = [d.allowed for d in decisions] if op.allowed_only else None
@@ -372,10 +365,9 @@ async def check_access_batch(engine: Engine, op: CheckAccessBatchQuery, call: Ca
 
 
 @handlers.on(ExplainAccessQuery)
-async def explain_access(engine: Engine, op: ExplainAccessQuery, call: Call) -> Explanation:
+async def explain_access(svc: AuthService, op: ExplainAccessQuery, call: Call) -> Explanation:
     principal = call.principal
     _known_type(op.object_type)
-    svc = service(engine)
     revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
     routes = _NO_ROUTES
     if _may_see_routes(svc, principal):
@@ -384,23 +376,23 @@ async def explain_access(engine: Engine, op: ExplainAccessQuery, call: Call) -> 
 
 
 @handlers.on(PlanAccessQuery)
-async def plan_access(engine: Engine, op: PlanAccessQuery, call: Call) -> AccessPlan:
+async def plan_access(svc: AuthService, op: PlanAccessQuery, call: Call) -> AccessPlan:
     _known_type(op.object_type)
-    revision, model = await current_model(service(engine), op.at_least_revision, call.policy_version)
+    revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
     return _plan(model.policy, model.subject(op.user_id, op.roles, op.mfa), op.object_type, op.method, revision)
 
 
 @handlers.on(WhoCanQuery)
-async def who_can(engine: Engine, op: WhoCanQuery, call: Call) -> WhoCan:
+async def who_can(svc: AuthService, op: WhoCanQuery, call: Call) -> WhoCan:
     _known_type(op.object_type)
-    revision, model = await current_model(service(engine), op.at_least_revision, call.policy_version)
+    revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
     found = model.who_can(op.object_type, op.attributes, op.method, mfa=op.mfa)
     return WhoCan(object_type=op.object_type, method=op.method, revision=revision, **found)
 
 
 @handlers.on(ListSubjectRoutesQuery)
-async def list_subject_routes(engine: Engine, op: ListSubjectRoutesQuery, call: Call) -> SubjectRoutes:
-    revision, model = await current_model(service(engine), op.at_least_revision, call.policy_version)
+async def list_subject_routes(svc: AuthService, op: ListSubjectRoutesQuery, call: Call) -> SubjectRoutes:
+    revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
     p = model.principal(op.user_id, op.roles, op.mfa)
     policy = model.policy
     routes = []
@@ -460,19 +452,13 @@ def _candidate(model: PolicyModel, op: WhatIfQuery | RunPolicyTestsQuery) -> Pol
 
 
 _T = TypeVar("_T")
-_WORKERS = 2
-"""What-ifs, dry runs and policy test runs computed at once per service (each in a worker thread); more wait."""
-_SLOTS: weakref.WeakKeyDictionary[AuthService, asyncio.Semaphore] = weakref.WeakKeyDictionary()
 
 
 async def _off_loop(svc: AuthService, work: Callable[[], _T]) -> _T:
-    """`work()` in a worker thread, at most `_WORKERS` at once: a what-if or a candidate's compile costs up to
-    seconds of CPU, and the event loop keeps answering (/livez, decisions) meanwhile. The policy models it
-    reads are shared with the loop; their caches are plain dicts filled idempotently."""
-    slots = _SLOTS.get(svc)
-    if slots is None:
-        slots = _SLOTS[svc] = asyncio.Semaphore(_WORKERS)
-    async with slots:
+    """`work()` in a worker thread, as many at once as `svc.policy_workers` lets: a what-if or a candidate's
+    compile costs up to seconds of CPU, and the event loop keeps answering (/livez, decisions) meanwhile. The
+    policy models it reads are shared with the loop; their caches are plain dicts filled idempotently."""
+    async with svc.policy_workers:
         return await asyncio.to_thread(work)
 
 
@@ -533,11 +519,11 @@ def _report(
 
 
 @handlers.on(WhatIfQuery)
-async def what_if(engine: Engine, op: WhatIfQuery, call: Call) -> WhatIfReport:
+async def what_if(svc: AuthService, op: WhatIfQuery, call: Call) -> WhatIfReport:
     for i, o in enumerate(op.objects):
         _known_type(str(o.get("objectType") or o.get("object_type") or ""), f"objects[{i}].objectType")
-    revision, model = await current_model(service(engine), op.at_least_revision, call.policy_version)
-    return await _what_if(service(engine), model, revision, op)
+    revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
+    return await _what_if(svc, model, revision, op)
 
 
 async def _what_if(svc: AuthService, model: PolicyModel, revision: int, op: WhatIfQuery) -> WhatIfReport:
@@ -555,9 +541,8 @@ async def _what_if(svc: AuthService, model: PolicyModel, revision: int, op: What
     return await _off_loop(svc, work)
 
 
-async def dry_run_report(engine: Engine, constraints: Sequence[Mapping[str, Any]]) -> WhatIfReport:
+async def dry_run_report(svc: AuthService, constraints: Sequence[Mapping[str, Any]]) -> WhatIfReport:
     """What importing these (validated, wire-shaped) constraints would change (constraintsTemplateImport dry run)."""
-    svc = service(engine)
     revision, model = await current_model(svc)
 
     def work() -> WhatIfReport:
@@ -567,9 +552,9 @@ async def dry_run_report(engine: Engine, constraints: Sequence[Mapping[str, Any]
     return await _off_loop(svc, work)
 
 
-async def import_dry_run(engine: Engine, ids: list[str], constraints: list[dict[str, Any]]) -> ConstraintImported:
+async def import_dry_run(svc: AuthService, ids: list[str], constraints: list[dict[str, Any]]) -> ConstraintImported:
     """constraintsTemplateImport with dry_run: the validated template's what-if; nothing is written."""
-    report = await dry_run_report(engine, constraints)
+    report = await dry_run_report(svc, constraints)
     return ConstraintImported(
         message=f"Dry run: importing {len(ids)} constraint(s) would change {len(report.changes)} decision(s).",
         constraint_ids=ids,
@@ -599,14 +584,12 @@ def _mismatch(failed: Sequence[PolicyTestOutcome], total: int) -> ValidationErro
 
 
 @handlers.on(RunPolicyTestsQuery)
-async def run_policy_tests(engine: Engine, op: RunPolicyTestsQuery, call: Call) -> PolicyTestReport:
+async def run_policy_tests(svc: AuthService, op: RunPolicyTestsQuery, call: Call) -> PolicyTestReport:
     for i, t in enumerate(op.tests):
         _known_type(t.object_type, f"tests[{i}].object_type")
-    revision, model = await current_model(service(engine), op.at_least_revision, call.policy_version)
+    revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
     changed = op.add_constraints or op.delete_constraint_ids or op.role_mfa or op.user_roles
-    outcomes = await _off_loop(
-        service(engine), lambda: _outcomes(_candidate(model, op) if changed else model, op.tests)
-    )
+    outcomes = await _off_loop(svc, lambda: _outcomes(_candidate(model, op) if changed else model, op.tests))
     failed = [o for o in outcomes if not o.passed]
     if failed and op.fail_on_mismatch:
         raise _mismatch(failed, len(outcomes))

@@ -30,27 +30,27 @@ from pluginsdk.principal import Principal
 
 from ...registry import HandlerTable
 from ..crypto import now, parse_ts, ts
-from ._common import bump, role_from_row, service
+from ..service import AuthService
+from ._common import bump, role_from_row
 
 if TYPE_CHECKING:
     from ...call import Call
-    from ...engine import Engine
 
-handlers = HandlerTable()
+handlers = HandlerTable(AuthService)
 
 
 @handlers.on(ListRolesQuery)
-async def list_roles(engine: Engine, op: ListRolesQuery, call: Call) -> RoleList:
+async def list_roles(svc: AuthService, op: ListRolesQuery, call: Call) -> RoleList:
     principal = call.principal
-    rows = await service(engine).store.list_roles(await engine.readable(principal, "role"))
+    rows = await svc.store.list_roles(await svc.plan(principal, "role", "GET"))
     roles = [role_from_row(r) for r in rows]
-    roles = await engine.visible(principal, "role", roles, lambda r: {"roleName": r.role_name})
+    roles = await svc.filter_allowed(principal, "role", roles, lambda r: {"roleName": r.role_name}, "GET")
     return RoleList(message=RoleItems(items=roles))
 
 
 @handlers.on(CreateRoleCommand)
-async def create_role(engine: Engine, op: CreateRoleCommand, call: Call) -> RoleWritten:
-    store = service(engine).store
+async def create_role(svc: AuthService, op: CreateRoleCommand, call: Call) -> RoleWritten:
+    store = svc.store
     async with store.transaction():
         await store.insert_role(
             {
@@ -68,8 +68,8 @@ async def create_role(engine: Engine, op: CreateRoleCommand, call: Call) -> Role
 
 
 @handlers.on(UpdateRoleCommand)
-async def update_role(engine: Engine, op: UpdateRoleCommand, call: Call) -> RoleWritten:
-    store = service(engine).store
+async def update_role(svc: AuthService, op: UpdateRoleCommand, call: Call) -> RoleWritten:
+    store = svc.store
     changes: dict[str, object] = {}
     for name in ("description", "source", "source_identifier", "mfa_required"):
         if name in op.model_fields_set:
@@ -83,8 +83,8 @@ async def update_role(engine: Engine, op: UpdateRoleCommand, call: Call) -> Role
 
 
 @handlers.on(DeleteRoleCommand)
-async def delete_role(engine: Engine, op: DeleteRoleCommand, call: Call) -> RoleWritten:
-    store = service(engine).store
+async def delete_role(svc: AuthService, op: DeleteRoleCommand, call: Call) -> RoleWritten:
+    store = svc.store
     async with store.transaction():
         if not await store.delete_role(op.role_id):
             raise NotFoundError("role", op.role_id, f"Role '{op.role_id}' not found.")
@@ -97,22 +97,24 @@ async def delete_role(engine: Engine, op: DeleteRoleCommand, call: Call) -> Role
 
 
 @handlers.on(ListUserRolesQuery)
-async def list_user_roles(engine: Engine, op: ListUserRolesQuery, call: Call) -> UserRoleList:
+async def list_user_roles(svc: AuthService, op: ListUserRolesQuery, call: Call) -> UserRoleList:
     principal = call.principal
     by_user: dict[str, list[str]] = defaultdict(list)
     created: dict[str, str] = {}
-    for r in await service(engine).store.user_role_rows(access=await engine.readable(principal, "userRole")):
+    for r in await svc.store.user_role_rows(access=await svc.plan(principal, "userRole", "GET")):
         by_user[r["user_id"]].append(r["role_name"])
         created[r["user_id"]] = min(created.get(r["user_id"], r["created_on"]), r["created_on"])
     items = [
         UserRoleAssignment(user_id=u, role_name=names, created_on=parse_ts(created[u])) for u, names in by_user.items()
     ]
-    items = await engine.visible(principal, "userRole", items, lambda a: {"userId": a.user_id, "roleName": a.role_name})
+    items = await svc.filter_allowed(
+        principal, "userRole", items, lambda a: {"userId": a.user_id, "roleName": a.role_name}, "GET"
+    )
     return UserRoleList(message=UserRoleItems(items=items))
 
 
-async def _check_roles_exist(engine: Engine, names: list[str]) -> None:
-    existing = await service(engine).store.existing_roles(names)
+async def _check_roles_exist(svc: AuthService, names: list[str]) -> None:
+    existing = await svc.store.existing_roles(names)
     missing = [n for n in names if n not in existing]
     if missing:
         raise ValidationError(
@@ -123,10 +125,10 @@ async def _check_roles_exist(engine: Engine, names: list[str]) -> None:
 
 
 @handlers.on(CreateUserRolesCommand)
-async def create_user_roles(engine: Engine, op: CreateUserRolesCommand, call: Call) -> UserRolesWritten:
-    store = service(engine).store
+async def create_user_roles(svc: AuthService, op: CreateUserRolesCommand, call: Call) -> UserRolesWritten:
+    store = svc.store
     async with store.transaction():
-        await _check_roles_exist(engine, op.role_name)
+        await _check_roles_exist(svc, op.role_name)
         held = set(await store.roles_of(op.user_id))
         dup = [r for r in op.role_name if r in held]
         if dup:
@@ -145,22 +147,20 @@ async def create_user_roles(engine: Engine, op: CreateUserRolesCommand, call: Ca
     )
 
 
-async def _readable(engine: Engine, principal: Principal, user_id: str, roles: list[str]) -> list[str]:
+async def _readable(svc: AuthService, principal: Principal, user_id: str, roles: list[str]) -> list[str]:
     """The roles of `user_id`'s assignments the caller may read: the only ones a write of the set touches or
     shows (an assignment it may not read is as good as missing to it). Decided before the write's
     transaction: an assignment added meanwhile is not among them, so it is left alone."""
-    return await engine.authz.filter_allowed(
-        principal, "userRole", roles, lambda r: {"userId": user_id, "roleName": r}, "GET"
-    )
+    return await svc.filter_allowed(principal, "userRole", roles, lambda r: {"userId": user_id, "roleName": r}, "GET")
 
 
 @handlers.on(UpdateUserRolesCommand)
-async def update_user_roles(engine: Engine, op: UpdateUserRolesCommand, call: Call) -> UserRolesWritten:
+async def update_user_roles(svc: AuthService, op: UpdateUserRolesCommand, call: Call) -> UserRolesWritten:
     principal = call.principal
-    store = service(engine).store
-    readable = await _readable(engine, principal, op.user_id, await store.roles_of(op.user_id))
+    store = svc.store
+    readable = await _readable(svc, principal, op.user_id, await store.roles_of(op.user_id))
     async with store.transaction():
-        await _check_roles_exist(engine, op.role_name)
+        await _check_roles_exist(svc, op.role_name)
         held = await store.roles_of(op.user_id)
         await store.delete_user_roles(op.user_id, [r for r in readable if r not in op.role_name])
         await store.add_user_roles(op.user_id, [r for r in op.role_name if r not in held], ts(now()))
@@ -173,10 +173,10 @@ async def update_user_roles(engine: Engine, op: UpdateUserRolesCommand, call: Ca
 
 
 @handlers.on(DeleteUserRolesCommand)
-async def delete_user_roles(engine: Engine, op: DeleteUserRolesCommand, call: Call) -> UserRolesWritten:
+async def delete_user_roles(svc: AuthService, op: DeleteUserRolesCommand, call: Call) -> UserRolesWritten:
     principal = call.principal
-    store = service(engine).store
-    readable = await _readable(engine, principal, op.user_id, await store.roles_of(op.user_id))
+    store = svc.store
+    readable = await _readable(svc, principal, op.user_id, await store.roles_of(op.user_id))
     async with store.transaction():
         if not readable or not await store.delete_user_roles(op.user_id, readable):
             raise NotFoundError("user_role", op.user_id, f"User '{op.user_id}' has no role assignments.")

@@ -27,13 +27,12 @@ from pluginsdk.operations.routes import (
 )
 
 from ...registry import HandlerTable
-from ._common import service
+from ..service import AuthService
 
 if TYPE_CHECKING:
     from ...call import Call
-    from ...engine import Engine
 
-handlers = HandlerTable()
+handlers = HandlerTable(AuthService)
 
 _ORDER = ("GET", "POST", "PUT", "DELETE")
 
@@ -54,14 +53,13 @@ def api_routes() -> list[ApiRoute]:
 
 
 @handlers.on(ListApiRoutesQuery)
-async def list_api_routes(engine: Engine, op: ListApiRoutesQuery, call: Call) -> ApiRouteList:
+async def list_api_routes(svc: AuthService, op: ListApiRoutesQuery, call: Call) -> ApiRouteList:
     return ApiRouteList(routes=api_routes())
 
 
 @handlers.on(ListAllowedApiRoutesQuery)
-async def list_allowed_api_routes(engine: Engine, op: ListAllowedApiRoutesQuery, call: Call) -> AllowedApiRoutes:
+async def list_allowed_api_routes(svc: AuthService, op: ListAllowedApiRoutesQuery, call: Call) -> AllowedApiRoutes:
     principal = call.principal
-    svc = service(engine)
     out = []
     for route in api_routes():
         methods = [
@@ -73,9 +71,8 @@ async def list_allowed_api_routes(engine: Engine, op: ListAllowedApiRoutesQuery,
 
 
 @handlers.on(AuthorizeWebRoutesQuery)
-async def authorize_web_routes(engine: Engine, op: AuthorizeWebRoutesQuery, call: Call) -> WebRoutesAllowed:
+async def authorize_web_routes(svc: AuthService, op: AuthorizeWebRoutesQuery, call: Call) -> WebRoutesAllowed:
     principal = call.principal
-    svc = service(engine)
     allowed = [
         AllowedWebRoute(method=r.method, route__path=r.route__path)
         for r in op.routes
@@ -94,19 +91,19 @@ def _known_type(object_type: str) -> None:
 
 
 @handlers.on(IsAllowedQuery)
-async def is_allowed(engine: Engine, op: IsAllowedQuery, call: Call) -> AuthorizationDecision:
+async def is_allowed(svc: AuthService, op: IsAllowedQuery, call: Call) -> AuthorizationDecision:
     principal = call.principal
     _known_type(op.object_type)
-    ok = await service(engine).is_allowed(principal, op.object_type, op.attributes, op.method)
+    ok = await svc.is_allowed(principal, op.object_type, op.attributes, op.method)
     return AuthorizationDecision(allowed=ok, object_type=op.object_type, method=op.method, user_id=principal.user_id)
 
 
 @handlers.on(FilterAllowedQuery)
-async def filter_allowed(engine: Engine, op: FilterAllowedQuery, call: Call) -> FilteredObjects:
+async def filter_allowed(svc: AuthService, op: FilterAllowedQuery, call: Call) -> FilteredObjects:
     principal = call.principal
     _known_type(op.object_type)
     indexed = list(enumerate(op.objects))
-    kept = await engine.authz.filter_allowed(principal, op.object_type, indexed, lambda p: p[1], op.method)
+    kept = await svc.filter_allowed(principal, op.object_type, indexed, lambda p: p[1], op.method)
     return FilteredObjects(
         allowed=[o for _, o in kept],
         indexes=[i for i, _ in kept],

@@ -36,21 +36,19 @@ from ...store.db import Row
 from ..audit import user_change
 from ..crypto import new_refresh_token, now, parse_ts, sha256_hex, ts
 from ..service import AuthService
-from ._common import clear_mfa, service
+from ._common import clear_mfa
 from .users import CONFIRMED, FORCE_CHANGE
 
 if TYPE_CHECKING:
     from ...call import Call
-    from ...engine import Engine
 
-handlers = HandlerTable()
+handlers = HandlerTable(AuthService)
 
 _SCHEME = "Bearer"
 _BAD_LOGIN = "Incorrect user name or password."
 
 
-def _managed(engine: Engine) -> AuthService:
-    svc = service(engine)
+def _managed(svc: AuthService) -> AuthService:
     if svc.tokens is None:
         raise ValidationError(
             "Password sign-in is unavailable: the managed user pool is not enabled "
@@ -146,11 +144,11 @@ async def open_session(svc: AuthService, user: Row, mfa: bool) -> SessionTokens:
 
 
 @handlers.on(LoginCommand)
-async def login(engine: Engine, op: LoginCommand, call: Call) -> SessionTokens:
+async def login(svc: AuthService, op: LoginCommand, call: Call) -> SessionTokens:
     """Sign-in limits, password, then the pending password change, then the MFA code; each missing step answers
     a challenge."""
     principal = call.principal
-    svc = _managed(engine)
+    svc = _managed(svc)
     client = _client(principal)
     await svc.throttle.check(op.username, client)  # before any hashing: a locked name costs nothing
     user = await _signed_in_user(svc, op.username, op.password, client)
@@ -233,8 +231,8 @@ async def _proved_step(
 
 
 @handlers.on(RefreshTokensCommand)
-async def refresh_tokens(engine: Engine, op: RefreshTokensCommand, call: Call) -> SessionTokens:
-    svc = _managed(engine)
+async def refresh_tokens(svc: AuthService, op: RefreshTokensCommand, call: Call) -> SessionTokens:
+    svc = _managed(svc)
     assert svc.tokens is not None
     ended = AuthenticationError("The refresh token is invalid or expired; sign in again.")
     session = await svc.store.session_by_refresh(sha256_hex(op.refresh_token))
@@ -258,9 +256,8 @@ def _session_id(principal: Principal) -> str | None:
 
 
 @handlers.on(LogoutCommand)
-async def logout(engine: Engine, op: LogoutCommand, call: Call) -> SessionTokens:
+async def logout(svc: AuthService, op: LogoutCommand, call: Call) -> SessionTokens:
     principal = call.principal
-    svc = service(engine)
     sid = _session_id(principal)
     if sid is None:
         raise ValidationError(
@@ -271,9 +268,9 @@ async def logout(engine: Engine, op: LogoutCommand, call: Call) -> SessionTokens
 
 
 @handlers.on(ChangePasswordCommand)
-async def change_password(engine: Engine, op: ChangePasswordCommand, call: Call) -> SessionTokens:
+async def change_password(svc: AuthService, op: ChangePasswordCommand, call: Call) -> SessionTokens:
     principal = call.principal
-    svc = _managed(engine)
+    svc = _managed(svc)
     user = await _user(svc, principal)
     await svc.throttle.check(user["user_id"])
     if not await svc.passwords.averify(user["password_hash"], op.previous_password):
@@ -327,12 +324,12 @@ async def _claim(svc: AuthService, user_id: str, step: int | None) -> None:
 
 
 @handlers.on(SetupMfaCommand)
-async def setup_mfa(engine: Engine, op: SetupMfaCommand, call: Call) -> MfaSetup:
+async def setup_mfa(svc: AuthService, op: SetupMfaCommand, call: Call) -> MfaSetup:
     """A pending secret bound to this session; the enrolled one (if any) stays in force until it is verified."""
     principal = call.principal
     import pyotp
 
-    svc = _managed(engine)
+    svc = _managed(svc)
     sid = _own_session(principal, "set up MFA")
     user = await _user(svc, principal)
     step = await _current_factor(svc, user, principal, op.code, "replace the authenticator")
@@ -355,11 +352,11 @@ async def setup_mfa(engine: Engine, op: SetupMfaCommand, call: Call) -> MfaSetup
 
 
 @handlers.on(VerifyMfaCommand)
-async def verify_mfa(engine: Engine, op: VerifyMfaCommand, call: Call) -> SessionTokens:
+async def verify_mfa(svc: AuthService, op: VerifyMfaCommand, call: Call) -> SessionTokens:
     """The pending secret this session started becomes the enrolled one, and this session multi-factor: it
     either had no factor to prove or proved it when it started the set-up."""
     principal = call.principal
-    svc = _managed(engine)
+    svc = _managed(svc)
     assert svc.tokens is not None
     sid = _own_session(principal, "verify MFA")
     user = await _user(svc, principal)
@@ -393,9 +390,9 @@ async def verify_mfa(engine: Engine, op: VerifyMfaCommand, call: Call) -> Sessio
 
 
 @handlers.on(DisableMfaCommand)
-async def disable_mfa(engine: Engine, op: DisableMfaCommand, call: Call) -> SessionTokens:
+async def disable_mfa(svc: AuthService, op: DisableMfaCommand, call: Call) -> SessionTokens:
     principal = call.principal
-    svc = _managed(engine)
+    svc = _managed(svc)
     _own_session(principal, "turn MFA off")
     user = await _user(svc, principal)
     if not user["mfa_enabled"]:
@@ -409,6 +406,5 @@ async def disable_mfa(engine: Engine, op: DisableMfaCommand, call: Call) -> Sess
 
 
 @handlers.on(GetJwksQuery)
-async def get_jwks(engine: Engine, op: GetJwksQuery, call: Call) -> Jwks:
-    svc = service(engine)
+async def get_jwks(svc: AuthService, op: GetJwksQuery, call: Call) -> Jwks:
     return Jwks(keys=svc.tokens.jwks() if svc.tokens is not None else [])

@@ -26,13 +26,12 @@ from pluginsdk.operations.users import (
 from ...registry import HandlerTable
 from ..crypto import now, temporary_password, ts
 from ..service import AuthService
-from ._common import clear_mfa, service, user_from_row
+from ._common import clear_mfa, user_from_row
 
 if TYPE_CHECKING:
     from ...call import Call
-    from ...engine import Engine
 
-handlers = HandlerTable()
+handlers = HandlerTable(AuthService)
 
 FORCE_CHANGE = "FORCE_CHANGE_PASSWORD"
 CONFIRMED = "CONFIRMED"
@@ -68,8 +67,7 @@ _SHOWN_ONCE = (
 
 
 @handlers.on(ListManagedUsersQuery)
-async def list_managed_users(engine: Engine, op: ListManagedUsersQuery, call: Call) -> ManagedUserList:
-    svc = service(engine)
+async def list_managed_users(svc: AuthService, op: ListManagedUsersQuery, call: Call) -> ManagedUserList:
     svc.require_managed()
     size = op.page_size or op.max_items
     pos = svc.decode_page("users", op.starting_token)
@@ -83,8 +81,7 @@ async def list_managed_users(engine: Engine, op: ListManagedUsersQuery, call: Ca
 
 
 @handlers.on(CreateManagedUserCommand)
-async def create_managed_user(engine: Engine, op: CreateManagedUserCommand, call: Call) -> ManagedUserWritten:
-    svc = service(engine)
+async def create_managed_user(svc: AuthService, op: CreateManagedUserCommand, call: Call) -> ManagedUserWritten:
     svc.require_managed()
     if await svc.store.get_user(op.user_id) is not None:
         raise AlreadyExistsError("user", op.user_id, f"User '{op.user_id}' already exists.")
@@ -115,8 +112,7 @@ async def create_managed_user(engine: Engine, op: CreateManagedUserCommand, call
 
 
 @handlers.on(UpdateManagedUserCommand)
-async def update_managed_user(engine: Engine, op: UpdateManagedUserCommand, call: Call) -> ManagedUserWritten:
-    svc = service(engine)
+async def update_managed_user(svc: AuthService, op: UpdateManagedUserCommand, call: Call) -> ManagedUserWritten:
     svc.require_managed()
     changes: dict[str, Any] = {"updated_at": ts(now())}
     if op.email is not None:
@@ -136,8 +132,7 @@ async def update_managed_user(engine: Engine, op: UpdateManagedUserCommand, call
 
 
 @handlers.on(DeleteManagedUserCommand)
-async def delete_managed_user(engine: Engine, op: DeleteManagedUserCommand, call: Call) -> ManagedUserWritten:
-    svc = service(engine)
+async def delete_managed_user(svc: AuthService, op: DeleteManagedUserCommand, call: Call) -> ManagedUserWritten:
     svc.require_managed()
     async with svc.store.transaction():
         if not await svc.store.delete_user(op.user_id):
@@ -151,9 +146,8 @@ async def delete_managed_user(engine: Engine, op: DeleteManagedUserCommand, call
 
 @handlers.on(ResetManagedUserPasswordCommand)
 async def reset_managed_user_password(
-    engine: Engine, op: ResetManagedUserPasswordCommand, call: Call
+    svc: AuthService, op: ResetManagedUserPasswordCommand, call: Call
 ) -> ManagedUserWritten:
-    svc = service(engine)
     svc.require_managed()
     user = await svc.store.get_user(op.user_id)
     if user is None:
@@ -174,9 +168,8 @@ async def reset_managed_user_password(
 
 
 @handlers.on(ResetManagedUserMfaCommand)
-async def reset_managed_user_mfa(engine: Engine, op: ResetManagedUserMfaCommand, call: Call) -> ManagedUserWritten:
+async def reset_managed_user_mfa(svc: AuthService, op: ResetManagedUserMfaCommand, call: Call) -> ManagedUserWritten:
     """An administrator's reset for a lost authenticator (audited like every managed-user change)."""
-    svc = service(engine)
     svc.require_managed()
     async with svc.store.transaction():
         if not await clear_mfa(svc, op.user_id):
