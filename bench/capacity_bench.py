@@ -9,7 +9,10 @@
    (`CapacityMemory.admit`, one point read), the attempt recorded before the provider call — against the same
    template without candidates (the baseline, the path every release had), alternated, median of each; the
    ratio, and the capacity check's own share of the launch.
-3. Fan-out: 1,000 requests of 2 machines across three instances each refusing 30 % of launches for capacity
+3. Readiness check: reconciles (`sync_request`) of a running request whose template requires
+   a readiness signal (`configuration.boot`) and whose machines never send it; the check's own time
+   (`readiness.unready`: the readiness rows of the running machines) and its share of the reconcile.
+4. Fan-out: 1,000 requests of 2 machines across three instances each refusing 30 % of launches for capacity
    (`capacity_failure_rate`, seeded), cooldown 1 ms (at the default 300 s a refused instance would sit out the
    whole run): every request ends; provider launch calls against the minimum possible (one per request).
 
@@ -32,6 +35,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from backends.local import readiness  # noqa: E402
 from backends.local.providers.local import LocalProvider  # noqa: E402
 from backends.local.store.capacity import CapacityMemory  # noqa: E402
 from pluginsdk import PluginSDK, ProviderError  # noqa: E402
@@ -68,6 +72,21 @@ async def _timed_admit(self: CapacityMemory, key: str) -> Any:
 
 
 CapacityMemory.admit = _timed_admit  # type: ignore[method-assign]
+
+READY: list[float] = []
+"""Seconds of each readiness check (`readiness.unready`)."""
+_unready = readiness.unready
+
+
+async def _timed_unready(*args: Any) -> Any:
+    started = time.perf_counter()
+    try:
+        return await _unready(*args)
+    finally:
+        READY.append(time.perf_counter() - started)
+
+
+readiness.unready = _timed_unready
 
 FAST = {"type": "local", "boot_delay": 0.01, "terminate_delay": 0.01, "seed": 11}
 
@@ -130,6 +149,24 @@ async def launch_overhead(work: Path, samples: int) -> dict[str, float]:
     }
 
 
+async def readiness_overhead(work: Path, samples: int) -> dict[str, float]:
+    config = _config(work, {"never": {"ready_rate": 0.0}}, 300)
+    reads: list[float] = []
+    async with PluginSDK(config=config) as sdk:
+        boot = {"boot": {"timeout_seconds": 3600}}
+        await sdk.create_template(template_id="boot", image_id="ami-1", provider="never", configuration=boot)
+        rid = (await sdk.create_request("boot", 2)).request_id or ""
+        while sum(m.status.value == "running" for m in (await sdk.get_request(rid, long=True)).machines) < 2:
+            await asyncio.sleep(0.02)
+        READY.clear()
+        for _ in range(samples):
+            started = time.perf_counter()
+            await sdk.sync_request(rid)
+            reads.append(time.perf_counter() - started)
+    read, check = statistics.median(reads), statistics.median(READY)
+    return {"read_ms": read * 1000, "check_ms": check * 1000, "check_share": check / read}
+
+
 async def fan_out(work: Path, requests: int) -> dict[str, float]:
     rate = {"capacity_failure_rate": 0.3}
     config = _config(work, {"a": rate, "b": rate, "c": rate}, 0.001)
@@ -182,14 +219,15 @@ async def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        for sub in ("a", "b", "c"):
+        for sub in ("a", "b", "c", "d"):
             (work / sub).mkdir()
         figures = {
             "fallback": await fallback_latency(work / "a", args.samples),
             "overhead": await launch_overhead(work / "b", args.samples),
+            "readiness": await readiness_overhead(work / "d", args.samples),
             "fan_out": await fan_out(work / "c", args.requests),
         }
-    f, o, n = figures["fallback"], figures["overhead"], figures["fan_out"]
+    f, o, n, r = figures["fallback"], figures["overhead"], figures["fan_out"], figures["readiness"]
     print("| measure | figure | target |")
     print("|---|---:|---|")
     print(f"| capacity error -> fallback launch, median / p95 / max | {f['median_ms']:.2f} / {f['p95_ms']:.2f} / "
@@ -199,6 +237,9 @@ async def main() -> None:
     print(f"| ratio one candidate / baseline | {o['ratio']:.3f} | |")
     print(f"| the capacity check (admit), median, share of the launch | {o['check_ms']:.3f} ms, "
           f"{100 * o['check_share']:.1f} % | ≤ 5 % |")  # fmt: skip
+    print(f"| reconcile of a request awaiting readiness (sync_request), median | {r['read_ms']:.2f} ms | |")
+    print(f"| the readiness check, median, share of the reconcile | {r['check_ms']:.3f} ms, "
+          f"{100 * r['check_share']:.1f} % | |")  # fmt: skip
     print(f"| {n['requests']} requests, 3 instances, 30 % refused: terminal | {n['terminal']} | all |")
     print(f"| provider launch calls / minimum | {n['provider_launch_calls']} / {n['minimum_calls']} "
           f"({n['calls_per_request']:.3f} per request) | |")  # fmt: skip

@@ -2,7 +2,7 @@
 
 from typing import Any, Literal, overload
 
-from pluginsdk.models import AccessGranted, AccessPlan, AccessQuestion, ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuditPage, AuthorizationDecision, CleanupResult, ConfigurationView, Constraint, ConstraintImported, ConstraintList, ConstraintWritten, CriterionInput, Explanation, FederatedSignIn, FilteredObjects, GroupPermissionInput, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, PermissionObjects, PolicyTest, PolicyTestReport, ProviderHealth, ProviderList, ProvidersStatus, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SamlMetadata, SecureConfig, SessionTokens, SignInOptions, SubjectDecision, SubjectDecisions, SubjectRoutes, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserPermissionInput, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed, WhatIfReport, WhoCan
+from pluginsdk.models import AccessGranted, AccessPlan, AccessQuestion, ActiveMachineCount, AllowedApiRoutes, AmplifyConfig, ApiKeyCreated, ApiKeyList, ApiKeyResult, ApiRouteList, AuditPage, AuthorizationDecision, CleanupResult, ConfigurationView, Constraint, ConstraintImported, ConstraintList, ConstraintWritten, CriterionInput, Explanation, FederatedSignIn, FilteredObjects, GroupPermissionInput, Jwks, LoginProfile, Machine, MachineHealth, MachineList, MachineReady, MachineStatus, ManagedUserList, ManagedUserWritten, Metrics, MfaSetup, PermissionObjects, PolicyTest, PolicyTestReport, ProviderHealth, ProviderList, ProvidersStatus, Request, RequestCreated, RequestList, RequestStatus, RequestStatusList, RequestSummary, ReturnRequestCreated, RoleList, RoleWritten, SamlMetadata, SecureConfig, SessionTokens, SignInOptions, SubjectDecision, SubjectDecisions, SubjectRoutes, SystemStatus, TemplateList, TemplateRefresh, TemplateResult, TemplateValidation, TemplateWritten, UserPermissionInput, UserRoleList, UserRolesWritten, VersionInfo, WebRoute, WebRoutesAllowed, WhatIfReport, WhoCan
 
 class SDKMethods:
     async def authorize_web_routes(self, routes: list[WebRoute]) -> WebRoutesAllowed:
@@ -168,6 +168,8 @@ class SDKMethods:
         """Sign in to the managed user pool with username and password; returns tokens or a challenge."""
     async def logout(self) -> SessionTokens:
         """End the caller's session: its refresh token stops working and its tokens are rejected."""
+    async def mark_machine_ready(self, machine_id: str) -> MachineReady:
+        """Report that a machine finished its startup (its startup script calls this)."""
     async def plan_access(self, object_type: str, method: str, user_id: str | None = ..., roles: list[str] | None = ..., mfa: bool = ..., at_least_revision: int | None = ...) -> AccessPlan:
         """Which objects of a type a subject may use a method on: always, never, or a condition tree to query by."""
     async def populate_machine_ids(self, request_id: str) -> Request:

@@ -159,6 +159,8 @@ class LocalProviderSettings(_Group):
     """Seconds after boot when the simulated cloud takes a running machine back (a spot interruption)."""
     reclaim_rate: float = Field(1.0, ge=0, le=1)
     """Share of machines it takes back."""
+    ready_rate: float = Field(1.0, ge=0, le=1)
+    """Share of booted machines that report ready by themselves (0: none ever does; docs/providers.md)."""
 
 
 class AwsProviderSettings(_Group):
@@ -179,6 +181,10 @@ class AwsProviderSettings(_Group):
     retry_mode: Literal["standard", "adaptive", "legacy"] | None = None
     max_attempts: int = Field(5, ge=1, le=100)
     timeout: float = Field(30.0, gt=0)
+    interruption_queue_url: str | None = None
+    """SQS queue receiving EventBridge's EC2 interruption events (docs/providers.md)."""
+    interruption_wait_seconds: int = Field(0, ge=0, le=20)
+    """Long-poll seconds of each receive from it (0: off)."""
 
 
 _PROVIDER_GROUPS: dict[str, type[_Group]] = {"local": LocalProviderSettings, "aws": AwsProviderSettings}

@@ -144,7 +144,7 @@ async def test_mcp_page_profile_counts_and_error_are_the_servers(tmp_path: Path)
 
     text = (ROOT / "docs" / "mcp.md").read_text(encoding="utf-8")
     documented = {m[1]: int(m[2]) for m in re.finditer(r"^\| `(\w+)`(?: \(default\))? \| (\d+) \|", text, re.MULTILINE)}
-    assert set(documented) == {"provisioning", "auth", "policy", "federation", "all"}
+    assert set(documented) == {"provisioning", "auth", "policy", "federation", "machine", "all"}
     example = next(json.loads(b.body) for b in blocks(ROOT / "docs" / "mcp.md") if '"tool": "get_template"' in b.body)
     async with PluginSDK(config=base_config(tmp_path)) as sdk:
         for profile, count in documented.items():

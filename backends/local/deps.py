@@ -3,10 +3,10 @@
 The engine builds one `Deps` when it starts and hands it to each handler of `handlers/` (and to the
 reconciler): the settings, the store, the `TemplateCatalog` (stored and file templates), the `ProviderPool`
 (started provider instances), `Access` (the tier-2 filters of listings), the capacity memory of launch
-candidates with its counters, and the engine's call counters. A handler sees
-these and nothing else of the engine. The auth handlers receive the auth service instead
-(`auth/service.py`); each handler module's table says which (`registry.py`). One module for the parts: a
-CLI call imports it whatever it runs.
+candidates with its counters, the bootstrap memory (machines ready, templates' bootstrap failures), and the
+engine's call counters. A handler sees these and nothing else of the engine. The auth handlers receive the
+auth service instead (`auth/service.py`); each handler module's table says which (`registry.py`). One module
+for the parts: a CLI call imports it whatever it runs.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from pluginsdk.principal import Principal
 from .providers import load_provider_class
 from .providers.base import ProviderDriver
 from .store import Store
+from .store.boot import BootMemory
 from .store.capacity import CapacityMemory
 from .templates_files import TemplateFiles
 
@@ -197,6 +198,7 @@ class Deps:
 
     __slots__ = (
         "access",
+        "boot",
         "capacity",
         "capacity_counters",
         "metrics",
@@ -216,6 +218,7 @@ class Deps:
         providers: ProviderPool,
         access: Access,
         capacity: CapacityMemory,
+        boot: BootMemory,
         metrics: Mapping[str, Mapping[str, float]],
         started_at: float,
     ) -> None:
@@ -227,6 +230,8 @@ class Deps:
         self.access = access
         self.capacity = capacity
         """The capacity memory of launch candidates (`store/capacity.py`), on the store."""
+        self.boot = boot
+        """Machines that reported ready and templates' bootstrap failures (`store/boot.py`), on the store."""
         self.capacity_counters: dict[str, float] = defaultdict(float)
         """Capacity failures, fallbacks and skipped candidates of this engine (`get_metrics`)."""
         self.metrics = metrics

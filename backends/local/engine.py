@@ -39,6 +39,7 @@ from .deps import Access, Deps, ProviderPool, TemplateCatalog
 from .providers.base import ProviderDriver
 from .registry import HandlerRegistry
 from .store import Store, open_store
+from .store.boot import BootMemory
 from .store.capacity import CapacityMemory
 from .templates_files import TemplateFiles
 
@@ -186,6 +187,7 @@ class Engine:
                 max_cooldown=limits.max_cooldown_seconds,
                 probe=limits.probe_seconds,
             ),
+            boot=BootMemory(store.db),
             metrics=self.metrics,
             started_at=self.started_at,
         )

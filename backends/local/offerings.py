@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .deps import Deps
 
 __all__ = [
+    "applied",
     "attempts_of",
     "cleanup_attempts",
     "has_offerings",
@@ -303,6 +304,11 @@ async def observe(
             seen.append(pm)
             providers[pm.machine_id] = attempt["provider"]
     return request, seen, providers
+
+
+def applied(template: Template, attempt: dict[str, Any]) -> Template:
+    """The template as one attempt's candidate launches it."""
+    return _applied(template, attempt) or template
 
 
 def _applied(template: Template | None, attempt: dict[str, Any]) -> Template | None:

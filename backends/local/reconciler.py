@@ -38,7 +38,7 @@ from pluginsdk.models import (
     utcnow,
 )
 
-from . import offerings
+from . import offerings, readiness
 from .providers.base import LaunchResult, ProviderDriver, ProvisionedMachine
 from .settling import apply_states, fold_states, merge, settle_status
 
@@ -75,21 +75,22 @@ async def _reconcile_provision(deps: Deps, request: Request) -> Request:
     """observe (the provider, outside the transaction) -> fold machine states -> settle the status -> record
     -> stop machines still pending at a timeout -> let the provider clean up after a finished request."""
     template = await deps.templates.get(request.template_id or "")
-    providers: dict[str, str] | None = None
-    if offerings.has_offerings(request):  # launched through candidates (a launch that never started: `_launched`)
-        request, seen, providers = await offerings.observe(deps, request, template)
-    else:
-        driver = await deps.providers.get(request.provider_name)
-        request, seen = await _launched(deps, driver, request, template)
+    rule = _boot_rule(template)
+    request, seen, providers = await _observe(deps, request, template, rule)
     now = utcnow()
     async with deps.store.transaction():
         current = await deps.store.get_request(request.request_id, for_update=True)
         if current is None or current.status.terminal:
             return current or request
         stored = await fold_states(deps, current, seen, providers)
+        waiting = await _unready(deps, rule, current, stored, seen)
         timed_out = now > current.created_at + timedelta(seconds=current.timeout)
-        status, message = settle_status(current, list(stored.values()), timed_out=timed_out)
+        status, message = settle_status(current, list(stored.values()), timed_out=timed_out, unready=waiting)
         current = await _record(deps, current, now, status=status, message=message, machine_ids=list(stored))
+    if rule is not None and template is not None and not current.status.terminal:
+        await readiness.enforce(
+            deps, current, template, rule, machines=stored, waiting=set(waiting), terminate=terminate_machines
+        )
     if status.terminal and timed_out:
         await _stop_pending(deps, current, stored.values())
     if current.status.terminal and not any(m.status.active for m in stored.values()):
@@ -98,6 +99,42 @@ async def _reconcile_provision(deps: Deps, request: Request) -> Request:
         else:
             await _cleanup(await deps.providers.get(current.provider_name), current)
     return current
+
+
+async def _observe(
+    deps: Deps, request: Request, template: Template | None, rule: readiness.BootRule | None
+) -> tuple[Request, list[ProvisionedMachine], dict[str, str] | None]:
+    """The request and what its provider(s) report, with the instance of each machine when it has attempts;
+    a replacement whose launcher died before launching it (readiness.py) is launched first."""
+    if rule is not None and template is not None:
+        request = await readiness.resume(deps, request, template)
+    if offerings.has_offerings(request):  # launched through candidates (a launch that never started: `_launched`)
+        return await offerings.observe(deps, request, template)
+    driver = await deps.providers.get(request.provider_name)
+    request, seen = await _launched(deps, driver, request, template)
+    return request, seen, None
+
+
+async def _unready(
+    deps: Deps,
+    rule: readiness.BootRule | None,
+    request: Request,
+    stored: dict[str, Machine],
+    seen: list[ProvisionedMachine],
+) -> frozenset[str]:
+    """Running machines still to report the readiness their template requires (none when it requires none)."""
+    if rule is None:
+        return frozenset()
+    return frozenset(await readiness.unready(deps, request.template_id or "", stored.values(), seen))
+
+
+def _boot_rule(template: Template | None) -> readiness.BootRule | None:
+    """The template's readiness requirement; a stored one that no longer reads is logged and ignored."""
+    try:
+        return readiness.rule_of(template)
+    except ValueError as exc:
+        log.warning("template %s: %s; its readiness is not checked", template.template_id if template else "", exc)
+        return None
 
 
 def ended(r: Request, status: RequestStatus, message: str) -> Request:
@@ -378,7 +415,7 @@ async def _record_reclaimed_of(deps: Deps, driver: ProviderDriver) -> list[str]:
     if not reclaimed:
         return []
     known = await deps.store.get_machines([pm.machine_id for pm in reclaimed])
-    fresh = [pm for pm in reclaimed if pm.machine_id in known and known[pm.machine_id].return_request_id is None]
+    fresh = await _fresh(deps, reclaimed, known)
     if not fresh:
         return []
     now = utcnow()
@@ -386,7 +423,8 @@ async def _record_reclaimed_of(deps: Deps, driver: ProviderDriver) -> list[str]:
     marked = [
         known[pm.machine_id].model_copy(
             update={
-                "status": MachineStatus.TERMINATED,
+                # a rebalance recommendation leaves the machine running: the scheduler returns it
+                "status": MachineStatus.RUNNING if pm.status is MachineStatus.RUNNING else MachineStatus.TERMINATED,
                 "return_request_id": ret_id,
                 "status_reason": f"{StatusReason.RECLAIMED}: {pm.reason or 'spot interruption'}",
                 "updated_at": now,
@@ -394,8 +432,9 @@ async def _record_reclaimed_of(deps: Deps, driver: ProviderDriver) -> list[str]:
         )
         for pm in fresh
     ]
+    held = {m.machine_id: known[m.machine_id].return_request_id for m in marked}
     async with deps.store.transaction():  # a machine a return claimed meanwhile stays that return's
-        taken = await deps.store.reassign_machines(marked, {})
+        taken = await deps.store.reassign_machines(marked, held)
         if not taken:
             return []
         ret = Request(
@@ -411,6 +450,24 @@ async def _record_reclaimed_of(deps: Deps, driver: ProviderDriver) -> list[str]:
         )
         await deps.store.insert_request(ret)
     return ret.machine_ids
+
+
+async def _fresh(
+    deps: Deps, reclaimed: list[ProvisionedMachine], known: dict[str, Machine]
+) -> list[ProvisionedMachine]:
+    """The reports not recorded yet, one per machine: of a machine no return holds, or a machine still running
+    under the provider's own return (a rebalance recommendation) that the provider now takes away."""
+    holders = sorted({m.return_request_id for m in known.values() if m.return_request_id and m.status.active})
+    by_provider = {rid for rid, r in (await deps.store.get_requests(holders)).items() if r.created_by == "provider"}
+    fresh: dict[str, ProvisionedMachine] = {}
+    for pm in reclaimed:
+        m = known.get(pm.machine_id)
+        if m is None or pm.machine_id in fresh:
+            continue
+        again = m.return_request_id in by_provider and pm.status is not MachineStatus.RUNNING
+        if m.return_request_id is None or again:
+            fresh[pm.machine_id] = pm
+    return list(fresh.values())
 
 
 async def reconcile_active(deps: Deps) -> int:

@@ -41,6 +41,7 @@ HANDLER_MODULES: Mapping[str, tuple[str, ...]] = {
     "constraints": (f"{_AUTH}.constraints",),
     "federation": (f"{_AUTH}.federation",),
     "grants": (f"{_AUTH}.grants",),
+    "machine_signals": (f"{_PROVISIONING}.machines",),
     "machines": (f"{_PROVISIONING}.machines",),
     "policy_checks": (f"{_AUTH}.policy_checks",),
     "requests": tuple(

@@ -81,16 +81,17 @@ def apply_states(
     return changed
 
 
-def _tally(request: Request, machines: list[Machine]) -> tuple[int, int, int, int, str]:
+def _tally(request: Request, machines: list[Machine], unready: frozenset[str]) -> tuple[int, int, int, int, str]:
     """(up, pending, withdrawn, unfilled, note) of a provisioning request's machines. A machine the caller
     returned after it ran was delivered (it counts as up); one returned before it ran was withdrawn (neither
     up nor failed); one the provider could not start at all (capacity everywhere) is unfilled: known short,
-    not awaited. The note is what the status message adds about the last two."""
+    not awaited; a running machine that has not reported the readiness its template requires (`unready`) is
+    still pending. The note is what the status message adds about withdrawn and unfilled machines."""
     withdrawn = sum(1 for m in machines if m.status_reason == StatusReason.RETURNED_BEFORE_RUNNING)
     up = sum(
         1
         for m in machines
-        if m.status is MachineStatus.RUNNING
+        if (m.status is MachineStatus.RUNNING and m.machine_id not in unready)
         or (
             m.return_request_id
             and m.status_reason != StatusReason.RETURNED_BEFORE_RUNNING
@@ -100,7 +101,8 @@ def _tally(request: Request, machines: list[Machine]) -> tuple[int, int, int, in
     pending = sum(
         1
         for m in machines
-        if m.status is MachineStatus.PENDING and m.status_reason != StatusReason.RETURNED_BEFORE_RUNNING
+        if (m.status is MachineStatus.PENDING and m.status_reason != StatusReason.RETURNED_BEFORE_RUNNING)
+        or m.machine_id in unready
     )
     unfilled = int(request.provider_data.get("unfilled") or 0)
     return up, pending, withdrawn, unfilled, _note(request, withdrawn, unfilled)
@@ -114,11 +116,14 @@ def _note(request: Request, withdrawn: int, unfilled: int) -> str:
     return note
 
 
-def settle_status(request: Request, machines: list[Machine], *, timed_out: bool) -> tuple[RequestStatus, str]:
-    """The status a provisioning request should have given its machines: `completed` once enough run;
-    ended (`_ended`) once nothing is pending and every machine is accounted for, or on timeout; else
-    `running` (still `pending` while the provider reports no machine)."""
-    counts = _tally(request, machines)
+def settle_status(
+    request: Request, machines: list[Machine], *, timed_out: bool, unready: frozenset[str] = frozenset()
+) -> tuple[RequestStatus, str]:
+    """The status a provisioning request should have given its machines: `completed` once enough run (and are
+    ready, when the template requires it: `unready` are not); ended (`_ended`) once nothing is pending and
+    every machine is accounted for, or on timeout; else `running` (still `pending` while the provider reports
+    no machine)."""
+    counts = _tally(request, machines, unready)
     up, pending, _, unfilled, note = counts
     if up >= request.count:
         return RequestStatus.COMPLETED, f"{up} of {request.count} machines running{note}."

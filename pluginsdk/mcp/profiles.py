@@ -4,8 +4,9 @@ A profile is a set of operation modules (`pluginsdk/operations/<module>.py`): `p
 requests, machines, providers; the default), `auth` (sessions, API keys, roles, constraints, grants, users, routes,
 login profile), `policy` (the decision point: checks for any subject, explain, who-can, what-if, policy
 tests, the audit log), `federation` (the steps of a sign-in through the identity provider, which a browser or
-the CLI takes rather than an assistant) and `all`. Several can be joined with commas
-(`provisioning,auth,policy,federation` = `all`).
+the CLI takes rather than an assistant), `machine` (what a machine says about itself: its readiness signal,
+which its startup script sends rather than an assistant) and `all`. Several can be joined with commas
+(`provisioning,auth,policy,federation,machine` = `all`).
 A tool outside the server's profile is neither listed nor callable. Chosen by `pluginsdk mcp serve --profile`, else
 `PLUGIN_MCP_PROFILE`, else `mcp.profile` in the configuration, else `provisioning`.
 """
@@ -25,6 +26,7 @@ PROFILES: Mapping[str, frozenset[str]] = {
     "auth": frozenset({"auth_sessions", "api_keys", "roles", "constraints", "grants", "users", "routes", "bootstrap"}),
     "policy": frozenset({"policy_checks", "audit"}),
     "federation": frozenset({"federation"}),
+    "machine": frozenset({"machine_signals"}),
 }
 """Profile -> the operation modules whose tools it lists. `all` lists every module, these and any other."""
 

@@ -72,7 +72,7 @@ def _drop_form_id(data: Any) -> Any:
 
 def _form_id_schema(schema: dict[str, Any]) -> None:
     """The row `id` the VAMS form sends, listed in the JSON schema as what it is: accepted and ignored."""
-    schema.setdefault("properties", {})["id"] = {"description": "The web form's row id: accepted and ignored."}
+    schema.setdefault("properties", {})["id"] = {"description": "The web form's row id (ignored)."}
 
 
 _WRITTEN = pydantic.ConfigDict(extra="forbid", json_schema_extra=_form_id_schema)
@@ -89,9 +89,10 @@ def _identifier(pattern: str) -> Any:
 
 
 class CriterionInput(Criterion):
-    """A criterion as written: unknown fields are errors, except the form's row `id` (ignored by name).
-    Stored constraints load with `Criterion`, which ignores what it does not know. The JSON schema lists the
-    fields of every object type (which of them fits the constraint's `objectType` is a cross-field rule)."""
+    """A criterion as written: unknown fields are errors, but for the form's row `id` (ignored). Fields of every
+    object type; which fit `objectType` is checked with the constraint."""
+
+    # Stored constraints load with `Criterion`, which ignores what it does not know.
 
     model_config = _WRITTEN
     _form_id = pydantic.model_validator(mode="before")(_drop_form_id)

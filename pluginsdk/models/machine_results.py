@@ -5,7 +5,7 @@ from typing import Any
 from .provisioning import Machine
 from .results import Result
 
-__all__ = ["ActiveMachineCount", "MachineHealth", "MachineList", "MachineResult"]
+__all__ = ["ActiveMachineCount", "MachineHealth", "MachineList", "MachineReady", "MachineResult"]
 
 
 class MachineResult(Result):
@@ -30,3 +30,8 @@ class MachineHealth(Result):
 class ActiveMachineCount(Result):
     count: int = 0
     by_template: dict[str, int] = {}
+
+
+class MachineReady(Result):
+    machine_id: str
+    request_status: str

@@ -57,7 +57,7 @@ class _Subject(BaseModel):
     user_id: UserId | None = None
     """The subject's user id: roles are resolved from its assignments unless `roles` is given."""
     roles: list[RoleName] | None = Field(None, max_length=200)
-    """Explicit roles (instead of the user's assignments); roles that do not exist grant nothing."""
+    """Explicit roles instead of the user's assignments; unknown roles grant nothing."""
     mfa: bool = False
     """Whether the subject's session is multi-factor (MFA-only roles count only then)."""
 

@@ -89,6 +89,8 @@ class ProvidersStatus(Result):
 
     providers: list[ProviderInstanceStatus] = []
     offerings: list[OfferingStatus] = []
+    protected: dict[str, str] = {}
+    """Template -> why its launches are refused."""
 
     def page_items(self) -> list[OfferingStatus]:
         return self.offerings

@@ -91,6 +91,8 @@ class Template(BaseModel):
     """Provider instance that launches it (default: `provider.default`); see `offerings` for several."""
     offerings: list[Offering] = []
     """Candidates tried in turn when one has no capacity (docs/providers.md); empty: `provider` alone."""
+    protected: str | None = None
+    """Why launches are refused (bootstrap failures)."""
     source: str = "store"
     """Where the template came from: store, or the file it was loaded from."""
     created_at: datetime | None = None

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from .constraints import *  # noqa: F403
     from .federation import *  # noqa: F403
     from .grants import *  # noqa: F403
+    from .machine_signals import *  # noqa: F403
     from .machines import *  # noqa: F403
     from .requests import *  # noqa: F403
     from .roles import *  # noqa: F403

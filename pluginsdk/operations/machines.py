@@ -2,7 +2,14 @@
 
 from pydantic import Field
 
-from ..models import ActiveMachineCount, CleanupResult, Machine, MachineHealth, MachineList, MachineStatus
+from ..models import (
+    ActiveMachineCount,
+    CleanupResult,
+    Machine,
+    MachineHealth,
+    MachineList,
+    MachineStatus,
+)
 from ..models.identifiers import TemplateId
 from ._base import Cli, Command, Policy, Query, Rest
 
@@ -15,7 +22,7 @@ __all__ = [
     "ListMachinesQuery",
 ]
 
-_MACHINE_POLICY = Policy(
+MACHINE_POLICY = Policy(
     object_type="machine", fields={"machineId": "machine_id"}, category="machines", stored="machine_id"
 )
 
@@ -25,7 +32,7 @@ class GetMachineQuery(Query[Machine]):
 
     rest = Rest("GET", "/api/v1/machines/{machine_id}")
     cli = Cli("machines", "show", args=("machine_id",))
-    policy = _MACHINE_POLICY
+    policy = MACHINE_POLICY
 
     machine_id: str = Field(min_length=1)
     """Machine to show."""
@@ -69,7 +76,7 @@ class GetMachineHealthQuery(Query[MachineHealth]):
 
     rest = Rest("GET", "/api/v1/machines/{machine_id}/health")
     cli = Cli("machines", "health", args=("machine_id",))
-    policy = _MACHINE_POLICY
+    policy = MACHINE_POLICY
 
     machine_id: str = Field(min_length=1)
 

@@ -73,7 +73,7 @@ class CreateRequestCommand(Command[RequestCreated]):
     requested_count: int = Field(ge=1, le=1_000_000)
     """How many machines (aliases: count, machine_count)."""
     timeout: int = Field(3600, ge=1, le=604800)
-    """Seconds before the request gives up on machines that do not come up."""
+    """Seconds before the request gives up on machines not yet up."""
     request_id: str | None = Field(None, pattern=r"^req-[A-Za-z0-9-]{1,64}$")
     """Pre-generated id (req-...) for idempotent retries."""
     tags: dict[str, str] = {}
@@ -81,12 +81,11 @@ class CreateRequestCommand(Command[RequestCreated]):
     additional_data: dict[str, Any] = {}
     """Passed through to the request record."""
     machine_names: list[Annotated[str, Field(pattern=_HOST_NAME)]] = Field([], max_length=10_000)
-    """Host names for the machines, one per machine in order (a scheduler's node names); empty: the provider
-    names them."""
+    """Host names, one per machine in order (a scheduler's node names); empty: the provider names them."""
     wait: bool = False
     """Return only when the request is finished (or timeout passes)."""
     dry_run: bool = False
-    """Validate and say what would happen: nothing is recorded, the cloud provider is not touched."""
+    """Say what would happen: nothing is recorded, the cloud provider is not touched."""
     created_request_id: str | None = None
     """Output: the id of the created request."""
 
@@ -110,7 +109,7 @@ class CreateReturnRequestCommand(Command[ReturnRequestCreated]):
     machine_ids: list[str] = []
     """Machines to return."""
     force_return: bool = False
-    """Return machines even if they are still starting or their request is active."""
+    """Return machines even while starting or their request is active."""
     return_all: bool = False
     """Return every active machine (needs force_return; destructive)."""
     timeout: int = Field(3600, ge=1, le=604800)
@@ -118,8 +117,8 @@ class CreateReturnRequestCommand(Command[ReturnRequestCreated]):
     from_request_id: str | None = Field(None, min_length=1, max_length=255)
     """Return the machines of this provisioning request (req-...), with any `machine_ids` given."""
     request_id: str | None = Field(None, pattern=_RETURN_ID)
-    """Id for the return request this makes (ret-...), so a retry does not return twice; not the provisioning
-    request whose machines to return (that is `from_request_id`)."""
+    """Id of the return request this makes (ret-...): a retry does not return twice. Not the machines' request
+    (`from_request_id`)."""
     dry_run: bool = False
     """Report what would be returned, change nothing."""
     created_request_ids: list[str] | None = None

@@ -157,6 +157,7 @@ class HpcStrategy(Strategy):
             )
         if refused:
             message += f"; skipped {', '.join(refused)}: {self.template_id_rule}"
+        message += "".join(f"; {e['protected']}" for e in out if e.get("protected"))
         if skipped or refused:
             log.warning("%s", message)
         return {"templates": out, "message": message}
@@ -218,6 +219,9 @@ class HpcStrategy(Strategy):
             "priceType": t.price_type,
             "providerApi": t.provider_api,
         }
+        if t.protected:  # bootstrap failures: the scheduler may ask for none (docs/providers.md)
+            entry["availableNumber"] = 0
+            entry["protected"] = t.protected
         if t.subnet_ids:
             entry["subnetId"] = ",".join(t.subnet_ids)
         if t.key_name:

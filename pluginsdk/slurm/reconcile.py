@@ -2,7 +2,9 @@
 
 The cases, each with what it is seen as and its repair (docs/schedulers.md has the same table):
 - *powered up without a machine*: Slurm holds the node neither POWERED_DOWN nor POWERING_DOWN nor DOWN, and
-  no active machine is named after it -> the node goes DOWN with the reason (its job is requeued).
+  no active machine is named after it -> the node goes DOWN with the reason (its job is requeued); when the
+  provider took its machine back (a spot interruption, a rebalance recommendation), the reason is the
+  provider's, as the machine records it.
 - *machine for a powered-down node*: an active machine named after a node Slurm holds POWERED_DOWN or
   POWERING_DOWN -> the machine is returned.
 - *machine for an unknown node*: the controller does not know the node -> the machine is returned.
@@ -50,6 +52,21 @@ async def _machines(execute: Execute, known: dict[str, str]) -> dict[str, Machin
             return found
 
 
+async def _reclaimed(execute: Execute, names: set[str]) -> dict[str, str]:
+    """Node name -> why the provider took its machine back, from the newest machines named after the nodes."""
+    from ..models import StatusReason
+    from ..operations import ListMachinesQuery
+
+    if not names:
+        return {}
+    found: dict[str, str] = {}
+    for machine in (await execute(ListMachinesQuery(limit=1000))).machines:
+        why = machine.status_reason or ""
+        if machine.name in names and machine.name not in found:
+            found[machine.name] = why
+    return {name: why for name, why in found.items() if why.startswith(StatusReason.RECLAIMED)}
+
+
 async def reconcile(execute: Execute, settings: SlurmSettings, registration_timeout: float) -> list[dict[str, str]]:
     """Compare the controller's nodes with the machines, repair each case of the table; the repairs."""
     from ..operations import CreateReturnRequestCommand
@@ -81,6 +98,10 @@ async def reconcile(execute: Execute, settings: SlurmSettings, registration_time
             fixes.append(
                 {"node": name, "machine": machine.machine_id, "case": "never registered", "action": "return, down"}
             )
+    lost = down.pop("powered up without a machine", [])
+    taken = await _reclaimed(execute, set(lost))
+    for name in lost:
+        down.setdefault(taken.get(name, "powered up without a machine"), []).append(name)
     for reason, names in down.items():
         await scontrol.down(names, reason)
     if give_back:

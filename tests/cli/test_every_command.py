@@ -69,6 +69,7 @@ def test_every_command(cli: Cli, tmp_path: Path) -> None:
     assert {m["machine_id"] for m in cli("machines", "status", *ids)["machines"]} == set(ids)
     assert cli("machines", "health", ids[0])["healthy"] is True
     assert cli("machines", "count")["count"] == 2
+    assert cli("machines", "ready", ids[0])["machine_id"] == ids[0]  # a startup script's readiness signal
     assert cli("requests", "show", rid)["status"] == "completed"
     assert cli("requests", "status", rid)["requests"][0]["request_id"] == rid
     assert cli("requests", "list", "--status", "completed")["total_count"] == 1

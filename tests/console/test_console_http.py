@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -168,3 +169,33 @@ def test_the_dashboard_shows_machines_by_provider_and_the_candidates_held_back(t
     assert re.search(r"<td>west</td><td>local</td><td>[^<]*</td><td>2</td>", by_provider), by_provider
     capacity = dashboard.split("<caption>Capacity", 1)[1].split("</table>", 1)[0]
     assert "east/m5.large/*/ondemand" in capacity and "cooling" in capacity, capacity
+    assert "Protected templates: none." in dashboard
+
+
+def test_the_dashboard_shows_a_template_its_bootstrap_failures_protect(tmp_path: Path) -> None:
+    from pluginsdk import PluginSDK
+
+    never_ready = {"local": {"boot_delay": 0.05, "terminate_delay": 0.05, "seed": 7, "ready_rate": 0.0}}
+    config = base_config(tmp_path, provider=never_ready)
+
+    async def prepare() -> str:
+        async with PluginSDK(config=config) as sdk:
+            boot = {"boot": {"timeout_seconds": 0.3, "max_failures": 1}}
+            await sdk.create_template(template_id="flaky-boot", image_id="ami-1", configuration=boot)
+            await sdk.create_template(template_id="fine", image_id="ami-1")
+            created = await sdk.create_request("flaky-boot", 1)
+            deadline = time.monotonic() + 20
+            while not (await sdk.get_request(created.request_id or "")).status.terminal:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.05)
+            assert set((await sdk.get_providers_status()).protected) == {"flaky-boot"}
+            key = await sdk.create_api_key(api_key_name="a", description="admin", user_id="administrator")
+            return str(key.api_key)
+
+    key = asyncio.run(prepare())
+    with running_server(config) as url, httpx.Client(base_url=url) as client:
+        _sign_in(client, key)
+        dashboard = client.get("/ui/").text
+    protected = dashboard.split("<caption>Protected templates", 1)[1].split("</table>", 1)[0]
+    assert re.search(r"<td>flaky-boot</td><td>[^<]*1 bootstrap failures in a row", protected), protected
+    assert "<td>fine</td>" not in protected

@@ -27,11 +27,12 @@ def test_every_tool_is_in_exactly_one_named_profile() -> None:
     assert sorted(named) == sorted(set(named)), "a module is in two profiles"
     assert modules == set(named), "a module with tools is in no profile (add it to pluginsdk/mcp/profiles.py)"
     provisioning, auth, every = tool_specs(("provisioning",)), tool_specs(("auth",)), tool_specs(("all",))
-    policy, federation = tool_specs(("policy",)), tool_specs(("federation",))
+    policy, federation, machine = tool_specs(("policy",)), tool_specs(("federation",)), tool_specs(("machine",))
     assert not set(provisioning) & set(auth) and not set(policy) & (set(provisioning) | set(auth))
     assert not set(federation) & (set(provisioning) | set(auth) | set(policy))
-    every_named = tool_specs(("provisioning", "auth", "policy", "federation"))
-    assert {**provisioning, **auth, **policy, **federation} == every == every_named
+    assert set(machine) == {"mark_machine_ready"}  # a startup script's call, in no assistant's profile
+    every_named = tool_specs(("provisioning", "auth", "policy", "federation", "machine"))
+    assert {**provisioning, **auth, **policy, **federation, **machine} == every == every_named
     assert {"check_access", "explain_access", "who_can", "what_if", "list_audit_records"} <= set(policy)
     assert {"request_machines", "return_machines", "list_templates", "check_provider_health"} <= set(provisioning)
     assert {"login", "create_api_key", "create_role", "create_constraint"} <= set(auth)
@@ -48,7 +49,7 @@ def test_profile_names_resolve(monkeypatch: pytest.MonkeyPatch) -> None:
     for bad in ("admin", "auth,admin", ","):
         with pytest.raises(ConfigurationError) as exc:
             resolve_profile(bad)
-        assert "provisioning, auth, policy, federation, all" in exc.value.message
+        assert "provisioning, auth, policy, federation, machine, all" in exc.value.message
     with pytest.raises(ConfigurationError):
         resolve_profile(None, ["auth"])
 
@@ -108,6 +109,7 @@ def test_listing_sizes(tmp_path: Path) -> None:
         "auth": ("--profile", "auth"),
         "policy": ("--profile", "policy"),
         "federation": ("--profile", "federation"),
+        "machine": ("--profile", "machine"),
         "all": ("--profile", "all"),
     }
     with ThreadPoolExecutor(len(runs)) as pool:
@@ -118,7 +120,8 @@ def test_listing_sizes(tmp_path: Path) -> None:
     assert sizes["auth"][0] <= BUDGET
     assert sizes["policy"][0] <= BUDGET
     assert sizes["federation"][0] <= BUDGET
-    named = ("default", "auth", "policy", "federation")
+    assert sizes["machine"][0] <= BUDGET
+    named = ("default", "auth", "policy", "federation", "machine")
     assert sizes["all"][1] == len(tool_specs()) == sum(sizes[n][1] for n in named)
     assert sizes["all"][0] < 145_000  # 180,997 bytes for the 85 tools before compaction
 

@@ -230,3 +230,34 @@ async def test_the_engine_loop_runs_the_slurm_reconcile(tmp_path: Path) -> None:
                 break
             await asyncio.sleep(0.05)
         assert "cloud1" not in names and len(names) == 1
+
+
+async def test_a_node_whose_machine_the_provider_took_back_goes_down_with_the_providers_reason(tmp_path: Path) -> None:
+    """The reconcile marks a powered-up node without a machine DOWN; when a spot interruption took its machine,
+    the reason Slurm shows is the provider's. `scontrol` is a stand-in that shows the node up and logs updates."""
+    from backends.local import LocalBackend
+
+    updates = tmp_path / "updates.log"
+    scontrol = tmp_path / "scontrol"
+    scontrol.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "-o" ]; then echo "NodeName=cloud1 Arch=x86_64 State=ALLOCATED+CLOUD Partitions=b"; exit 0; fi\n'
+        f'echo "$@" >> {updates}\n'
+    )
+    scontrol.chmod(0o755)
+    config = base_config(tmp_path, provider={"local": {"reclaim_after": 0.1}})
+    config["slurm"] = {
+        "scontrol": str(scontrol),
+        "reconcile_interval": 0.2,
+        "nodesets": [{"nodes": "cloud[1-2]", "template": "cpu"}],
+    }
+    backend = LocalBackend(load_settings(config=config), background=True)
+    async with PluginSDK(backend=backend) as sdk:
+        await sdk.create_template(template_id="cpu", image_id="img-1")
+        await sdk.create_request("cpu", 1, machine_names=["cloud1"], wait=True)
+        for _ in range(200):
+            if updates.exists() and "state=down" in updates.read_text():
+                break
+            await asyncio.sleep(0.05)
+    down = next(line for line in updates.read_text().splitlines() if "state=down" in line)
+    assert "nodename=cloud1" in down and "Reclaimed by the provider" in down and "SpotInstanceTermination" in down

@@ -6,13 +6,14 @@ from collections.abc import Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING
 
-from pluginsdk.errors import NotFoundError
+from pluginsdk.errors import NotFoundError, StateConflictError
 from pluginsdk.models import (
     ActiveMachineCount,
     CleanupResult,
     Machine,
     MachineHealth,
     MachineList,
+    MachineReady,
     MachineStatus,
     RequestType,
     utcnow,
@@ -25,6 +26,7 @@ from pluginsdk.operations import (
     GetMachineStatusQuery,
     ListMachinesQuery,
 )
+from pluginsdk.operations.machine_signals import MarkMachineReadyCommand
 from pluginsdk.words import counted
 
 from ..deps import Deps
@@ -131,4 +133,25 @@ async def cleanup_terminated_machines(deps: Deps, op: CleanupTerminatedMachinesC
         machines_cleaned=deleted,
         total_cleaned=deleted,
         message=f"Removed {deleted} machine records older than {op.older_than_days} days.",
+    )
+
+
+@handlers.on(MarkMachineReadyCommand)
+async def mark_machine_ready(deps: Deps, op: MarkMachineReadyCommand, call: Call) -> MachineReady:
+    """Record the readiness, reset its template's bootstrap failures in a row, and settle its request."""
+    m = call.stored or await _load(deps, op.machine_id)
+    if m.status.gone:
+        raise StateConflictError(
+            f"Machine '{m.machine_id}' is {m.status.value}; only a machine that exists can be ready.",
+            details={"field": "machine_id", "value": m.machine_id, "expected": "a pending or running machine"},
+        )
+    if await deps.boot.mark_ready(m.machine_id):
+        await deps.boot.succeeded(m.template_id)
+    await _refresh(deps, [m])
+    request = await deps.store.get_request(m.request_id)
+    status = request.status.value if request else "unknown"
+    return MachineReady(
+        machine_id=m.machine_id,
+        request_status=status,
+        message=f"Machine '{m.machine_id}' is ready; its request is {status}.",
     )

@@ -21,6 +21,7 @@ from .. import offerings
 from ..deps import Deps
 from ..providers.base import ProvisionedMachine
 from ..quotas import check_quotas
+from ..readiness import check_protection
 from ..reconciler import apply_states, ended, launch, reconcile, terminate_machines
 from ..registry import HandlerTable
 from .request_records import fresh, load_request, with_machines
@@ -43,6 +44,7 @@ async def create_request(deps: Deps, op: CreateRequestCommand, call: Call) -> Re
         return _replayed(existing, op)
     request_id = op.request_id or f"req-{uuid.uuid4()}"
     template = await _launchable(deps, op)
+    await check_protection(deps, template)
     driver = await deps.providers.for_template(template)
     await check_quotas(deps, template, principal.user_id, op.requested_count, driver.name)
     if op.dry_run:

@@ -133,10 +133,13 @@ async def get_providers_status(deps: Deps, op: GetProvidersStatusQuery, call: Ca
         for o in await deps.capacity.states()
     ]
     cooling = sum(1 for o in offerings if o.state != "closed")
+    protected = await deps.boot.protected()
     return ProvidersStatus(
         providers=providers,
         offerings=offerings,
-        message=f"{counted(len(providers), 'provider instance')}; {counted(cooling, 'candidate')} not at full capacity",
+        protected=protected,
+        message=f"{counted(len(providers), 'provider instance')}; {counted(cooling, 'candidate')} not at full capacity"
+        + (f"; {counted(len(protected), 'template')} protected" if protected else ""),
     )
 
 

@@ -76,7 +76,10 @@ async def update_template(deps: Deps, op: UpdateTemplateCommand, call: Call) -> 
             update={"created_at": current.created_at, "updated_at": utcnow(), "source": "store"}
         )
         await deps.store.replace_template(updated)
-    return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' updated.")
+        cleared = await deps.boot.protection(op.template_id) is not None
+        await deps.boot.clear([op.template_id])  # an operator's update clears bootstrap protection
+    note = "; its bootstrap protection is cleared" if cleared else ""
+    return TemplateWritten(template_id=op.template_id, message=f"Template '{op.template_id}' updated{note}.")
 
 
 @handlers.on(DeleteTemplateCommand)
@@ -97,6 +100,7 @@ async def delete_template(deps: Deps, op: DeleteTemplateCommand, call: Call) -> 
 async def refresh_templates(deps: Deps, op: RefreshTemplatesCommand, call: Call) -> TemplateRefresh:
     deps.templates.files.invalidate()
     loaded = deps.templates.files.load(force=op.force)
+    await deps.boot.clear(list(loaded))  # an operator's refresh clears the files' templates' protection
     total = await deps.templates.count()
     return TemplateRefresh(
         template_count=total,

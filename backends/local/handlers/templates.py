@@ -16,6 +16,7 @@ from pluginsdk.plans import predicate
 from pluginsdk.words import counted
 
 from ..deps import Deps
+from ..readiness import rule_of
 from ..registry import HandlerTable
 from ..templates_files import template_from_mapping
 
@@ -73,6 +74,10 @@ def _rule_errors(deps: Deps, template: Template) -> list[str]:
         )
     if template.max_number is not None and template.max_number < 1:
         errors.append("'max_number' must be at least 1.")
+    try:
+        rule_of(template)
+    except ValueError as exc:
+        errors.append(f"{exc}.")
     if template.price_type not in PRICE_TYPES:
         errors.append(f"'price_type' must be one of {', '.join(PRICE_TYPES)}.")
     kinds = FLEET_TYPES.get(template.provider_api)
@@ -149,6 +154,8 @@ async def list_templates(deps: Deps, op: ListTemplatesQuery, call: Call) -> Temp
     page, total = await _page(deps, op, apis, access)
     shown = await deps.access.visible(call.principal, "template", page, template_attrs)
     total -= len(page) - len(shown)
+    protected = await deps.boot.protected() if shown else {}
+    shown = [t.model_copy(update={"protected": protected.get(t.template_id)}) for t in shown]
     return TemplateList(templates=shown, total_count=total, message=counted(total, "template"))
 
 
@@ -199,6 +206,7 @@ async def get_template(deps: Deps, op: GetTemplateQuery, call: Call) -> Template
         raise NotFoundError("template", op.template_id, f"Template '{op.template_id}' not found.")
     if not op.include_config:
         t = t.model_copy(update={"configuration": {}})
+    t = t.model_copy(update={"protected": await deps.boot.protection(t.template_id)})
     return TemplateResult(template=t, message="Template found")
 
 

@@ -63,6 +63,8 @@ class ProvisionedMachine:
     launched_at: datetime | None = None
     reason: str | None = None
     """Why it failed or went away (spot interruption, capacity, ...)."""
+    ready: bool = False
+    """The provider knows the machine finished its startup (a readiness signal, docs/providers.md)."""
 
 
 @dataclass(slots=True)

@@ -21,6 +21,9 @@ or `type@subnet`, whose every launch is refused with InsufficientInstanceCapacit
 The keys and their ranges are checked when the configuration is loaded (`pluginsdk.config.LocalProviderSettings`).
 Interruptions: reclaim_after (seconds after boot when the simulated cloud takes a running machine back, as
 a spot interruption; default never) and reclaim_rate (0..1, default 1: the share of machines it takes).
+Readiness: ready_rate (0..1, default 1: the share of booted machines that report ready by themselves, as a
+startup script calling back would; 0 makes bootstrap failures). A machine whose template's startup script
+runs (run_user_data) reports ready only through the script's own call (`machines ready`).
 Several `local` instances share the table; each row names its instance (NULL: `local`), and `capacity` counts
 one instance's machines.
 
@@ -107,9 +110,10 @@ class LocalProvider:
             after = cfg.get("reclaim_after")
             self.reclaim_after = float(after) if after is not None else None
             self.reclaim_rate = float(cfg.get("reclaim_rate", 1.0))
+            self.ready_rate = float(cfg.get("ready_rate", 1.0))
         except (TypeError, ValueError) as exc:
             raise ConfigurationError(f"Invalid provider.local setting: {exc}.", key="provider.local") from exc
-        for key in ("failure_rate", "terminate_failure_rate", "capacity_failure_rate", "reclaim_rate"):
+        for key in ("failure_rate", "terminate_failure_rate", "capacity_failure_rate", "reclaim_rate", "ready_rate"):
             if not 0.0 <= getattr(self, key) <= 1.0:
                 raise ConfigurationError(f"provider.local.{key} must be between 0 and 1.", key=f"provider.local.{key}")
         seed = cfg.get("seed")
@@ -236,7 +240,7 @@ class LocalProvider:
                 details={"provider_code": "InsufficientInstanceCapacity", "operation": "launch"},
             )
 
-    def _state(self, row: Mapping[str, Any], now: float) -> ProvisionedMachine:
+    def _state(self, row: Mapping[str, Any], now: float, scripted: bool = False) -> ProvisionedMachine:
         machine_id = row["instance_id"]
         reason = None
         term = row["terminate_at"]
@@ -258,6 +262,9 @@ class LocalProvider:
             instance_type=row["instance_type"],
             launched_at=datetime.fromtimestamp(row["launched_at"], UTC),
             reason=reason,
+            ready=status is MachineStatus.RUNNING
+            and not scripted
+            and self._rand("ready", machine_id).random() < self.ready_rate,
         )
 
     async def describe(self, request: Request, template: Template | None) -> list[ProvisionedMachine]:
@@ -266,9 +273,10 @@ class LocalProvider:
             {"r": request.request_id},
         )
         now = self.clock()
-        states = [self._state(r, now) for r in rows]
+        scripted = self.run_user_data and template is not None and bool(template.user_data)
+        states = [self._state(r, now, scripted) for r in rows]
         _reap()
-        if self.run_user_data and template is not None and template.user_data:
+        if scripted and template is not None:
             for row, state in zip(rows, states, strict=True):
                 if state.status is MachineStatus.RUNNING and row["process_id"] is None:
                     await self._boot(row, state, template)

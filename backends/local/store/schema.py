@@ -206,6 +206,17 @@ MIGRATIONS: dict[int, Sequence[str]] = {
             last_reason TEXT,
             updated_at DOUBLE PRECISION NOT NULL)""",
     ),
+    14: (  # bootstrap: machines that reported ready, and each template's bootstrap failures in a row and its
+        # protection (store/boot.py), shared by every server on the store
+        """CREATE TABLE machine_ready (
+            machine_id TEXT PRIMARY KEY,
+            ready_at DOUBLE PRECISION NOT NULL)""",
+        """CREATE TABLE template_boot (
+            template_id TEXT PRIMARY KEY,
+            failures INTEGER NOT NULL,
+            protected_reason TEXT,
+            updated_at DOUBLE PRECISION NOT NULL)""",
+    ),
 }
 
 

@@ -171,8 +171,9 @@ async def dashboard(ctx: Ctx) -> Response:
 
 
 def _capacity(status: Any) -> list[Safe]:
-    """The dashboard's provider instances with the machines each holds, and the launch candidates the capacity
-    memory is holding back (cooling down or probing); recovered ones are not shown."""
+    """The dashboard's provider instances with the machines each holds, the launch candidates the capacity
+    memory is holding back (cooling down or probing; recovered ones are not shown), and the templates their
+    bootstrap failures protect (no new launches until an operator clears them)."""
     providers = [(p.name, p.type, "yes" if p.default else "", p.active_machines) for p in status.providers]
     held = [
         (o.key, o.state, o.failures, o.cooldown_until.isoformat() if o.cooldown_until else "", o.last_reason or "")
@@ -182,6 +183,7 @@ def _capacity(status: Any) -> list[Safe]:
     return [
         table(("Provider", "Type", "Default", "Machines"), providers, "Machines by provider"),
         table(("Candidate", "State", "Failures in a row", "Skipped until", "Last reason"), held, "Capacity"),
+        table(("Template", "Reason"), sorted(status.protected.items()), "Protected templates"),
     ]
 
 

@@ -29,6 +29,7 @@ from pluginsdk.models import Machine, MachineStatus, Request, Template
 from ..base import CAPACITY_CODES, REQUEST_TAG, LaunchResult, ProvisionedMachine
 from . import params as p
 from .client import AwsClients
+from .interruptions import receive
 
 __all__ = ["AwsProvider"]
 
@@ -75,6 +76,8 @@ class AwsProvider:
         self.fleet_role: str | None = cfg.get("fleet_role") or None
         zones = cfg.get("availability_zones") or []
         self.zones: list[str] = [zones] if isinstance(zones, str) else list(zones)
+        self.queue_url: str | None = cfg.get("interruption_queue_url") or None
+        self.queue_wait = int(cfg.get("interruption_wait_seconds", 0))
         self._pending: dict[str, list[asyncio.Future[list[dict[str, Any]]]]] = {}
         self._runner: asyncio.Task[None] | None = None
 
@@ -460,7 +463,8 @@ class AwsProvider:
 
     # -- reclaimed, health ------------------------------------------------
     async def reclaimed(self) -> list[ProvisionedMachine]:
-        """Our spot machines that AWS shut down (state reason not user-initiated).
+        """Our spot machines that AWS shut down (state reason not user-initiated), and the machines the
+        interruption queue's events are about (`interruptions.py`).
 
         The lifecycle is checked here, not in the filter: moto does not implement `instance-lifecycle`.
         """
@@ -483,6 +487,8 @@ class AwsProvider:
                 pm = _machine(inst)
                 pm.reason = f"spot interruption ({reason.get('Code') or 'reclaimed by AWS'})"
                 out.append(pm)
+        if self.queue_url:  # EventBridge's interruption events, when an instance names their queue
+            out += await receive(self.aws, self.queue_url, self.queue_wait)
         return out
 
     async def health(self) -> dict[str, Any]:
