@@ -9,10 +9,6 @@ import base64
 import hashlib
 import re
 import secrets
-import threading
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,27 +41,6 @@ class McpSite:
 
     def totp(self) -> str:
         return pyotp.TOTP(self.totp_secret).now()
-
-
-@contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """`app` on uvicorn, on a free loopback port, in a thread; yields the base URL."""
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, name="pluginsdk-mcp-http-server", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("test server did not start")
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
 
 
 def config_for(tmp_path: Path, box: Mailbox, **extra: Any) -> dict[str, Any]:

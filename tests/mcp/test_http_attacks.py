@@ -30,10 +30,10 @@ from tests.mcp.http_site import (
     exchange,
     pkce,
     register,
-    serving,
     sign_in,
 )
 from tests.support.backends import base_config
+from tests.support.remote import serving
 
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 INIT = {

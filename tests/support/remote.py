@@ -22,21 +22,18 @@ from pluginsdk.config import load_settings
 def running_server(config: dict[str, Any], port: int = 0) -> Iterator[str]:
     """Serve `config`'s engine on a free loopback port, or `port` (the operator routes /livez and /readyz
     included); yields the base URL."""
-    import uvicorn
-
     from pluginsdk.server import create_app
 
-    settings = load_settings(config=config, environ={})
-    app = create_app(settings)
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app,
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            lifespan="on",
-        )
-    )
+    with serving(create_app(load_settings(config=config, environ={})), port) as url:
+        yield url
+
+
+@contextmanager
+def serving(app: Any, port: int = 0) -> Iterator[str]:
+    """`app` on uvicorn in a thread, on a free loopback port or `port`; yields the base URL."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
     thread = threading.Thread(target=server.run, name="pluginsdk-test-server", daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -49,7 +46,7 @@ def running_server(config: dict[str, Any], port: int = 0) -> Iterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
-        thread.join(timeout=20)
+        thread.join(timeout=30)
 
 
 async def admin_key(config: dict[str, Any], name: str = "test-harness") -> str:

@@ -21,9 +21,10 @@ from .pages import layout
 from .sessions import MAX_SECONDS, Session
 
 if TYPE_CHECKING:
+    from ..contract import ServedBackend
     from .app import Console
 
-__all__ = ["refused", "sign_in", "sign_out"]
+__all__ = ["password_sign_in", "refused", "sign_in", "sign_out"]
 
 _FORM = """{sso}
 <p>Sign in with your password (and authenticator code, where your account requires one), or with an API key.</p>
@@ -122,6 +123,12 @@ async def sign_in(console: Console, request: Request, form: Form) -> Response:
 
 
 async def _login(console: Console, request: Request, username: str, password: str, totp: str) -> Any:
+    return await password_sign_in(console.backend, request, username, password, totp)
+
+
+async def password_sign_in(backend: ServedBackend, request: Request, username: str, password: str, totp: str) -> Any:
+    """The managed pool's `login` as the REST route runs it for an anonymous caller from the request's client
+    (the console's and the /mcp OAuth page's sign-in); answers the session tokens or a challenge."""
     spec = CATALOG["login"]
     data: dict[str, Any] = {"username": username, "password": password}
     if totp:
@@ -129,7 +136,7 @@ async def _login(console: Console, request: Request, username: str, password: st
     op = spec.build(data)
     client = request.client.host if request.client else None
     anonymous = Principal(user_id="anonymous", auth_method="none", claims={"client": client} if client else {})
-    return await console.backend.execute(op, anonymous, route_path=spec.concrete_route(op))
+    return await backend.execute(op, anonymous, route_path=spec.concrete_route(op))
 
 
 async def sign_out(ctx: Ctx) -> Response:

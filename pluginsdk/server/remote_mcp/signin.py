@@ -23,6 +23,7 @@ from ...operations import CATALOG
 from ...principal import Principal
 from ..console._html import render
 from ..console.pages import layout
+from ..console.signin import password_sign_in
 from .grants import SIGNIN_PATH, Grants, SignedIn, origin_of
 
 if TYPE_CHECKING:
@@ -124,14 +125,7 @@ async def signin_page(request: Request, grants: Grants, backend: ServedBackend) 
 
 async def _sign_in(request: Request, backend: ServedBackend, username: str, password: str, totp: str) -> SignedIn | str:
     """The managed-pool sign-in as the REST `login` route runs it; a string says what is missing."""
-    spec = CATALOG["login"]
-    data: dict[str, Any] = {"username": username, "password": password}
-    if totp:
-        data["totp_code"] = totp
-    op = spec.build(data)
-    client = request.client.host if request.client else None
-    anonymous = Principal(user_id="anonymous", auth_method="none", claims={"client": client} if client else {})
-    tokens = await backend.execute(op, anonymous, route_path=spec.concrete_route(op))
+    tokens = await password_sign_in(backend, request, username, password, totp)
     if tokens.challenge_name == "SOFTWARE_TOKEN_MFA":
         return "Enter the code from your authenticator app."
     if tokens.challenge_name or not tokens.id_token:
