@@ -117,8 +117,8 @@ class CreateReturnRequestCommand(Command[ReturnRequestCreated]):
     from_request_id: str | None = Field(None, min_length=1, max_length=255)
     """Return the machines of this provisioning request (req-...), with any `machine_ids` given."""
     request_id: str | None = Field(None, pattern=_RETURN_ID)
-    """Id of the return request this makes (ret-...): a retry does not return twice. Not the machines' request
-    (`from_request_id`)."""
+    """Id of the return request this makes (ret-...): a retry does not return twice; not the provisioning
+    request (`from_request_id`)."""
     dry_run: bool = False
     """Report what would be returned, change nothing."""
     created_request_ids: list[str] | None = None
