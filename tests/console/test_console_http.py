@@ -8,6 +8,7 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -141,6 +142,13 @@ def test_a_caller_without_audit_rights_cannot_export_it(tmp_path: Path) -> None:
         assert any(r["target_id"] == "n" or r["action"] == "create_api_key" for r in records)
 
 
+def _dashboard(config: dict[str, Any], key: str) -> str:
+    """The dashboard's HTML as the holder of `key` sees it, from a server on `config`."""
+    with running_server(config) as url, httpx.Client(base_url=url) as client:
+        _sign_in(client, key)
+        return client.get("/ui/").text
+
+
 def test_the_dashboard_shows_machines_by_provider_and_the_candidates_held_back(tmp_path: Path) -> None:
     from pluginsdk import PluginSDK
 
@@ -161,10 +169,7 @@ def test_the_dashboard_shows_machines_by_provider_and_the_candidates_held_back(t
             key = await sdk.create_api_key(api_key_name="a", description="admin", user_id="administrator")
             return str(key.api_key)
 
-    key = asyncio.run(prepare())
-    with running_server(config) as url, httpx.Client(base_url=url) as client:
-        _sign_in(client, key)
-        dashboard = client.get("/ui/").text
+    dashboard = _dashboard(config, asyncio.run(prepare()))
     by_provider = dashboard.split("Machines by provider", 1)[1].split("</table>", 1)[0]
     assert re.search(r"<td>west</td><td>local</td><td>[^<]*</td><td>2</td>", by_provider), by_provider
     capacity = dashboard.split("<caption>Capacity", 1)[1].split("</table>", 1)[0]
@@ -192,10 +197,7 @@ def test_the_dashboard_shows_a_template_its_bootstrap_failures_protect(tmp_path:
             key = await sdk.create_api_key(api_key_name="a", description="admin", user_id="administrator")
             return str(key.api_key)
 
-    key = asyncio.run(prepare())
-    with running_server(config) as url, httpx.Client(base_url=url) as client:
-        _sign_in(client, key)
-        dashboard = client.get("/ui/").text
+    dashboard = _dashboard(config, asyncio.run(prepare()))
     protected = dashboard.split("<caption>Protected templates", 1)[1].split("</table>", 1)[0]
     assert re.search(r"<td>flaky-boot</td><td>[^<]*1 bootstrap failures in a row", protected), protected
     assert "<td>fine</td>" not in protected

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.mcp.http_site import McpSite
-from tests.mcp.test_ts_client import BUDGET, error_of
+from tests.mcp.test_ts_client import BUDGET, error_of, run_client
 
 HERE = Path(__file__).resolve().parent / "ts_client"
 
@@ -32,19 +32,7 @@ def node_http(npm_clients: Path) -> Path:
 
 
 def run(root: Path, tmp_path: Path, plan: dict[str, Any]) -> dict[str, Any]:
-    path = tmp_path / f"http-plan-{len(list(tmp_path.glob('http-plan-*')))}.json"
-    path.write_text(json.dumps(plan))
-    res = subprocess.run(
-        ["node", str(root / "http_client.mjs"), str(path)],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        check=False,
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    report: dict[str, Any] = json.loads(res.stdout.splitlines()[-1])
-    return report
+    return run_client(root, tmp_path, plan, script="http_client.mjs")
 
 
 def ok(call: dict[str, Any]) -> dict[str, Any]:

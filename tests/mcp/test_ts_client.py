@@ -42,12 +42,12 @@ def server_env(tmp_path: Path) -> dict[str, str]:
     return cli_environment(tmp_path, "provider:\n  local:\n" + local)
 
 
-def run_client(root: Path, tmp_path: Path, plan: dict[str, Any]) -> dict[str, Any]:
-    """Run `client.mjs` on `plan`; its report."""
+def run_client(root: Path, tmp_path: Path, plan: dict[str, Any], script: str = "client.mjs") -> dict[str, Any]:
+    """Run the node client `script` (stdio: `client.mjs`, HTTP: `http_client.mjs`) on `plan`; its report."""
     plan_path = tmp_path / f"plan-{len(list(tmp_path.glob('plan-*')))}.json"
     plan_path.write_text(json.dumps(plan))
     res = subprocess.run(
-        ["node", str(root / "client.mjs"), str(plan_path)],
+        ["node", str(root / script), str(plan_path)],
         cwd=root,
         capture_output=True,
         text=True,
