@@ -9,7 +9,7 @@ from starlette.responses import Response
 
 from ...errors import ValidationError
 from ._html import Safe, join, render
-from .pages import back, choices, field, link, notice, options, page, table
+from .pages import back, card_form, choices, field, link, notice, options, page, table
 
 if TYPE_CHECKING:
     from ._web import Ctx
@@ -54,13 +54,18 @@ async def roles(ctx: Ctx) -> Response:
     parts = [notice(ctx), table(("Role", "Description", "MFA required", "Source", "Actions"), rows, "Roles")]
     if ctx.can("create_role"):
         parts.append(
-            render(
-                '<h2>Create a role</h2><form method="post" action="/ui/roles" class="card">{csrf}{n}{d}{m}'
-                '<button type="submit">Create role</button></form>',
-                csrf=ctx.csrf,
-                n=field("Role name", "role_name", required=True),
-                d=field("Description", "description", required=True),
-                m=choices("checkbox", "mfa_required", ("MFA required",), []),
+            card_form(
+                ctx,
+                "/ui/roles",
+                join(
+                    [
+                        field("Role name", "role_name", required=True),
+                        field("Description", "description", required=True),
+                        choices("checkbox", "mfa_required", ("MFA required",), []),
+                    ]
+                ),
+                "Create role",
+                "Create a role",
             )
         )
     return page(ctx, "Roles", join(parts))
@@ -89,15 +94,21 @@ async def role_form(ctx: Ctx, role: str) -> Response:
     ]
     if ctx.can("update_role"):
         parts.append(
-            render(
-                '<form method="post" action="/ui/roles/{r}" class="card">{csrf}{d}{m}'
-                '<button type="submit">Save role</button></form>',
-                r=quote(role, safe=""),
-                csrf=ctx.csrf,
-                d=field("Description", "description", current.description, required=True),
-                m=choices(
-                    "checkbox", "mfa_required", ("MFA required",), ["MFA required"] if current.mfa_required else []
+            card_form(
+                ctx,
+                f"/ui/roles/{quote(role, safe='')}",
+                join(
+                    [
+                        field("Description", "description", current.description, required=True),
+                        choices(
+                            "checkbox",
+                            "mfa_required",
+                            ("MFA required",),
+                            ["MFA required"] if current.mfa_required else [],
+                        ),
+                    ]
                 ),
+                "Save role",
             )
         )
     return page(ctx, f"Role {role}", join(parts))
@@ -214,12 +225,17 @@ async def _users_page(ctx: Ctx, shown: Safe) -> Response:
         parts.append(link(f"/ui/users?next={quote(listing.next_token, safe='')}", "Next page"))
     if ctx.can("create_managed_user"):
         parts.append(
-            render(
-                '<h2>Create a user</h2><form method="post" action="/ui/users" class="card">{csrf}{u}{e}'
-                '<button type="submit">Create user</button></form>',
-                csrf=ctx.csrf,
-                u=field("User id", "user_id", required=True),
-                e=field("Email", "email", kind="email", required=True),
+            card_form(
+                ctx,
+                "/ui/users",
+                join(
+                    [
+                        field("User id", "user_id", required=True),
+                        field("Email", "email", kind="email", required=True),
+                    ]
+                ),
+                "Create user",
+                "Create a user",
             )
         )
     return page(ctx, "Users", join(parts))

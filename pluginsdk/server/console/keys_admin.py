@@ -9,7 +9,7 @@ from urllib.parse import quote, urlencode
 from starlette.responses import Response
 
 from ._html import Safe, join, render
-from .pages import back, field, link, notice, page, table
+from .pages import back, card_form, field, link, notice, page, table
 
 if TYPE_CHECKING:
     from ._web import Ctx
@@ -78,11 +78,10 @@ async def _page(ctx: Ctx, created: Safe) -> Response:
         parts.append(link(f"/ui/api-keys?{urlencode({'user_id': user, 'next': listing.next_token})}", "Next page"))
     if ctx.can("create_api_key"):
         parts.append(
-            render(
-                '<h2>Issue a key for a user</h2><form method="post" action="/ui/api-keys" class="card">{csrf}{f}'
-                '<button type="submit">Issue key</button></form>',
-                csrf=ctx.csrf,
-                f=join(
+            card_form(
+                ctx,
+                "/ui/api-keys",
+                join(
                     [
                         field("For user id", "for_user", required=True),
                         field("Name", "api_key_name", required=True),
@@ -90,6 +89,8 @@ async def _page(ctx: Ctx, created: Safe) -> Response:
                         field("Expires on (empty: never)", "expires_at", kind="date"),
                     ]
                 ),
+                "Issue key",
+                "Issue a key for a user",
             )
         )
     return page(ctx, "All API keys", join(parts))

@@ -82,6 +82,18 @@ def error_page(ctx: Ctx, err: SDKError) -> Response:
     return page(ctx, f"Refused ({err.http_status})", body, err.http_status)
 
 
+def card_form(ctx: Ctx, action: str, fields: Any, button: str, title: str = "") -> Safe:
+    """A POST form in a card, under an optional heading: the CSRF token, `fields`, then its submit button."""
+    return render(
+        '{h}<form method="post" action="{a}" class="card">{csrf}{f}<button type="submit">{b}</button></form>',
+        h=render("<h2>{t}</h2>", t=title) if title else "",
+        a=action,
+        csrf=ctx.csrf,
+        f=fields,
+        b=button,
+    )
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], caption: str = "") -> Safe:
     head = join(render('<th scope="col">{h}</th>', h=h) for h in headers)
     body = join(render("<tr>{c}</tr>", c=join(render("<td>{v}</td>", v=v) for v in row)) for row in rows)
@@ -209,11 +221,10 @@ async def templates(ctx: Ctx) -> Response:
     ]
     if ctx.can("create_template"):
         parts.append(
-            render(
-                '<h2>Create a template</h2><form method="post" action="/ui/templates" class="card">{csrf}{f}'
-                '<button type="submit">Create template</button></form>',
-                csrf=ctx.csrf,
-                f=join(
+            card_form(
+                ctx,
+                "/ui/templates",
+                join(
                     [
                         field("Template id", "template_id", required=True),
                         field("Name", "name"),
@@ -222,6 +233,8 @@ async def templates(ctx: Ctx) -> Response:
                         field("Max machines", "max_number", 10, "number"),
                     ]
                 ),
+                "Create template",
+                "Create a template",
             )
         )
     return page(ctx, "Templates", join(parts))
@@ -271,13 +284,11 @@ async def requests(ctx: Ctx) -> Response:
 def request_form(ctx: Ctx, template_id: str) -> Safe:
     """The form requesting machines; the template by id (a listing of every template would cost a page's
     time with thousands of them: each template's page offers this form with its id filled in)."""
-    return render(
-        '<h2>Request machines</h2><form method="post" action="/ui/requests" class="card">{csrf}{t}{count}'
-        '<button type="submit">Request machines</button></form>',
-        csrf=ctx.csrf,
-        t=field("Template id", "template_id", template_id, required=True),
-        count=field("Machines", "requested_count", 1, "number", True),
-    )
+    fields = [
+        field("Template id", "template_id", template_id, required=True),
+        field("Machines", "requested_count", 1, "number", True),
+    ]
+    return card_form(ctx, "/ui/requests", join(fields), "Request machines", "Request machines")
 
 
 async def create_request(ctx: Ctx) -> Response:
@@ -534,14 +545,18 @@ async def _keys_page(ctx: Ctx, created: Safe) -> Response:
     parts = [notice(ctx), created, table(("Id", "Name", "Description", "Expires", "Actions"), rows, "My API keys")]
     if ctx.can("create_my_api_key"):
         parts.append(
-            render(
-                '<h2>Create a key</h2><form method="post" action="/ui/keys" class="card">{csrf}{n}{d}'
-                '<button type="submit">Create key</button></form>',
-                csrf=ctx.csrf,
-                n=field("Name", "api_key_name", required=True),
-                d=join(
-                    [field("Description", "description"), field("Expires on", "expires_at", _in_days(90), "date", True)]
+            card_form(
+                ctx,
+                "/ui/keys",
+                join(
+                    [
+                        field("Name", "api_key_name", required=True),
+                        field("Description", "description"),
+                        field("Expires on", "expires_at", _in_days(90), "date", True),
+                    ]
                 ),
+                "Create key",
+                "Create a key",
             )
         )
     return page(ctx, "My API keys", join(parts))
