@@ -1,5 +1,5 @@
 """OIDC token validation, warm: the bearer-JWT and ID-token checks of an external identity provider with its key
-set cached (backends/local/auth/oauth.py, oidc.py). Target (issue 28): at most 100 µs a token.
+set cached (backends/local/auth/federation/oauth.py, oidc.py). Target (issue 28): at most 100 µs a token.
 
     python bench/oidc_bench.py
 
@@ -31,7 +31,7 @@ import jwt
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 from jwt.algorithms import ECAlgorithm, OKPAlgorithm, RSAAlgorithm
 
-from backends.local.auth.oauth import ExternalVerifier, token_header
+from backends.local.auth.federation.oauth import ExternalVerifier, token_header
 from pluginsdk.config import ExternalIdpSettings
 
 ISSUER, CLIENT = "https://idp.example.test", "bench-client"

@@ -238,7 +238,7 @@ class Engine:
         task.add_done_callback(self._tasks.discard)
 
     async def _reconcile_loop(self) -> None:
-        from .reconciler import reconcile_active
+        from .provisioning.reconciler import reconcile_active
 
         interval = self.settings.sdk.reconcile_interval
         slurm = self.settings.slurm
@@ -256,9 +256,9 @@ class Engine:
                 await asyncio.wait_for(self._closing.wait(), interval)
 
     async def _slurm_pass(self) -> float:
-        """One Slurm reconcile pass (pluginsdk/slurm/reconcile.py) as the administrator; the seconds until the
-        next, 0 to stop (no `scontrol` here: this process is not on the controller's host)."""
-        from pluginsdk.slurm.reconcile import reconcile
+        """One Slurm reconcile pass (pluginsdk/schedulers/slurm/reconcile.py) as the administrator; the seconds until
+        the next, 0 to stop (no `scontrol` here: this process is not on the controller's host)."""
+        from pluginsdk.schedulers.slurm.reconcile import reconcile
 
         slurm = self.settings.slurm
         try:

@@ -99,7 +99,7 @@ def _extra_command(name: str) -> click.Command:
 
         return mcp
     if name == "slurm":
-        from ..slurm.cli import slurm
+        from ..schedulers.slurm.cli import slurm
 
         return slurm
     return server

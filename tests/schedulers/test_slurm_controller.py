@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from pluginsdk import PluginSDK
-from pluginsdk.slurm.worker import exclusive
+from pluginsdk.schedulers.slurm.worker import exclusive
 from tests.schedulers.slurm_cluster import Cluster, cluster
 
 __all__ = ["cluster"]

@@ -15,8 +15,8 @@ import yaml
 from pluginsdk import PluginSDK
 from pluginsdk.config import load_settings
 from pluginsdk.errors import ValidationError
-from pluginsdk.slurm import programs, spool
-from pluginsdk.slurm.nodes import NodeMap
+from pluginsdk.schedulers.slurm import programs, spool
+from pluginsdk.schedulers.slurm.nodes import NodeMap
 from tests.support.backends import base_config, open_sdk
 from tests.support.cli import Result, clean_environment, invoke, run
 

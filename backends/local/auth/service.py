@@ -67,7 +67,7 @@ if TYPE_CHECKING:
 
     from ..engine import Engine
     from ..policy.decision_point import PolicyModel
-    from .oauth import ExternalVerifier
+    from .federation.oauth import ExternalVerifier
     from .tokens import TokenService
 
 __all__ = ["AuthService"]
@@ -170,7 +170,7 @@ class AuthService:
             self.tokens = TokenService(self.store, self.box, self.config.managed)
             await self.tokens.start()
         if self.config.mode == "external" or self.config.managed.useOidc:
-            from .oauth import ExternalVerifier
+            from .federation.oauth import ExternalVerifier
 
             self.external = ExternalVerifier(self.config.external)
 

@@ -30,7 +30,7 @@ from pluginsdk.operations.machine_signals import MarkMachineReadyCommand
 from pluginsdk.words import counted
 
 from ..deps import Deps
-from ..reconciler import reconcile
+from ..provisioning.reconciler import reconcile
 from ..registry import HandlerTable
 from .request_records import machine_attrs
 

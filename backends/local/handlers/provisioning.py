@@ -17,12 +17,12 @@ from pluginsdk.operations import (
 )
 from pluginsdk.words import counted
 
-from .. import offerings
 from ..deps import Deps
 from ..providers.base import ProvisionedMachine
-from ..quotas import check_quotas
-from ..readiness import check_protection
-from ..reconciler import apply_states, ended, launch, reconcile, terminate_machines
+from ..provisioning import offerings
+from ..provisioning.quotas import check_quotas
+from ..provisioning.readiness import check_protection
+from ..provisioning.reconciler import apply_states, ended, launch, reconcile, terminate_machines
 from ..registry import HandlerTable
 from .request_records import fresh, load_request, with_machines
 

@@ -13,7 +13,7 @@ from pluginsdk.principal import Principal
 from pluginsdk.words import counted
 
 from ..deps import Deps
-from ..reconciler import sweep_orphans
+from ..provisioning.reconciler import sweep_orphans
 from ..registry import HandlerTable
 from .request_records import machine_attrs, request_attrs
 

@@ -20,7 +20,7 @@ from pluginsdk.principal import Principal
 from pluginsdk.words import counted
 
 from ..deps import Deps
-from ..reconciler import reconcile, record_reclaimed
+from ..provisioning.reconciler import reconcile, record_reclaimed
 from ..registry import HandlerTable
 from .request_records import fresh, load_request, request_attrs, with_machines, with_machines_all
 

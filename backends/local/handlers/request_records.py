@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from pluginsdk.errors import NotFoundError
 from pluginsdk.models import Machine, Request, RequestType
 
-from ..reconciler import reconcile
+from ..provisioning.reconciler import reconcile
 
 if TYPE_CHECKING:
     from ..deps import Deps

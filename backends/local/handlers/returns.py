@@ -23,7 +23,7 @@ from pluginsdk.principal import Principal
 from pluginsdk.words import counted
 
 from ..deps import Deps
-from ..reconciler import reconcile, terminate_machines
+from ..provisioning.reconciler import reconcile, terminate_machines
 from ..registry import HandlerTable
 from .request_records import load_request, machine_attrs, request_attrs
 

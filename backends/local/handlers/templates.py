@@ -16,7 +16,7 @@ from pluginsdk.plans import predicate
 from pluginsdk.words import counted
 
 from ..deps import Deps
-from ..readiness import rule_of
+from ..provisioning.readiness import rule_of
 from ..registry import HandlerTable
 from ..templates_files import template_from_mapping
 

@@ -65,10 +65,10 @@ async def get_sign_in_options(svc: AuthService, op: GetSignInOptionsQuery, call:
 async def start_federated_sign_in(svc: AuthService, op: StartFederatedSignInCommand, call: Call) -> FederatedSignIn:
     kind = _federated(svc)
     if kind == "saml":
-        from .. import saml
+        from ..federation import saml
 
         return await saml.start(svc)
-    from .. import oidc
+    from ..federation import oidc
 
     return await oidc.start(svc, op.redirect_uri)
 
@@ -81,11 +81,11 @@ async def finish_federated_sign_in(svc: AuthService, op: FinishFederatedSignInCo
         field = "saml_response" if kind == "saml" else "code"
         raise ValidationError(f"A {kind.upper()} sign-in is finished with `{field}`.", details={"field": field})
     if kind == "saml":
-        from .. import saml
+        from ..federation import saml
 
         who = await saml.finish(svc, op.state, answer)
     else:
-        from .. import oidc
+        from ..federation import oidc
 
         who = await oidc.finish(svc, op.state, answer)
     user = await admit(svc, who)
@@ -96,6 +96,6 @@ async def finish_federated_sign_in(svc: AuthService, op: FinishFederatedSignInCo
 @handlers.on(GetSamlMetadataQuery)
 async def get_saml_metadata(svc: AuthService, op: GetSamlMetadataQuery, call: Call) -> SamlMetadata:
     _federated(svc, "saml")
-    from .. import saml
+    from ..federation import saml
 
     return saml.metadata(svc)

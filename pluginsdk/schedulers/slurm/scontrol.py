@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 __all__ = ["Node", "Scontrol"]
 
-log = logging.getLogger("pluginsdk.slurm")
+log = logging.getLogger("pluginsdk.schedulers.slurm")
 
 REASON_PREFIX = "pluginsdk: "
 """Every reason the worker sets starts with this, so a person (and the reconcile step) can tell ours apart."""

@@ -17,14 +17,14 @@ from urllib.parse import urlparse
 from pluginsdk.errors import AuthenticationError, ConfigurationError, ValidationError
 from pluginsdk.models.auth_results import FederatedSignIn
 
-from .federation import Identity, begin, groups_of, resume
+from . import Identity, begin, groups_of, resume
 from .oauth import token_header
 
 if TYPE_CHECKING:
     from authlib.integrations.httpx_client import AsyncOAuth2Client
 
+    from ..service import AuthService
     from .oauth import ExternalVerifier
-    from .service import AuthService
 
 __all__ = ["finish", "start"]
 

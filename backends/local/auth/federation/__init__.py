@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from pluginsdk.errors import AuthenticationError, PermissionDeniedError, TooManyRequestsError
 from pluginsdk.models.identifiers import identifier_problem
 
-from .audit import user_change
-from .crypto import now, sha256_hex, ts
+from ..audit import user_change
+from ..crypto import now, sha256_hex, ts
 
 if TYPE_CHECKING:
-    from ..store.db import Row
-    from .service import AuthService
+    from ...store.db import Row
+    from ..service import AuthService
 
 __all__ = ["PENDING_SECONDS", "Identity", "admit", "begin", "groups_of", "new_state", "resume"]
 

@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 from pluginsdk.errors import NotFoundError, ProviderError, ValidationError
 from pluginsdk.models import Machine, MachineStatus, Offering, Request, RequestStatus, Template, utcnow
 
+from ..providers.base import LaunchResult, ProvisionedMachine, capacity_code
 from . import quotas
-from .providers.base import LaunchResult, ProvisionedMachine, capacity_code
 from .settling import fold_states, settle_status
 
 if TYPE_CHECKING:
-    from .deps import Deps
+    from ..deps import Deps
 
 __all__ = [
     "applied",

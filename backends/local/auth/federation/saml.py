@@ -22,12 +22,12 @@ from typing import TYPE_CHECKING, Any
 from pluginsdk.errors import AuthenticationError, ConfigurationError
 from pluginsdk.models.auth_results import FederatedSignIn, SamlMetadata
 
-from .federation import Identity, begin, groups_of, new_state, resume
+from . import Identity, begin, groups_of, new_state, resume
 
 if TYPE_CHECKING:
     from saml2.client import Saml2Client
 
-    from .service import AuthService
+    from ..service import AuthService
 
 __all__ = ["finish", "metadata", "start"]
 

@@ -27,8 +27,8 @@ from .nodes import NodeMap
 from .scontrol import Scontrol
 
 if TYPE_CHECKING:
-    from ..config import SlurmSettings
-    from ..models import Machine
+    from ...config import SlurmSettings
+    from ...models import Machine
 
 __all__ = ["reconcile"]
 
@@ -38,7 +38,7 @@ Execute = Callable[[Any], Awaitable[Any]]
 
 async def _machines(execute: Execute, known: dict[str, str]) -> dict[str, Machine]:
     """The active machines named after a configured node and in no return, by node name."""
-    from ..operations import ListMachinesQuery
+    from ...operations import ListMachinesQuery
 
     found: dict[str, Machine] = {}
     offset = 0
@@ -54,8 +54,8 @@ async def _machines(execute: Execute, known: dict[str, str]) -> dict[str, Machin
 
 async def _reclaimed(execute: Execute, names: set[str]) -> dict[str, str]:
     """Node name -> why the provider took its machine back, from the newest machines named after the nodes."""
-    from ..models import StatusReason
-    from ..operations import ListMachinesQuery
+    from ...models import StatusReason
+    from ...operations import ListMachinesQuery
 
     if not names:
         return {}
@@ -69,7 +69,7 @@ async def _reclaimed(execute: Execute, names: set[str]) -> dict[str, str]:
 
 async def reconcile(execute: Execute, settings: SlurmSettings, registration_timeout: float) -> list[dict[str, str]]:
     """Compare the controller's nodes with the machines, repair each case of the table; the repairs."""
-    from ..operations import CreateReturnRequestCommand
+    from ...operations import CreateReturnRequestCommand
 
     known = NodeMap(settings).template
     scontrol = Scontrol(settings.scontrol)

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from ..cli import Context
-    from ..config import Settings
+    from ...cli import Context
+    from ...config import Settings
 
 __all__ = ["slurm"]
 
@@ -22,7 +22,7 @@ def slurm() -> None:
 
 
 def _settings(ctx: Context) -> Settings:
-    from ..config import load_settings
+    from ...config import load_settings
 
     return load_settings(config_path=ctx.options.get("config"))
 
@@ -41,7 +41,7 @@ def _program(ctx: Context, action: str, hostlist: str) -> None:
         programs.record(settings, action, hostlist, os.environ.get("SLURM_RESUME_FILE"))  # type: ignore[arg-type]
         programs.start_worker(ctx.options.get("config"), log_file)
     except Exception:
-        logging.getLogger("pluginsdk.slurm").exception("%s %s failed", action, hostlist)
+        logging.getLogger("pluginsdk.schedulers.slurm").exception("%s %s failed", action, hostlist)
         sys.exit(1)
 
 
@@ -83,7 +83,7 @@ def work(ctx: Context) -> None:
 
 
 async def _drain(ctx: Context, where: Any) -> None:
-    from ..sdk import PluginSDK
+    from ...sdk import PluginSDK
     from . import spool
     from .worker import Worker, exclusive
 
@@ -111,7 +111,7 @@ def reconcile(ctx: Context, registration_timeout: float | None) -> None:
     where, _ = programs.paths(settings)
 
     async def go() -> list[dict[str, str]]:
-        from ..sdk import PluginSDK
+        from ...sdk import PluginSDK
         from .reconcile import reconcile as run
         from .worker import Worker, exclusive
 

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 from pluginsdk.models import Machine, MachineStatus, Request, RequestStatus, StatusReason, can_transition, utcnow
 
-from .providers.base import ProvisionedMachine
+from ..providers.base import ProvisionedMachine
 
 if TYPE_CHECKING:
-    from .deps import Deps
+    from ..deps import Deps
 
 __all__ = ["apply_states", "fold_states", "merge", "settle_status"]
 

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..config import SlurmSettings
+    from ...config import SlurmSettings
 
 __all__ = ["NodeMap"]
 

@@ -14,8 +14,8 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..config import Settings
-    from ..models import Template
+    from ...config import Settings
+    from ...models import Template
 
 __all__ = ["slurm_conf"]
 
@@ -24,8 +24,8 @@ PROGRAMS_DIR = "/etc/slurm/pluginsdk"
 
 
 async def _templates(settings: Settings, config_path: str | None) -> dict[str, Template | None]:
-    from ..errors import NotFoundError
-    from ..sdk import PluginSDK
+    from ...errors import NotFoundError
+    from ...sdk import PluginSDK
 
     found: dict[str, Template | None] = {}
     async with PluginSDK(config_path=config_path) as sdk:
@@ -38,7 +38,7 @@ async def _templates(settings: Settings, config_path: str | None) -> dict[str, T
 
 
 def slurm_conf(settings: Settings, config_path: str | None) -> str:
-    from ..schedulers.instance_types import resolve_shape
+    from ..instance_types import resolve_shape
 
     templates = asyncio.run(_templates(settings, config_path))
     cfg = settings.slurm

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 from . import spool
 
 if TYPE_CHECKING:
-    from ..config import Settings
+    from ...config import Settings
 
 __all__ = ["expand", "log_to", "paths", "record", "resume_jobs", "start_worker"]
 
-log = logging.getLogger("pluginsdk.slurm")
+log = logging.getLogger("pluginsdk.schedulers.slurm")
 
 
 def _hostlist_module() -> Any:
@@ -64,7 +64,7 @@ def paths(settings: Settings) -> tuple[Path, Path]:
     if settings.slurm.spool_dir:
         where = Path(settings.slurm.spool_dir)
     else:
-        from ..config import default_data_dir
+        from ...config import default_data_dir
 
         where = default_data_dir() / "slurm"
     return where, Path(settings.slurm.log_file) if settings.slurm.log_file else where / "slurm.log"

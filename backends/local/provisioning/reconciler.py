@@ -6,7 +6,7 @@ then re-read and updated in one transaction, so two processes reconciling the
 same request cannot move it backwards. The provider's view is folded in by
 `settling.py` (machine states only follow the transition table; machines the
 store does not know — the engine died between launch and write — are adopted);
-a request launched through candidates is observed per attempt (`offerings.py`);
+a request launched through candidates is observed per attempt (`provisioning/offerings.py`);
 a request whose creator died before it called the provider (still `pending`,
 nothing at the provider) is launched here (`launch`, which its creator calls too).
 
@@ -38,12 +38,12 @@ from pluginsdk.models import (
     utcnow,
 )
 
+from ..providers.base import LaunchResult, ProviderDriver, ProvisionedMachine
 from . import offerings, readiness
-from .providers.base import LaunchResult, ProviderDriver, ProvisionedMachine
 from .settling import apply_states, fold_states, merge, settle_status
 
 if TYPE_CHECKING:
-    from .deps import Deps
+    from ..deps import Deps
 
 __all__ = [
     "apply_states",
@@ -149,7 +149,7 @@ async def launch(deps: Deps, driver: ProviderDriver, request: Request, template:
     Its creator calls this, and so does whoever takes its claim over from a creator that died before it
     called the provider (`_launched`). Provider launches are idempotent per request (AWS client tokens and
     group names, the local provider's numbered machines): a launch the dead creator made is found again,
-    not repeated. A template with candidates launches through them (`offerings.py`).
+    not repeated. A template with candidates launches through them (`provisioning/offerings.py`).
     """
     if template.offerings:
         return await offerings.launch_offerings(deps, request, template)

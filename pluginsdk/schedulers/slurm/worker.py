@@ -26,12 +26,12 @@ from .nodes import NodeMap
 from .scontrol import Scontrol
 
 if TYPE_CHECKING:
-    from ..models import Machine, Request
-    from ..sdk import PluginSDK
+    from ...models import Machine, Request
+    from ...sdk import PluginSDK
 
 __all__ = ["Worker", "exclusive"]
 
-log = logging.getLogger("pluginsdk.slurm")
+log = logging.getLogger("pluginsdk.schedulers.slurm")
 
 _POLL = 0.5
 """Seconds between reads of a resume's requests while their machines come up."""

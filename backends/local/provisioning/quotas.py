@@ -18,7 +18,7 @@ from pluginsdk.errors import TooManyRequestsError
 from pluginsdk.models import Template, utcnow
 
 if TYPE_CHECKING:
-    from .deps import Deps
+    from ..deps import Deps
 
 __all__ = ["check_quotas", "room"]
 

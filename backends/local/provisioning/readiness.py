@@ -4,7 +4,7 @@ A template may require a readiness signal (`configuration.boot`, docs/providers.
 started only once they report ready — the provider knows it (`ProvisionedMachine.ready`) or the machine calls
 `mark_machine_ready`. A machine not ready `timeout_seconds` after its launch is terminated and replaced once
 (the replacement is an attempt of the request, `replaces` naming the machine, launched like a fallback:
-`offerings.py`); a replacement that is not ready in time either is a bootstrap failure of the template, and
+`provisioning/offerings.py`); a replacement that is not ready in time either is a bootstrap failure of the template, and
 `max_failures` of those in a row protect the template (no new launches) until an operator clears it
 (`store/boot.py`). The reconciler runs this on every pass, so a process killed midway loses nothing.
 """
@@ -19,12 +19,12 @@ from typing import TYPE_CHECKING, Any
 from pluginsdk.errors import NotFoundError, ProviderError, StateConflictError, ValidationError
 from pluginsdk.models import Machine, MachineStatus, Request, Template, utcnow
 
+from ..providers.base import ProvisionedMachine
 from . import offerings
-from .providers.base import ProvisionedMachine
 from .settling import fold_states
 
 if TYPE_CHECKING:
-    from .deps import Deps
+    from ..deps import Deps
 
 __all__ = ["BootRule", "check_protection", "enforce", "resume", "rule_of", "unready"]
 

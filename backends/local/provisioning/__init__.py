@@ -1,0 +1,1 @@
+"""The request state machine: reconciling, settling, launch candidates (offerings), readiness and quotas."""
