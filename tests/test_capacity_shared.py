@@ -92,7 +92,7 @@ async def test_a_process_killed_between_a_failed_launch_and_its_fallback_loses_n
     assert line.strip() == b"req-killed-1"  # the fallback's launch id: the second attempt
     assert await asyncio.wait_for(child.wait(), 30) == -signal.SIGKILL
     async with PluginSDK(config=config) as sdk:
-        stored = await sdk.backend.engine.db.get_request("req-killed")  # type: ignore[attr-defined]
+        stored = await sdk.backend.engine.store.get_request("req-killed")  # type: ignore[attr-defined]
         assert stored.status is RequestStatus.PENDING  # as the dead process left it
         assert [(a["provider"], a["outcome"]) for a in stored.provider_data["attempts"]] == [
             ("east", "capacity"), ("west", "launching"),

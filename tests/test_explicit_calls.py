@@ -46,7 +46,7 @@ _RAW = frozenset({"fetchall", "fetchone", "executemany"})
 
 
 def _raw_sql(node: ast.AST) -> bool:
-    """A statement run on the database itself (`fetchall`, `engine.db.db`) or auth tables opened per call."""
+    """A statement run on the database itself (`fetchall`, `engine.store.db`) or auth tables opened per call."""
     if isinstance(node, ast.Attribute):
         return node.attr in {"fetchall", "fetchone", "executemany"} or (
             node.attr == "db" and _named(node.value) == "db"

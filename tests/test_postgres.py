@@ -41,7 +41,7 @@ async def test_provisioning_cycle_on_postgres(pg_url: str, tmp_path: Path) -> No
             await asyncio.sleep(0.05)
         assert (await sdk.get_request(ret.request_id or "")).status is RequestStatus.COMPLETED
         assert (await sdk.list_requests()).total_count == 2
-        row = await sdk.backend.engine.db.db.fetchone("SELECT value FROM meta WHERE key = 'auth.secrets_key'")  # type: ignore[attr-defined]
+        row = await sdk.backend.engine.store.db.fetchone("SELECT value FROM meta WHERE key = 'auth.secrets_key'")  # type: ignore[attr-defined]
         assert row is None  # the sealing key is in the owner-only key file, not in the database
     assert oct((tmp_path / "seal.key").stat().st_mode & 0o777) == "0o600"
     # a second engine on the same database sees the same state (schema already migrated)

@@ -219,7 +219,7 @@ async def test_a_unique_key_collision_is_409_naming_only_the_identifier(any_stor
         await prepare(sdk)
         key = await sdk.create_api_key(api_key_name="k1", user_id="keyholder", description="first key")
         engine = sdk.backend.engine  # type: ignore[attr-defined]
-        db = engine.db.db
+        db = engine.store.db
         row = dict(await db.fetchone("SELECT * FROM auth_api_keys WHERE api_key_name = 'k1'"))
         insert = (
             "INSERT INTO auth_api_keys (api_key_id, api_key_name, description, user_id, created_by, created_at,"
@@ -235,15 +235,15 @@ async def test_a_unique_key_collision_is_409_naming_only_the_identifier(any_stor
         assert row["key_hash"] not in text and key.api_key not in text and "k2" not in text
         assert same_hash.value.__cause__ is None and same_hash.value.__suppress_context__
         # the request path: a second INSERT of the same request id is 409, not a driver error
-        stored = await engine.db.get_request((await sdk.create_request("web", 1, request_id="req-dup")).request_id)
+        stored = await engine.store.get_request((await sdk.create_request("web", 1, request_id="req-dup")).request_id)
         with pytest.raises(AlreadyExistsError) as dup:
-            await engine.db.insert_request(stored)
+            await engine.store.insert_request(stored)
         assert dup.value.details == {"field": "request_id", "value": "req-dup"}
 
 
 async def test_executemany_outside_a_transaction_is_all_or_nothing(any_store: dict[str, Any]) -> None:
     async with PluginSDK(config=any_store) as sdk:
-        db = sdk.backend.engine.db.db  # type: ignore[attr-defined]
+        db = sdk.backend.engine.store.db  # type: ignore[attr-defined]
         sql = "INSERT INTO auth_user_roles (user_id, role_name, created_on) VALUES (:u, :r, :at)"
         await db.execute(sql, {"u": "amy", "r": "b", "at": "t"})
         with pytest.raises(AlreadyExistsError):

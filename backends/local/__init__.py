@@ -84,33 +84,25 @@ class LocalBackend:
 
     async def ping(self) -> None:
         """Raise unless the store answers (the server's `/health`)."""
-        await self.engine.db.db.fetchone("SELECT 1 AS ok")
+        await self.engine.store.ping()
 
     async def ready(self) -> dict[str, int]:
         """The server's `/readyz`: raises unless the store answers; the schema's migration and this build's."""
         from .store.schema import MIGRATIONS
 
-        if self.engine.store is None:
+        if not self.engine.started:
             raise RuntimeError("the engine is not started")
-        row = await self.engine.db.db.fetchone("SELECT version FROM schema_version WHERE id = 1")
-        return {"schema": int(row["version"]) if row else 0, "expected": max(MIGRATIONS)}
+        return {"schema": await self.engine.store.schema_version(), "expected": max(MIGRATIONS)}
 
     async def inventory(self) -> dict[str, list[dict[str, Any]]]:
         """Machines and requests counted by status and provider, and the launch candidates the capacity memory
         holds (the server's /metrics gauges; one statement each, whatever the size of the store)."""
-        if self.engine.store is None:
+        if not self.engine.started:
             return {"machines": [], "requests": [], "offerings": []}
-        db = self.engine.db.db
-        machines = await db.fetchall(
-            "SELECT status, provider_name, COUNT(*) AS n FROM machines GROUP BY status, provider_name"
-        )
-        requests = await db.fetchall(
-            "SELECT request_type, status, provider_name, COUNT(*) AS n FROM requests"
-            " GROUP BY request_type, status, provider_name"
-        )
+        machines, requests = await self.engine.store.inventory()
         offerings = [
             {"offering": o.key, "provider": o.provider, "state": o.state, "failures": o.failures}
             for o in await self.engine.deps.capacity.states()
         ]
-        listed = {"machines": [dict(r) for r in machines], "requests": [dict(r) for r in requests]}
+        listed = {"machines": machines, "requests": requests}
         return listed | {"offerings": offerings}

@@ -148,7 +148,7 @@ class Engine:
     def __init__(self, settings: Settings, *, background: bool = False) -> None:
         self.settings = settings
         self.background = background
-        self.store: Store | None = None
+        self._store: Store | None = None
         self.files = TemplateFiles(settings.templates.dir)
         self.handlers = HandlerRegistry()
         """Operation class -> handler, filled from the handler modules as operations are first called."""
@@ -170,7 +170,7 @@ class Engine:
 
     # -- lifecycle --------------------------------------------------------
     async def start(self) -> None:
-        self.store = store = await open_store(
+        self._store = store = await open_store(
             self.settings.storage_target, claim_seconds=self.settings.sdk.claim_seconds
         )
         await self._start_auth()
@@ -228,9 +228,9 @@ class Engine:
             await hook()
         if self._deps is not None:
             await self._deps.providers.aclose()
-        if self.store is not None:
-            await self.store.aclose()
-            self.store = None
+        if self._store is not None:
+            await self._store.aclose()
+            self._store = None
 
     def spawn(self, coro: Awaitable[Any]) -> None:
         task: asyncio.Task[Any] = asyncio.ensure_future(coro)
@@ -272,10 +272,15 @@ class Engine:
         return slurm.reconcile_interval
 
     @property
-    def db(self) -> Store:
-        if self.store is None:
+    def started(self) -> bool:
+        return self._store is not None
+
+    @property
+    def store(self) -> Store:
+        """The engine's one store; every statement is a method of it (or of the stores it holds)."""
+        if self._store is None:
             raise HandlerDiscoveryError("The engine is not started.")
-        return self.store
+        return self._store
 
     @property
     def deps(self) -> Deps:

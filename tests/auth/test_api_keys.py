@@ -45,7 +45,7 @@ async def test_create_returns_the_secret_once_and_stores_only_its_hash(sdk: Plug
     listed = [k for k in (await sdk.list_api_keys()).items if k.api_key_name != HARNESS_KEY]
     assert [k.api_key_id for k in listed] == [res.api_key_id]
     if sdk.backend.name == "local":
-        db = sdk.backend.engine.db.db  # type: ignore[attr-defined]
+        db = sdk.backend.engine.store.db  # type: ignore[attr-defined]
         row = await db.fetchone("SELECT * FROM auth_api_keys")
         assert row is not None and res.api_key not in str(row)
         assert row["key_hash"] == hashlib.sha256(res.api_key.encode()).hexdigest()
@@ -242,7 +242,7 @@ async def test_inactive_expired_deleted_keys_fail_on_the_next_call(local_sdk: Pl
         await authenticate(sdk, key.api_key)
     await sdk.update_api_key(key.api_key_id, is_active="true")
     assert (await authenticate(sdk, key.api_key)).api_key_id == key.api_key_id
-    db = sdk.backend.engine.db.db  # type: ignore[attr-defined]
+    db = sdk.backend.engine.store.db  # type: ignore[attr-defined]
     past = (datetime.now(UTC) - timedelta(seconds=1)).isoformat(timespec="microseconds")
     await db.execute("UPDATE auth_api_keys SET expires_at = :p WHERE api_key_id = :i", {"p": past, "i": key.api_key_id})
     with pytest.raises(AuthenticationError):

@@ -124,7 +124,7 @@ async def test_a_store_seeded_with_the_earlier_default_is_upgraded_an_edited_one
     for stored, expected in ((earlier, next(c for c in default_constraints() if c["constraintId"] == cid)),
                              (edited, edited)):  # fmt: skip
         async with PluginSDK(config=config) as sdk:
-            db = sdk.backend.engine.db.db  # type: ignore[attr-defined]
+            db = sdk.backend.engine.store.db  # type: ignore[attr-defined]
             await db.execute("UPDATE auth_constraints SET data = :d WHERE constraint_id = :c",
                              {"d": json.dumps(stored), "c": cid})  # fmt: skip
             await db.execute("DELETE FROM meta WHERE key = 'auth.defaults_revision'")  # a store of the earlier release

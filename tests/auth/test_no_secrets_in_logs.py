@@ -120,7 +120,7 @@ async def session(sdk: PluginSDK, mailbox: Mailbox) -> list[str]:
 async def stored_secrets(sdk: PluginSDK, store: dict[str, Any]) -> list[str]:
     """Hashes and sealed values as the store holds them, and the sealing key file's content."""
     async with PluginSDK(config=store) as local:
-        db = local.backend.engine.db.db  # type: ignore[attr-defined]
+        db = local.backend.engine.store.db  # type: ignore[attr-defined]
         users = await db.fetchall("SELECT password_hash, totp_secret FROM auth_users WHERE user_id = 'lena'")
         hashes = await db.fetchall("SELECT key_hash FROM auth_api_keys")
         sessions = await db.fetchall("SELECT refresh_hash FROM auth_sessions")
@@ -162,7 +162,7 @@ async def test_a_session_logs_no_secret_on_postgres(tmp_path: Path, mailbox: Mai
             async with open_sdk("local", tmp_path, storage=storage, app=managed_app(mailbox)) as sdk:
                 sweep()  # asyncpg's loggers exist now: their INFO/DEBUG lines are captured too
                 secrets = await session(sdk, mailbox)
-                db = sdk.backend.engine.db.db  # type: ignore[attr-defined]
+                db = sdk.backend.engine.store.db  # type: ignore[attr-defined]
                 marker = "cast-marker-" + secrets_module.token_hex(4)  # not in this file's source (tracebacks)
                 with pytest.raises(Exception) as failed:  # a driver error whose own text quotes the value
                     await db.execute("SELECT CAST(:v AS INTEGER) AS n", {"v": marker})

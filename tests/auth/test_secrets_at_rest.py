@@ -42,7 +42,7 @@ async def sign_in(cfg: dict[str, Any], user: str, code: str) -> bool:
 
 async def meta(cfg: dict[str, Any], key: str) -> str | None:
     async with PluginSDK(config=cfg) as sdk:
-        row = await sdk.backend.engine.db.db.fetchone("SELECT value FROM meta WHERE key = :k", {"k": key})  # type: ignore[attr-defined]
+        row = await sdk.backend.engine.store.db.fetchone("SELECT value FROM meta WHERE key = :k", {"k": key})  # type: ignore[attr-defined]
         return str(row["value"]) if row else None
 
 
@@ -110,7 +110,7 @@ async def _make_legacy(cfg: dict[str, Any], store: Path) -> bytes:
     key_file = Path(f"{store}.key")
     key = key_file.read_text().strip()
     async with PluginSDK(config=cfg) as sdk:
-        db = sdk.backend.engine.db.db  # type: ignore[attr-defined]
+        db = sdk.backend.engine.store.db  # type: ignore[attr-defined]
         await db.execute("DELETE FROM meta WHERE key = 'seal.key_check'")
         await db.execute("INSERT INTO meta (key, value) VALUES ('auth.secrets_key', :v)", {"v": key})
     key_file.unlink()

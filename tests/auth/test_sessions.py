@@ -158,7 +158,7 @@ async def test_totp_setup_makes_sessions_multi_factor(pool: PluginSDK, mailbox: 
     users = {u.user_id: u for u in (await pool.list_managed_users()).users}
     assert users["gus"].mfa_enabled
     if pool.backend.name == "local":
-        row = await pool.backend.engine.db.db.fetchone("SELECT totp_secret FROM auth_users WHERE user_id = 'gus'")  # type: ignore[attr-defined]
+        row = await pool.backend.engine.store.db.fetchone("SELECT totp_secret FROM auth_users WHERE user_id = 'gus'")  # type: ignore[attr-defined]
         assert row is not None and setup.secret_code not in row["totp_secret"]
 
 

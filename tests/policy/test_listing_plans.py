@@ -118,7 +118,7 @@ async def test_listing_plans_on_each_store(any_store: dict[str, Any]) -> None:
         plan = await admin.plan_access("role", "GET", user_id="alice")
         assert [r["role_name"] for r in await engine.auth.store.list_roles(plan)] == ["web-readers"]
         plan = await admin.plan_access("template", "GET", user_id="alice")
-        page, total = await engine.db.page_templates(access=plan, limit=1, offset=1)
+        page, total = await engine.store.page_templates(access=plan, limit=1, offset=1)
         assert total == 3 and [t.template_id for t in page] == ["web"]
 
 

@@ -169,7 +169,7 @@ async def test_two_servers_four_clis_one_server_killed_every_few_seconds(tmp_pat
 
         # the surviving servers settle everything; nothing may stay stuck
         async with PluginSDK(config={**config, "sdk": {"reconcile_interval": 3600}}) as sdk:
-            db = sdk.backend.engine.db.db  # type: ignore[attr-defined]
+            db = sdk.backend.engine.store.db  # type: ignore[attr-defined]
             deadline = time.monotonic() + 40
             while await db.fetchall("SELECT request_id FROM requests WHERE status IN ('pending', 'running')"):
                 assert time.monotonic() < deadline, "requests stuck: " + str(
@@ -198,5 +198,5 @@ async def test_two_servers_four_clis_one_server_killed_every_few_seconds(tmp_pat
             assert {r["instance_id"] for r in terminated} >= {m for ids in returns.values() for m in ids}
             # every claim released (killed servers' leases have expired, nobody holds one)
             await asyncio.sleep(2.1)
-            assert await sdk.backend.engine.db.claims.live() == []  # type: ignore[attr-defined]
+            assert await sdk.backend.engine.store.claims.live() == []  # type: ignore[attr-defined]
         assert failures == []

@@ -29,12 +29,12 @@ __all__ = ["AuthConfig", "AuthService", "start_auth"]
 async def start_auth(engine: Engine) -> AuthService:
     """Prepare the store, install the audit hook and return the engine's Authorizer."""
     config = load_auth_config(engine.settings)
-    store = AuthStore(engine.db.db)
+    store = AuthStore(engine.store.db)
     # held while the engine runs, so the key cannot be rotated under it (a rotation under way is waited for)
-    hold = await hold_store(engine.db.db, exclusive=False, wait=30)
+    hold = await hold_store(engine.store.db, exclusive=False, wait=30)
     engine.on_close.append(hold.release)
     try:
-        seal = await load_seal_key(engine.settings, engine.db.db, config.secrets_key)  # kept apart from the store
+        seal = await load_seal_key(engine.settings, engine.store.db, config.secrets_key)  # kept apart from the store
     except BaseException:
         await hold.release()
         raise

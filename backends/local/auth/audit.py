@@ -24,9 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from pluginsdk.operations import Operation
 
-from .crypto import now, ts
-from .store import new_record_id
-
 if TYPE_CHECKING:
     from ..call import Call
     from .service import AuthService
@@ -213,18 +210,9 @@ async def log_decision(svc: AuthService, actor: str, about: Mapping[str, Any], *
     rate = decision_sample_rate(svc)
     if rate <= 0 or (rate < 1 and random.random() >= rate):
         return
-    await svc.store.db.execute(
-        "INSERT INTO auth_audit (record_id, at, actor, action, target_type, target_id, before_data, after_data,"
-        " revision) VALUES (:id, :at, :actor, 'decision', :tt, :tid, NULL, :after, :rev)",
-        {
-            "id": new_record_id(),
-            "at": ts(now()),
-            "actor": actor,
-            "tt": str(about.get("object_type", "")),
-            "tid": str(about.get("subject", ""))[:_MAX_ID],
-            "after": json.dumps({**about, "allowed": allowed}, default=str),
-            "rev": revision,
-        },
+    target = (str(about.get("object_type", "")), str(about.get("subject", "")))
+    await svc.store.append_audit(
+        actor=actor, action="decision", target=target, after={**about, "allowed": allowed}, revision=revision
     )
 
 
@@ -232,25 +220,4 @@ async def page_records(
     store: AuthStore, filters: Mapping[str, Any], after: str | None, limit: int
 ) -> list[dict[str, Any]]:
     """Records oldest first, after the id `after`, matching the equality/time filters."""
-    where = []
-    params: dict[str, Any] = {"limit": limit}
-    for column in ("actor", "action", "target_type", "target_id"):
-        value = filters.get(column)
-        if value is not None:
-            where.append(f"{column} = :{column}")
-            params[column] = value
-    if filters.get("since") is not None:
-        where.append("at >= :since")
-        params["since"] = filters["since"]
-    if filters.get("until") is not None:
-        where.append("at < :until")
-        params["until"] = filters["until"]
-    if filters.get("min_revision") is not None:
-        where.append("revision >= :min_revision")
-        params["min_revision"] = filters["min_revision"]
-    if after is not None:
-        where.append("record_id > :after")
-        params["after"] = after
-    sql = "SELECT * FROM auth_audit" + (" WHERE " + " AND ".join(where) if where else "")
-    rows = await store.db.fetchall(sql + " ORDER BY record_id LIMIT :limit", params)
-    return [dict(r) for r in rows]
+    return [dict(r) for r in await store.page_audit(filters, after, limit)]

@@ -11,7 +11,6 @@ read `/secure-config`, and manage its own session and keys under
 from __future__ import annotations
 
 import json
-import uuid
 from typing import Any
 
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
@@ -134,25 +133,15 @@ async def seed(store: AuthStore, admin_user_id: str) -> bool:
     """Create the defaults once per store and the admin assignment once per admin user id; True if anything changed."""
     changed = False
     at = ts(now())
-    db = store.db
     async with store.transaction():
         if await store.meta("auth.seeded") is None:
             for name, desc in (
                 (ADMIN_ROLE, "Administrators: every method on every object type and route."),
                 (READ_ONLY_ROLE, "Read-only users: read data, check routes, manage their own keys."),
             ):
-                await db.execute(
-                    "INSERT INTO auth_roles (role_name, id, description, source, source_identifier, mfa_required,"
-                    " created_on) VALUES (:n, :id, :d, 'INTERNAL_SYSTEM', NULL, 0, :at)"
-                    " ON CONFLICT (role_name) DO NOTHING",
-                    {"n": name, "id": str(uuid.uuid4()), "d": desc, "at": at},
-                )
+                await store.seed_role(name, desc, at)
             for c in default_constraints():
-                await db.execute(
-                    "INSERT INTO auth_constraints (constraint_id, object_type, data, created_at, updated_at)"
-                    " VALUES (:id, :type, :data, :at, :at) ON CONFLICT (constraint_id) DO NOTHING",
-                    {"id": c["constraintId"], "type": c["objectType"], "data": json.dumps(c), "at": at},
-                )
+                await store.seed_constraint(c["constraintId"], c["objectType"], json.dumps(c), at)
             await store.set_meta("auth.seeded", at)
             await store.set_meta("auth.defaults_revision", DEFAULTS_REVISION)
             changed = True
@@ -161,11 +150,7 @@ async def seed(store: AuthStore, admin_user_id: str) -> bool:
             await store.set_meta("auth.defaults_revision", DEFAULTS_REVISION)
         flag = f"auth.admin_seeded.{admin_user_id}"
         if await store.meta(flag) is None:
-            await db.execute(
-                "INSERT INTO auth_user_roles (user_id, role_name, created_on) VALUES (:u, :r, :at)"
-                " ON CONFLICT (user_id, role_name) DO NOTHING",
-                {"u": admin_user_id, "r": ADMIN_ROLE, "at": at},
-            )
+            await store.seed_user_role(admin_user_id, ADMIN_ROLE, at)
             await store.set_meta(flag, at)
             changed = True
         if changed:

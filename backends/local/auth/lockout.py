@@ -108,8 +108,7 @@ class LockoutGuard:
         if self.config.mode == "external":
             return EVERYONE
         if self.config.mode == "managed":
-            rows = await self.store.db.fetchall("SELECT user_id FROM auth_users WHERE mfa_enabled = 1")
-            return {r["user_id"] for r in rows}
+            return await self.store.mfa_user_ids()
         return ()
 
     async def assignments(self) -> dict[str, list[str]]:

@@ -60,11 +60,11 @@ class ObjectKind(NamedTuple):
 
 
 async def _request(engine: Engine, auth: AuthStore, request_id: str) -> Any:
-    return await engine.db.get_request(request_id)
+    return await engine.store.get_request(request_id)
 
 
 async def _machine(engine: Engine, auth: AuthStore, machine_id: str) -> Any:
-    return await engine.db.get_machine(machine_id)
+    return await engine.store.get_machine(machine_id)
 
 
 async def _template(engine: Engine, auth: AuthStore, template_id: str) -> Any:

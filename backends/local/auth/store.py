@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -163,6 +164,29 @@ class AuthStore:
         )
         return revision
 
+    async def page_audit(self, filters: Mapping[str, Any], after: str | None, limit: int) -> list[Row]:
+        """Records oldest first, after the id `after`, matching the equality/time filters."""
+        where = []
+        params: dict[str, Any] = {"limit": limit}
+        for column in ("actor", "action", "target_type", "target_id"):
+            value = filters.get(column)
+            if value is not None:
+                where.append(f"{column} = :{column}")
+                params[column] = value
+        for key, test in (
+            ("since", "at >= :since"),
+            ("until", "at < :until"),
+            ("min_revision", "revision >= :min_revision"),
+        ):
+            if filters.get(key) is not None:
+                where.append(test)
+                params[key] = filters[key]
+        if after is not None:
+            where.append("record_id > :after")
+            params["after"] = after
+        sql = "SELECT * FROM auth_audit" + (" WHERE " + " AND ".join(where) if where else "")
+        return await self.db.fetchall(sql + " ORDER BY record_id LIMIT :limit", params)
+
     # -- constraints ----------------------------------------------------------
     async def all_constraints(self) -> list[Row]:
         return await self.db.fetchall("SELECT constraint_id, data FROM auth_constraints ORDER BY constraint_id")
@@ -216,6 +240,14 @@ class AuthStore:
         )
         return n > 0
 
+    async def seed_constraint(self, constraint_id: str, object_type: str, data: str, at: str) -> None:
+        """A default constraint, unless one of that id exists."""
+        await self.db.execute(
+            "INSERT INTO auth_constraints (constraint_id, object_type, data, created_at, updated_at)"
+            " VALUES (:id, :type, :data, :at, :at) ON CONFLICT (constraint_id) DO NOTHING",
+            {"id": constraint_id, "type": object_type, "data": data, "at": at},
+        )
+
     async def delete_constraint(self, constraint_id: str) -> bool:
         n = await self.db.execute("DELETE FROM auth_constraints WHERE constraint_id = :id", {"id": constraint_id})
         return n > 0
@@ -261,6 +293,15 @@ class AuthStore:
         return await self.db.execute("DELETE FROM auth_roles WHERE role_name = :n", {"n": role_name}) > 0
 
     # -- user roles --------------------------------------------------------------
+    async def seed_role(self, role_name: str, description: str, at: str) -> None:
+        """A built-in role, unless one of that name exists."""
+        await self.db.execute(
+            "INSERT INTO auth_roles (role_name, id, description, source, source_identifier, mfa_required,"
+            " created_on) VALUES (:n, :id, :d, 'INTERNAL_SYSTEM', NULL, 0, :at)"
+            " ON CONFLICT (role_name) DO NOTHING",
+            {"n": role_name, "id": str(uuid.uuid4()), "d": description, "at": at},
+        )
+
     async def roles_of(self, user_id: str) -> list[str]:
         rows = await self.db.fetchall(
             "SELECT role_name FROM auth_user_roles WHERE user_id = :u ORDER BY role_name", {"u": user_id}
@@ -292,6 +333,14 @@ class AuthStore:
             [{"u": user_id, "r": r, "at": at} for r in role_names],
         )
 
+    async def seed_user_role(self, user_id: str, role_name: str, at: str) -> None:
+        """An assignment, unless it exists."""
+        await self.db.execute(
+            "INSERT INTO auth_user_roles (user_id, role_name, created_on) VALUES (:u, :r, :at)"
+            " ON CONFLICT (user_id, role_name) DO NOTHING",
+            {"u": user_id, "r": role_name, "at": at},
+        )
+
     async def delete_user_roles(self, user_id: str, role_names: Sequence[str] | None = None) -> int:
         if role_names is None:
             return await self.db.execute("DELETE FROM auth_user_roles WHERE user_id = :u", {"u": user_id})
@@ -312,6 +361,10 @@ class AuthStore:
         return await self.db.fetchall(
             "SELECT * FROM auth_users WHERE user_id > :a ORDER BY user_id LIMIT :n", {"a": after, "n": limit}
         )
+
+    async def mfa_user_ids(self) -> set[str]:
+        """Managed users with a second factor enrolled."""
+        return {r["user_id"] for r in await self.db.fetchall("SELECT user_id FROM auth_users WHERE mfa_enabled = 1")}
 
     async def insert_user(self, row: Mapping[str, Any]) -> None:
         if await self.get_user(row["user_id"]) is not None:
@@ -519,3 +572,45 @@ class AuthStore:
             )
             > 0
         )
+
+    # -- sign-in limits (auth/throttle.py) -------------------------------------------
+    async def sign_in_locks(self, keys: Sequence[str]) -> list[float]:
+        """Until when each of the keys that is locked is locked."""
+        clause, params = _in("k", list(keys))
+        rows = await self.db.fetchall(
+            f"SELECT locked_until FROM auth_sign_in_failures WHERE key IN {clause} AND locked_until IS NOT NULL",
+            params,
+        )
+        return [float(r["locked_until"]) for r in rows]
+
+    async def count_sign_in_failure(self, key: str, moment: float, start: float) -> int:
+        """One more failure of `key`; a count that began before `start` begins again. The count after it."""
+        row = await self.db.fetchone(
+            "INSERT INTO auth_sign_in_failures (key, failures, first_at, locked_until) VALUES (:k, 1, :now, NULL)"
+            " ON CONFLICT (key) DO UPDATE SET failures = CASE WHEN auth_sign_in_failures.first_at < :start THEN 1"
+            " ELSE auth_sign_in_failures.failures + 1 END, first_at = CASE WHEN auth_sign_in_failures.first_at"
+            " < :start THEN :now ELSE auth_sign_in_failures.first_at END RETURNING failures",
+            {"k": key, "now": moment, "start": start},
+        )
+        return int(row["failures"]) if row else 0
+
+    async def lock_sign_in(self, key: str, moment: float, until: float, limit: int) -> bool:
+        """Lock `key` until `until` if its count reached `limit`; True for the caller that locked it."""
+        return bool(
+            await self.db.execute(
+                "UPDATE auth_sign_in_failures SET failures = 0, first_at = :now, locked_until = :until"
+                " WHERE key = :k AND failures >= :limit",
+                {"k": key, "now": moment, "until": until, "limit": limit},
+            )
+        )
+
+    async def sweep_sign_in_failures(self, start: float, moment: float) -> None:
+        """Delete counts that began before `start` and are not locked after `moment`."""
+        await self.db.execute(
+            "DELETE FROM auth_sign_in_failures WHERE first_at < :start"
+            " AND (locked_until IS NULL OR locked_until < :now)",
+            {"start": start, "now": moment},
+        )
+
+    async def clear_sign_in_failures(self, key: str) -> None:
+        await self.db.execute("DELETE FROM auth_sign_in_failures WHERE key = :k", {"k": key})

@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SignInThrottle"]
 
-_TABLE = "auth_sign_in_failures"
 _SWEEP_CHANCE = 1 / 64
 """How often a failure also deletes rows whose count and lock have run out (the table stays small)."""
 
@@ -48,15 +47,9 @@ class SignInThrottle:
 
     async def check(self, user_id: str, client: str | None = None) -> None:
         """Raise TooManyRequestsError while the account name or the client is locked."""
-        keys = [k for k, _, _ in self._keys(user_id, client)]
-        params = {f"k{i}": k for i, k in enumerate(keys)}
-        rows = await self.store.db.fetchall(
-            f"SELECT locked_until FROM {_TABLE} WHERE key IN ({', '.join(':' + p for p in params)})"
-            " AND locked_until IS NOT NULL",
-            params,
-        )
+        locks = await self.store.sign_in_locks([k for k, _, _ in self._keys(user_id, client)])
         moment = time.time()
-        wait = max((float(r["locked_until"]) - moment for r in rows), default=0.0)
+        wait = max((until - moment for until in locks), default=0.0)
         if wait > 0:
             raise TooManyRequestsError(
                 f"Too many failed sign-in attempts; try again in {math.ceil(wait)} s.",
@@ -71,32 +64,17 @@ class SignInThrottle:
         until = moment + self.limits.lockSeconds
         async with self.store.transaction():
             for key, limit, target in self._keys(user_id, client):
-                row = await self.store.db.fetchone(
-                    f"INSERT INTO {_TABLE} (key, failures, first_at, locked_until) VALUES (:k, 1, :now, NULL)"
-                    f" ON CONFLICT (key) DO UPDATE SET failures = CASE WHEN {_TABLE}.first_at < :start THEN 1"
-                    f" ELSE {_TABLE}.failures + 1 END, first_at = CASE WHEN {_TABLE}.first_at < :start THEN :now"
-                    f" ELSE {_TABLE}.first_at END RETURNING failures",
-                    {"k": key, "now": moment, "start": start},
-                )
-                if row is None or int(row["failures"]) < limit:
+                if await self.store.count_sign_in_failure(key, moment, start) < limit:
                     continue
-                locked = await self.store.db.execute(
-                    f"UPDATE {_TABLE} SET failures = 0, first_at = :now, locked_until = :until"
-                    " WHERE key = :k AND failures >= :limit",
-                    {"k": key, "now": moment, "until": until, "limit": limit},
-                )
-                if locked:
+                if await self.store.lock_sign_in(key, moment, until, limit):
                     after = self._lock(limit, until, kind, client)
                     await self.store.append_audit(actor=actor, action="sign_in_locked", target=target, after=after)
             if random.random() < _SWEEP_CHANCE:  # housekeeping, not security
-                await self.store.db.execute(
-                    f"DELETE FROM {_TABLE} WHERE first_at < :start AND (locked_until IS NULL OR locked_until < :now)",
-                    {"start": start, "now": moment},
-                )
+                await self.store.sweep_sign_in_failures(start, moment)
 
     async def succeeded(self, user_id: str) -> None:
         """A sign-in of `user_id` succeeded: its account count starts again."""
-        await self.store.db.execute(f"DELETE FROM {_TABLE} WHERE key = :k", {"k": "user:" + user_id})
+        await self.store.clear_sign_in_failures("user:" + user_id)
 
     def _lock(self, limit: int, until: float, kind: str, client: str | None) -> dict[str, Any]:
         from datetime import UTC, datetime

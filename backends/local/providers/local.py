@@ -47,6 +47,7 @@ from pluginsdk.errors import ConfigurationError, ProviderError
 from pluginsdk.models import Machine, MachineStatus, Request, Template
 
 from ..store import Store
+from ..store.local_instances import LocalInstances
 from .base import LaunchResult, ProvisionedMachine
 
 __all__ = ["LocalProvider"]
@@ -119,17 +120,17 @@ class LocalProvider:
         seed = cfg.get("seed")
         self.deterministic = seed is not None
         self.seed = str(seed) if seed is not None else f"{random.random()}"
-        self._store: Store | None = None
+        self._rows: LocalInstances | None = None
         self.clock = time.time
 
     def bind_store(self, store: Store) -> None:
-        self._store = store
+        self._rows = LocalInstances(store.db)
 
     @property
-    def _db(self) -> Any:
-        if self._store is None:
+    def _instances(self) -> LocalInstances:
+        if self._rows is None:
             raise ProviderError("The local provider is not bound to a store.")
-        return self._store.db
+        return self._rows
 
     async def start(self) -> None:
         return None
@@ -161,20 +162,10 @@ class LocalProvider:
 
     async def _taken_addresses(self) -> set[str]:
         """Addresses of machines that still exist (a host name must not name two live machines)."""
-        rows = await self._db.fetchall(
-            "SELECT instance_id FROM local_instances WHERE terminate_at IS NULL OR terminate_at > :t",
-            {"t": self.clock() - 86400},
-        )
-        return {self.address(r["instance_id"]) for r in rows}
+        return {self.address(i) for i in await self._instances.live_ids(self.clock() - 86400)}
 
     async def _active_count(self) -> int:
-        now = self.clock()
-        row = await self._db.fetchone(
-            "SELECT COUNT(*) AS n FROM local_instances"
-            " WHERE fails = 0 AND (terminate_at IS NULL OR terminate_at > :now) AND COALESCE(provider, 'local') = :p",
-            {"now": now, "p": self.name},
-        )
-        return int(row["n"]) if row else 0
+        return await self._instances.active_count(self.name, self.clock())
 
     async def launch(self, request: Request, template: Template, count: int) -> LaunchResult:
         await self._capacity_fault(template)
@@ -185,9 +176,7 @@ class LocalProvider:
                 details={"provider_code": "InsufficientInstanceCapacity", "operation": "launch"},
             )
         now = self.clock()
-        existing = await self._db.fetchall(
-            "SELECT instance_id FROM local_instances WHERE request_id = :r", {"r": request.request_id}
-        )
+        existing = await self._instances.of_request(request.request_id)
         # idempotent per request, like AWS client tokens: a repeated launch (its first caller died before
         # recording it) makes only the machines the first one did not
         start_index = len(existing)
@@ -217,12 +206,7 @@ class LocalProvider:
                 }
             )
         if rows:
-            await self._db.executemany(
-                "INSERT INTO local_instances"
-                " (instance_id, request_id, instance_type, launched_at, boots_at, fails, host_name, provider)"
-                " VALUES (:id, :r, :t, :l, :b, :f, :n, :p) ON CONFLICT (instance_id) DO NOTHING",
-                rows,
-            )
+            await self._instances.insert(rows)
         machines = await self.describe(request, template)
         return LaunchResult(machines=machines, provider_data={"launched": count}, message=f"{count} machines launching")
 
@@ -268,10 +252,7 @@ class LocalProvider:
         )
 
     async def describe(self, request: Request, template: Template | None) -> list[ProvisionedMachine]:
-        rows = await self._db.fetchall(
-            "SELECT * FROM local_instances WHERE request_id = :r ORDER BY launched_at, instance_id",
-            {"r": request.request_id},
-        )
+        rows = await self._instances.of_request(request.request_id)
         now = self.clock()
         scripted = self.run_user_data and template is not None and bool(template.user_data)
         states = [self._state(r, now, scripted) for r in rows]
@@ -285,11 +266,7 @@ class LocalProvider:
     async def _boot(self, row: Mapping[str, Any], state: ProvisionedMachine, template: Template) -> None:
         """Run the template's startup script for a machine that just booted; the store decides which process
         starts it (the one whose claim of the row succeeds), so it runs once whatever describes the machine."""
-        claimed = await self._db.execute(
-            "UPDATE local_instances SET process_id = 0 WHERE instance_id = :id AND process_id IS NULL",
-            {"id": row["instance_id"]},
-        )
-        if not claimed:
+        if not await self._instances.claim_process(row["instance_id"]):
             return
         env = {
             "PLUGINSDK_MACHINE_ID": state.machine_id,
@@ -299,24 +276,15 @@ class LocalProvider:
             "PLUGINSDK_TEMPLATE_ID": template.template_id,
         }
         proc = _spawn(template.user_data or "", env, self.user_data_log_dir, state.machine_id)
-        await self._db.execute(
-            "UPDATE local_instances SET process_id = :p WHERE instance_id = :id",
-            {"p": proc.pid, "id": row["instance_id"]},
-        )
+        await self._instances.set_process(row["instance_id"], proc.pid)
 
     async def _stop_processes(self, ids: Sequence[str]) -> None:
         """Stop the startup scripts (and what they started) of machines being terminated."""
         if not ids:
             return
-        rows = await self._db.fetchall(
-            "SELECT process_id FROM local_instances WHERE process_id > 0 AND instance_id IN ("
-            + ", ".join(f":i{n}" for n in range(len(ids)))
-            + ")",
-            {f"i{n}": i for n, i in enumerate(ids)},
-        )
-        for r in rows:
+        for pid in await self._instances.process_ids(ids):
             try:
-                os.killpg(int(r["process_id"]), signal.SIGTERM)
+                os.killpg(pid, signal.SIGTERM)
             except (ProcessLookupError, PermissionError):
                 continue
 
@@ -328,10 +296,7 @@ class LocalProvider:
                 "Simulated provider failure while terminating machines.",
                 details={"provider_code": "SimulatedTerminateFailure", "operation": "terminate"},
             )
-        await self._db.executemany(
-            "UPDATE local_instances SET terminate_at = :t WHERE instance_id = :id AND terminate_at IS NULL",
-            [{"t": now + self.terminate_delay, "id": i} for i in ids],
-        )
+        await self._instances.terminate(ids, now + self.terminate_delay)
         if self.run_user_data:
             await self._stop_processes(ids)
         states = {m.machine_id: m.status for m in await self.describe(request, None)}
@@ -340,14 +305,9 @@ class LocalProvider:
     async def _fate(self, key: str) -> float:
         """A number in [0, 1) for this call: drawn from (seed, how many calls of its kind the store has seen),
         so under a seed the n-th call always has the same fate, whichever process makes it."""
-        await self._db.execute(
-            "INSERT INTO meta (key, value) VALUES (:k, '1')"
-            " ON CONFLICT (key) DO UPDATE SET value = CAST(CAST(meta.value AS INTEGER) + 1 AS TEXT)",
-            {"k": key},
-        )
-        row = await self._db.fetchone("SELECT value FROM meta WHERE key = :k", {"k": key})
+        count = await self._instances.count_call(key)
         kind = "terminate" if key == "local.terminate_calls" else key
-        return self._rand(kind, row["value"] if row else 0).random()
+        return self._rand(kind, count).random()
 
     async def reclaimed(self) -> list[ProvisionedMachine]:
         """Machines this instance's simulated cloud took back (`reclaim_after`, `reclaim_rate`): each running
@@ -355,21 +315,11 @@ class LocalProvider:
         if self.reclaim_after is None:
             return []
         now = self.clock()
-        due = await self._db.fetchall(
-            "SELECT * FROM local_instances WHERE fails = 0 AND terminate_at IS NULL AND boots_at <= :t"
-            " AND COALESCE(provider, 'local') = :p",
-            {"t": now - self.reclaim_after, "p": self.name},
-        )
+        due = await self._instances.running_since(now - self.reclaim_after, self.name)
         doomed = [r["instance_id"] for r in due if self._rand("reclaim", r["instance_id"]).random() < self.reclaim_rate]
         if doomed:
-            await self._db.executemany(
-                "UPDATE local_instances SET fails = :f, terminate_at = :t WHERE instance_id = :id AND fails = 0",
-                [{"f": _RECLAIMED, "t": now, "id": i} for i in doomed],
-            )
-        rows = await self._db.fetchall(
-            "SELECT * FROM local_instances WHERE fails = :f AND COALESCE(provider, 'local') = :p",
-            {"f": _RECLAIMED, "p": self.name},
-        )
+            await self._instances.mark_failed(doomed, _RECLAIMED, now)
+        rows = await self._instances.failed_with(_RECLAIMED, self.name)
         return [self._state(r, now) for r in rows]
 
     async def health(self) -> dict[str, Any]:

@@ -518,6 +518,27 @@ class Store:
         clause, params = _in("m", list(machine_ids))
         return await self.db.execute(f"DELETE FROM machines WHERE machine_id IN {clause}", params)
 
+    # -- the server's probes -----------------------------------------------
+    async def ping(self) -> None:
+        """Raise unless the database answers."""
+        await self.db.fetchone("SELECT 1 AS ok")
+
+    async def schema_version(self) -> int:
+        """The migration the schema is at (0: none)."""
+        row = await self.db.fetchone("SELECT version FROM schema_version WHERE id = 1")
+        return int(row["version"]) if row else 0
+
+    async def inventory(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Machines by status and provider, requests by type, status and provider (one statement each)."""
+        machines = await self.db.fetchall(
+            "SELECT status, provider_name, COUNT(*) AS n FROM machines GROUP BY status, provider_name"
+        )
+        requests = await self.db.fetchall(
+            "SELECT request_type, status, provider_name, COUNT(*) AS n FROM requests"
+            " GROUP BY request_type, status, provider_name"
+        )
+        return [dict(r) for r in machines], [dict(r) for r in requests]
+
     # -- meta -------------------------------------------------------------
     async def get_meta(self, key: str) -> str | None:
         row = await self.db.fetchone("SELECT value FROM meta WHERE key = :k", {"k": key})
