@@ -223,7 +223,6 @@ async def templates(table: list[tuple[str, str]], stored: int = 10_000, files: i
                 " VALUES (?, 'local', ?, '2026-01-01', '2026-01-01', 1)",
                 [(f"tpl-{i:05d}", proto.replace("TPL", f"tpl-{i:05d}")) for i in range(stored)],
             )
-            db.execute("UPDATE meta SET value = 'bulk' WHERE key = 'templates_version'")
             db.commit()
             db.close()
             engine: Any = sdk.backend.engine  # type: ignore[attr-defined]
@@ -237,9 +236,9 @@ async def templates(table: list[tuple[str, str]], stored: int = 10_000, files: i
             async def before() -> Any:
                 """The listing before plans: every template (stored ones parsed once per template version) merged
                 with the files', decided one by one, then sliced."""
-                version = await engine.db.templates_version()
-                if cache[0] != version:
-                    cache[:] = [version, await engine.db.list_templates()]
+                if cache[0] is None:  # nothing writes templates during the run: parsed once, as a version cache did
+                    rows = await engine.store.db.fetchall("SELECT data FROM templates ORDER BY template_id")
+                    cache[:] = ["parsed", [Template.model_validate_json(r["data"]) for r in rows]]
                 merged = {t.template_id: t for t in cache[1]}
                 for t in engine.files.load().values():
                     merged.setdefault(t.template_id, t)

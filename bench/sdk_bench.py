@@ -224,7 +224,11 @@ def print_remote(result: dict[str, dict[str, float]], n: int) -> None:
 def peer(args: argparse.Namespace, workdir: Path) -> dict[str, Any] | None:
     python = ROOT / "bench" / ".peer" / "venv" / "bin" / "python"
     if not python.exists():
-        print("peer venv missing: run `bash bench/peer_setup.sh` to compare with orb-py", file=sys.stderr)
+        print(
+            "peer venv missing: run `python3 -m venv bench/.peer/venv && bench/.peer/venv/bin/pip install orb-py==1.8.5`"
+            " to compare with orb-py",
+            file=sys.stderr,
+        )
         return None
     cmd = [str(python), str(ROOT / "bench" / "peer_orb.py"), "--workdir", str(workdir),
            "--templates", str(args.templates), "--requests", str(args.requests), "--samples", str(args.samples),

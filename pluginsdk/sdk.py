@@ -98,7 +98,6 @@ class PluginSDK(_Methods, metaclass=_Facade):
         if base_url is not None and api_url is not None and base_url != api_url:
             raise TypeError("PluginSDK() got both api_url and base_url (the same option); give one.")
         given = {"timeout": timeout, "max_retries": max_retries, "transport": transport, "background": background}
-        self._settings_in = settings
         self._config = config
         self._config_path = config_path
         self._overrides = {
@@ -312,10 +311,3 @@ def install_method(name: str) -> _OperationMethod:
     method = _OperationMethod(CATALOG[name])
     setattr(PluginSDK, name, method)
     return method
-
-
-def install_methods() -> None:
-    """Every operation's method at once (dir(), help(PluginSDK), the stub generator)."""
-    for name in CATALOG:
-        if name not in vars(PluginSDK):
-            install_method(name)

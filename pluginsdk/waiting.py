@@ -3,7 +3,7 @@
 `follow` reads a request again and again until it is terminal or a timeout passes: the first pause is short
 (a request the provider fulfils at once is answered at once), each next one half as long again, up to `poll`.
 How a reading is taken is the caller's: the engine's `create_request(wait=True)` reconciles the request with
-its provider (backends/local/handlers/requests.py), everything else asks `get_request_status`.
+its provider (backends/local/handlers/provisioning.py), everything else asks `get_request_status`.
 
 `request_and_wait` submits a `create_request` without waiting, then follows the request's status until the
 request is terminal or its `timeout` passes, and hands each reading to an async `report` callback. The CLI

@@ -70,18 +70,18 @@ async def test_a_write_from_a_copy_read_before_a_claim_never_undoes_it(any_store
     async with PluginSDK(config=any_store) as a, PluginSDK(config=any_store) as b:
         mid = (await running_machines(a, 2))[0]
         engine_b = b.backend.engine  # type: ignore[attr-defined]
-        read_before = await engine_b.db.get_machine(mid)
+        read_before = await engine_b.store.get_machine(mid)
         first = await a.create_return_request([mid])
         assert first.processed_machines == [mid]
-        await engine_b.db.upsert_machines([read_before.model_copy(update={"name": "late-write"})])
-        claimed = await engine_b.db.get_machine(mid)
+        await engine_b.store.upsert_machines([read_before.model_copy(update={"name": "late-write"})])
+        claimed = await engine_b.store.get_machine(mid)
         assert claimed.return_request_id == first.request_id
         second = await b.create_return_request([mid])
         assert second.processed_machines == [] and second.skipped_machines[0].reason.startswith("already")
         (done,) = await settled(a, [first.request_id])
         assert done.status is RequestStatus.COMPLETED
         # gone now: a copy read while it still ran (same claim) cannot bring it back
-        await engine_b.db.upsert_machines([claimed])
+        await engine_b.store.upsert_machines([claimed])
         assert (await a.get_machine(mid)).status is MachineStatus.TERMINATED
         third = await b.create_return_request([mid])
         assert "already gone" in third.message

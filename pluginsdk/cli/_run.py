@@ -233,13 +233,12 @@ def run_operation(
 
 async def _wait(sdk: Any, spec: OperationSpec, params: dict[str, Any], state: dict[str, Any]) -> Any:
     """Submit under an id made here (so Ctrl-C can name it), then wait with progress on a terminal."""
-    import uuid
-
     from .._gc import collect_garbage
+    from ..constants import new_request_id
     from ._progress import run_with_progress
 
     collect_garbage()
-    params.setdefault("request_id", f"req-{uuid.uuid4()}")
+    params.setdefault("request_id", new_request_id())
     state["request_id"] = params["request_id"]
 
     def seen(progress: Any) -> None:

@@ -249,10 +249,6 @@ class Operation(BaseModel, Typed[R_co]):
             cls.spec = spec
             CATALOG.register(spec)
 
-    def input_dict(self) -> dict[str, Any]:
-        """Input fields only (no output fields), JSON-ready."""
-        return self.model_dump(mode="json", exclude=set(self.output_fields))
-
 
 class Command(Operation[R_co]):
     """An operation that changes state."""
@@ -526,25 +522,6 @@ class OperationSpec(NamedTuple, Generic[R_co]):
             props.pop(out, None)
         schema["required"] = [f for f in schema.get("required", []) if f in props]
         return schema
-
-    def to_info_dict(self) -> dict[str, Any]:
-        """The operation as data (feeds the route catalogue and reachability tests)."""
-        return {
-            "name": self.name,
-            "kind": self.kind,
-            "summary": self.summary,
-            "result": self.result_type.__name__,
-            "fields": list(self.input_fields),
-            "required": list(self.required_fields),
-            "rest": None
-            if self.rest is None
-            else {"method": self.rest.method, "paths": list(self.rest.paths), "status": self.rest.status},
-            "cli": None if self.cli is None else f"{self.cli.group} {self.cli.action}",
-            "mcp": list(self.mcp_names),
-            "route": self.route,
-            "object_type": self.policy.object_type,
-            "unauthenticated": self.policy.unauthenticated,
-        }
 
 
 def validation_error(exc: pydantic.ValidationError, where: str) -> ValidationError:

@@ -100,9 +100,6 @@ Expiry = Annotated[
 class PartialUpdate(Operation[R_co]):
     """An update whose omitted fields keep their stored value: only fields actually given travel."""
 
-    def input_dict(self) -> dict[str, Any]:
-        return self.model_dump(mode="json", exclude=set(self.output_fields), exclude_unset=True)
-
 
 class Sensitive(Operation[R_co]):
     """An operation carrying secrets (passwords, tokens): they never show in str() or repr()."""

@@ -5,6 +5,7 @@ from typing import Annotated, Any, Self
 
 from pydantic import Field, field_validator, model_validator
 
+from ..constants import REQUEST_ID_PREFIX, RETURN_ID_PREFIX
 from ..models import (
     CleanupResult,
     Request,
@@ -37,7 +38,7 @@ __all__ = [
     "UpdateRequestStatusCommand",
 ]
 
-_RETURN_ID = r"^ret-[A-Za-z0-9-]{1,64}$"
+_RETURN_ID = rf"^{RETURN_ID_PREFIX}[A-Za-z0-9-]{{1,64}}$"
 """A return request's id as a caller may choose it."""
 
 _HOST_NAME = r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?$"
@@ -74,7 +75,7 @@ class CreateRequestCommand(Command[RequestCreated]):
     """How many machines (aliases: count, machine_count)."""
     timeout: int = Field(3600, ge=1, le=604800)
     """Seconds before the request gives up on machines not yet up."""
-    request_id: str | None = Field(None, pattern=r"^req-[A-Za-z0-9-]{1,64}$")
+    request_id: str | None = Field(None, pattern=rf"^{REQUEST_ID_PREFIX}[A-Za-z0-9-]{{1,64}}$")
     """Pre-generated id (req-...) for idempotent retries."""
     tags: dict[str, str] = {}
     """Extra tags for the machines."""

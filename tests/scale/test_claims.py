@@ -41,7 +41,7 @@ async def test_a_claimed_request_is_left_to_its_holder_until_the_claim_ends(conf
         created = await a.create_request("web", 2)
         rid = created.request_id
         await asyncio.sleep(0.2)  # the local provider's machines are up by now
-        claims_a, claims_b = engine_of(a).db.claims, engine_of(b).db.claims
+        claims_a, claims_b = engine_of(a).store.claims, engine_of(b).store.claims
         token = await claims_a.take(rid)  # process A is "calling the provider" for the request
         assert token is not None
         assert await claims_b.take(rid) is None  # a second taker loses, atomically
@@ -61,7 +61,7 @@ async def test_the_claim_of_a_dead_process_expires_and_another_takes_over(config
         await a.create_template(template_id="web", image_id="ami-1")
         rid = (await a.create_request("web", 1)).request_id
         await asyncio.sleep(0.2)
-        db = engine_of(a).db.db
+        db = engine_of(a).store.db
         await db.execute(  # a claim left by a process that was SIGKILLed mid-call
             "INSERT INTO request_claims (request_id, owner, expires_at) VALUES (:id, 'deadhost:1:x', :exp)",
             {"id": rid, "exp": __import__("time").time() + 0.4},
@@ -100,7 +100,7 @@ async def test_racing_status_reads_call_the_provider_once_at_a_time(config: dict
         results = await asyncio.gather(*(s.get_request(rid) for _ in range(10) for s in (a, b)))
         assert peak == 1
         assert all(r.request_id == rid for r in results)
-        assert await engine_of(a).db.claims.live() == []
+        assert await engine_of(a).store.claims.live() == []
 
 
 _CREATOR = """
@@ -142,7 +142,7 @@ async def test_a_request_whose_creator_died_at_the_launch_is_launched_once_by_th
         assert await child.wait() == -signal.SIGKILL
         before = await local.get_request(rid, lightweight=True)
         assert before.status.value == "pending" and before.machine_ids == []
-        db = engine_of(local).db.db
+        db = engine_of(local).store.db
         made = await db.fetchall("SELECT instance_id FROM local_instances WHERE request_id = :r", {"r": rid})
         assert len(made) == (2 if killed == "after" else 0)
         async with open_sdk_on(backend_kind, config, tmp_path) as sdk:
@@ -157,4 +157,4 @@ async def test_a_request_whose_creator_died_at_the_launch_is_launched_once_by_th
         assert len(rows) == 2
         if killed == "after":
             assert {r["instance_id"] for r in made} == set(after.machine_ids)  # adopted, not launched again
-        assert await engine_of(local).db.claims.live() == []
+        assert await engine_of(local).store.claims.live() == []

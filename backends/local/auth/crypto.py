@@ -13,7 +13,7 @@ import json
 import secrets
 import string
 from collections.abc import Callable
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, date, datetime, time
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
@@ -247,7 +247,3 @@ class PageTokens:
         except (ValueError, TypeError, UnicodeDecodeError, json.JSONDecodeError):
             raise InvalidPaginationToken(details={"field": "startingToken"}) from None
         return position
-
-
-def expires_within(expiry: datetime, start: datetime, days: int) -> bool:
-    return expiry <= start + timedelta(days=days)

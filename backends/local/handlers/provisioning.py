@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import uuid
 from typing import TYPE_CHECKING
 
+from pluginsdk.constants import new_request_id
 from pluginsdk.errors import AlreadyExistsError, NotFoundError, StateConflictError, ValidationError
 from pluginsdk.models import MachineStatus, Request, RequestCreated, RequestStatus, RequestType, can_transition, utcnow
 from pluginsdk.operations import (
@@ -42,7 +42,7 @@ async def create_request(deps: Deps, op: CreateRequestCommand, call: Call) -> Re
     principal = call.principal
     if op.request_id and (existing := await deps.store.get_request(op.request_id)) is not None:
         return _replayed(existing, op)
-    request_id = op.request_id or f"req-{uuid.uuid4()}"
+    request_id = op.request_id or new_request_id()
     template = await _launchable(deps, op)
     await check_protection(deps, template)
     driver = await deps.providers.for_template(template)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import uuid
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
+from pluginsdk.constants import RETURN_ID_PREFIX, new_request_id
 from pluginsdk.errors import NotFoundError, ProviderError, ValidationError
 from pluginsdk.models import (
     Machine,
@@ -62,7 +62,7 @@ async def create_return_request(deps: Deps, op: CreateReturnRequestCommand, call
     chosen, skipped = await _screen(deps, op, principal, wanted, machines)
     if op.dry_run or not chosen:
         return await _nothing_returned(deps, op, principal, chosen, skipped)
-    ret_id = op.request_id or f"ret-{uuid.uuid4()}"
+    ret_id = op.request_id or new_request_id(RETURN_ID_PREFIX)
     # one actor per request: no other process reconciles this return while its machines are handed back
     async with deps.store.claims.hold(ret_id):
         ret, chosen, lost = await _claim(deps, op, principal, ret_id, chosen)
@@ -183,7 +183,7 @@ async def _nothing_returned(
     gone = [k for k in skipped if k.reason.startswith(("already returned by ", "already terminated", "already failed"))]
     if not op.dry_run and gone and len(gone) == len(skipped):
         ret = Request(
-            request_id=op.request_id or f"ret-{uuid.uuid4()}",
+            request_id=op.request_id or new_request_id(RETURN_ID_PREFIX),
             request_type=RequestType.RETURN,
             status=RequestStatus.COMPLETED,
             count=0,

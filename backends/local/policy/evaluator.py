@@ -497,8 +497,6 @@ class CompiledPolicy:
         self._users: set[str] = set()
         self._cache: dict[tuple[Any, ...], _Bucket] = {}
         self._plans: dict[tuple[Any, ...], tuple[Any]] = {}
-        self.constraint_count = 0
-        """Constraints that grant or deny something (unusable ones are dropped at compile)."""
         with gc_paused():
             self._compile(constraints)
 
@@ -519,7 +517,6 @@ class CompiledPolicy:
                 rule = rules[key] = compile_rule(len(rules), object_type, c_and, c_or, crit_cache)
             if rule is None:
                 continue
-            self.constraint_count += 1
             for target, perms in ((by_role, group_perms), (by_user, user_perms)):
                 for who, method, kind in perms:
                     if kind not in _EFFECTS:
@@ -532,8 +529,6 @@ class CompiledPolicy:
                         entries = per_who[who] = Grants()
                     entries.append((rule, kind == "deny"))
         self._users.update(who for per_who in by_user.values() for who in per_who)
-        self.rule_count = sum(r is not None for r in rules.values())
-        """Distinct compiled conditions."""
         self._conditions = rules
 
     def compiled_rule(
@@ -670,13 +665,6 @@ class CompiledPolicy:
         """(some allow rule of this principal matches, some deny rule matches): the parts of a decision."""
         bucket = self._bucket(principal, object_type, method)
         return bucket.allow.match(attributes), bucket.deny.match(attributes)
-
-    def denied_explicitly(
-        self, principal: Principal, object_type: str, attributes: Mapping[str, Any], method: str
-    ) -> bool:
-        """Whether a deny rule of this principal matches the object (who-can: "denied by an explicit deny")."""
-        bucket = self._bucket(principal, object_type, method)
-        return bucket.deny.match(attributes)
 
     def candidates(self, principal: Principal, object_type: str, attributes: Mapping[str, Any], method: str) -> int:
         """How many rules one decision would test at most (for tests and the benchmark: the index at work)."""

@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections import defaultdict
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
+from pluginsdk.constants import RETURN_ID_PREFIX, new_request_id
 from pluginsdk.errors import NotFoundError, ProviderError
 from pluginsdk.models import (
     Machine,
@@ -419,7 +419,7 @@ async def _record_reclaimed_of(deps: Deps, driver: ProviderDriver) -> list[str]:
     if not fresh:
         return []
     now = utcnow()
-    ret_id = f"ret-{uuid.uuid4()}"
+    ret_id = new_request_id(RETURN_ID_PREFIX)
     marked = [
         known[pm.machine_id].model_copy(
             update={

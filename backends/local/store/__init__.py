@@ -8,7 +8,6 @@ the provisioning service lives in this module.
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -68,18 +67,6 @@ class Store:
     async def get_template(self, template_id: str) -> Template | None:
         row = await self.db.fetchone("SELECT data FROM templates WHERE template_id = :id", {"id": template_id})
         return models.Template.from_stored(row["data"], key=template_id) if row else None
-
-    async def list_templates(self, provider_api: str | None = None) -> list[Template]:
-        if provider_api:
-            rows = await self.db.fetchall(
-                "SELECT template_id, data FROM templates WHERE provider_api = :p ORDER BY template_id",
-                {"p": provider_api},
-            )
-        else:
-            rows = await self.db.fetchall("SELECT template_id, data FROM templates ORDER BY template_id")
-        # one row that no longer validates is logged and skipped, never a failed listing for everyone
-        found = (models.Template.from_stored(r["data"], key=r["template_id"]) for r in rows)
-        return [t for t in found if t is not None]
 
     async def page_templates(
         self,
@@ -143,18 +130,10 @@ class Store:
             found.update(r["template_id"] for r in rows)
         return found
 
-    async def templates_version(self) -> str | None:
-        """Changes on every template write (any process): the engine's template cache key."""
-        return await self.get_meta("templates_version")
-
-    async def _bump_templates(self) -> None:
-        await self.set_meta("templates_version", uuid.uuid4().hex)
-
     async def insert_template(self, t: Template) -> None:
         async with self.db.transaction():
             if await self.db.fetchone("SELECT 1 AS x FROM templates WHERE template_id = :id", {"id": t.template_id}):
                 raise AlreadyExistsError("template", t.template_id)
-            await self._bump_templates()
             await self.db.execute(
                 "INSERT INTO templates (template_id, provider_api, data, created_at, updated_at, active)"
                 " VALUES (:id, :api, :data, :c, :u, :active)",
@@ -169,24 +148,20 @@ class Store:
             )
 
     async def replace_template(self, t: Template) -> None:
-        async with self.db.transaction():  # the version bump and the write together (joins the caller's)
-            await self._bump_templates()
-            await self.db.execute(
-                "UPDATE templates SET provider_api = :api, data = :data, updated_at = :u, active = :active"
-                " WHERE template_id = :id",
-                {
-                    "id": t.template_id,
-                    "api": t.provider_api,
-                    "data": t.model_dump_json(),
-                    "u": _ts(t.updated_at),
-                    "active": _active(t.configuration),
-                },
-            )
+        await self.db.execute(
+            "UPDATE templates SET provider_api = :api, data = :data, updated_at = :u, active = :active"
+            " WHERE template_id = :id",
+            {
+                "id": t.template_id,
+                "api": t.provider_api,
+                "data": t.model_dump_json(),
+                "u": _ts(t.updated_at),
+                "active": _active(t.configuration),
+            },
+        )
 
     async def delete_template(self, template_id: str) -> bool:
-        async with self.db.transaction():
-            await self._bump_templates()
-            return await self.db.execute("DELETE FROM templates WHERE template_id = :id", {"id": template_id}) > 0
+        return await self.db.execute("DELETE FROM templates WHERE template_id = :id", {"id": template_id}) > 0
 
     async def count_templates(self) -> int:
         row = await self.db.fetchone("SELECT COUNT(*) AS n FROM templates")
@@ -540,10 +515,6 @@ class Store:
         return [dict(r) for r in machines], [dict(r) for r in requests]
 
     # -- meta -------------------------------------------------------------
-    async def get_meta(self, key: str) -> str | None:
-        row = await self.db.fetchone("SELECT value FROM meta WHERE key = :k", {"k": key})
-        return str(row["value"]) if row else None
-
     async def set_meta(self, key: str, value: str) -> None:
         await self.db.execute(
             "INSERT INTO meta (key, value) VALUES (:k, :v) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
