@@ -34,8 +34,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from backends.local.handlers.request_records import request_attrs
-from backends.local.handlers.templates import template_attrs
+from backends.local.attributes import request_attrs, template_attrs
 from backends.local.policy import CompiledPolicy
 from backends.local.policy.plans import plan_access
 from backends.local.store import open_store

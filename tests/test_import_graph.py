@@ -309,3 +309,145 @@ def test_only_the_lazy_module_reads_the_index() -> None:
     graph = import_graph()
     for package in ("pluginsdk.models", "pluginsdk.operations"):
         assert "pluginsdk._lazy" in graph[package], package
+
+
+# -- one-way layers -----------------------------------------------------------------------------------------------
+# docs/design.md's picture of the house as an allow-list: every module belongs to a room (a top-level module or
+# package of `pluginsdk`, or of `backends/local`), every room to a layer, and a module imports only its own
+# layer or the layers below it. Every import counts, lazy and `if TYPE_CHECKING:` ones too (a type named from
+# above is a dependency on above). A new module lands in the room of its package; a new room must be placed here.
+
+LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
+    (
+        "base: errors, principal, constants and the small shared modules",
+        frozenset(
+            {
+                "pluginsdk.constants",
+                "pluginsdk.errors",
+                "pluginsdk.files",
+                "pluginsdk.logs",
+                "pluginsdk.observe",
+                "pluginsdk.principal",
+                "pluginsdk.words",
+                "pluginsdk._gc",
+                "pluginsdk._index",
+                "pluginsdk._lazy",
+            }
+        ),
+    ),
+    (
+        "contract: the catalog, models, configuration, plans, the wait loop",
+        frozenset(
+            {
+                "pluginsdk.config",
+                "pluginsdk.models",
+                "pluginsdk.operations",
+                "pluginsdk.plans",
+                "pluginsdk.waiting",
+                "pluginsdk._pagination",
+            }
+        ),
+    ),
+    (
+        "the engine's floor: store, policy evaluator, the call, object attributes, template files",
+        frozenset(
+            {
+                "backends.local.attributes",
+                "backends.local.call",
+                "backends.local.policy",
+                "backends.local.store",
+                "backends.local.templates_files",
+            }
+        ),
+    ),
+    ("providers and the handler registry", frozenset({"backends.local.providers", "backends.local.registry"})),
+    ("what handlers receive", frozenset({"backends.local.deps"})),
+    ("the request state machine", frozenset({"backends.local.provisioning"})),
+    ("handlers and the auth service", frozenset({"backends.local.handlers", "backends.local.auth"})),
+    ("the engine", frozenset({"backends.local.engine"})),
+    ("backends", frozenset({"backends", "backends.local", "backends.remote"})),
+    ("facade", frozenset({"pluginsdk", "pluginsdk.backend", "pluginsdk.sdk"})),
+    (
+        "interfaces",
+        frozenset(
+            {
+                "pluginsdk.cli",
+                "pluginsdk.mcp",
+                "pluginsdk.schedulers",
+                "pluginsdk.server",
+                "pluginsdk.__main__",
+                "pluginsdk._entry",
+                "pluginsdk._stubgen",
+            }
+        ),
+    ),
+)
+
+UPWARD_ALLOWED: dict[tuple[str, str], str] = {
+    ("backends.local.engine", "pluginsdk.schedulers.slurm.reconcile"): (
+        "the engine's Slurm pass; goes when the engine runs periodic work through a hook the serving process "
+        "fills (the Slurm branch): the lead removes this entry on merge"
+    ),
+    ("backends.local.auth.break_glass", "backends.local.engine"): (
+        "break-glass starts an engine of its own; goes when break-glass is reworked on the operator branch "
+        "(LocalBackend.break_glass starts the engine and hands over what the repair needs)"
+    ),
+}
+"""Arrows against the layers that are known and on their way out: (importer, imported) -> why and until when."""
+
+
+def room(name: str) -> str:
+    """`backends.local.<x>`, `backends.<x>` or `pluginsdk.<x>` (a package and everything under it)."""
+    parts = name.split(".")
+    depth = 3 if parts[:2] == ["backends", "local"] else 2
+    return ".".join(parts[:depth])
+
+
+def _rank() -> dict[str, int]:
+    return {r: i for i, (_, rooms) in enumerate(LAYERS) for r in rooms}
+
+
+def layer_violations(modules: dict[str, Module], module: Module) -> list[str]:
+    """Where `module` imports a module of a higher layer (not in UPWARD_ALLOWED)."""
+    rank = _rank()
+    mine = rank[room(module.name)]
+    found = []
+    for target, _, line in _imports(modules, module):
+        if target not in modules or room(target) == room(module.name):
+            continue
+        if rank[room(target)] > mine and (module.name, target) not in UPWARD_ALLOWED:
+            found.append(
+                f"{module.name} (line {line}, {LAYERS[mine][0]!r}) imports {target} ({LAYERS[rank[room(target)]][0]!r})"
+            )
+    return found
+
+
+def test_every_module_has_a_room_in_a_layer() -> None:
+    rank = _rank()
+    unplaced = sorted({room(m) for m in our_modules() if room(m) not in rank})
+    assert not unplaced, f"rooms not placed in LAYERS (tests/test_import_graph.py): {unplaced}"
+
+
+def test_imports_point_down_the_layers() -> None:
+    modules = our_modules()
+    found = [v for m in modules.values() for v in layer_violations(modules, m)]
+    assert not found, "imports against the layers (docs/design.md, 'The house in one picture'):\n" + "\n".join(found)
+
+
+def test_the_allowed_upward_arrows_still_exist() -> None:
+    """An exception whose import is gone is stale: delete it, so the list only ever shrinks."""
+    modules = our_modules()
+    present = {(m.name, t) for m in modules.values() for t, _, _ in _imports(modules, m)}
+    assert not set(UPWARD_ALLOWED) - present, set(UPWARD_ALLOWED) - present
+
+
+def test_the_layer_scan_sees_a_planted_upward_import() -> None:
+    modules = our_modules()
+    store = Module(
+        "backends.local.store.example",
+        ROOT / "backends/local/store/example.py",
+        False,
+        ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..auth.crypto import b64e\n"),
+    )
+    (found,) = layer_violations(modules, store)
+    assert found.startswith("backends.local.store.example (line 3,") and "imports backends.local.auth.crypto" in found

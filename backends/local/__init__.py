@@ -32,8 +32,8 @@ class LocalBackend:
 
     @staticmethod
     async def rotate_seal_key(settings: Settings, *, wait: float = 5.0) -> dict[str, Any]:
-        """Reseal the store's secrets under a new key (PLUGIN_SEAL_KEY_NEW, else a fresh one; `store/sealing.py`)."""
-        from .store.sealing import new_key_from_env, rotate, rotated_message
+        """Reseal the store's secrets under a new key (PLUGIN_SEAL_KEY_NEW, else a fresh one): auth/seal_rotation.py."""
+        from .auth.seal_rotation import new_key_from_env, rotate, rotated_message
 
         key, count = await rotate(settings, new_key_from_env(), wait=wait)
         return {

@@ -9,12 +9,18 @@ signature.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import Principal
 
-__all__ = ["Call"]
+if TYPE_CHECKING:
+    from pluginsdk.models.plans import AccessPlan
+
+__all__ = ["Authorizer", "Call"]
+
+T = TypeVar("T")
 
 
 class Call:
@@ -62,3 +68,50 @@ class Call:
         strictly)."""
         self.revision: int | None = None
         """The policy revision the call's write produced (`AuthStore.bump_policy_version`)."""
+
+
+class Authorizer(Protocol):
+    """The auth service as the engine sees it: authentication, tier 1 and tier 2."""
+
+    async def authenticate(self, authorization: str | None) -> Principal:
+        """The principal of an HTTP `Authorization` header value (API key, or `Bearer <JWT>`).
+
+        Raises AuthenticationError (401) for missing, unknown, expired or deactivated credentials.
+        """
+        ...
+
+    async def authorize(self, call: Call) -> None:
+        """Resolve roles, check the route (`call.route_path`, the concrete path called, or the operation's first
+        path) and the stored object the operation names, and fill in `call` with what was decided on (the
+        principal with its roles, ...); raise PermissionDeniedError or NotFoundError."""
+        ...
+
+    async def authorize_also(
+        self, principal: Principal, spec: OperationSpec, calls: Iterable[tuple[Operation, str]]
+    ) -> None:
+        """Tier 1 and tier 2 of `spec` for each (operation, concrete route path): what a call must also be allowed
+        when it does another operation's work (a create or an import that replaces a constraint needs what
+        `PUT /auth/constraints/{id}` needs). Raises like `authorize`; the principal is the handler's."""
+        ...
+
+    async def check_route(self, principal: Principal, method: str, path: str) -> None:
+        """Tier 1 alone, on the concrete request path: raise PermissionDeniedError unless it may be called.
+
+        The server calls it before it reads the input, so a caller who may not call a route gets 403 whatever
+        its body (execute checks tier 1 again, with the object)."""
+        ...
+
+    async def filter_allowed(
+        self,
+        principal: Principal,
+        object_type: str,
+        items: list[T],
+        attrs: Callable[[T], Mapping[str, Any]],
+        method: str,
+    ) -> list[T]:
+        """The items of a listing this principal may see."""
+        ...
+
+    async def plan(self, principal: Principal, object_type: str, method: str) -> AccessPlan:
+        """The query plan of a listing: which objects of `object_type` this principal may use `method` on."""
+        ...

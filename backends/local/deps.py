@@ -31,11 +31,12 @@ from .store.capacity import CapacityMemory
 from .templates_files import TemplateFiles
 
 if TYPE_CHECKING:
+    from pluginsdk.models import Machine, Request
     from pluginsdk.models.plans import AccessPlan
 
-    from .engine import Authorizer
+    from .call import Authorizer
 
-__all__ = ["Access", "Deps", "ProviderPool", "TemplateCatalog"]
+__all__ = ["Access", "Deps", "ProviderPool", "StoredObjects", "TemplateCatalog"]
 
 T = TypeVar("T")
 
@@ -57,6 +58,24 @@ class TemplateCatalog:
     async def get(self, template_id: str) -> Template | None:
         """One template by id, stored or from a file; None when there is none."""
         return await self.store.get_template(template_id) or self.files.load().get(template_id)
+
+
+class StoredObjects:
+    """The provisioning objects as stored, for the auth service's tier 2 (`auth/objects.py`, `ObjectSource`):
+    the one part of the engine it reads."""
+
+    def __init__(self, store: Store, templates: TemplateCatalog) -> None:
+        self._store = store
+        self._templates = templates
+
+    async def request(self, request_id: str) -> Request | None:
+        return await self._store.get_request(request_id)
+
+    async def machine(self, machine_id: str) -> Machine | None:
+        return await self._store.get_machine(machine_id)
+
+    async def template(self, template_id: str) -> Template | None:
+        return await self._templates.get(template_id)
 
 
 class ProviderPool:

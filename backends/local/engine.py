@@ -21,7 +21,7 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pluginsdk.config import Settings
 from pluginsdk.errors import (
@@ -34,8 +34,8 @@ from pluginsdk.models import Template
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
-from .call import Call
-from .deps import Access, Deps, ProviderPool, TemplateCatalog
+from .call import Authorizer, Call
+from .deps import Access, Deps, ProviderPool, StoredObjects, TemplateCatalog
 from .providers.base import ProviderDriver
 from .registry import HandlerRegistry
 from .store import Store, open_store
@@ -48,58 +48,11 @@ if TYPE_CHECKING:
 
     from .auth.service import AuthService
 
-__all__ = ["AllowAll", "Authorizer", "Engine"]
+__all__ = ["AllowAll", "Engine"]
 
 log = logging.getLogger("pluginsdk.engine")
 
 T = TypeVar("T")
-
-
-class Authorizer(Protocol):
-    """The auth service as the engine sees it: authentication, tier 1 and tier 2."""
-
-    async def authenticate(self, authorization: str | None) -> Principal:
-        """The principal of an HTTP `Authorization` header value (API key, or `Bearer <JWT>`).
-
-        Raises AuthenticationError (401) for missing, unknown, expired or deactivated credentials.
-        """
-        ...
-
-    async def authorize(self, call: Call) -> None:
-        """Resolve roles, check the route (`call.route_path`, the concrete path called, or the operation's first
-        path) and the stored object the operation names, and fill in `call` with what was decided on (the
-        principal with its roles, ...); raise PermissionDeniedError or NotFoundError."""
-        ...
-
-    async def authorize_also(
-        self, principal: Principal, spec: OperationSpec, calls: Iterable[tuple[Operation, str]]
-    ) -> None:
-        """Tier 1 and tier 2 of `spec` for each (operation, concrete route path): what a call must also be allowed
-        when it does another operation's work (a create or an import that replaces a constraint needs what
-        `PUT /auth/constraints/{id}` needs). Raises like `authorize`; the principal is the handler's."""
-        ...
-
-    async def check_route(self, principal: Principal, method: str, path: str) -> None:
-        """Tier 1 alone, on the concrete request path: raise PermissionDeniedError unless it may be called.
-
-        The server calls it before it reads the input, so a caller who may not call a route gets 403 whatever
-        its body (execute checks tier 1 again, with the object)."""
-        ...
-
-    async def filter_allowed(
-        self,
-        principal: Principal,
-        object_type: str,
-        items: list[T],
-        attrs: Callable[[T], Mapping[str, Any]],
-        method: str,
-    ) -> list[T]:
-        """The items of a listing this principal may see."""
-        ...
-
-    async def plan(self, principal: Principal, object_type: str, method: str) -> AccessPlan:
-        """The query plan of a listing: which objects of `object_type` this principal may use `method` on."""
-        ...
 
 
 class AllowAll:
@@ -153,6 +106,7 @@ class Engine:
         self.handlers = HandlerRegistry()
         """Operation class -> handler, filled from the handler modules as operations are first called."""
         self._deps: Deps | None = None
+        self._objects: StoredObjects | None = None
         self._given: dict[type, object] = {}
         """What the handlers receive, by type (`HandlerTable.receives`): the `Deps`, the auth service."""
         self.authz: Authorizer = _NotStarted()
@@ -173,12 +127,14 @@ class Engine:
         self._store = store = await open_store(
             self.settings.storage_target, claim_seconds=self.settings.sdk.claim_seconds
         )
+        templates = TemplateCatalog(store, self.files)
+        self._objects = StoredObjects(store, templates)
         await self._start_auth()
         limits = self.settings.provider.capacity
         self._deps = self._given[Deps] = Deps(
             settings=self.settings,
             store=store,
-            templates=TemplateCatalog(store, self.files),
+            templates=templates,
             providers=ProviderPool(self.settings, store),
             access=Access(self.authz),
             capacity=CapacityMemory(
@@ -281,6 +237,13 @@ class Engine:
         if self._store is None:
             raise HandlerDiscoveryError("The engine is not started.")
         return self._store
+
+    @property
+    def objects(self) -> StoredObjects:
+        """The stored requests, machines and templates: what the auth service reads of the engine."""
+        if self._objects is None:
+            raise HandlerDiscoveryError("The engine is not started.")
+        return self._objects
 
     @property
     def deps(self) -> Deps:

@@ -158,7 +158,7 @@ async def test_rotation_by_command_reseals_everything(tmp_path: Path, mailbox: M
     cfg_file = tmp_path / "config.json"
     cfg_file.write_text(json.dumps(cfg))
     done = subprocess.run(
-        [sys.executable, "-m", "backends.local.store.sealing", "rotate", "--config", str(cfg_file)],
+        [sys.executable, "-m", "backends.local.auth.seal_rotation", "rotate", "--config", str(cfg_file)],
         check=False,
         capture_output=True,
         text=True,
@@ -183,7 +183,7 @@ async def test_rotation_by_command_reseals_everything(tmp_path: Path, mailbox: M
 
 
 async def test_an_interrupted_rotation_is_finished_or_undone(tmp_path: Path, mailbox: Mailbox) -> None:
-    from backends.local.store.sealing import rotate
+    from backends.local.auth.seal_rotation import rotate
     from pluginsdk.config import load_settings
 
     store = tmp_path / "store.db"

@@ -6,6 +6,7 @@ Shared by the structural tests (the import graph, the fence on dependency intern
 from __future__ import annotations
 
 import ast
+import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,8 +49,10 @@ class Module:
         return self.absolute(target.lstrip(".") or None, level) if level else target
 
 
+@functools.cache
 def our_modules() -> dict[str, Module]:
-    """Every module of the two packages by dotted name (a package under its own name)."""
+    """Every module of the two packages by dotted name (a package under its own name); parsed once per test
+    session (the structural tests only read it; a re-export table filled in is the same on every fill)."""
     found: dict[str, Module] = {}
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):

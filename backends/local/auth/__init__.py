@@ -1,32 +1,52 @@
 """The auth service of the local engine: identity, the two-tier authorizer, and the auth operations' handlers.
 
 The engine calls `start_auth(engine)` at start; it reads `app.authProvider`,
-seeds the default roles once, and returns the Authorizer. The handlers in
-`handlers/` are registered by the engine's registry on first use
-(`backends.local.registry`); nothing here imports the engine at run time.
+seeds the default roles once, and returns the Authorizer. What it takes of the
+engine is `AuthHost`: the settings, the store, the stored objects tier 2 decides
+on, the close hooks and the command hook; the service keeps only the objects.
+The handlers in `handlers/` are registered by the engine's registry on first
+use (`backends.local.registry`); nothing here imports the engine.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..store.seal_hold import hold_store
-from ..store.sealing import key_check, load_seal_key
+from ..store.sealing import SecretBox, key_check, load_seal_key
 from .audit import around_command
 from .config import AuthConfig, load_auth_config
-from .crypto import PageTokens, SecretBox, b64d, derive_key
+from .crypto import PageTokens, b64d, derive_key
 from .defaults import seed
 from .service import AuthService
 from .store import AuthStore
 
 if TYPE_CHECKING:
-    from ..engine import Engine
+    from pluginsdk.config import Settings
 
-__all__ = ["AuthConfig", "AuthService", "start_auth"]
+    from ..store import Store
+    from .objects import ObjectSource
+
+__all__ = ["AuthConfig", "AuthHost", "AuthService", "start_auth"]
 
 
-async def start_auth(engine: Engine) -> AuthService:
+class AuthHost(Protocol):
+    """What starting the auth service takes of the engine (the engine is one)."""
+
+    settings: Settings
+    on_close: list[Callable[[], Awaitable[None]]]
+    around_command: Callable[..., Awaitable[Any]] | None
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def objects(self) -> ObjectSource: ...
+
+
+async def start_auth(engine: AuthHost) -> AuthService:
     """Prepare the store, install the audit hook and return the engine's Authorizer."""
     config = load_auth_config(engine.settings)
     store = AuthStore(engine.store.db)

@@ -14,10 +14,7 @@ import secrets
 import string
 from collections.abc import Callable
 from datetime import UTC, date, datetime, time
-from typing import TYPE_CHECKING, Any, TypeVar
-
-if TYPE_CHECKING:
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from typing import Any, TypeVar
 
 from pluginsdk.constants import API_KEY_PREFIX
 from pluginsdk.errors import InvalidPaginationToken, TooManyRequestsError, ValidationError
@@ -25,7 +22,6 @@ from pluginsdk.errors import InvalidPaginationToken, TooManyRequestsError, Valid
 __all__ = [
     "PageTokens",
     "Passwords",
-    "SecretBox",
     "derive_key",
     "new_api_key",
     "new_refresh_token",
@@ -124,47 +120,6 @@ def derive_key(key: bytes, label: str, salt: bytes = b"") -> bytes:
     store alone is worthless, and rotating the sealing key retires outstanding page tokens too.
     """
     return hmac.new(key, b"pluginsdk/" + label.encode("utf-8") + b"\x00" + salt, hashlib.sha256).digest()
-
-
-class SecretBox:
-    """AES-256-GCM for secrets that must be read back (TOTP seeds, signing keys)."""
-
-    def __init__(self, key: bytes) -> None:
-        self._key = key
-        self._cipher: AESGCM | None = None
-        self._retired = False
-
-    def retire(self) -> None:
-        """The key was rotated under this process (backends/local/store/seal_hold.py): refuse from now on
-        rather than seal with a retired key or fail to open what the new key sealed."""
-        self._retired = True
-        self._cipher = None
-
-    @property
-    def _aead(self) -> AESGCM:
-        # cryptography costs ~35 ms to import; most CLI calls never seal or open a secret
-        if self._retired:
-            from pluginsdk.errors import ConfigurationError
-
-            raise ConfigurationError(
-                "The store's sealing key was rotated while this process ran: restart it to load the new key.",
-                key="storage.seal_key_file",
-            )
-        if self._cipher is None:
-            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
-            self._cipher = AESGCM(self._key)
-        return self._cipher
-
-    def seal(self, plaintext: str, context: str) -> str:
-        nonce = secrets.token_bytes(12)
-        return "v1." + b64e(nonce + self._aead.encrypt(nonce, plaintext.encode("utf-8"), context.encode("utf-8")))
-
-    def open(self, sealed: str, context: str) -> str:
-        if not sealed.startswith("v1."):
-            raise ValueError("unknown sealed format")
-        raw = b64d(sealed[3:])
-        return self._aead.decrypt(raw[:12], raw[12:], context.encode("utf-8")).decode("utf-8")
 
 
 class Passwords:

@@ -7,8 +7,9 @@ declarations when it compiles the operation, so a new operation's security is de
 
 An operation on one existing object (get, cancel, sync, update, delete, ...) is decided on the object's
 attributes *as stored* — every field `permissionObjects` lists for its type — never only on the id the
-input gives. The attributes come from the same functions the listings filter with (`request_attrs`,
-`machine_attrs`, `template_attrs` of the provisioning handlers), so a listing and a single read agree.
+input gives. The objects come from an `ObjectSource` (the engine's stored requests, machines and templates:
+nothing else of it) and their attributes from the functions the listings filter with
+(`backends/local/attributes.py`), so a listing and a single read agree.
 
 Outcome for a principal and the operation's method M (no existence oracle):
 
@@ -27,74 +28,73 @@ that request.
 
 from __future__ import annotations
 
-import functools
-import importlib
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 from pluginsdk.errors import NotFoundError, PermissionDeniedError, StateConflictError
 from pluginsdk.operations import Operation, OperationSpec
 from pluginsdk.principal import Principal
 
+from ..attributes import machine_attrs, request_attrs, template_attrs
+
 if TYPE_CHECKING:
+    from pluginsdk.models import Machine, Request, Template
+
     from ..call import Call
-    from ..engine import Engine
     from ..policy import CompiledPolicy
     from .store import AuthStore
 
-__all__ = ["KINDS", "ObjectKind", "check_stored", "decides_stored", "denied", "handles_stored", "new_attributes"]
+__all__ = [
+    "KINDS",
+    "ObjectKind",
+    "ObjectSource",
+    "check_stored",
+    "decides_stored",
+    "denied",
+    "handles_stored",
+    "new_attributes",
+]
 
 Attrs = dict[str, Any]
+
+
+class ObjectSource(Protocol):
+    """The provisioning objects as stored: all the auth service reads of the engine (`deps.StoredObjects`)."""
+
+    async def request(self, request_id: str) -> Request | None: ...
+
+    async def machine(self, machine_id: str) -> Machine | None: ...
+
+    async def template(self, template_id: str) -> Template | None: ...
 
 
 class ObjectKind(NamedTuple):
     """How to find one object type as stored."""
 
     object_type: str
-    load: Callable[[Engine, AuthStore, str], Awaitable[Any]]
-    """(engine, auth tables, id) -> the stored object, or None when there is none."""
+    load: Callable[[ObjectSource, AuthStore, str], Awaitable[Any]]
+    """(stored objects, auth tables, id) -> the stored object, or None when there is none."""
     attrs: Callable[[Any], Attrs]
     """The stored object's attributes (the same function its listings filter with)."""
     not_found: Callable[[str], NotFoundError]
     """The error a missing object answers with (the handler's own wording)."""
 
 
-async def _request(engine: Engine, auth: AuthStore, request_id: str) -> Any:
-    return await engine.store.get_request(request_id)
+async def _request(objects: ObjectSource, auth: AuthStore, request_id: str) -> Any:
+    return await objects.request(request_id)
 
 
-async def _machine(engine: Engine, auth: AuthStore, machine_id: str) -> Any:
-    return await engine.store.get_machine(machine_id)
+async def _machine(objects: ObjectSource, auth: AuthStore, machine_id: str) -> Any:
+    return await objects.machine(machine_id)
 
 
-async def _template(engine: Engine, auth: AuthStore, template_id: str) -> Any:
-    return await engine.template(template_id)
+async def _template(objects: ObjectSource, auth: AuthStore, template_id: str) -> Any:
+    return await objects.template(template_id)
 
 
-async def _role(engine: Engine, auth: AuthStore, role_name: str) -> Any:
+async def _role(objects: ObjectSource, auth: AuthStore, role_name: str) -> Any:
     row = await auth.get_role(role_name)
     return None if row is None else {"roleName": row["role_name"]}
-
-
-@functools.cache
-def _handlers(module: str) -> Any:
-    """A handler module, imported on first use (handlers load lazily: a CLI call imports only its own)."""
-    return importlib.import_module(f"..handlers.{module}", __package__)
-
-
-def _request_attrs(r: Any) -> Attrs:
-    attrs: Attrs = _handlers("request_records").request_attrs(r)
-    return attrs
-
-
-def _machine_attrs(m: Any) -> Attrs:
-    attrs: Attrs = _handlers("request_records").machine_attrs(m)
-    return attrs
-
-
-def _template_attrs(t: Any) -> Attrs:
-    attrs: Attrs = _handlers("templates").template_attrs(t)
-    return attrs
 
 
 def _as_is(attrs: Attrs) -> Attrs:
@@ -105,19 +105,19 @@ KINDS: dict[str, ObjectKind] = {
     "request": ObjectKind(
         "request",
         _request,
-        _request_attrs,
+        request_attrs,
         lambda i: NotFoundError("request", i, f"Request '{i}' not found."),
     ),
     "machine": ObjectKind(
         "machine",
         _machine,
-        _machine_attrs,
+        machine_attrs,
         lambda i: NotFoundError("machine", i, f"Machine '{i}' not found."),
     ),
     "template": ObjectKind(
         "template",
         _template,
-        _template_attrs,
+        template_attrs,
         lambda i: NotFoundError("template", i, f"Template '{i}' not found."),
     ),
     "role": ObjectKind("role", _role, _as_is, lambda i: NotFoundError("role", i, f"Role '{i}' not found.")),
@@ -150,7 +150,7 @@ def new_attributes(spec: OperationSpec, op: Operation, attrs: Attrs) -> Attrs:
     return {k: v for k, v in {**attrs, **{a: getattr(op, f) for a, f in extra.items()}}.items() if v is not None}
 
 
-async def check_stored(engine: Engine, auth: AuthStore, policy: CompiledPolicy, call: Call) -> None:
+async def check_stored(objects: ObjectSource, auth: AuthStore, policy: CompiledPolicy, call: Call) -> None:
     """Tier 2 of `call.op` on the stored object(s) it names; raises NotFoundError / PermissionDeniedError.
     A read of one object leaves the object decided on in `call.stored`: its handler answers with it."""
     spec, op, principal = call.spec, call.op, call.principal
@@ -158,21 +158,21 @@ async def check_stored(engine: Engine, auth: AuthStore, policy: CompiledPolicy, 
     if rule == "assignments":
         await _user_roles(policy, principal, spec, op, auth.roles_of)
     elif rule == "replay":
-        await _replay(engine, auth, policy, principal, op)
+        await _replay(objects, auth, policy, principal, op)
     else:
         ident = spec.stored_id(op)
         if ident is not None:
-            obj = await _check_one(engine, auth, policy, call, ident)
+            obj = await _check_one(objects, auth, policy, call, ident)
             if spec.method == "GET":
                 call.stored = obj  # one read: the decision and the answer are on the same object
 
 
-async def _check_one(engine: Engine, auth: AuthStore, policy: CompiledPolicy, call: Call, ident: str) -> Any:
+async def _check_one(objects: ObjectSource, auth: AuthStore, policy: CompiledPolicy, call: Call, ident: str) -> Any:
     """`decide` on the one stored object the call names (`Policy.stored`); the object as read."""
     principal, op, spec = call.principal, call.op, call.spec
     method = spec.method
     kind = KINDS[str(spec.policy.object_type)]
-    obj = await kind.load(engine, auth, ident)
+    obj = await kind.load(objects, auth, ident)
     if obj is None:
         raise kind.not_found(ident)
     stored = kind.attrs(obj)
@@ -243,17 +243,19 @@ async def _user_roles(
             raise denied(principal, "DELETE", "userRole")
 
 
-async def _replay(engine: Engine, auth: AuthStore, policy: CompiledPolicy, principal: Principal, op: Operation) -> None:
+async def _replay(
+    objects: ObjectSource, auth: AuthStore, policy: CompiledPolicy, principal: Principal, op: Operation
+) -> None:
     """A create naming an existing request id is a replay: it answers with that request, so the caller must
     be allowed to read it (403 when it may read but not POST on it). A caller that may not read it gets
     one 409 whatever the request holds: nothing about its status or parameters."""
     request_id = getattr(op, "request_id", None)
     if not request_id:
         return
-    found = await _request(engine, auth, str(request_id))
+    found = await objects.request(str(request_id))
     if found is None:
         return
-    stored = _request_attrs(found)
+    stored = request_attrs(found)
     if policy.is_allowed(principal, "request", stored, "GET"):
         if not policy.is_allowed(principal, "request", stored, "POST"):
             raise denied(principal, "POST", "request")

@@ -52,11 +52,12 @@ from pluginsdk.principal import SYSTEM_ADMIN, Principal
 from ..call import Call
 from ..policy import CompiledPolicy, compile_policy
 from ..store.db import Row
+from ..store.sealing import SecretBox
 from .config import AuthConfig
-from .crypto import PageTokens, Passwords, SecretBox, now, parse_ts, sha256_hex
+from .crypto import PageTokens, Passwords, now, parse_ts, sha256_hex
 from .lockout import LockoutGuard
 from .mail import Mailer
-from .objects import check_stored, decides_stored, denied, handles_stored, new_attributes
+from .objects import ObjectSource, check_stored, decides_stored, denied, handles_stored, new_attributes
 from .policy_watch import PolicyWatch
 from .routes import routes_to_check
 from .store import AuthStore
@@ -65,8 +66,8 @@ from .throttle import SignInThrottle
 if TYPE_CHECKING:
     from pluginsdk.models.plans import AccessPlan
 
-    from ..engine import Engine
     from ..policy.decision_point import PolicyModel
+    from . import AuthHost
     from .federation.oauth import ExternalVerifier
     from .tokens import TokenService
 
@@ -131,8 +132,11 @@ class _Snapshot(NamedTuple):
 class AuthService:
     """Authenticator and two-tier authorizer; also the state the auth handlers share."""
 
-    def __init__(self, engine: Engine, config: AuthConfig, store: AuthStore, box: SecretBox, pages: PageTokens) -> None:
-        self.engine = engine
+    def __init__(self, host: AuthHost, config: AuthConfig, store: AuthStore, box: SecretBox, pages: PageTokens) -> None:
+        self.objects: ObjectSource = host.objects
+        """The stored requests, machines and templates tier 2 decides on (not the engine)."""
+        self.settings = host.settings
+        self._on_close = host.on_close
         self.config = config
         self.store = store
         self.box = box
@@ -161,7 +165,7 @@ class AuthService:
     async def start(self) -> None:
         if self.store.db.dialect == "postgresql":
             await self.watch.start(self.store.db.url)
-            self.engine.on_close.append(self.watch.aclose)
+            self._on_close.append(self.watch.aclose)
         # JWT support (PyJWT + cryptography, ~100 ms to import) loads only in the mode that uses it,
         # so CLI calls authenticated in-process or by API key do not pay for it.
         if self.config.mode == "managed":
@@ -393,7 +397,7 @@ class AuthService:
             _check_input(policy, p, spec, op, object_type)
         if decides_stored(spec):
             try:
-                await check_stored(self.engine, self.store, policy, call)
+                await check_stored(self.objects, self.store, policy, call)
             except PermissionDeniedError:
                 _decided("object", "deny")
                 raise
@@ -428,7 +432,7 @@ class AuthService:
             principal.auth_method == "local"
             and principal.user_id == SYSTEM_ADMIN.user_id
             and self.config.admin_user_id != SYSTEM_ADMIN.user_id
-            and self.engine.settings.source_of("sdk.user") == "default"
+            and self.settings.source_of("sdk.user") == "default"
         ):
             return replace(principal, user_id=self.config.admin_user_id, roles=())
         return principal

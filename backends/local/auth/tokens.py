@@ -20,7 +20,8 @@ from jwt.algorithms import OKPAlgorithm, RSAAlgorithm
 from pluginsdk.config import ManagedPoolSettings
 from pluginsdk.errors import AuthenticationError
 
-from .crypto import SecretBox, now, ts
+from ..store.sealing import SecretBox
+from .crypto import now, ts
 from .store import AuthStore
 
 __all__ = ["TokenService"]

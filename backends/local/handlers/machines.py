@@ -29,10 +29,10 @@ from pluginsdk.operations import (
 from pluginsdk.operations.machine_signals import MarkMachineReadyCommand
 from pluginsdk.words import counted
 
+from ..attributes import machine_attrs
 from ..deps import Deps
 from ..provisioning.reconciler import reconcile
 from ..registry import HandlerTable
-from .request_records import machine_attrs
 
 if TYPE_CHECKING:
     from ..call import Call

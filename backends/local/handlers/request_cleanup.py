@@ -12,10 +12,10 @@ from pluginsdk.operations import CleanupAllResourcesCommand, CleanupOldRequestsC
 from pluginsdk.principal import Principal
 from pluginsdk.words import counted
 
+from ..attributes import machine_attrs, request_attrs
 from ..deps import Deps
 from ..provisioning.reconciler import sweep_orphans
 from ..registry import HandlerTable
-from .request_records import machine_attrs, request_attrs
 
 if TYPE_CHECKING:
     from ..call import Call

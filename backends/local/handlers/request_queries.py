@@ -19,10 +19,11 @@ from pluginsdk.operations import (
 from pluginsdk.principal import Principal
 from pluginsdk.words import counted
 
+from ..attributes import request_attrs
 from ..deps import Deps
 from ..provisioning.reconciler import reconcile, record_reclaimed
 from ..registry import HandlerTable
-from .request_records import fresh, load_request, request_attrs, with_machines, with_machines_all
+from .request_records import fresh, load_request, with_machines, with_machines_all
 
 if TYPE_CHECKING:
     from ..call import Call

@@ -1,11 +1,10 @@
-"""Stored requests as the request handlers read them: loaded, with their machines, brought up to date, and the
-attributes authorization decides on (`auth/objects.py` reads the same functions, so a listing and a single
-read agree).
+"""Stored requests as the request handlers read them: loaded, with their machines, brought up to date
+(the attributes authorization decides on are `backends/local/attributes.py`'s).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pluginsdk.errors import NotFoundError
 from pluginsdk.models import Machine, Request, RequestType
@@ -14,10 +13,6 @@ from ..provisioning.reconciler import reconcile
 
 if TYPE_CHECKING:
     from ..deps import Deps
-
-
-def request_attrs(r: Request) -> dict[str, Any]:
-    return {"requestId": r.request_id, "templateId": r.template_id, "userId": r.created_by}
 
 
 async def load_request(deps: Deps, request_id: str, *, for_update: bool = False) -> Request:
@@ -47,7 +42,3 @@ async def fresh(deps: Deps, r: Request, *, lightweight: bool = False) -> Request
     if lightweight or r.status.terminal or r.dry_run:
         return r
     return await reconcile(deps, r)
-
-
-def machine_attrs(m: Machine) -> dict[str, Any]:
-    return {"machineId": m.machine_id, "templateId": m.template_id, "requestId": m.request_id}

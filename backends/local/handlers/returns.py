@@ -22,10 +22,11 @@ from pluginsdk.operations import CreateReturnRequestCommand
 from pluginsdk.principal import Principal
 from pluginsdk.words import counted
 
+from ..attributes import machine_attrs, request_attrs
 from ..deps import Deps
 from ..provisioning.reconciler import reconcile, terminate_machines
 from ..registry import HandlerTable
-from .request_records import load_request, machine_attrs, request_attrs
+from .request_records import load_request
 
 if TYPE_CHECKING:
     from ..call import Call

@@ -15,6 +15,7 @@ from pluginsdk.operations import GetTemplateQuery, ListTemplatesQuery, ValidateT
 from pluginsdk.plans import predicate
 from pluginsdk.words import counted
 
+from ..attributes import template_attrs
 from ..deps import Deps
 from ..provisioning.readiness import rule_of
 from ..registry import HandlerTable
@@ -31,10 +32,6 @@ PRICE_TYPES = ("ondemand", "spot", "heterogeneous")
 MAX_OFFERINGS = 32
 FLEET_APIS = ("EC2Fleet", "SpotFleet", "ASG")
 FLEET_TYPES = {"EC2Fleet": ("instant", "request", "maintain"), "SpotFleet": ("request", "maintain")}
-
-
-def template_attrs(t: Template) -> dict[str, Any]:
-    return {"templateId": t.template_id, "providerApi": t.provider_api}
 
 
 def check_template(deps: Deps, data: dict[str, Any]) -> tuple[Template | None, list[str], list[str]]:

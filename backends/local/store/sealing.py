@@ -13,11 +13,10 @@ or lost key fails at start with a message instead of garbling secrets later. Sto
 moved out kept it in `meta` (`auth.secrets_key`): the first start writes it to the key file (or re-seals
 with the key from 1./2.) and deletes the row, in one transaction.
 
-Rotation (`rotate`: `pluginsdk auth rotate-seal-key`, also `python -m backends.local.store.sealing rotate`)
-is refused while any process holds the store (`seal_hold`: running processes keep the key in memory). The
-new key is written to `<key file>.new` first, every sealed value is re-sealed and the audit record appended
-in one transaction, then the file is renamed over the old one. A crash between commit and rename is
-finished on the next start (the check value says which file is right).
+Rotation (`pluginsdk auth rotate-seal-key`) is the auth service's operator command
+(`backends/local/auth/seal_rotation.py`); it re-seals through `reseal` and records the new key with
+`set_key_check`. `SecretBox` is the AEAD that seals and opens the values, here because the store owns what it
+keeps at rest (the auth service seals with it too).
 """
 
 from __future__ import annotations
@@ -34,21 +33,27 @@ from typing import TYPE_CHECKING, NamedTuple
 from pluginsdk.errors import ConfigurationError
 
 from .db import Database
-from .files import read_private, rename_durably, replace_private, write_private_once
+from .files import read_private, write_private_once
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
     from pluginsdk.config import Settings
 
 __all__ = [
+    "NEW_KEY_ENV",
     "SEAL_KEY_ENV",
     "SEAL_KEY_FILE_ENV",
     "SealKey",
+    "SecretBox",
+    "decode_key",
+    "encode_key",
     "key_check",
     "key_file",
     "load_seal_key",
-    "new_key_from_env",
-    "rotate",
-    "rotated_message",
+    "pending_key_file",
+    "reseal",
+    "set_key_check",
 ]
 
 SEAL_KEY_ENV = "PLUGIN_SEAL_KEY"
@@ -119,7 +124,7 @@ def key_file(settings: Settings) -> Path | None:
     return Path(f"{Path(target).expanduser()}.key")
 
 
-def _pending(path: Path) -> Path:
+def pending_key_file(path: Path) -> Path:
     return path.with_name(path.name + ".new")
 
 
@@ -162,7 +167,7 @@ async def load_seal_key(settings: Settings, db: Database, configured: bytes | No
 
 
 async def _from_file(db: Database, path: Path, check: str | None) -> SealKey:
-    pending = _pending(path)
+    pending = pending_key_file(path)
     new = read_private(pending)
     if new is not None:  # a rotation stopped after its commit (new key is right) or before it (old is right)
         new_key = decode_key(new.decode("ascii"), str(pending))
@@ -219,10 +224,47 @@ def _wrong_key(chosen: SealKey) -> ConfigurationError:
     )
 
 
+class SecretBox:
+    """AES-256-GCM for secrets that must be read back (TOTP seeds, signing keys)."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+        self._cipher: AESGCM | None = None
+        self._retired = False
+
+    def retire(self) -> None:
+        """The key was rotated under this process (backends/local/store/seal_hold.py): refuse from now on
+        rather than seal with a retired key or fail to open what the new key sealed."""
+        self._retired = True
+        self._cipher = None
+
+    @property
+    def _aead(self) -> AESGCM:
+        # cryptography costs ~35 ms to import; most CLI calls never seal or open a secret
+        if self._retired:
+            raise ConfigurationError(
+                "The store's sealing key was rotated while this process ran: restart it to load the new key.",
+                key="storage.seal_key_file",
+            )
+        if self._cipher is None:
+            from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+            self._cipher = AESGCM(self._key)
+        return self._cipher
+
+    def seal(self, plaintext: str, context: str) -> str:
+        nonce = secrets.token_bytes(12)
+        return "v1." + encode_key(nonce + self._aead.encrypt(nonce, plaintext.encode("utf-8"), context.encode("utf-8")))
+
+    def open(self, sealed: str, context: str) -> str:
+        if not sealed.startswith("v1."):
+            raise ValueError("unknown sealed format")
+        raw = base64.urlsafe_b64decode(sealed[3:] + "=" * (-len(sealed[3:]) % 4))
+        return self._aead.decrypt(raw[:12], raw[12:], context.encode("utf-8")).decode("utf-8")
+
+
 async def reseal(db: Database, old: bytes, new: bytes) -> int:
     """Re-seal every sealed value from `old` to `new` (inside the caller's transaction); returns the count."""
-    from backends.local.auth.crypto import SecretBox
-
     before, after = SecretBox(old), SecretBox(new)
     count = 0
     for table, key_col, col, prefix in SEALED_COLUMNS:
@@ -244,90 +286,6 @@ async def reseal(db: Database, old: bytes, new: bytes) -> int:
     return count
 
 
-async def rotate(settings: Settings, new_key: bytes | None = None, *, wait: float = 5.0) -> tuple[SealKey, int]:
-    """Replace the store's sealing key; returns the new key's origin and how many values were re-sealed.
-
-    Refused (ConfigurationError, nothing changed) while any process holds the store: running processes keep
-    the key in memory (`seal_hold`); short CLI calls are waited for up to `wait` seconds. With a key from
-    PLUGIN_SEAL_KEY or the configuration, pass the new key (PLUGIN_SEAL_KEY_NEW) and put it in place of the
-    old one afterwards; with a key file, the file is replaced. The audit log records the rotation (action
-    `rotate_seal_key`) in the transaction that re-seals.
-    """
-    from backends.local.auth.audit import operator
-    from backends.local.auth.store import AuthStore
-
-    from . import open_store
-    from .seal_hold import hold_store
-
-    store = await open_store(settings.storage_target)
-    try:
-        db = store.db
-        hold = await hold_store(db, exclusive=True, wait=wait)
-        try:
-            current = await load_seal_key(settings, db, settings.app.authProvider.seal_key())
-            if current.path is None and new_key is None:
-                raise ConfigurationError(
-                    f"The sealing key comes from {current.source}: give the new one in {NEW_KEY_ENV} "
-                    "(32 bytes, base64url) and set it there after the rotation.",
-                    key=NEW_KEY_ENV,
-                )
-            fresh = new_key or secrets.token_bytes(KEY_BYTES)
-            if current.path is not None:
-                replace_private(_pending(current.path), (encode_key(fresh) + "\n").encode("ascii"))
-            async with db.transaction():
-                count = await reseal(db, current.key, fresh)
-                await db.execute("UPDATE meta SET value = :v WHERE key = :k", {"k": CHECK_ROW, "v": key_check(fresh)})
-                where = str(current.path) if current.path is not None else NEW_KEY_ENV
-                await AuthStore(db).append_audit(
-                    actor=operator(),
-                    action="rotate_seal_key",
-                    target=("sealKey", "store"),
-                    before={"keySource": current.source},
-                    after={"keySource": where, "resealed": count},
-                )
-            if current.path is not None:
-                rename_durably(_pending(current.path), current.path)
-                return SealKey(fresh, str(current.path), current.path), count
-            return SealKey(fresh, NEW_KEY_ENV, None), count
-        finally:
-            await hold.release()
-    finally:
-        await store.aclose()
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m backends.local.store.sealing rotate [--config FILE]`: the same as `pluginsdk auth
-    rotate-seal-key` (needs local access to the store and its key; no network call)."""
-    import argparse
-    import asyncio
-    import sys
-
-    from pluginsdk.config import load_settings
-
-    parser = argparse.ArgumentParser(prog="python -m backends.local.store.sealing", description=main.__doc__)
-    parser.add_argument("action", choices=["rotate"])
-    parser.add_argument("--config", help="configuration file (default: PLUGIN_CONFIG)")
-    args = parser.parse_args(argv)
-    try:
-        settings = load_settings(config_path=args.config)
-        key, count = asyncio.run(rotate(settings, new_key_from_env()))
-    except ConfigurationError as exc:
-        print(f"Error: {exc.message}", file=sys.stderr)
-        return 2
-    print(rotated_message(key, count))
-    return 0
-
-
-def new_key_from_env() -> bytes | None:
-    """The new key given in PLUGIN_SEAL_KEY_NEW, if any."""
-    new = os.environ.get(NEW_KEY_ENV)
-    return decode_key(new, NEW_KEY_ENV) if new else None
-
-
-def rotated_message(key: SealKey, count: int) -> str:
-    where = f"written to {key.path}" if key.path else f"now set {NEW_KEY_ENV}'s value as {SEAL_KEY_ENV}"
-    return f"Sealing key rotated: {count} sealed value(s) re-sealed; new key {where}."
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
+async def set_key_check(db: Database, key: bytes) -> None:
+    """Record `key` as the store's key (in the caller's transaction, beside the re-sealing)."""
+    await db.execute("UPDATE meta SET value = :v WHERE key = :k", {"k": CHECK_ROW, "v": key_check(key)})
