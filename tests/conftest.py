@@ -72,3 +72,29 @@ def npm_clients() -> Path:
     from tests.support.npm import npm_clients
 
     return npm_clients()
+
+
+# -- the fast lane -------------------------------------------------------------------------------------------------
+SLOW: dict[str, str] = {
+    "tests/aws/": "a moto server per module and real retry back-off: ~10 s a test",
+    "tests/console/": "Chromium driven by Playwright: 5-30 s a test",
+    "tests/scale/": "several processes on one store",
+    "tests/schedulers/": "scheduler scripts run as processes, and a Slurm controller",
+    "tests/server/test_schemathesis.py": "the two schemathesis runs over every route: ~250 s",
+    "tests/server/test_openapi_clients.py": "clients generated and installed from the OpenAPI document",
+    "tests/mcp/test_ts_client.py": "the TypeScript MCP SDK, through npm",
+    "tests/mcp/test_http_clients.py": "independent MCP clients over HTTP, through npm",
+    "tests/mcp/test_stdio.py": "the MCP server as a process over stdio",
+    "tests/cli/test_schedulers.py": "HostFactory and LSF scripts round-trip as processes: 8-23 s a test",
+    "tests/test_examples.py": "the quickstart and the notebook, run headless",
+}
+"""What `-m "not slow"` (the inner loop's lane, tests/README.md) leaves out: path prefix -> why it is slow. CI runs
+everything; a test slow for another reason is marked `@pytest.mark.slow` where it is."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(__file__).resolve().parents[1]
+    for item in items:
+        where = item.path.relative_to(root).as_posix()
+        if any(where.startswith(prefix) for prefix in SLOW):
+            item.add_marker(pytest.mark.slow)

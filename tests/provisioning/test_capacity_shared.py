@@ -20,7 +20,7 @@ from pluginsdk import PluginSDK, ProviderError
 from pluginsdk.models import RequestStatus
 from tests.support.backends import base_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FAST = {"boot_delay": 0.05, "terminate_delay": 0.05, "seed": 3}
 
 
