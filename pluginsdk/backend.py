@@ -13,6 +13,8 @@ store through `StoreOperator` (`store_operator`), never by importing a backend's
 from __future__ import annotations
 
 import importlib
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from .config import Settings
@@ -20,7 +22,7 @@ from .errors import ConfigurationError, HandlerDiscoveryError
 from .operations import Operation
 from .principal import Principal
 
-__all__ = ["Backend", "StoreOperator", "backend_class", "load_backend", "store_operator"]
+__all__ = ["Backend", "Execute", "PeriodicTask", "StoreOperator", "backend_class", "load_backend", "store_operator"]
 
 R = TypeVar("R")
 
@@ -40,6 +42,26 @@ class Backend(Protocol):
     async def execute(self, operation: Operation[R], principal: Principal | None = None) -> R:
         """Run `operation` as `principal` (None: the backend's own identity); its class's result type."""
         ...
+
+
+Execute = Callable[[Operation[Any]], Awaitable[Any]]
+"""Runs one catalog operation as the backend's administrator (what a periodic task is handed)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PeriodicTask:
+    """Work a long-lived process has its engine repeat (the `local` backend's `periodic=`): the REST server and
+    `pluginsdk worker` register the schedulers' tasks (`pluginsdk.schedulers.periodic_tasks`), so the engine
+    runs them without importing any interface.
+
+    `run(execute)` makes one pass, running operations through `execute`; it returns the seconds until its
+    next pass (None: `every`; 0: no more passes in this process). An exception is logged and the task runs
+    again `every` seconds later.
+    """
+
+    name: str
+    every: float
+    run: Callable[[Execute], Awaitable[float | None]]
 
 
 @runtime_checkable

@@ -13,12 +13,20 @@ The cases, each with what it is seen as and its repair (docs/schedulers.md has t
 
 Machines not named after a configured node are not Slurm's and are never touched. Every repair is one line
 of JSON on stdout (`node`, `machine`, `case`, `action`). It runs as a command (`pluginsdk slurm reconcile`,
-through the SDK) and in the engine's background loop of a long-lived process (the REST server) every
-`slurm.reconcile_interval` seconds, on the engine directly: both hand it their way to run an operation.
+through the SDK) and as a periodic task (`reconcile_task`) that a long-lived process — the REST server,
+`pluginsdk worker` — registers with its engine, every `slurm.reconcile_interval` seconds: both hand it their
+way to run an operation.
+
+Readiness: a node the controller holds registered (slurmd answered: none of POWERING_UP, NOT_RESPONDING,
+DOWN, POWERED_DOWN) has its machine marked ready (`mark_machine_ready`), so a template that requires a
+readiness signal (`configuration.boot`) needs no startup script calling `machines ready`: slurmd's own
+registration is the signal. Only machines launched within the registration window are marked (a node
+registers within ResumeTimeout or Slurm fails it), so a pass costs nothing for the nodes long up.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -27,13 +35,20 @@ from .nodes import NodeMap
 from .scontrol import Scontrol
 
 if TYPE_CHECKING:
-    from ...config import SlurmSettings
+    from ...backend import PeriodicTask
+    from ...config import Settings, SlurmSettings
     from ...models import Machine
 
-__all__ = ["reconcile"]
+__all__ = ["reconcile", "reconcile_task"]
 
 Execute = Callable[[Any], Awaitable[Any]]
 """Runs one catalog operation (`PluginSDK.execute`, or the engine's `execute` as its administrator)."""
+
+READY_SLACK = 300.0
+"""Seconds past the registration timeout a machine's node may still be seen registering for the first time
+(the reconcile runs every `slurm.reconcile_interval`, or from cron)."""
+
+log = logging.getLogger("pluginsdk.schedulers.slurm")
 
 
 async def _machines(execute: Execute, known: dict[str, str]) -> dict[str, Machine]:
@@ -79,6 +94,7 @@ async def reconcile(execute: Execute, settings: SlurmSettings, registration_time
     fixes: list[dict[str, str]] = []
     down: dict[str, list[str]] = {}
     give_back: list[Machine] = []
+    registered: list[Machine] = []
     for name in known:
         node, machine = nodes.get(name), machines.get(name)
         if machine is None:
@@ -92,6 +108,8 @@ async def reconcile(execute: Execute, settings: SlurmSettings, registration_time
             fixes.append({"node": name, "machine": machine.machine_id, "case": case, "action": "return"})
             continue
         age = (now - machine.created_at).total_seconds()
+        if node.registered and age <= registration_timeout + READY_SLACK:
+            registered.append(machine)
         if not node.registered and age > registration_timeout:
             give_back.append(machine)
             down.setdefault(f"did not register within {registration_timeout:.0f} s", []).append(name)
@@ -106,4 +124,54 @@ async def reconcile(execute: Execute, settings: SlurmSettings, registration_time
         await scontrol.down(names, reason)
     if give_back:
         await execute(CreateReturnRequestCommand(machine_ids=[m.machine_id for m in give_back], force_return=True))
+    await _ready(execute, registered)
     return fixes
+
+
+async def _ready(execute: Execute, machines: list[Machine]) -> None:
+    """Mark the machines of registered nodes ready (idempotent: a machine marked already stays as it is)."""
+    from ...errors import SDKError
+    from ...operations.machine_signals import MarkMachineReadyCommand
+
+    for machine in machines:
+        try:
+            await execute(MarkMachineReadyCommand(machine_id=machine.machine_id))
+        except SDKError as exc:  # gone since it was listed: nothing to mark
+            log.info("machine %s of node %s not marked ready: %s", machine.machine_id, machine.name, exc)
+
+
+def reconcile_task(settings: Settings) -> PeriodicTask | None:
+    """The reconcile as a periodic task of a long-lived engine (None without node sets or with
+    `slurm.reconcile_interval` 0). Each pass first starts the worker on work left in the spool (a worker
+    killed mid-resume), then repairs; a host without `scontrol` stops the task in this process."""
+    from ...backend import PeriodicTask
+
+    slurm = settings.slurm
+    if not slurm.nodesets or not slurm.reconcile_interval:
+        return None
+
+    async def run(execute: Execute) -> float | None:
+        from . import programs, spool
+        from .worker import exclusive
+
+        where, log_file = programs.paths(settings)
+        if any(True for _ in spool.pending(where)):
+            with exclusive(where) as free:  # free: no worker runs (let go before starting one, which takes it)
+                pass
+            if free:
+                programs.start_worker(settings.config_file, log_file)
+        from .scontrol import ControllerError
+
+        try:
+            fixes = await reconcile(execute, slurm, float(slurm.resume_timeout))
+        except ControllerError as exc:
+            if exc.missing:
+                log.warning("slurm reconcile off: %s not found on this host", slurm.scontrol)
+                return 0.0
+            log.warning("slurm reconcile: %s", exc)  # the controller is down: the next pass tries again
+            return None
+        for fix in fixes:
+            log.warning("slurm reconcile: %s", fix)
+        return None
+
+    return PeriodicTask("slurm reconcile", slurm.reconcile_interval, run)
