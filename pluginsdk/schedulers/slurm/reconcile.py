@@ -1,8 +1,9 @@
 """`pluginsdk slurm reconcile`: repair what the controller and the engine disagree on.
 
 The cases, each with what it is seen as and its repair (docs/schedulers.md has the same table):
-- *powered up without a machine*: Slurm holds the node neither POWERED_DOWN nor POWERING_DOWN nor DOWN, and
-  no active machine is named after it -> the node goes DOWN with the reason (its job is requeued); when the
+- *powered up without a machine*: Slurm holds the node up (none of POWERED_DOWN, POWERING_DOWN, DOWN, nor
+  POWERING_UP or REBOOT_ISSUED: a launch the worker may not have made yet, which ResumeTimeout bounds), and no
+  active machine is named after it -> the node goes DOWN with the reason (its job is requeued); when the
   provider took its machine back (a spot interruption, a rebalance recommendation), the reason is the
   provider's, as the machine records it.
 - *machine for a powered-down node*: an active machine named after a node Slurm holds POWERED_DOWN or
@@ -98,7 +99,7 @@ async def reconcile(execute: Execute, settings: SlurmSettings, registration_time
     for name in known:
         node, machine = nodes.get(name), machines.get(name)
         if machine is None:
-            if node is not None and node.powered_up and "DOWN" not in node.state:
+            if node is not None and node.powered_up and not node.state & {"DOWN", "POWERING_UP", "REBOOT_ISSUED"}:
                 down.setdefault("powered up without a machine", []).append(name)
                 fixes.append({"node": name, "case": "powered up without a machine", "action": "down"})
             continue
