@@ -475,3 +475,19 @@ async def test_a_node_whose_machine_the_provider_took_back_goes_down_with_the_pr
             await asyncio.sleep(0.05)
     down = next(line for line in updates.read_text().splitlines() if "state=down" in line)
     assert "nodename=cloud1" in down and "Reclaimed by the provider" in down and "SpotInstanceTermination" in down
+
+
+def test_the_documented_unit_file_is_the_shipped_one() -> None:
+    """docs/schedulers.md shows scripts/systemd/pluginsdk-worker.service as it is (less its comments), and it
+    runs the command that exists."""
+    root = Path(__file__).resolve().parents[2]
+    shipped = [
+        line
+        for line in (root / "scripts" / "systemd" / "pluginsdk-worker.service").read_text().splitlines()
+        if not line.startswith("#")
+    ]
+    docs = (root / "docs" / "schedulers.md").read_text()
+    block = docs.split("```ini\n", 1)[1].split("```", 1)[0].splitlines()
+    assert block == shipped
+    assert any(line.startswith("ExecStart=") and line.endswith("pluginsdk worker") for line in shipped)
+    assert invoke(clean_environment(), "worker", "--help", fmt=None).code == 0
