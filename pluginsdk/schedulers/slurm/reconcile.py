@@ -28,12 +28,13 @@ registers within ResumeTimeout or Slurm fails it), so a pass costs nothing for t
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from .nodes import NodeMap
-from .scontrol import Scontrol
+from .scontrol import Node, Scontrol
 
 if TYPE_CHECKING:
     from ...backend import PeriodicTask
@@ -48,6 +49,8 @@ Execute = Callable[[Any], Awaitable[Any]]
 READY_SLACK = 300.0
 """Seconds past the registration timeout a machine's node may still be seen registering for the first time
 (the reconcile runs every `slurm.reconcile_interval`, or from cron)."""
+
+LOST = "powered up without a machine"
 
 log = logging.getLogger("pluginsdk.schedulers.slurm")
 
@@ -83,6 +86,45 @@ async def _reclaimed(execute: Execute, names: set[str]) -> dict[str, str]:
     return {name: why for name, why in found.items() if why.startswith(StatusReason.RECLAIMED)}
 
 
+@dataclass
+class _Plan:
+    """What one pass found: the repairs to print, nodes to put down by reason, machines to return, machines of
+    registered nodes to mark ready."""
+
+    fixes: list[dict[str, str]] = field(default_factory=list)
+    down: dict[str, list[str]] = field(default_factory=dict)
+    give_back: list[Machine] = field(default_factory=list)
+    registered: list[Machine] = field(default_factory=list)
+
+
+def _plan(known: Iterable[str], nodes: dict[str, Node], machines: dict[str, Machine], timeout: float) -> _Plan:
+    """Each configured node's case of the table (module docstring)."""
+    now = datetime.now(UTC)
+    plan = _Plan()
+    for name in known:
+        node, machine = nodes.get(name), machines.get(name)
+        if machine is None:
+            if node is not None and node.powered_up and not node.state & {"DOWN", "POWERING_UP", "REBOOT_ISSUED"}:
+                plan.down.setdefault(LOST, []).append(name)
+                plan.fixes.append({"node": name, "case": LOST, "action": "down"})
+            continue
+        if node is None or not node.powered_up:
+            plan.give_back.append(machine)
+            case = "machine for an unknown node" if node is None else "machine for a powered-down node"
+            plan.fixes.append({"node": name, "machine": machine.machine_id, "case": case, "action": "return"})
+            continue
+        age = (now - machine.created_at).total_seconds()
+        if node.registered and age <= timeout + READY_SLACK:
+            plan.registered.append(machine)
+        if not node.registered and age > timeout:
+            plan.give_back.append(machine)
+            plan.down.setdefault(f"did not register within {timeout:.0f} s", []).append(name)
+            plan.fixes.append(
+                {"node": name, "machine": machine.machine_id, "case": "never registered", "action": "return, down"}
+            )
+    return plan
+
+
 async def reconcile(execute: Execute, settings: SlurmSettings, registration_timeout: float) -> list[dict[str, str]]:
     """Compare the controller's nodes with the machines, repair each case of the table; the repairs."""
     from ...operations import CreateReturnRequestCommand
@@ -90,43 +132,18 @@ async def reconcile(execute: Execute, settings: SlurmSettings, registration_time
     known = NodeMap(settings).template
     scontrol = Scontrol(settings.scontrol)
     nodes = await scontrol.nodes()
-    machines = await _machines(execute, known)
-    now = datetime.now(UTC)
-    fixes: list[dict[str, str]] = []
-    down: dict[str, list[str]] = {}
-    give_back: list[Machine] = []
-    registered: list[Machine] = []
-    for name in known:
-        node, machine = nodes.get(name), machines.get(name)
-        if machine is None:
-            if node is not None and node.powered_up and not node.state & {"DOWN", "POWERING_UP", "REBOOT_ISSUED"}:
-                down.setdefault("powered up without a machine", []).append(name)
-                fixes.append({"node": name, "case": "powered up without a machine", "action": "down"})
-            continue
-        if node is None or not node.powered_up:
-            give_back.append(machine)
-            case = "machine for an unknown node" if node is None else "machine for a powered-down node"
-            fixes.append({"node": name, "machine": machine.machine_id, "case": case, "action": "return"})
-            continue
-        age = (now - machine.created_at).total_seconds()
-        if node.registered and age <= registration_timeout + READY_SLACK:
-            registered.append(machine)
-        if not node.registered and age > registration_timeout:
-            give_back.append(machine)
-            down.setdefault(f"did not register within {registration_timeout:.0f} s", []).append(name)
-            fixes.append(
-                {"node": name, "machine": machine.machine_id, "case": "never registered", "action": "return, down"}
-            )
-    lost = down.pop("powered up without a machine", [])
+    plan = _plan(known, nodes, await _machines(execute, known), registration_timeout)
+    lost = plan.down.pop(LOST, [])
     taken = await _reclaimed(execute, set(lost))
     for name in lost:
-        down.setdefault(taken.get(name, "powered up without a machine"), []).append(name)
-    for reason, names in down.items():
+        plan.down.setdefault(taken.get(name, LOST), []).append(name)
+    for reason, names in plan.down.items():
         await scontrol.down(names, reason)
-    if give_back:
-        await execute(CreateReturnRequestCommand(machine_ids=[m.machine_id for m in give_back], force_return=True))
-    await _ready(execute, registered)
-    return fixes
+    if plan.give_back:
+        machine_ids = [m.machine_id for m in plan.give_back]
+        await execute(CreateReturnRequestCommand(machine_ids=machine_ids, force_return=True))
+    await _ready(execute, plan.registered)
+    return plan.fixes
 
 
 async def _ready(execute: Execute, machines: list[Machine]) -> None:
