@@ -748,6 +748,10 @@ class AppSettings(_AppGroup):
     webDeployedUrl: str = ""
 
 
+_NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+"""A node name Slurm and a host name both accept."""
+
+
 class SlurmNodeSet(_Group):
     nodes: str
     """Node names as a Slurm hostlist expression (`cloud-cpu-[1-100]`)."""
@@ -780,6 +784,40 @@ class SlurmSettings(_Group):
     """Tell the controller each node's address (`scontrol update nodeaddr= nodehostname=`) once its machine
     runs; off: rely on `SlurmctldParameters=cloud_reg_addrs` (the address the node registers from)."""
 
+    @pydantic.model_validator(mode="after")
+    def _nodesets_readable(self) -> SlurmSettings:
+        """Each node set's hostlist reads, names host-like nodes, and shares none with another set: a node on two
+        `NodeName` lines stops slurmctld (`fatal: Duplicated NodeName`), and a typo found only when Slurm asks for
+        the node leaves its job waiting out ResumeTimeout."""
+        if not self.nodesets:
+            return self
+        try:
+            import hostlist
+        except ImportError:
+            expected = "python-hostlist installed to read node sets: pip install 'pluginsdk[slurm]'"
+            raise _wrong("nodesets", None, expected) from None
+        owner: dict[str, int] = {}
+        for i, nodeset in enumerate(self.nodesets):
+            key = f"nodesets.{i}.nodes"
+            try:
+                names = hostlist.expand_hostlist(nodeset.nodes, allow_duplicates=True)
+            except hostlist.BadHostlist as exc:
+                raise _wrong(key, nodeset.nodes, f"a Slurm hostlist expression such as cloud-[1-100] ({exc})") from None
+            if not names:
+                raise _wrong(key, nodeset.nodes, "at least one node name")
+            mine: set[str] = set()
+            for name in names:
+                if not _NODE_NAME.match(name):
+                    raise _wrong(key, nodeset.nodes, f"node names of letters, digits, '.', '-' or '_' (not {name!r})")
+                if name in mine:
+                    raise _wrong(key, nodeset.nodes, f"each node once: {name} is listed twice")
+                mine.add(name)
+                first = owner.setdefault(name, i)
+                if first != i:
+                    where = f"slurm.nodesets.{first}.nodes ({self.nodesets[first].nodes})"
+                    raise _wrong(key, nodeset.nodes, f"node sets that do not overlap: {name} is also in {where}")
+        return self
+
 
 class Settings(pydantic.BaseModel):
     """The effective configuration, validated. `sources` maps dotted keys to their origin.
@@ -803,6 +841,9 @@ class Settings(pydantic.BaseModel):
     app: AppSettings = Field(default_factory=AppSettings.model_construct)
     """The auth service's settings (`app.authProvider`, `app.audit`, ...)."""
     sources: dict[str, str] = Field({}, exclude=True)
+    config_file: str | None = Field(None, exclude=True)
+    """The configuration file read (`config_path`, else PLUGIN_CONFIG), as an absolute path; None without one.
+    What a process this one starts (the Slurm worker) or an operator must name to get the same settings."""
 
     def __repr_args__(self) -> Any:
         return list(self.redacted().items())
@@ -1023,6 +1064,7 @@ def load_settings(
             sources[key] = env_sources.get(key, label) if label == "environment" else label
     settings = _validate(merged, sources)
     settings.sources = sources
+    settings.config_file = os.path.abspath(path) if path else None
     return settings
 
 
@@ -1042,7 +1084,7 @@ def _validate(merged: dict[str, Any], sources: Mapping[str, str]) -> Settings:
         except pydantic.ValidationError as exc:
             raise _invalid(exc, (name,), sources) from None
     for key in data:
-        groups = [k for k in Settings.model_fields if k != "sources"]
+        groups = [k for k in Settings.model_fields if k not in ("sources", "config_file")]
         raise _unknown(key, [*groups, *_FLAT_ALIASES], sources)
     return Settings.model_construct(**values)
 

@@ -342,6 +342,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "pluginsdk.config",
                 "pluginsdk.models",
                 "pluginsdk.operations",
+                "pluginsdk.periodic",
                 "pluginsdk.plans",
                 "pluginsdk.waiting",
                 "pluginsdk._pagination",
@@ -384,10 +385,6 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
 )
 
 UPWARD_ALLOWED: dict[tuple[str, str], str] = {
-    ("backends.local.engine", "pluginsdk.schedulers.slurm.reconcile"): (
-        "the engine's Slurm pass; goes when the engine runs periodic work through a hook the serving process "
-        "fills (the Slurm branch): the lead removes this entry on merge"
-    ),
     ("backends.local.auth.break_glass", "backends.local.engine"): (
         "break-glass starts an engine of its own; goes when break-glass is reworked on the operator branch "
         "(LocalBackend.break_glass starts the engine and hands over what the repair needs)"

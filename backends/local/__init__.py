@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pluginsdk.config import Settings
 from pluginsdk.operations import Operation
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
+
+if TYPE_CHECKING:
+    from pluginsdk.periodic import PeriodicTask
 
 __all__ = ["LocalBackend"]
 
@@ -42,11 +46,15 @@ class LocalBackend:
             "message": rotated_message(key, count),
         }
 
-    def __init__(self, settings: Settings, *, background: bool = False, **_: Any) -> None:
+    def __init__(
+        self, settings: Settings, *, background: bool = False, periodic: Iterable[PeriodicTask] = (), **_: Any
+    ) -> None:
+        """`background`: the engine runs its periodic tasks — its own reconcile pass and `periodic`, the ones the
+        serving process registers (`pluginsdk.periodic.PeriodicTask`)."""
         from .engine import Engine
 
         self.settings = settings
-        self.engine = Engine(settings, background=background)
+        self.engine = Engine(settings, background=background, periodic=periodic)
         self._started = False
 
     async def start(self) -> None:

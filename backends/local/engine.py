@@ -32,6 +32,7 @@ from pluginsdk.errors import (
 )
 from pluginsdk.models import Template
 from pluginsdk.operations import Operation, OperationSpec
+from pluginsdk.periodic import Execute, PeriodicTask
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
 from .call import Authorizer, Call
@@ -98,9 +99,15 @@ class AllowAll:
 class Engine:
     """Store, providers, templates and authorizer; each handler receives the part it uses (`deps.py`)."""
 
-    def __init__(self, settings: Settings, *, background: bool = False) -> None:
+    def __init__(self, settings: Settings, *, background: bool = False, periodic: Iterable[PeriodicTask] = ()) -> None:
         self.settings = settings
         self.background = background
+        self.periodic: list[PeriodicTask] = [
+            PeriodicTask("provisioning reconcile", settings.sdk.reconcile_interval, self._reconcile_pass),
+            *periodic,
+        ]
+        """What `background` runs, each every its own seconds: the reconciler's pass (settling requests,
+        the providers' interruption queues) and what the serving process registered (`PeriodicTask`)."""
         self._store: Store | None = None
         self.files = TemplateFiles(settings.templates.dir)
         self.handlers = HandlerRegistry()
@@ -148,7 +155,7 @@ class Engine:
             started_at=self.started_at,
         )
         if self.background:
-            self.spawn(self._reconcile_loop())
+            self.spawn(self._periodic_loop())
 
     async def _start_auth(self) -> None:
         """Plug in the auth service; fail closed: no auth service, no engine (unless disabled explicitly)."""
@@ -193,39 +200,38 @@ class Engine:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def _reconcile_loop(self) -> None:
+    async def _reconcile_pass(self, _execute: Execute) -> None:
         from .provisioning.reconciler import reconcile_active
 
-        interval = self.settings.sdk.reconcile_interval
-        slurm = self.settings.slurm
-        slurm_every = slurm.reconcile_interval if slurm.nodesets else 0.0
-        slurm_next = time.monotonic() + slurm_every
-        while not self._closing.is_set():
+        await reconcile_active(self.deps)
+
+    async def _periodic_loop(self) -> None:
+        """Run the periodic tasks one at a time, each when it is due, until the engine closes. A task that fails
+        is logged and retried `every` seconds later; one that answers 0 (or has no interval) stops here."""
+
+        async def admin(op: Operation[Any]) -> Any:
+            return await self.execute(op, SYSTEM_ADMIN)
+
+        due = {task.name: time.monotonic() for task in self.periodic if task.every > 0}
+        tasks = {task.name: task for task in self.periodic}
+        while due and not self._closing.is_set():
+            name = min(due, key=due.__getitem__)
+            wait = due[name] - time.monotonic()
+            if wait > 0:
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._closing.wait(), wait)
+                continue
+            task = tasks[name]
             try:
-                await reconcile_active(self.deps)
+                after = await task.run(admin)
             except Exception:  # keep the loop alive; the next pass retries
-                log.exception("background reconciliation failed")
-            if slurm_every and time.monotonic() >= slurm_next:
-                slurm_every = await self._slurm_pass()
-                slurm_next = time.monotonic() + slurm_every
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._closing.wait(), interval)
-
-    async def _slurm_pass(self) -> float:
-        """One Slurm reconcile pass (pluginsdk/schedulers/slurm/reconcile.py) as the administrator; the seconds until
-        the next, 0 to stop (no `scontrol` here: this process is not on the controller's host)."""
-        from pluginsdk.schedulers.slurm.reconcile import reconcile
-
-        slurm = self.settings.slurm
-        try:
-            for fix in await reconcile(lambda op: self.execute(op, SYSTEM_ADMIN), slurm, float(slurm.resume_timeout)):
-                log.warning("slurm reconcile: %s", fix)
-        except FileNotFoundError:
-            log.warning("slurm reconcile off: %s not found on this host", slurm.scontrol)
-            return 0.0
-        except Exception:
-            log.exception("slurm reconcile failed")
-        return slurm.reconcile_interval
+                log.exception("periodic task %r failed", name)
+                after = None
+            if after is not None and after <= 0:
+                log.info("periodic task %r stops in this process", name)
+                del due[name]
+            else:
+                due[name] = time.monotonic() + (task.every if after is None else after)
 
     @property
     def started(self) -> bool:

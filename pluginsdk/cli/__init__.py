@@ -102,10 +102,14 @@ def _extra_command(name: str) -> click.Command:
         from ..schedulers.slurm.cli import slurm
 
         return slurm
+    if name == "worker":
+        from ._worker import worker
+
+        return worker
     return server
 
 
-EXTRA = ("login", "mcp", "server", "slurm")
+EXTRA = ("login", "mcp", "server", "slurm", "worker")
 """Commands that are not catalog operations."""
 GROUP_EXTRA = {
     "auth": {

@@ -13,7 +13,7 @@ import os
 import stat
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -227,3 +227,11 @@ def emit_error(ctx: Context, envelope: dict[str, Any], rendered: dict[str, Any] 
     if fmt in ("json", "yaml"):
         click.echo(structured(rendered or envelope, fmt))
     click.echo(f"Error: {envelope['error']} ({envelope['error_code']})", err=True)
+
+
+def fail_on_stderr(envelope: dict[str, Any], code: int) -> NoReturn:
+    """Print the error envelope as one JSON line on stderr and exit `code`. For commands whose stdout is data
+    of their own (`slurm config`'s lines, `slurm reconcile`'s repairs) or read by nobody (the Slurm programs,
+    `worker`): cron and the journal get the envelope, never a traceback."""
+    click.echo(json.dumps(envelope, default=str), err=True)
+    sys.exit(code)

@@ -13,9 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..config import Settings
+    from ..periodic import PeriodicTask
     from ._base import Strategy
 
-__all__ = ["STRATEGIES", "get_strategy"]
+__all__ = ["STRATEGIES", "get_strategy", "periodic_tasks"]
 
 STRATEGIES = ("default", "hostfactory", "lsf")
 """Accepted values of `--scheduler` / `scheduler.type`."""
@@ -40,3 +42,14 @@ def get_strategy(name: str | None) -> Strategy:
     raise ConfigurationError(
         f"Unknown scheduler strategy {name!r}; use one of {', '.join(STRATEGIES)}.", key="scheduler.type"
     )
+
+
+def periodic_tasks(settings: Settings) -> list[PeriodicTask]:
+    """The schedulers' work a long-lived process has its engine repeat (the REST server, `pluginsdk worker`):
+    Slurm's reconcile when node sets are configured. HostFactory and LSF poll the CLI, so they add none."""
+    if not settings.slurm.nodesets:
+        return []
+    from .slurm.reconcile import reconcile_task
+
+    task = reconcile_task(settings)
+    return [task] if task is not None else []

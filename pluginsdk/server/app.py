@@ -614,17 +614,18 @@ def _access(request_id: str, scope: Scope, status: int, started: float, user: st
 def create_app(backend_or_settings: ServedBackend | Settings, *, max_body_bytes: int | None = None) -> PluginApp:
     """The app serving every catalog operation.
 
-    Give it Settings (the app builds the `local` backend through `pluginsdk.backend.load_backend`, starts it
-    at startup and closes it at shutdown), or a backend satisfying `ServedBackend` that the caller starts.
-    The body limit is `max_body_bytes`, else the settings' `api.max_body_bytes` (default 1 MiB); a body has
-    `api.body_timeout` seconds to arrive (default 30).
+    Give it Settings (the app builds the `local` backend through `pluginsdk.backend.load_backend`, with the
+    schedulers' periodic tasks, starts it at startup and closes it at shutdown), or a backend satisfying
+    `ServedBackend` that the caller starts. The body limit is `max_body_bytes`, else the settings'
+    `api.max_body_bytes` (default 1 MiB); a body has `api.body_timeout` seconds to arrive (default 30).
     """
     settings: Any
     if isinstance(backend_or_settings, Settings):
         from ..backend import load_backend
+        from ..schedulers import periodic_tasks
 
         settings = backend_or_settings
-        backend: Any = load_backend("local", settings, background=True)
+        backend: Any = load_backend("local", settings, background=True, periodic=periodic_tasks(settings))
         owned = True
     else:
         backend, owned = backend_or_settings, False

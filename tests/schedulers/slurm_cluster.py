@@ -135,12 +135,13 @@ ReturnToService=2
 ResumeProgram={self.programs}/resume.sh
 SuspendProgram={self.programs}/suspend.sh
 ResumeFailProgram={self.programs}/resume_fail.sh
+RebootProgram={self.programs}/reboot.sh
 ResumeTimeout=60
 SuspendTime=4
 SuspendTimeout=4
 ResumeRate=0
 SuspendRate=0
-SlurmctldParameters=cloud_reg_addrs,idle_on_node_suspend
+SlurmctldParameters=cloud_reg_addrs,idle_on_node_suspend,reboot_from_controller
 PrivateData=cloud
 NodeName=cloud[1-4] CPUs=1 RealMemory=500 State=CLOUD Port={base + 2}-{base + 5}
 NodeName=bad[1-2] CPUs=1 RealMemory=500 State=CLOUD Port={base + 6}-{base + 7}
@@ -190,8 +191,10 @@ PartitionName=mute Nodes=mute1 MaxTime=INFINITE State=UP
         line = self.scontrol("-o", "show", "job", job_id).stdout.strip()
         return dict(p.split("=", 1) for p in line.split() if "=" in p)
 
-    def pluginsdk(self, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-        return self.run(sys.executable, "-m", "pluginsdk", "--config", str(self.pconf), *args, timeout=timeout)
+    def pluginsdk(self, *args: str, timeout: float = 60, check: bool = True) -> subprocess.CompletedProcess[str]:
+        return self.run(
+            sys.executable, "-m", "pluginsdk", "--config", str(self.pconf), *args, timeout=timeout, check=check
+        )
 
     def log(self) -> str:
         parts = []

@@ -80,10 +80,12 @@ def log_to(file: Path) -> None:
     root.setLevel(logging.INFO)
 
 
-def record(settings: Settings, action: spool.Action, hostlist: str, resume_file: str | None = None) -> spool.Intent:
-    """Write the spool file of one program call and start the worker."""
+def record(
+    settings: Settings, action: spool.Action, nodes: list[str], hostlist: str, resume_file: str | None = None
+) -> spool.Intent:
+    """Write the spool file of one program call (`nodes`: `hostlist` expanded)."""
     where, _ = paths(settings)
-    intent = spool.Intent(action, expand(hostlist), resume_jobs(resume_file) if action == "resume" else [])
+    intent = spool.Intent(action, nodes, resume_jobs(resume_file) if action == "resume" else [])
     spool.write(where, intent)
     log.info(
         "%s %s: %d node(s), %d job(s), spooled as %s", action, hostlist, len(intent.nodes), len(intent.jobs), intent.id

@@ -6,13 +6,28 @@ import asyncio
 import logging
 import shlex
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["Node", "Scontrol"]
+from ...errors import SDKError
+
+__all__ = ["ControllerError", "Node", "Scontrol"]
 
 log = logging.getLogger("pluginsdk.schedulers.slurm")
 
 REASON_PREFIX = "pluginsdk: "
 """Every reason the worker sets starts with this, so a person (and the reconcile step) can tell ours apart."""
+
+
+class ControllerError(SDKError):
+    """`scontrol` failed: the controller is unreachable or refused (`details`: the command and its stderr), or
+    `scontrol` is not on this host (`missing`)."""
+
+    error_code = "SCHEDULER_UNAVAILABLE"
+    http_status = 503
+
+    def __init__(self, message: str, *, missing: bool = False, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.missing = missing
 
 
 @dataclass(slots=True, frozen=True)
@@ -41,12 +56,26 @@ class Scontrol:
         self.path = path
 
     async def run(self, *args: str) -> str:
-        proc = await asyncio.create_subprocess_exec(
-            self.path, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-        )
+        """Its stdout; ControllerError when it cannot run or exits non-zero (the controller is down, say)."""
+        command = shlex.join([self.path, *args])
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                self.path, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+            )
+        except OSError as exc:  # not installed here, not executable
+            missing = isinstance(exc, FileNotFoundError)
+            raise ControllerError(
+                f"Cannot run {self.path}: {exc.strerror or exc} (slurm.scontrol).",
+                missing=missing,
+                details={"field": "slurm.scontrol", "command": command},
+            ) from None
         out, err = await proc.communicate()
         if proc.returncode:
-            raise RuntimeError(f"{self.path} {shlex.join(args)}: {err.decode(errors='replace').strip()}")
+            reason = err.decode(errors="replace").strip()[:500]
+            raise ControllerError(
+                f"The Slurm controller did not answer `{command}`: {reason or f'exit {proc.returncode}'}.",
+                details={"command": command, "reason": reason, "exit_code": proc.returncode},
+            )
         return out.decode(errors="replace")
 
     async def down(self, nodes: list[str], reason: str) -> None:

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 __all__ = ["Intent", "Job", "pending", "write"]
 
-Action = Literal["resume", "suspend", "resume_fail"]
+Action = Literal["resume", "suspend", "resume_fail", "reboot"]
 
 
 @dataclass(slots=True)

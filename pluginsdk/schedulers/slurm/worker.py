@@ -6,7 +6,8 @@ node, named after the node, grouped into one request per template (best effort) 
 one's file replays the same requests. It then follows the requests while it takes new spool files: a node
 whose machine cannot be had is marked DOWN with the cause at once (Slurm requeues its job); under
 all-or-nothing a job missing any node gives back what it got. Suspend and resume-fail return the nodes'
-machines. A launch no longer followed (the worker died, or its time ran out) is the reconcile step's.
+machines; reboot returns them and launches new ones under the same node names. A launch no longer followed
+(the worker died, or its time ran out) is the reconcile step's.
 """
 
 from __future__ import annotations
@@ -92,11 +93,24 @@ class Worker:
                 await asyncio.sleep(_POLL)
 
     async def do(self, intent: spool.Intent) -> None:
-        """Launch (resume) or return (suspend, resume-fail) what one program call asked for."""
+        """Launch (resume), return (suspend, resume-fail) or replace (reboot) what one program call asked for."""
         if intent.action == "resume":
             await self.resume(intent)
+        elif intent.action == "reboot":
+            await self.reboot(intent)
         else:
             await self.release(intent)
+
+    async def reboot(self, intent: spool.Intent) -> None:
+        """A new machine for each node, under the node's name: the machines it had before the reboot was asked
+        for are returned, then the nodes are launched as for a resume. A worker replaying the file finds the old
+        machines in their return and the launches recorded under the same ids: nothing twice."""
+        old = [m for m in (await self._machines_by_name(intent.nodes)).values() if m.created_at.timestamp() < intent.at]
+        if old:
+            await self.sdk.create_return_request(
+                machine_ids=[m.machine_id for m in old], force_return=True, request_id=f"ret-slurm-{intent.id}"
+            )
+        await self.resume(intent)
 
     # -- resume -------------------------------------------------------------------------------------------
 
