@@ -35,7 +35,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +43,9 @@ BENCH = ROOT / "bench"
 FALLBACK = "5d918fc"
 """0.1.0, the release before tags were kept (the A side when a clone has no tags)."""
 TEMPLATES, REQUESTS, SERVER_REQUESTS = 50, 1000, 100
+PEER = BENCH / ".peer" / "venv" / "bin" / "orb"
+"""orb-py 1.8.5, the peer (`bench/cli_bench.py` says how to install it); used with `--peer` where installed."""
+PEER_REPEATS = 3
 CONSOLE = Path(sys.executable).with_name("pluginsdk")
 CLI_CONFIG = "provider:\n  local:\n    boot_delay: 0\n    terminate_delay: 0\n    seed: 1\n    capacity: 1000000\n"
 
@@ -151,7 +153,7 @@ def serve_bare(port: int) -> None:
     uvicorn.Server(config).run()
 
 
-def pdp(work: Path, constraints: int, calls: int) -> dict[str, Any]:
+def pdp(work: Path, constraints: int, calls: int, with_peer: bool) -> dict[str, Any]:
     """p50 of one in-process subject check (warm), on the generated policy loaded into a fresh store."""
     import asyncio
     import gc
@@ -168,6 +170,7 @@ def pdp(work: Path, constraints: int, calls: int) -> dict[str, Any]:
     g = generate(constraints, calls)
     asked = {p.user_id for p, _, _, _ in g.decisions}
     g.principals = [p for p in g.principals if p.user_id in asked]  # only the subjects asked about are loaded
+    answers: list[bool] = []
 
     async def go() -> list[float]:
         async with PluginSDK(config={"storage": {"path": str(work / "pdp.db")}, "provider": {"type": "local"}}) as sdk:
@@ -178,11 +181,19 @@ def pdp(work: Path, constraints: int, calls: int) -> dict[str, Any]:
             lat = []
             for p, t, a, m in g.decisions:
                 t0 = time.perf_counter_ns()
-                await sdk.check_access(t, m, user_id=p.user_id, mfa=p.mfa, attributes=a)
+                got = await sdk.check_access(t, m, user_id=p.user_id, mfa=p.mfa, attributes=a)
                 lat.append((time.perf_counter_ns() - t0) / 1000)
+                answers.append(got.allowed)
             return lat
 
-    return {"p50_us": statistics.median(asyncio.run(go()))}
+    out: dict[str, Any] = {"p50_us": statistics.median(asyncio.run(go()))}
+    if with_peer:  # cedarpy, one `is_authorized` per decision on the same policy and questions (policy_bench)
+        from policy_bench import Cedar, measure
+
+        expected = answers
+        calls = Cedar(g, g.decisions).prepare(g.decisions)
+        out["peer_p50_us"] = measure("cedarpy", constraints, calls, 10.0, expected).p50_us
+    return out
 
 
 def run_worker(args: list[str]) -> None:
@@ -193,7 +204,7 @@ def run_worker(args: list[str]) -> None:
     out = {
         "seed-cli": lambda: seed_cli(Path(rest[0])),
         "seed-server": lambda: seed_server(Path(rest[0])),
-        "pdp": lambda: pdp(Path(rest[0]), int(rest[1]), int(rest[2])),
+        "pdp": lambda: pdp(Path(rest[0]), int(rest[1]), int(rest[2]), rest[3] == "peer"),
     }[kind]()
     print(json.dumps(out))
 
@@ -208,7 +219,7 @@ def timed(argv: list[str], env: dict[str, str]) -> float:
     return elapsed
 
 
-def cold_start(trees: dict[str, Path], work: Path, repeats: int) -> dict[str, dict[str, list[float]]]:
+def cold_start(trees: dict[str, Path], work: Path, repeats: int, peer: bool) -> dict[str, dict[str, list[float]]]:
     cases: dict[str, dict[str, tuple[list[str], dict[str, str]]]] = {
         "`pluginsdk --help` cold start": {},
         f"`templates list --format json`, {TEMPLATES} templates": {},
@@ -227,18 +238,30 @@ def cold_start(trees: dict[str, Path], work: Path, repeats: int) -> dict[str, di
         cases[help_case][side] = ([str(CONSOLE), "--help"], env)
         cases[list_case][side] = ([str(CONSOLE), "templates", "list", "--format", "json"], env)
         cases[hf_case][side] = (["/bin/sh", str(script), "-f", str(side_dir / "status.json")], env)
+    if peer:
+        sys.path.insert(0, str(BENCH))
+        from cli_bench import PEER_ORB, setup_peer
+
+        penv, pin = setup_peer(work / "cli-peer")
+        orb = str(PEER_ORB)
+        cases[help_case]["peer"] = ([orb, "--help"], penv)
+        cases[list_case]["peer"] = ([orb, "templates", "list", "--format", "json"], penv)
+        cases[hf_case]["peer"] = ([orb, "requests", "status", "--scheduler", "hostfactory", "-f", str(pin)], penv)
     out: dict[str, dict[str, list[float]]] = {}
     for name, sides in cases.items():
         for argv, env in sides.values():
             timed(argv, env)  # warm-up: checked, not counted
         out[name] = {side: [] for side in sides}
-        for _ in range(repeats):
+        for n in range(repeats):
             for side, (argv, env) in sides.items():
-                out[name][side].append(timed(argv, env) * 1000)
+                if side != "peer" or n < PEER_REPEATS:  # the peer is slow: fewer runs
+                    out[name][side].append(timed(argv, env) * 1000)
     return out
 
 
-def rest_read(trees: dict[str, Path], work: Path, seconds: int, rounds: int) -> dict[str, dict[str, list[float]]]:
+def rest_read(
+    trees: dict[str, Path], work: Path, seconds: int, rounds: int, peer: bool
+) -> dict[str, dict[str, list[float]]]:
     """req/s and server CPU µs per request of each tree's read, and of the bare app on the same stack."""
     sys.path.insert(0, str(BENCH))
     from server_bench import cpu_seconds, free_port, serve_checkout, stop, wait_http, wrk
@@ -259,41 +282,68 @@ def rest_read(trees: dict[str, Path], work: Path, seconds: int, rounds: int) -> 
         )  # fmt: skip
         servers["bare"] = (bare, f"http://127.0.0.1:{port}/", {})
         wait_http(servers["bare"][1])
-        for proc, url, headers in servers.values():  # warm-up, and a read that answers 200
+        if peer:
+            from server_bench import start_peer
+
+            started = start_peer(argparse.Namespace(requests=SERVER_REQUESTS), work)
+            if started is not None:  # orb's API runs without auth by default: the header is sent anyway
+                servers["peer"] = (started[0], f"{started[1]}/api/v1/requests/{started[2]}", {"Authorization": "x"})
+        for side, (proc, url, headers) in servers.items():  # warm-up, and a read that answers 200
             run = wrk(url, headers, 1, 64, proc.pid)
-            if run["non2xx"]:
+            if run["non2xx"] and side != "peer":
                 raise SystemExit(f"{url}: {run['non2xx']:.0f} answers not 2xx")
         rps: dict[str, list[float]] = {side: [] for side in servers}
         cpu: dict[str, list[float]] = {side: [] for side in servers}
+        non2xx: dict[str, list[float]] = {side: [] for side in servers}
         for _ in range(rounds):
             for side, (proc, url, headers) in servers.items():
                 run = wrk(url, headers, seconds, 64, proc.pid)
                 rps[side].append(run["rps"])
                 cpu[side].append(run["cpu_us"])
+                non2xx[side].append(run["non2xx"])
     finally:
         for proc, _, _ in servers.values():
             stop(proc)
-    return {"rps": rps, "cpu": cpu}
+    return {"rps": rps, "cpu": cpu, "non2xx": non2xx}
 
 
-def decision_point(trees: dict[str, Path], work: Path, constraints: int, rounds: int) -> dict[str, list[float]]:
+def decision_point(
+    trees: dict[str, Path], work: Path, constraints: int, rounds: int, peer: bool
+) -> dict[str, list[float]]:
+    """p50 of one subject check per tree and round; with `peer`, cedarpy's p50 (once, beside this checkout's)."""
     out: dict[str, list[float]] = {side: [] for side in trees}
+    out["peer"] = []
     for n in range(rounds):
         for side, tree in trees.items():
             run_dir = work / f"pdp-{side}-{n}"
             run_dir.mkdir()
-            out[side].append(worker(tree, "pdp", str(run_dir), str(constraints), "1000")["p50_us"])
+            with_peer = peer and side == "now" and n == 0
+            got = worker(tree, "pdp", str(run_dir), str(constraints), "1000", "peer" if with_peer else "-")
+            out[side].append(got["p50_us"])
+            if with_peer:
+                out["peer"].append(got["peer_p50_us"])
     return out
 
 
 # -- the table ---------------------------------------------------------------------------------------
-def row(name: str, a: list[float], b: list[float], unit: str, goal: str, higher_better: bool = False) -> str:
-    ma, mb = statistics.median(a), statistics.median(b)
+def _num(v: float) -> str:
+    return f"{v:,.1f}" if v < 100 else f"{v:,.0f}"
+
+
+def row(
+    name: str, sides: dict[str, list[float]], unit: str, goal: str, *, higher_better: bool = False, peer: bool = False
+) -> str:
+    """One line: previous, now, the change, the peer and now's advantage over it (where measured), the goal."""
+    ma, mb = statistics.median(sides["previous"]), statistics.median(sides["now"])
     change = (mb / ma - 1) * 100
     better = change > 0 if higher_better else change < 0
     word = "better" if better else "worse" if abs(change) >= 0.5 else "same"
-    fmt: Callable[[float], str] = (lambda v: f"{v:,.1f}") if max(ma, mb) < 100 else (lambda v: f"{v:,.0f}")
-    return f"| {name} | {fmt(ma)} {unit} | {fmt(mb)} {unit} | {change:+.0f} % ({word}) | {goal} |"
+    cells = [name, f"{_num(ma)} {unit}", f"{_num(mb)} {unit}", f"{change:+.0f} % ({word})"]
+    if peer:
+        mp = statistics.median(sides["peer"]) if sides.get("peer") else None
+        advantage = None if mp is None else (mb / mp if higher_better else mp / mb)
+        cells += ["—" if mp is None else f"{_num(mp)} {unit}", "—" if advantage is None else f"{advantage:,.1f}×"]
+    return "| " + " | ".join([*cells, goal]) + " |"
 
 
 GOALS = {"--help": "≤ 55 ms", "check": "≤ 15 µs p50", "read": "≥ 25 % of the bare app"}
@@ -307,6 +357,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2, help="wrk runs and decision-point runs per side.")
     ap.add_argument("--constraints", type=int, default=1000, help="Constraints of the decision point's policy.")
     ap.add_argument("--budget", type=float, default=170, help="Seconds; a part that would not fit is left out.")
+    ap.add_argument("--peer", action="store_true", help="Also orb-py (cold start, REST read) and cedarpy.")
     ap.add_argument("--only", choices=("cli", "rest", "pdp"), action="append", help="Only these parts.")
     ap.add_argument("--worker", nargs=argparse.REMAINDER, help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -318,6 +369,9 @@ def main() -> None:
         print("A/B skipped: no release tag (v*) and no commit 5d918fc in this clone's history (a shallow clone?).")
         return
     parts = set(args.only or ("cli", "rest", "pdp"))
+    peer = args.peer and PEER.exists()
+    if args.peer and not peer:
+        print(f"(the peer is not installed at {PEER}: no peer column)")
     if "rest" in parts and not shutil.which("wrk"):
         print("(wrk not installed — apt-get install wrk — the REST read is left out)")
         parts.discard("rest")
@@ -340,29 +394,35 @@ def main() -> None:
             return False
 
         skipped: list[str] = []
-        cli = cold_start(trees, work, args.repeats) if fits("cli", 60) else {}
-        rest = rest_read(trees, work, args.seconds, args.rounds) if fits("rest", 40) else {}
-        check = decision_point(trees, work, args.constraints, args.rounds) if fits("pdp", 60) else {}
+        cli = cold_start(trees, work, args.repeats, peer) if fits("cli", 60) else {}
+        rest = rest_read(trees, work, args.seconds, args.rounds, peer) if fits("rest", 40) else {}
+        check = decision_point(trees, work, args.constraints, args.rounds, peer) if fits("pdp", 60) else {}
     head = git("rev-parse", "--short", "HEAD")
     print(f"\nA/B: previous = {ref}, now = {head} (this checkout, uncommitted changes included); "
           f"{os.cpu_count()} CPUs, load average {load0:.1f} before, {os.getloadavg()[0]:.1f} after, "
           f"{time.monotonic() - start:.0f} s\n")  # fmt: skip
-    print("| path | previous | now | change | goal |")
-    print("|---|---:|---:|---:|---|")
+    columns = ["path", "previous", "now", "change", *(["peer", "now vs peer"] if peer else []), "goal"]
+    print("| " + " | ".join(columns) + " |")
+    print("|---|" + "---:|" * (len(columns) - 2) + "---|")
     for name, sides in cli.items():
         goal = GOALS["--help"] if "--help" in name else "—"
-        print(row(f"{name} (median of {args.repeats})", sides["previous"], sides["now"], "ms", goal))
+        print(row(f"{name} (median of {args.repeats})", sides, "ms", goal, peer=peer))
     if rest:
         name = "authenticated REST read by id, 64 connections"
-        print(row(f"{name}: req/s", rest["rps"]["previous"], rest["rps"]["now"], "", "—", higher_better=True))
-        print(row(f"{name}: server CPU per read", rest["cpu"]["previous"], rest["cpu"]["now"], "µs", "—"))
+        print(row(f"{name}: req/s", rest["rps"], "", "—", higher_better=True, peer=peer))
+        print(row(f"{name}: server CPU per read", rest["cpu"], "µs", "—", peer=peer))
         bare = statistics.median(rest["rps"]["bare"])
         shares = [f"{statistics.median(rest['rps'][s]) / bare * 100:.0f} %" for s in ("previous", "now")]
-        print(f"| the read's share of a bare ASGI app's req/s ({bare:,.0f}) | {shares[0]} | {shares[1]} | | "
+        blank = " | |" if peer else ""
+        print(f"| the read's share of a bare ASGI app's req/s ({bare:,.0f}) | {shares[0]} | {shares[1]} |{blank} | "
               f"{GOALS['read']} |")  # fmt: skip
+        if rest["non2xx"].get("peer"):
+            print(
+                f"\n(orb-py answered {statistics.median(rest['non2xx']['peer']):,.0f} reads a run with a non-2xx status)"
+            )
     if check:
-        name = f"subject check, SDK in-process, one call ({args.constraints:,} constraints)"
-        print(row(name, check["previous"], check["now"], "µs", GOALS["check"]))
+        name = f"subject check, SDK in-process, one call ({args.constraints:,} constraints; peer: cedarpy)"
+        print(row(name, check, "µs", GOALS["check"], peer=peer))
     if skipped:
         print(f"\n(left out to stay within --budget {args.budget:.0f} s on this machine: {', '.join(skipped)})")
     print("\nchange: now against previous (times: lower is better; req/s: higher is better). One run on a shared "
