@@ -4,18 +4,17 @@ serving process or `pluginsdk worker` registers without importing any interface.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias
 
-from .operations import Operation
+if TYPE_CHECKING:
+    from .operations import Operation
 
 __all__ = ["Execute", "PeriodicTask"]
 
-Execute = Callable[[Operation[Any]], Awaitable[Any]]
+Execute: TypeAlias = "Callable[[Operation[Any]], Awaitable[Any]]"
 """Runs one catalog operation as the backend's administrator (what a periodic task is handed)."""
 
 
-@dataclass(frozen=True, slots=True)
 class PeriodicTask:
     """Work a long-lived process has its engine repeat (the `local` backend's `periodic=`): the REST server and
     `pluginsdk worker` register the schedulers' tasks (`pluginsdk.schedulers.periodic_tasks`), so the engine
@@ -26,6 +25,9 @@ class PeriodicTask:
     again `every` seconds later.
     """
 
-    name: str
-    every: float
-    run: Callable[[Execute], Awaitable[float | None]]
+    __slots__ = ("every", "name", "run")
+
+    def __init__(self, name: str, every: float, run: Callable[[Execute], Awaitable[float | None]]) -> None:
+        self.name = name
+        self.every = every
+        self.run = run

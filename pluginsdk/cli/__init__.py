@@ -109,8 +109,15 @@ def _extra_command(name: str) -> click.Command:
     return server
 
 
-EXTRA = ("login", "mcp", "server", "slurm", "worker")
-"""Commands that are not catalog operations."""
+EXTRA = {
+    "login": "Store a server's API key (or, with --sso, a session's token) in the OS keyring for `--backend remote`.",
+    "mcp": "Run the MCP server (tools and resources for AI assistants).",
+    "server": "Run the REST server.",
+    "slurm": "Slurm cloud bursting: the power-saving and reboot programs, reconcile, slurm.conf lines.",
+    "worker": "Run the periodic tasks (reconcile, interruption queues, Slurm) until SIGTERM.",
+}
+"""Commands that are not catalog operations, with the first line of their help for `pluginsdk --help` (which
+lists them without importing them: `slurm` brings asyncio; tests/cli check these lines against the commands)."""
 GROUP_EXTRA = {
     "auth": {
         "break-glass": "Re-grant the admin role to a user directly in the local store (recovery).",
@@ -123,6 +130,14 @@ GROUP_EXTRA = {
 class Root(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*GROUPS, *EXTRA})
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List groups and extra commands from their summaries, importing none of the commands."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        summaries = {n: EXTRA.get(n) or Group(n, GROUPS.get(n, {})).help or "" for n in names}
+        with formatter.section("Commands"):
+            formatter.write_dl([(n, click.Command(n, help=summaries[n]).get_short_help_str(limit)) for n in names])
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name in EXTRA:

@@ -24,8 +24,10 @@ __all__ = ["worker"]
 @click.command("worker")
 @click.pass_obj
 def worker(ctx: Context) -> None:
-    """Run the engine's periodic tasks until SIGTERM: request reconciliation, the providers' interruption
-    queues, the Slurm reconcile where node sets are configured (a service for installs without a server)."""
+    """Run the periodic tasks (reconcile, interruption queues, Slurm) until SIGTERM.
+
+    Request reconciliation, the providers' interruption queues and the Slurm reconcile where node sets are
+    configured: the service for installs without a REST server (HostFactory, LSF, Slurm)."""
     import asyncio
 
     from ..config import load_settings

@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
 from tests.support.cli import FAST, PLUGINSDK, cli_environment, invoke
@@ -51,6 +52,18 @@ def test_help_imports_neither_the_catalog_nor_pydantic() -> None:
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert res.returncode == 0, res.stderr
     assert "Commands:" in res.stdout and "request" in res.stdout and "login" in res.stdout
+
+
+def test_root_help_lines_of_the_extra_commands_are_their_own() -> None:
+    """`pluginsdk --help` lists `login`, `mcp`, `server` and `slurm` from `EXTRA` without importing them (slurm
+    brings asyncio): each line there is the first line of the command's own help."""
+    from pluginsdk.cli import EXTRA, Root, cli
+
+    ctx = click.Context(cli)
+    for name, summary in EXTRA.items():
+        command = Root.get_command(cli, ctx, name)
+        assert command is not None and command.help is not None
+        assert summary == command.help.strip().splitlines()[0], name
 
 
 def test_a_command_imports_only_its_own_operations(env: dict[str, str]) -> None:

@@ -24,8 +24,9 @@ __all__ = ["slurm"]
 
 @click.group()
 def slurm() -> None:
-    """Slurm cloud bursting: ResumeProgram, SuspendProgram, ResumeFailProgram, RebootProgram, reconcile,
-    slurm.conf lines."""
+    """Slurm cloud bursting: the power-saving and reboot programs, reconcile, slurm.conf lines.
+
+    ResumeProgram, SuspendProgram, ResumeFailProgram and RebootProgram (`scripts/slurm/`) call these."""
 
 
 def _settings(ctx: Context) -> Settings:
