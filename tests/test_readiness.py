@@ -241,3 +241,34 @@ async def test_a_process_killed_before_launching_a_replacement_loses_nothing(any
         assert "Bootstrap failure" in (first.status_reason or "") and first.status is not MachineStatus.RUNNING
         assert replacement.status is MachineStatus.RUNNING
         assert (await sdk.get_template("t")).template.protected is None
+
+
+async def test_a_replacement_refused_for_capacity_cools_its_candidate_and_asks_the_next(
+    backend_kind: str, tmp_path: Path
+) -> None:
+    """`east` holds one machine (the one not ready counts until it is gone), so its replacement is refused for
+    capacity there: east cools down and `west` serves the replacement — the request completes."""
+    fast = {"type": "local", "boot_delay": 0.05, "seed": 7}
+    provider = {
+        "instances": {
+            "east": {**fast, "capacity": 1, "ready_rate": 0.0, "terminate_delay": 30},
+            "west": {**fast, "terminate_delay": 0.05},
+        }
+    }
+    async with open_sdk(backend_kind, tmp_path, provider=provider) as sdk:
+        await sdk.create_template(
+            template_id="boot", image_id="ami-1", instance_type="m5.large", configuration=BOOT,
+            offerings=[{"provider": "east"}, {"provider": "west"}],
+        )  # fmt: skip
+        created = await sdk.create_request("boot", 1)
+        r = await settled(sdk, created.request_id or "")
+        assert r.status is RequestStatus.COMPLETED, r.message
+        attempts = [(a["provider"], a["outcome"], a.get("replaces")) for a in r.provider_data["attempts"]]
+        replaced = next(m.machine_id for m in r.machines if m.provider_name == "east")
+        assert attempts == [("east", "served", None), ("east", "capacity", replaced), ("west", "served", replaced)]
+        assert "capacity" in r.provider_data["attempts"][1]["reason"]
+        running = [m for m in r.machines if m.status is MachineStatus.RUNNING]
+        assert [m.provider_name for m in running] == ["west"]
+        (east,) = (await sdk.get_providers_status()).offerings
+        assert (east.key, east.state, east.failures) == ("east/m5.large/*/ondemand", "cooling", 1)
+        assert (await sdk.get_template("boot")).template.protected is None  # capacity is no bootstrap failure
