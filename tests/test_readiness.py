@@ -57,7 +57,8 @@ async def test_machines_never_ready_are_replaced_once_then_protect_the_template(
         with pytest.raises(SDKError) as refused:
             await sdk.create_request("boot", 1)
         assert refused.value.http_status == 409
-        assert "protected" in refused.value.message and "pluginsdk templates update" in refused.value.message
+        assert "protected" in refused.value.message and "update the template" in refused.value.message
+        assert "pluginsdk" not in refused.value.message  # SDK, REST and MCP callers share it: no CLI command
         listed = await sdk.list_templates()
         assert [t.protected is not None for t in listed.templates] == [True]
         for scheduler in ("hostfactory", "lsf"):  # the HPC schedulers see a template they may not ask
@@ -272,3 +273,24 @@ async def test_a_replacement_refused_for_capacity_cools_its_candidate_and_asks_t
         (east,) = (await sdk.get_providers_status()).offerings
         assert (east.key, east.state, east.failures) == ("east/m5.large/*/ondemand", "cooling", 1)
         assert (await sdk.get_template("boot")).template.protected is None  # capacity is no bootstrap failure
+
+
+def test_the_cli_names_the_command_that_clears_a_protection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.support.cli import cli_environment, invoke
+
+    local = "    boot_delay: 0.05\n    terminate_delay: 0.05\n    ready_rate: 0\n"
+    env = cli_environment(tmp_path, "provider:\n  local:\n" + local)
+    for key in ("PLUGIN_CONFIG", "PLUGIN_STORAGE_PATH", "XDG_DATA_HOME"):
+        monkeypatch.setenv(key, env[key])
+
+    async def protect() -> None:
+        async with PluginSDK() as sdk:
+            boot = {"boot": {"timeout_seconds": 0.3, "max_failures": 1}}
+            await sdk.create_template(template_id="boot", image_id="ami-1", configuration=boot)
+            created = await sdk.create_request("boot", 1)
+            assert (await settled(sdk, created.request_id or "")).status is RequestStatus.FAILED
+
+    asyncio.run(protect())
+    refused = invoke(env, "machines", "request", "boot", "1")
+    assert refused.code == 1 and "pluginsdk" not in refused.json()["error"]
+    assert "Clear it with `pluginsdk templates update boot`." in refused.err

@@ -321,7 +321,8 @@ async def check_access(svc: AuthService, op: CheckAccessQuery, call: Call) -> Su
     routes = (
         _routes(model, p, op.object_type, op.method, op.attributes) if _may_see_routes(svc, principal) else _NO_ROUTES
     )
-    decision = SubjectDecision(
+    # built without validation: every field is already of its type (a validated build was ~10 % of a check)
+    decision = SubjectDecision.model_construct(
         allowed=model.policy.is_allowed(p, op.object_type, op.attributes, op.method),
         object_type=op.object_type,
         method=op.method,
@@ -334,7 +335,9 @@ async def check_access(svc: AuthService, op: CheckAccessQuery, call: Call) -> Su
         route_allowed=routes[1],
     )
     await _log(svc, principal, [decision])
-    return decision if _may_read_roles(svc, principal) else decision.model_copy(update={"roles": None})
+    if not _may_read_roles(svc, principal):
+        decision.roles = None
+    return decision
 
 
 @handlers.on(CheckAccessBatchQuery)
