@@ -345,7 +345,12 @@ async def release_failed(deps: Deps, ret_id: str, failures: dict[str, str]) -> R
         failed = dict(ret.provider_data.get("failed_machines") or {})
         failed.update(
             {
-                mid: {"name": stuck[mid].name if mid in stuck else None, "reason": reason}
+                mid: {"reason": reason}
+                | (
+                    {"name": m.name, "ip": m.ip_address, "public_ip": m.public_ip_address}
+                    if (m := stuck.get(mid))
+                    else {"name": None}
+                )
                 for mid, reason in failures.items()
             }
         )

@@ -26,7 +26,7 @@ from .settling import fold_states
 if TYPE_CHECKING:
     from ..deps import Deps
 
-__all__ = ["BootRule", "check_protection", "enforce", "resume", "rule_of", "unready"]
+__all__ = ["PROTECTION_EXPECTED", "BootRule", "check_protection", "enforce", "resume", "rule_of", "unready"]
 
 log = logging.getLogger("pluginsdk.readiness")
 
@@ -34,6 +34,8 @@ TIMEOUT = 600.0
 """Default `configuration.boot.timeout_seconds`."""
 MAX_FAILURES = 3
 """Default `configuration.boot.max_failures`."""
+PROTECTION_EXPECTED = "a template not protected"
+"""`details.expected` of the refusal of a protected template's launch (the CLI's hint reads it)."""
 _REQUEST_KEYS = ("price_type", "additional_data", "machine_names")
 """Provider data a request is created with (the rest of a plain launch's is its driver's)."""
 
@@ -76,14 +78,15 @@ async def check_protection(deps: Deps, template: Template) -> None:
     """Refuse a launch of a protected template (409, naming why and how to clear it)."""
     reason = await deps.boot.protection(template.template_id)
     if reason is not None:
-        clear = (
-            "update the template (pluginsdk templates update)"
-            if template.source == "store"
-            else "change its file and refresh the templates (pluginsdk templates refresh)"
-        )
+        clear = "update the template" if template.source == "store" else "change its file and refresh the templates"
         raise StateConflictError(
             f"{reason}; no new launches until an operator clears it: {clear}.",
-            details={"field": "template_id", "value": template.template_id, "expected": "a template not protected"},
+            details={
+                "field": "template_id",
+                "value": template.template_id,
+                "expected": PROTECTION_EXPECTED,
+                "source": template.source,
+            },
         )
 
 
