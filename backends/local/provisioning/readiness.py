@@ -210,21 +210,7 @@ async def _launch_replacement(deps: Deps, request: Request, template: Template, 
     """Launch one recorded replacement (idempotent under its launch id) and record what it started. One refused
     for capacity is a capacity outcome: its candidate cools down and the next candidate's attempt is recorded
     (`offerings.refused_replacement`), for `resume` to launch."""
-    applied = offerings.applied(template, attempt)
-    try:
-        driver = await deps.providers.get(attempt["provider"])
-        launched = await driver.launch(offerings.view(request, attempt), applied, 1)
-        short = _capacity_short(launched)
-        update: dict[str, Any] = {
-            "outcome": "capacity" if short else "served" if launched.machines else "error",
-            "served": 0 if short else len(launched.machines),
-            "machines": [pm.machine_id for pm in launched.machines],
-            "data": launched.provider_data,
-        } | ({"reason": short} if short else {})
-    except (ProviderError, NotFoundError, ValidationError) as exc:
-        launched = None
-        code = exc.details.get("provider_code") if isinstance(exc, ProviderError) else None
-        update = {"outcome": "capacity" if capacity_code(code) else "error", "served": 0, "reason": exc.message}
+    launched, update = await _try_replacement(deps, request, template, attempt)
     following = None
     if update["outcome"] == "capacity":
         attempt = attempt | update
@@ -244,6 +230,27 @@ async def _launch_replacement(deps: Deps, request: Request, template: Template, 
             current = current.model_copy(update={"machine_ids": list(stored)})
         await deps.store.update_request(current)
     return current
+
+
+async def _try_replacement(
+    deps: Deps, request: Request, template: Template, attempt: dict[str, Any]
+) -> tuple[LaunchResult | None, dict[str, Any]]:
+    """The replacement's launch, and its attempt's outcome: `served`, `capacity` (refused, or nothing started,
+    for capacity) or `error`."""
+    try:
+        driver = await deps.providers.get(attempt["provider"])
+        launched = await driver.launch(offerings.view(request, attempt), offerings.applied(template, attempt), 1)
+    except (ProviderError, NotFoundError, ValidationError) as exc:
+        code = exc.details.get("provider_code") if isinstance(exc, ProviderError) else None
+        return None, {"outcome": "capacity" if capacity_code(code) else "error", "served": 0, "reason": exc.message}
+    short = _capacity_short(launched)
+    update: dict[str, Any] = {
+        "outcome": "capacity" if short else "served" if launched.machines else "error",
+        "served": 0 if short else len(launched.machines),
+        "machines": [pm.machine_id for pm in launched.machines],
+        "data": launched.provider_data,
+    }
+    return launched, update | ({"reason": short} if short else {})
 
 
 def _capacity_short(launched: LaunchResult) -> str | None:
