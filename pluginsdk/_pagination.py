@@ -2,7 +2,8 @@
 
 Two page styles exist in the catalog: token pages (auth-service listings: result `next_token`, passed back
 as `starting_token`; only an absent token ends the listing, an empty page with a token does not) and offset
-pages (provisioning listings: `limit`/`offset`, ending at `total_count` or an empty page). A result that
+pages (provisioning listings: `limit`/`offset`, ending at `total_count` or an empty page; a listing whose
+first page answers `as_of`, the active one, is walked in that view). A result that
 is a page says which list its items are (`page_items()`, the `Paged` protocol), so a type checker follows
 `PluginSDK.iterate(ListTemplatesQuery)` to `Template` items.
 
@@ -117,6 +118,8 @@ async def iterate_pages(
         offset = int(params.get("offset", 0))
         while True:
             page = await run({**params, "offset": offset})
+            if "as_of" in fields and getattr(page, "as_of", None) is not None:
+                params["as_of"] = page.as_of  # the view the first page took: the walk stays in it
             items = page_items(page)
             for item in items:
                 yield item

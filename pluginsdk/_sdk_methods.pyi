@@ -132,7 +132,7 @@ class SDKMethods:
         """Create many constraints from a template, all or nothing."""
     async def is_allowed(self, object_type: str, attributes: dict[str, Any] = ..., method: str = ...) -> AuthorizationDecision:
         """Whether the caller may use `method` on an object of `object_type` with these attributes."""
-    async def list_active_requests(self, all_resources: bool = ..., limit: int = ..., offset: int = ..., provider_name: str | None = ..., filter_expressions: list[str] = ..., *, provider: str | None = ...) -> RequestList:
+    async def list_active_requests(self, all_resources: bool = ..., limit: int = ..., offset: int = ..., provider_name: str | None = ..., filter_expressions: list[str] = ..., as_of: str | None = ..., *, provider: str | None = ...) -> RequestList:
         """List requests that are still pending or running."""
     async def list_allowed_api_routes(self) -> AllowedApiRoutes:
         """List the API routes and methods the caller may use."""

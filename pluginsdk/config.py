@@ -185,6 +185,9 @@ class AwsProviderSettings(_Group):
     """SQS queue receiving EventBridge's EC2 interruption events (docs/providers.md)."""
     interruption_wait_seconds: int = Field(0, ge=0, le=20)
     """Long-poll seconds of each receive from it (0: off)."""
+    interruption_keep_stopped: bool = False
+    """Keep an instance its interruption stopped or hibernated (shown `stopped`, listed for return) instead of
+    terminating it (docs/providers.md#interruptions-through-sqs)."""
 
 
 _PROVIDER_GROUPS: dict[str, type[_Group]] = {"local": LocalProviderSettings, "aws": AwsProviderSettings}

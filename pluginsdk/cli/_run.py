@@ -37,6 +37,9 @@ _LISTINGS = {
 }
 """The command that lists what a not-found id could have been."""
 
+_PROTECTED = "a template not protected"
+"""`details.expected` of the refusal of a protected template's launch (backends/local/provisioning/readiness.py)."""
+
 _LOCKOUT_FIELD = "policy"
 """`details.field` of the refusal of a change that would leave nobody able to administer roles."""
 
@@ -50,6 +53,10 @@ def _hint(envelope: Mapping[str, Any]) -> str | None:
     details = envelope.get("details") or {}
     if code == "VALIDATION_ERROR" and details.get("field") == _LOCKOUT_FIELD:
         return "An operator with access to the store recovers with `pluginsdk auth break-glass --user ID`."
+    if details.get("expected") == _PROTECTED:
+        if details.get("source") == "store":
+            return f"Clear it with `pluginsdk templates update {details.get('value')}`."
+        return "Clear it by fixing the template's file, then `pluginsdk templates refresh`."
     return None
 
 

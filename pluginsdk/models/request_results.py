@@ -1,5 +1,7 @@
 """Result objects of the request operations (provisioning, return, status, cleanup)."""
 
+from pydantic import Field
+
 from .provisioning import Machine, Request, SkippedMachine
 from .results import Result
 
@@ -47,6 +49,9 @@ class ReturnRequestCreated(Result):
 class RequestList(Result):
     requests: list[Request] = []
     total_count: int = 0
+    as_of: str | None = Field(None, exclude_if=lambda v: v is None)
+    """The active listing's view: the requests active at this time (pass it back as `as_of` for the next
+    pages; docs/rest.md). Other listings leave it out."""
 
     def page_items(self) -> list[Request]:
         return self.requests

@@ -1,6 +1,7 @@
 """Provisioning and return requests: create, read, list, cancel, sync, complete, clean up."""
 
 import re
+from datetime import UTC, datetime
 from typing import Annotated, Any, Self
 
 from pydantic import Field, field_validator, model_validator
@@ -334,6 +335,21 @@ class ListActiveRequestsQuery(Query[RequestList]):
     provider_name: str | None = None
     filter_expressions: list[str] = []
     """Filters like `template_id=web` or `status!=failed` (field, = or !=, value)."""
+    as_of: str | None = Field(None, max_length=64)
+    """The view to page over: the requests active at this time (ISO 8601) — the first page's `as_of`, passed
+    back for the next pages; those that finished since stay listed, with their status. Without it, the view
+    is taken now."""
+
+    @field_validator("as_of")
+    @classmethod
+    def _instant(cls, value: str | None) -> str | None:
+        """A time (UTC when it names no zone), normalised to fixed-width UTC."""
+        if value is None:
+            return None
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 class ListReturnRequestsQuery(Query[RequestList]):

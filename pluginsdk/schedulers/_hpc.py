@@ -299,15 +299,16 @@ class HpcStrategy(Strategy):
         return entry
 
     def refused_entries(self, r: Request) -> list[dict[str, Any]]:
-        """Machines the provider refused to take back on a return request: result `fail`, and why."""
+        """Machines the provider refused to take back on a return request: result `fail`, and why; they still
+        run, so they keep their addresses (IBM's contract makes `privateIpAddress` mandatory)."""
         refused = r.provider_data.get("failed_machines") or {}
         return [
             {
                 "machineId": mid,
                 "name": info.get("name") or mid,
                 "result": "fail",
-                "privateIpAddress": "",
-                "publicIpAddress": "",
+                "privateIpAddress": info.get("ip") or "",
+                "publicIpAddress": info.get("public_ip") or "",
                 "launchtime": int(r.created_at.timestamp()),
                 "message": f"The provider failed to take the machine back: {info.get('reason')}",
             }

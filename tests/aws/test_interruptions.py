@@ -90,3 +90,85 @@ async def test_interruption_events_reach_the_machines_and_the_schedulers(
         returned = await sdk.create_return_request([rebalanced])  # what the scheduler does next
         assert returned.processed_machines == [rebalanced]
         assert (await cloud_instances(ec2))[rebalanced] in ("shutting-down", "terminated")
+
+
+def health(code: str, instances: list[str]) -> str:
+    """An AWS Health scheduled change of EC2 instances, as EventBridge delivers it to an SQS target."""
+    return json.dumps(
+        {
+            "version": "0", "id": "4c5a8e2b-1b1e-4f36-9f0a-0d1c2b3a4e5f", "detail-type": "AWS Health Event",
+            "source": "aws.health", "account": "123456789012", "time": "2026-11-27T10:00:00Z", "region": REGION,
+            "resources": instances,
+            "detail": {
+                "eventArn": f"arn:aws:health:{REGION}::event/EC2/{code}/1", "service": "EC2",
+                "eventTypeCode": code, "eventTypeCategory": "scheduledChange",
+                "affectedEntities": [{"entityValue": i} for i in instances],
+            },
+        }
+    )  # fmt: skip
+
+
+async def test_an_instance_stopped_by_its_interruption_ends_terminated(
+    tmp_path: Path, proxy: AwsProxy, sqs: Any, ec2: Any
+) -> None:
+    """Each kind: a `stopped` state change, a warning whose action is stop or hibernate, a Health scheduled
+    change (running until then: listed for return, and terminated when the stop comes). An instance not ours,
+    named by the same events, is left alone."""
+    queue = (await sqs.create_queue(QueueName="interruptions"))["QueueUrl"]
+    config = aws_config(tmp_path, proxy.url, interruption_queue_url=queue)
+    foreign = (await ec2.run_instances(ImageId=AMI, MinCount=1, MaxCount=1))["Instances"][0]["InstanceId"]
+    async with PluginSDK(config=config) as sdk:
+        await sdk.create_template(template_id="t", image_id=AMI, instance_type="t3.small", price_type="spot")
+        req = await sdk.create_request("t", 4, wait=True, timeout=30)
+        stopped, stop, hibernate, scheduled = (m.machine_id for m in req.machines)
+        await ec2.stop_instances(InstanceIds=[stopped, foreign])  # AWS stopped them (stop behaviour)
+        for body in (
+            event("EC2 Instance State-change Notification", {"instance-id": stopped, "state": "stopped"}),
+            event("EC2 Instance State-change Notification", {"instance-id": foreign, "state": "stopped"}),
+            event("EC2 Spot Instance Interruption Warning", {"instance-id": stop, "instance-action": "stop"}),
+            event("EC2 Spot Instance Interruption Warning", {"instance-id": hibernate, "instance-action": "hibernate"}),
+            health("AWS_EC2_INSTANCE_STOP_SCHEDULED", [scheduled, foreign]),
+        ):
+            await sqs.send_message(QueueUrl=queue, MessageBody=body)
+        await sdk.list_return_requests()
+        cloud = await cloud_instances(ec2)
+        for mid in (stopped, stop, hibernate):
+            assert cloud[mid] in ("shutting-down", "terminated"), mid
+        assert cloud[scheduled] == "running" and cloud[foreign] == "stopped"  # not ours: untouched
+        record = {m.machine_id: m for m in (await sdk.get_request(req.request_id or "", long=True)).machines}
+        assert "(stopped); terminated" in (record[stopped].status_reason or "")
+        assert "(instance-action hibernate); terminated" in (record[hibernate].status_reason or "")
+        assert record[scheduled].status is MachineStatus.RUNNING
+        assert "AWS Health Event (AWS_EC2_INSTANCE_STOP_SCHEDULED)" in (record[scheduled].status_reason or "")
+        assert {r.status.gone for r in record.values() if r.machine_id != scheduled} == {True}
+        # the scheduled stop comes: the machine, still under the provider's return, ends terminated too
+        await ec2.stop_instances(InstanceIds=[scheduled])
+        stop_event = event("EC2 Instance State-change Notification", {"instance-id": scheduled, "state": "stopped"})
+        await sqs.send_message(QueueUrl=queue, MessageBody=stop_event)
+        await sdk.list_return_requests()
+        assert (await cloud_instances(ec2))[scheduled] in ("shutting-down", "terminated")
+        again = await sdk.get_machine(scheduled)
+        assert again.status is MachineStatus.TERMINATED and "(stopped); terminated" in (again.status_reason or "")
+
+
+async def test_interruption_keep_stopped_keeps_the_instance_and_shows_it(
+    tmp_path: Path, proxy: AwsProxy, sqs: Any, ec2: Any
+) -> None:
+    queue = (await sqs.create_queue(QueueName="interruptions"))["QueueUrl"]
+    config = aws_config(tmp_path, proxy.url, interruption_queue_url=queue, interruption_keep_stopped=True)
+    async with PluginSDK(config=config) as sdk:
+        await sdk.create_template(template_id="t", image_id=AMI, instance_type="t3.small", price_type="spot")
+        req = await sdk.create_request("t", 1, wait=True, timeout=30)
+        (kept,) = (m.machine_id for m in req.machines)
+        await ec2.stop_instances(InstanceIds=[kept])
+        body = event("EC2 Instance State-change Notification", {"instance-id": kept, "state": "stopped"})
+        await sqs.send_message(QueueUrl=queue, MessageBody=body)
+        (listed,) = (await sdk.list_return_requests()).requests
+        assert listed.machine_ids == [kept] and listed.created_by == "provider"
+        assert (await cloud_instances(ec2))[kept] == "stopped"  # kept, by the setting
+        machine = await sdk.get_machine(kept)
+        assert machine.status is MachineStatus.STOPPED
+        assert "kept stopped (interruption_keep_stopped)" in (machine.status_reason or "")
+        returned = await sdk.create_return_request([kept])  # the scheduler returns it: then it goes
+        assert returned.processed_machines == [kept]
+        assert (await cloud_instances(ec2))[kept] in ("shutting-down", "terminated")

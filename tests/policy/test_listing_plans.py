@@ -108,13 +108,14 @@ async def test_listing_plans_on_each_store(any_store: dict[str, Any]) -> None:
         await rule(admin, "web-readers", "userRole", [("roleName", "equals", "admin")], kind="deny")
         await admin.create_user_roles("bob", ["web-readers", "admin"])
         async with PluginSDK(config=any_store, user="alice") as alice:
-            shown = (await alice.list_user_roles()).message.items
-            assert [(a.user_id, a.role_name) for a in shown] == [("alice", ["web-readers"])]
+            shown = (await alice.list_user_roles()).message.items  # per assignment: bob's admin one is denied
+            assert [(a.user_id, a.role_name) for a in shown] == [("alice", ["web-readers"]), ("bob", ["web-readers"])]
         # the stores' SQL alone (the listings decide each item again afterwards, which would hide a filter that
         # lets too much through)
         engine = admin.backend.engine  # type: ignore[attr-defined]
         plan = await admin.plan_access("userRole", "GET", user_id="alice")
-        assert {r["user_id"] for r in await engine.auth.store.user_role_rows(access=plan)} == {"alice"}
+        rows = await engine.auth.store.user_role_rows(access=plan)
+        assert [(r["user_id"], r["role_name"]) for r in rows] == [("alice", "web-readers"), ("bob", "web-readers")]
         plan = await admin.plan_access("role", "GET", user_id="alice")
         assert [r["role_name"] for r in await engine.auth.store.list_roles(plan)] == ["web-readers"]
         plan = await admin.plan_access("template", "GET", user_id="alice")
@@ -202,7 +203,7 @@ async def test_role_listing_is_what_the_caller_may_read(sdk: PluginSDK, tmp_path
     await sdk.create_user_roles("alice", ["role-readers"])
     every = [r.role_name for r in (await sdk.list_roles()).message.items]
     assert {"team-a", "team-b", "other", "role-readers", "admin"} <= set(every) and every == sorted(every)
-    # user-role assignments are decided per user, on `userId` and the list of its role names
+    # user-role assignments are decided one by one, on `userId` and `roleName`
     await rule(sdk, "role-readers", "api", [("route__path", "equals", "/user-roles")])
     await rule(sdk, "role-readers", "userRole", [("roleName", "equals", "team-a")])
     await rule(sdk, "role-readers", "userRole", [("userId", "equals", "carol")], kind="deny")
@@ -212,7 +213,7 @@ async def test_role_listing_is_what_the_caller_may_read(sdk: PluginSDK, tmp_path
     assert {"alice", "bob", "carol", "dave"} <= assigned
     async with acting_as(sdk, "alice", tmp_path) as alice:
         assert [r.role_name for r in (await alice.list_roles()).message.items] == ["team-a"]
-        shown = (await alice.list_user_roles()).message.items
+        shown = (await alice.list_user_roles()).message.items  # carol's team-a one: denied on her userId
         assert [(a.user_id, a.role_name) for a in shown] == [("bob", ["team-a"])]
 
 

@@ -105,7 +105,9 @@ async def test_no_candidate_with_capacity_fails_the_request_and_says_when_to_ret
     )
     with pytest.raises(ProviderError) as first:
         await two.create_request("none", 1)
-    assert first.value.details["retry_at"]
+    retry_at = datetime.fromisoformat(first.value.details["retry_at"])
+    (east,) = (await two.get_providers_status()).offerings
+    assert east.cooldown_until is not None and east.cooldown_until <= retry_at  # never before the cooldown ends
     failed = await two.get_request(first.value.details["request_id"])
     assert failed.status is RequestStatus.FAILED and "east" in failed.message
     with pytest.raises(ProviderError, match="cooling down"):  # not asked again: skipped while it cools down

@@ -57,7 +57,8 @@ async def test_machines_never_ready_are_replaced_once_then_protect_the_template(
         with pytest.raises(SDKError) as refused:
             await sdk.create_request("boot", 1)
         assert refused.value.http_status == 409
-        assert "protected" in refused.value.message and "pluginsdk templates update" in refused.value.message
+        assert "protected" in refused.value.message and "update the template" in refused.value.message
+        assert "pluginsdk" not in refused.value.message  # SDK, REST and MCP callers share it: no CLI command
         listed = await sdk.list_templates()
         assert [t.protected is not None for t in listed.templates] == [True]
         for scheduler in ("hostfactory", "lsf"):  # the HPC schedulers see a template they may not ask
@@ -245,3 +246,55 @@ async def test_a_process_killed_before_launching_a_replacement_loses_nothing(any
         assert "Bootstrap failure" in (first.status_reason or "") and first.status is not MachineStatus.RUNNING
         assert replacement.status is MachineStatus.RUNNING
         assert (await sdk.get_template("t")).template.protected is None
+
+
+async def test_a_replacement_refused_for_capacity_cools_its_candidate_and_asks_the_next(
+    backend_kind: str, tmp_path: Path
+) -> None:
+    """`east` holds one machine (the one not ready counts until it is gone), so its replacement is refused for
+    capacity there: east cools down and `west` serves the replacement — the request completes."""
+    fast = {"type": "local", "boot_delay": 0.05, "seed": 7}
+    provider = {
+        "instances": {
+            "east": {**fast, "capacity": 1, "ready_rate": 0.0, "terminate_delay": 30},
+            "west": {**fast, "terminate_delay": 0.05},
+        }
+    }
+    async with open_sdk(backend_kind, tmp_path, provider=provider) as sdk:
+        await sdk.create_template(
+            template_id="boot", image_id="ami-1", instance_type="m5.large", configuration=BOOT,
+            offerings=[{"provider": "east"}, {"provider": "west"}],
+        )  # fmt: skip
+        created = await sdk.create_request("boot", 1)
+        r = await settled(sdk, created.request_id or "")
+        assert r.status is RequestStatus.COMPLETED, r.message
+        attempts = [(a["provider"], a["outcome"], a.get("replaces")) for a in r.provider_data["attempts"]]
+        replaced = next(m.machine_id for m in r.machines if m.provider_name == "east")
+        assert attempts == [("east", "served", None), ("east", "capacity", replaced), ("west", "served", replaced)]
+        assert "capacity" in r.provider_data["attempts"][1]["reason"]
+        running = [m for m in r.machines if m.status is MachineStatus.RUNNING]
+        assert [m.provider_name for m in running] == ["west"]
+        (east,) = (await sdk.get_providers_status()).offerings
+        assert (east.key, east.state, east.failures) == ("east/m5.large/*/ondemand", "cooling", 1)
+        assert (await sdk.get_template("boot")).template.protected is None  # capacity is no bootstrap failure
+
+
+def test_the_cli_names_the_command_that_clears_a_protection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.support.cli import cli_environment, invoke
+
+    local = "    boot_delay: 0.05\n    terminate_delay: 0.05\n    ready_rate: 0\n"
+    env = cli_environment(tmp_path, "provider:\n  local:\n" + local)
+    for key in ("PLUGIN_CONFIG", "PLUGIN_STORAGE_PATH", "XDG_DATA_HOME"):
+        monkeypatch.setenv(key, env[key])
+
+    async def protect() -> None:
+        async with PluginSDK() as sdk:
+            boot = {"boot": {"timeout_seconds": 0.3, "max_failures": 1}}
+            await sdk.create_template(template_id="boot", image_id="ami-1", configuration=boot)
+            created = await sdk.create_request("boot", 1)
+            assert (await settled(sdk, created.request_id or "")).status is RequestStatus.FAILED
+
+    asyncio.run(protect())
+    refused = invoke(env, "machines", "request", "boot", "1")
+    assert refused.code == 1 and "pluginsdk" not in refused.json()["error"]
+    assert "Clear it with `pluginsdk templates update boot`." in refused.err

@@ -92,6 +92,14 @@ async def test_a_failed_return_frees_its_machines_and_force_works(tmp_path: Path
         validate("hostfactory", "getRequestStatus", hf)
         assert hf["requests"][0]["status"] == "complete_with_error"
         assert {m["result"] for m in hf["requests"][0]["machines"]} == {"fail"}
+        addresses = {m.machine_id: m.ip_address for m in req.machines}
+        assert all(addresses.values())
+        for scheduler in ("hostfactory", "lsf"):  # still running: they keep their addresses
+            out = get_strategy(scheduler).render(
+                "get_request_status", {}, RequestStatusList(requests=[failed]), sdk.settings
+            )
+            validate(scheduler, "getRequestStatus", out)
+            assert {m["machineId"]: m["privateIpAddress"] for m in out["requests"][0]["machines"]} == addresses
         for i in ids:
             assert (await sdk.get_machine(i)).return_request_id is None
     working = base_config(tmp_path, provider={"local": {"boot_delay": 0.05, "terminate_delay": 30}})

@@ -310,21 +310,15 @@ class AuthStore:
 
     async def user_role_rows(self, user_id: str | None = None, access: AccessPlan | None = None) -> list[Row]:
         """Assignments by user and role (of one user, when given); with `access` (the caller's query plan on
-        `userRole`) only those of the users whose assignments it allows, decided per user on `userId` and the
-        list of the user's role names, as the listing shows them."""
+        `userRole`) only those it allows, decided per assignment on `userId` and `roleName` — as `check_access`
+        and the writes (`objects._user_roles`) decide one."""
         allowed, params = plan_where(access, "userRole", self.db.dialect)
-        if user_id is None and allowed is not None:
-            names = "json_agg(role_name)" if self.db.dialect == "postgresql" else "json_group_array(role_name)"
-            return await self.db.fetchall(
-                "SELECT * FROM auth_user_roles WHERE user_id IN (SELECT plan_g.user_id FROM (SELECT user_id,"
-                f" {names} AS role_names FROM auth_user_roles GROUP BY user_id) AS plan_g WHERE {allowed})"
-                " ORDER BY user_id, role_name",
-                params,
-            )
-        if user_id is None:
-            return await self.db.fetchall("SELECT * FROM auth_user_roles ORDER BY user_id, role_name")
+        where = {"u": user_id} if user_id is not None else {}
+        conditions = [c for c in ("user_id = :u" if where else None, allowed) if c]
+        clause = f" WHERE {' AND '.join(f'({c})' for c in conditions)}" if conditions else ""
         return await self.db.fetchall(
-            "SELECT * FROM auth_user_roles WHERE user_id = :u ORDER BY role_name", {"u": user_id}
+            f"SELECT * FROM auth_user_roles{clause} ORDER BY user_id, role_name",
+            {**params, **where},
         )
 
     async def add_user_roles(self, user_id: str, role_names: Sequence[str], at: str) -> None:

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from pluginsdk.errors import NotFoundError, ProviderError, ValidationError
-from pluginsdk.models import Request, RequestList, RequestStatus, RequestStatusList, RequestSummary, RequestType
+from pluginsdk.models import (
+    Request,
+    RequestList,
+    RequestStatus,
+    RequestStatusList,
+    RequestSummary,
+    RequestType,
+    utcnow,
+)
 from pluginsdk.operations import (
     GetRequestQuery,
     GetRequestStatusQuery,
@@ -26,6 +35,8 @@ from ..registry import HandlerTable
 from .request_records import fresh, load_request, with_machines, with_machines_all
 
 if TYPE_CHECKING:
+    from pluginsdk.models.plans import AccessPlan
+
     from ..call import Call
 
 
@@ -71,6 +82,8 @@ async def get_request_status(deps: Deps, op: GetRequestStatusQuery, call: Call) 
 LIST_REFRESH_MAX = 50
 """Most unfinished requests one listing brings up to date from the provider (the rest: the background loop)."""
 LIST_REFRESH_SECONDS = 2.0
+LIST_REFRESH_ROUNDS = 4
+"""Most times the active listing's first page reads its window again after requests in it finished."""
 
 
 async def refresh_listed(deps: Deps, requests: list[Request]) -> tuple[list[Request], int]:
@@ -101,7 +114,6 @@ async def _listing(
     requests: list[Request],
     total: int,
     *,
-    active_only: bool = False,
     stale: int | None = None,
 ) -> RequestList:
     shown = await deps.access.visible(principal, "request", requests, request_attrs)
@@ -109,10 +121,6 @@ async def _listing(
         total -= len(requests) - len(shown)
     if stale is None:
         shown, stale = await refresh_listed(deps, shown)
-    if active_only:  # finished while we looked: not active any more
-        kept = [r for r in shown if not r.status.terminal]
-        total -= len(shown) - len(kept)
-        shown = kept
     message = counted(total, "request")
     if stale:
         message += f"; {stale} unfinished not refreshed from the provider (a status read refreshes them)"
@@ -154,14 +162,22 @@ def _filters(expressions: list[str]) -> list[tuple[str, bool, str]]:
 
 @handlers.on(ListActiveRequestsQuery)
 async def list_active_requests(deps: Deps, op: ListActiveRequestsQuery, call: Call) -> RequestList:
+    """Pages over one view: the requests active at `as_of` (docs/rest.md). The first page (no `as_of`) brings
+    its window up to date from the provider first, then takes the view; a request finishing during the walk
+    stays in it with its status, so every page is full and every total the same."""
     principal = call.principal
     filters = _filters(op.filter_expressions)
+    access = await deps.access.readable(principal, "request")
+    as_of, stale = datetime.fromisoformat(op.as_of) if op.as_of else None, None
+    if as_of is None and not op.all_resources:
+        stale = await _refresh_window(deps, op, access)
+        as_of = utcnow()
     items, total = await deps.store.list_requests(
-        statuses=None if op.all_resources else ACTIVE,
         provider_name=op.provider_name,
         limit=None if filters else op.limit,
         offset=0 if filters else op.offset,
-        access=await deps.access.readable(principal, "request"),
+        access=access,
+        active_as_of=None if op.all_resources else as_of,
     )
     if filters:
 
@@ -171,7 +187,29 @@ async def list_active_requests(deps: Deps, op: ListActiveRequestsQuery, call: Ca
         items = [r for r in items if keep(r)]
         total = len(items)
         items = items[op.offset : op.offset + op.limit]
-    return await _listing(deps, principal, items, total, active_only=not op.all_resources)
+    listed = await _listing(deps, principal, items, total, stale=stale)
+    if op.all_resources or as_of is None:
+        return listed
+    return listed.model_copy(update={"as_of": as_of.isoformat(timespec="microseconds")})
+
+
+async def _refresh_window(deps: Deps, op: ListActiveRequestsQuery, access: AccessPlan | None) -> int:
+    """Reconcile the requests of the first page's window until it holds only active ones (bounded like any
+    listing's refresh); how many could not be refreshed."""
+    seen: set[str] = set()
+    stale = 0
+    for _ in range(LIST_REFRESH_ROUNDS):
+        items, _total = await deps.store.list_requests(
+            statuses=ACTIVE, provider_name=op.provider_name, limit=op.offset + op.limit, access=access
+        )
+        fresh_items = [r for r in items if r.request_id not in seen]
+        if not fresh_items:
+            break
+        seen |= {r.request_id for r in fresh_items}
+        refreshed, stale = await refresh_listed(deps, fresh_items)
+        if all(not r.status.terminal for r in refreshed):
+            break
+    return stale
 
 
 @handlers.on(ListReturnRequestsQuery)

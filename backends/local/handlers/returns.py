@@ -343,13 +343,12 @@ async def release_failed(deps: Deps, ret_id: str, failures: dict[str, str]) -> R
             if m.return_request_id == ret_id
         ]
         await deps.store.reassign_machines(released, {m.machine_id: ret_id for m in released})
-        failed = dict(ret.provider_data.get("failed_machines") or {})
-        failed.update(
-            {
-                mid: {"name": stuck[mid].name if mid in stuck else None, "reason": reason}
-                for mid, reason in failures.items()
-            }
-        )
+        failed: dict[str, dict[str, str | None]] = dict(ret.provider_data.get("failed_machines") or {})
+        for mid, reason in failures.items():  # a machine still there keeps its addresses (scheduler outputs)
+            m = stuck.get(mid)
+            failed[mid] = {"name": m.name if m else None, "reason": reason}
+            if m is not None:
+                failed[mid] |= {"ip": m.ip_address, "public_ip": m.public_ip_address}
         ret = ret.model_copy(
             update={"provider_data": {**ret.provider_data, "failed_machines": failed}, "updated_at": now}
         )

@@ -14,6 +14,7 @@ the first, `<request id>-<n>` after), so every driver finds, returns and cleans 
 from __future__ import annotations
 
 import logging
+import math
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ __all__ = [
     "launch_offerings",
     "observe",
     "ordered",
+    "refused_replacement",
     "terminate_by_attempt",
     "view",
 ]
@@ -120,7 +122,7 @@ class _Fallback:
             return None
         admission = await self.deps.capacity.admit(key)
         if admission.verdict == "skip":
-            until = datetime.fromtimestamp(admission.until or 0, UTC).isoformat(timespec="seconds")
+            until = _iso_up(admission.until or 0)
             why = "a probe launch is in flight" if admission.state == "probing" else "cooling down"
             self.skipped.append(
                 {"offering": index, "provider": offering.provider, "key": key, "reason": why, "until": until}
@@ -186,6 +188,25 @@ class _Fallback:
         await self.deps.store.update_request(self.request)
 
 
+async def refused_replacement(
+    deps: Deps, request: Request, template: Template, attempt: dict[str, Any], reason: str
+) -> dict[str, Any] | None:
+    """A bootstrap replacement (`attempt`, readiness.py) refused for capacity: its candidate is cooled down and
+    the attempt asking the next candidate for the same replacement is returned (None when none is left). A
+    plain template's launch has no candidate key to cool and no other candidate."""
+    if attempt.get("key"):
+        await _cool(deps, attempt, reason)
+    if not template.offerings:
+        return None
+    run = _Fallback(deps, request, template)
+    asked = {a["offering"] for a in run.attempts if a.get("replaces") == attempt["replaces"]}
+    for index, offering in ordered(template):
+        if index not in asked and (following := await run.admitted(index, offering, 1)) is not None:
+            del following["names"]
+            return following | {"asked": 1, "replaces": attempt["replaces"]}
+    return None
+
+
 def _short_of(launched: LaunchResult, asked: int) -> int:
     """How many of the machines asked for a launch could not start for capacity."""
     short = int(launched.provider_data.get("unfilled") or 0)
@@ -212,8 +233,13 @@ async def _refused(deps: Deps, attempt: dict[str, Any], message: str, *, capacit
 
 async def _cool(deps: Deps, attempt: dict[str, Any], reason: str) -> None:
     until = await deps.capacity.failed(attempt["key"], attempt["provider"], reason)
-    attempt["cooldown_until"] = datetime.fromtimestamp(until, UTC).isoformat(timespec="seconds")
+    attempt["cooldown_until"] = _iso_up(until)
     deps.capacity_counters["capacity_failures"] += 1
+
+
+def _iso_up(timestamp: float) -> str:
+    """A time as ISO seconds, rounded up: a client told to retry then is never early."""
+    return datetime.fromtimestamp(math.ceil(timestamp), UTC).isoformat(timespec="seconds")
 
 
 async def _settle(deps: Deps, request: Request, seen: dict[str, tuple[str, ProvisionedMachine]], short: int) -> Request:

@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, Any
 from pluginsdk.errors import NotFoundError, ProviderError, StateConflictError, ValidationError
 from pluginsdk.models import Machine, MachineStatus, Request, Template, utcnow
 
-from ..providers.base import ProvisionedMachine
+from ..providers.base import LaunchResult, ProvisionedMachine, capacity_code
 from . import offerings
 from .settling import fold_states
 
 if TYPE_CHECKING:
     from ..deps import Deps
 
-__all__ = ["BootRule", "check_protection", "enforce", "resume", "rule_of", "unready"]
+__all__ = ["PROTECTION_EXPECTED", "BootRule", "check_protection", "enforce", "resume", "rule_of", "unready"]
 
 log = logging.getLogger("pluginsdk.readiness")
 
@@ -34,6 +34,8 @@ TIMEOUT = 600.0
 """Default `configuration.boot.timeout_seconds`."""
 MAX_FAILURES = 3
 """Default `configuration.boot.max_failures`."""
+PROTECTION_EXPECTED = "a template not protected"
+"""`details.expected` of the refusal of a protected template's launch (the CLI's hint reads it)."""
 _REQUEST_KEYS = ("price_type", "additional_data", "machine_names")
 """Provider data a request is created with (the rest of a plain launch's is its driver's)."""
 
@@ -76,14 +78,15 @@ async def check_protection(deps: Deps, template: Template) -> None:
     """Refuse a launch of a protected template (409, naming why and how to clear it)."""
     reason = await deps.boot.protection(template.template_id)
     if reason is not None:
-        clear = (
-            "update the template (pluginsdk templates update)"
-            if template.source == "store"
-            else "change its file and refresh the templates (pluginsdk templates refresh)"
-        )
+        clear = "update the template" if template.source == "store" else "change its file and refresh the templates"
         raise StateConflictError(
             f"{reason}; no new launches until an operator clears it: {clear}.",
-            details={"field": "template_id", "value": template.template_id, "expected": "a template not protected"},
+            details={
+                "field": "template_id",
+                "value": template.template_id,
+                "expected": PROTECTION_EXPECTED,
+                "source": template.source,
+            },
         )
 
 
@@ -119,9 +122,10 @@ async def enforce(
 
 async def resume(deps: Deps, request: Request, template: Template) -> Request:
     """Launch the replacements recorded and not launched yet (a process died between the two); the request."""
-    for attempt in offerings.attempts_of(request):
-        if attempt.get("replaces") and attempt["outcome"] == "launching":
-            request = await _launch_replacement(deps, request, template, attempt)
+    while attempt := next(
+        (a for a in offerings.attempts_of(request) if a.get("replaces") and a["outcome"] == "launching"), None
+    ):
+        request = await _launch_replacement(deps, request, template, attempt)
     return request
 
 
@@ -203,23 +207,20 @@ async def _plan_replacement(deps: Deps, request: Request, m: Machine) -> Request
 
 
 async def _launch_replacement(deps: Deps, request: Request, template: Template, attempt: dict[str, Any]) -> Request:
-    """Launch one recorded replacement (idempotent under its launch id) and record what it started."""
-    applied = offerings.applied(template, attempt)
-    try:
-        driver = await deps.providers.get(attempt["provider"])
-        launched = await driver.launch(offerings.view(request, attempt), applied, 1)
-        update: dict[str, Any] = {
-            "outcome": "served" if launched.machines else "error",
-            "served": len(launched.machines),
-            "machines": [pm.machine_id for pm in launched.machines],
-            "data": launched.provider_data,
-        }
-    except (ProviderError, NotFoundError, ValidationError) as exc:
-        launched = None
-        update = {"outcome": "error", "served": 0, "reason": exc.message}
+    """Launch one recorded replacement (idempotent under its launch id) and record what it started. One refused
+    for capacity is a capacity outcome: its candidate cools down and the next candidate's attempt is recorded
+    (`offerings.refused_replacement`), for `resume` to launch."""
+    launched, update = await _try_replacement(deps, request, template, attempt)
+    following = None
+    if update["outcome"] == "capacity":
+        attempt = attempt | update
+        following = await offerings.refused_replacement(deps, request, template, attempt, update["reason"])
+        update |= {k: attempt[k] for k in ("cooldown_until",) if k in attempt}
     async with deps.store.transaction():
         current = await deps.store.get_request(request.request_id, for_update=True) or request
         attempts = [a | update if a["launch_id"] == attempt["launch_id"] else a for a in offerings.attempts_of(current)]
+        if following is not None and following["launch_id"] not in {a["launch_id"] for a in attempts}:
+            attempts.append(following)
         current = current.model_copy(
             update={"provider_data": {**current.provider_data, "attempts": attempts}, "updated_at": utcnow()}
         )
@@ -229,3 +230,32 @@ async def _launch_replacement(deps: Deps, request: Request, template: Template, 
             current = current.model_copy(update={"machine_ids": list(stored)})
         await deps.store.update_request(current)
     return current
+
+
+async def _try_replacement(
+    deps: Deps, request: Request, template: Template, attempt: dict[str, Any]
+) -> tuple[LaunchResult | None, dict[str, Any]]:
+    """The replacement's launch, and its attempt's outcome: `served`, `capacity` (refused, or nothing started,
+    for capacity) or `error`."""
+    try:
+        driver = await deps.providers.get(attempt["provider"])
+        launched = await driver.launch(offerings.view(request, attempt), offerings.applied(template, attempt), 1)
+    except (ProviderError, NotFoundError, ValidationError) as exc:
+        code = exc.details.get("provider_code") if isinstance(exc, ProviderError) else None
+        return None, {"outcome": "capacity" if capacity_code(code) else "error", "served": 0, "reason": exc.message}
+    short = _capacity_short(launched)
+    update: dict[str, Any] = {
+        "outcome": "capacity" if short else "served" if launched.machines else "error",
+        "served": 0 if short else len(launched.machines),
+        "machines": [pm.machine_id for pm in launched.machines],
+        "data": launched.provider_data,
+    }
+    return launched, update | ({"reason": short} if short else {})
+
+
+def _capacity_short(launched: LaunchResult) -> str | None:
+    """Why a replacement's launch started nothing for capacity (the provider's reason), or None."""
+    if int(launched.provider_data.get("unfilled") or 0):
+        return str(launched.provider_data.get("unfilled_reason") or "InsufficientInstanceCapacity")
+    reasons = [pm.reason for pm in launched.machines if pm.status is MachineStatus.FAILED and capacity_code(pm.reason)]
+    return reasons[0] if reasons and len(reasons) == len(launched.machines) else None

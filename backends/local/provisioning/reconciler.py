@@ -396,6 +396,10 @@ def _settle_return(current: Request, machines: list[Machine], *, timed_out: bool
     return status, message
 
 
+_STAYS = (MachineStatus.RUNNING, MachineStatus.STOPPED)
+"""What a reclaimed machine may still be: running (told to go: a rebalance, a scheduled change) or kept stopped."""
+
+
 async def record_reclaimed(deps: Deps) -> list[str]:
     """Machines the cloud took back on its own become a completed return request (listed by getReturnRequests),
     one per provider instance that holds machines (and the default one)."""
@@ -418,13 +422,17 @@ async def _record_reclaimed_of(deps: Deps, driver: ProviderDriver) -> list[str]:
     fresh = await _fresh(deps, reclaimed, known)
     if not fresh:
         return []
+    end = getattr(driver, "end_interrupted", None)
+    if end is not None:  # a machine being stopped by its interruption is terminated (or kept, by its setting)
+        fresh = await end(fresh)
     now = utcnow()
     ret_id = new_request_id(RETURN_ID_PREFIX)
     marked = [
         known[pm.machine_id].model_copy(
             update={
-                # a rebalance recommendation leaves the machine running: the scheduler returns it
-                "status": MachineStatus.RUNNING if pm.status is MachineStatus.RUNNING else MachineStatus.TERMINATED,
+                # a rebalance recommendation or scheduled change leaves it running (the scheduler returns it), a
+                # machine kept stopped is shown stopped, any other is gone
+                "status": pm.status if pm.status in _STAYS else MachineStatus.TERMINATED,
                 "return_request_id": ret_id,
                 "status_reason": f"{StatusReason.RECLAIMED}: {pm.reason or 'spot interruption'}",
                 "updated_at": now,
@@ -464,7 +472,7 @@ async def _fresh(
         m = known.get(pm.machine_id)
         if m is None or pm.machine_id in fresh:
             continue
-        again = m.return_request_id in by_provider and pm.status is not MachineStatus.RUNNING
+        again = m.return_request_id in by_provider and m.status is MachineStatus.RUNNING and pm.status is not m.status
         if m.return_request_id is None or again:
             fresh[pm.machine_id] = pm
     return list(fresh.values())

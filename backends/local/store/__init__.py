@@ -225,10 +225,16 @@ class Store:
         limit: int | None = None,
         offset: int = 0,
         access: AccessPlan | None = None,
+        active_as_of: datetime | None = None,
     ) -> tuple[list[Request], int]:
         """Requests newest first, and the total that matched before limit/offset: only those `access` (the
-        caller's query plan) allows, when given."""
+        caller's query plan) allows, when given; with `active_as_of`, those active at that time (created by
+        then, and pending, running or finished after it) — a view that requests finishing leave unchanged."""
         where, params = self._request_filter(statuses, template_id, request_type, provider_name, created_before)
+        if active_as_of is not None:
+            view = "created_at <= :as_of AND (status IN ('pending', 'running') OR completed_at > :as_of)"
+            where = f"{where} AND ({view})" if where else f" WHERE {view}"
+            params = {**params, "as_of": _ts(active_as_of)}
         from .access import plan_where  # the query plan's SQL: imported by listings only
 
         allowed, plan_params = plan_where(access, "request", self.db.dialect)

@@ -30,9 +30,9 @@ COLUMNS: Final[dict[str, dict[str, str | Column]]] = {
         "providerApi": Column("provider_api", not_null=True),
     },
     "role": {"roleName": Column("role_name", not_null=True)},
-    "userRole": {  # one row per user (`AuthStore.user_role_rows`): its id and a JSON array of its role names
-        "userId": Column("plan_g.user_id", not_null=True),
-        "roleName": Column("plan_g.role_names", json_list=True),
+    "userRole": {  # one row per assignment (`AuthStore.user_role_rows`), as the check decides one
+        "userId": Column("user_id", not_null=True),
+        "roleName": Column("role_name", not_null=True),
     },
     "request": {
         "requestId": Column("request_id", not_null=True),

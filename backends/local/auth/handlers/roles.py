@@ -98,18 +98,21 @@ async def delete_role(svc: AuthService, op: DeleteRoleCommand, call: Call) -> Ro
 
 @handlers.on(ListUserRolesQuery)
 async def list_user_roles(svc: AuthService, op: ListUserRolesQuery, call: Call) -> UserRoleList:
+    """Each assignment (user, role) is decided on its own, by the plan in the store and again here, with the
+    attributes `check_access` and the writes decide one on; a user is listed with the roles allowed."""
     principal = call.principal
+    rows = await svc.store.user_role_rows(access=await svc.plan(principal, "userRole", "GET"))
+    rows = await svc.filter_allowed(
+        principal, "userRole", rows, lambda r: {"userId": r["user_id"], "roleName": r["role_name"]}, "GET"
+    )
     by_user: dict[str, list[str]] = defaultdict(list)
     created: dict[str, str] = {}
-    for r in await svc.store.user_role_rows(access=await svc.plan(principal, "userRole", "GET")):
+    for r in rows:
         by_user[r["user_id"]].append(r["role_name"])
         created[r["user_id"]] = min(created.get(r["user_id"], r["created_on"]), r["created_on"])
     items = [
         UserRoleAssignment(user_id=u, role_name=names, created_on=parse_ts(created[u])) for u, names in by_user.items()
     ]
-    items = await svc.filter_allowed(
-        principal, "userRole", items, lambda a: {"userId": a.user_id, "roleName": a.role_name}, "GET"
-    )
     return UserRoleList(message=UserRoleItems(items=items))
 
 

@@ -78,6 +78,7 @@ class AwsProvider:
         self.zones: list[str] = [zones] if isinstance(zones, str) else list(zones)
         self.queue_url: str | None = cfg.get("interruption_queue_url") or None
         self.queue_wait = int(cfg.get("interruption_wait_seconds", 0))
+        self.keep_interrupted = bool(cfg.get("interruption_keep_stopped", False))
         self._pending: dict[str, list[asyncio.Future[list[dict[str, Any]]]]] = {}
         self._runner: asyncio.Task[None] | None = None
 
@@ -490,6 +491,24 @@ class AwsProvider:
         if self.queue_url:  # EventBridge's interruption events, when an instance names their queue
             out += await receive(self.aws, self.queue_url, self.queue_wait)
         return out
+
+    async def end_interrupted(self, machines: list[ProvisionedMachine]) -> list[ProvisionedMachine]:
+        """Interrupted machines of ours (the engine knows each) as they end: one being stopped or hibernated
+        (`stopping`/`stopped`, which would stay, paid for and unseen) is terminated — or kept, stopped, with
+        `interruption_keep_stopped`; the reason says which."""
+        stopped = [pm for pm in machines if pm.status in (MachineStatus.STOPPING, MachineStatus.STOPPED)]
+        if not stopped:
+            return machines
+        if self.keep_interrupted:
+            for pm in stopped:
+                pm.status = MachineStatus.STOPPED
+                pm.reason = f"{pm.reason}; kept stopped (interruption_keep_stopped)"
+            return machines
+        states = await self._terminate_ids(sorted({pm.machine_id for pm in stopped}))
+        for pm in stopped:
+            pm.status = states.get(pm.machine_id, MachineStatus.SHUTTING_DOWN)
+            pm.reason = f"{pm.reason}; terminated"
+        return machines
 
     async def health(self) -> dict[str, Any]:
         try:
