@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pluginsdk.config import Settings
 from pluginsdk.operations import Operation
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
+
+if TYPE_CHECKING:
+    from .store.held import HeldStore
 
 __all__ = ["LocalBackend"]
 
@@ -48,6 +51,7 @@ class LocalBackend:
         self.settings = settings
         self.engine = Engine(settings, background=background)
         self._started = False
+        self._held: HeldStore | None = None
 
     async def start(self) -> None:
         if not self._started:
@@ -58,6 +62,7 @@ class LocalBackend:
         if self._started:
             await self.engine.aclose()
             self._started = False
+            self._held = None
 
     async def execute(
         self,
@@ -85,6 +90,16 @@ class LocalBackend:
     async def ping(self) -> None:
         """Raise unless the store answers (the server's `/health`)."""
         await self.engine.db.db.fetchone("SELECT 1 AS ok")
+
+    def held(self) -> HeldStore:
+        """The server's sessions and grants, on the engine's store (`store/held.py`)."""
+        if self._held is None:
+            from .store.held import HeldStore
+
+            if self.engine.store is None:
+                raise RuntimeError("the engine is not started")
+            self._held = HeldStore(self.engine.store.db, self.settings.api.held)
+        return self._held
 
     async def ready(self) -> dict[str, int]:
         """The server's `/readyz`: raises unless the store answers; the schema's migration and this build's."""
