@@ -311,8 +311,6 @@ class HeldSettings(_Group):
     """OAuth clients registered from one client address and still kept; more are refused (429)."""
     client_idle_seconds: float = Field(90 * 86400.0, gt=0)
     """An OAuth client no one signed in with for this long is forgotten."""
-    pending_per_address: int = Field(100, ge=1)
-    """/authorize requests from one client address waiting for their user to sign in; more are refused (429)."""
     creations_per_window: int = Field(30, ge=1)
     """Anonymous creations one client address may make per window, each kind counted on its own (`POST
     /register`, `/authorize`, `POST /oauth/signin`, `POST /ui/login`, federated sign-in starts); then 429."""
