@@ -160,6 +160,73 @@ def test_pkce_codes_and_redirects(http: httpx.Client, site: McpSite) -> None:
     assert exchange(http, site.url, other, code, verifier).json()["error"] == "invalid_grant"
 
 
+@pytest.mark.parametrize(
+    ("uri", "allowed"),
+    [
+        ("https://assistant.example/cb", True),
+        ("http://127.0.0.1:33418/cb", True),
+        ("http://[::1]:8/cb", True),
+        ("http://localhost/cb", True),
+        ("http://assistant.example/cb", False),
+        ("http://127.0.0.1.evil.example/cb", False),
+        ("javascript:alert(1)", False),
+        ("custom-app://cb", False),
+        ("https://assistant.example/cb#frag", False),
+    ],
+)
+def test_redirect_uris_are_https_or_loopback(http: httpx.Client, site: McpSite, uri: str, allowed: bool) -> None:
+    answer = http.post(f"{site.url}/register", json={"redirect_uris": [uri], "grant_types": ["authorization_code"]})
+    if allowed:
+        assert answer.status_code == 201, answer.text
+    else:
+        assert answer.status_code == 400 and answer.json()["error"] in (
+            "invalid_redirect_uri",
+            "invalid_client_metadata",
+        )
+
+
+def test_a_public_client_signs_in_with_pkce_alone(http: httpx.Client, site: McpSite) -> None:
+    server = http.get(f"{site.url}/.well-known/oauth-authorization-server").json()
+    assert "none" in server["token_endpoint_auth_methods_supported"]
+    client = register(http, site.url, token_endpoint_auth_method="none")
+    assert "client_secret" not in client or not client["client_secret"]
+    verifier, challenge = pkce()
+    code, _ = code_for(http, site, client, challenge)
+    forged = exchange(http, site.url, client, code, verifier[::-1])  # without a secret, PKCE still binds the code
+    assert forged.status_code == 400
+    code, _ = code_for(http, site, client, challenge)
+    answer = exchange(http, site.url, client, code, verifier)
+    assert answer.status_code == 200, answer.text
+    session(http, site, answer.json()["access_token"])
+
+
+def test_a_browser_origin_must_be_allowed(http: httpx.Client, site: McpSite) -> None:
+    """MCP's transport spec: /mcp validates `Origin` (DNS rebinding); a request without one (not a browser) is
+    not affected, the server's own origin is allowed, others answer 403 in the envelope."""
+    headers = {**ACCEPT, "authorization": f"Bearer {site.admin_key}"}
+    for origin in ("https://evil.example", "http://127.0.0.1:1", "null"):
+        refused = http.post(site.mcp, json=INIT, headers={**headers, "origin": origin})
+        assert refused.status_code == 403, origin
+        assert refused.json()["error_code"] == "FORBIDDEN"
+    assert http.post(site.mcp, json=INIT, headers={**headers, "origin": site.url}).status_code == 200
+    assert http.post(site.mcp, json=INIT, headers=headers).status_code == 200
+    anonymous = http.post(site.mcp, json=INIT, headers={**ACCEPT, "origin": "https://evil.example"})
+    assert anonymous.status_code == 403  # before any credential is looked at
+
+
+async def test_allowed_origins_are_configured(tmp_path: Path) -> None:
+    from pluginsdk.server import create_app
+
+    allowed = {"allowed_origins": ["https://assistant.example"]}
+    settings = load_settings(config=base_config(tmp_path, mcp=allowed), environ={})
+    transport = httpx.ASGITransport(app=create_app(settings))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as client:
+        ok = await client.post("/mcp", json=INIT, headers={**ACCEPT, "origin": "https://assistant.example"})
+        assert ok.status_code == 401  # allowed through to authentication
+        other = await client.post("/mcp", json=INIT, headers={**ACCEPT, "origin": "https://other.example"})
+        assert other.status_code == 403
+
+
 def refresh(http: httpx.Client, url: str, client: dict[str, Any], token: str) -> httpx.Response:
     data = {"grant_type": "refresh_token", "refresh_token": token, "client_id": client["client_id"]}
     return http.post(f"{url}/token", data={**data, "client_secret": client.get("client_secret") or ""})
@@ -182,6 +249,14 @@ def test_refresh_tokens_rotate_and_end_with_the_sign_in(http: httpx.Client, site
     session(http, site, second["access_token"])  # the new token opens /mcp
     spent = refresh(http, site.url, client, first["refresh_token"])  # rotated: a refresh token answers once
     assert spent.status_code == 400 and spent.json()["error"] == "invalid_grant"
+    # ... and a spent one presented again ends its whole family (OAuth 2.1): the tokens it was rotated into too
+    replayed = http.post(site.mcp, json=INIT, headers={**ACCEPT, "authorization": f"Bearer {second['access_token']}"})
+    assert 'error="invalid_token"' in challenge_of(replayed, site)
+    assert refresh(http, site.url, client, second["refresh_token"]).json()["error"] == "invalid_grant"
+
+    code, _ = code_for(http, site, client, challenge)
+    second = exchange(http, site.url, client, code, verifier).json()  # a new sign-in: a new family
+    session(http, site, second["access_token"])
     other = register(http, site.url, grant_types=both)
     assert refresh(http, site.url, other, second["refresh_token"]).json()["error"] == "invalid_grant"
 
