@@ -114,7 +114,7 @@ class McpHttp:
                 raise RuntimeError("the MCP session manager stopped")
 
     async def aclose(self) -> None:
-        """End every session (the server's shutdown)."""
+        """Stop the session manager (the server's shutdown); requests under way end with it."""
         self._stop.set()
         if self._runner is not None:
             await self._runner
@@ -211,7 +211,7 @@ class McpHttp:
     async def _authenticate(self, authorization: str, grants: Grants) -> tuple[Principal, AccessToken]:
         """The caller: a token this server issued (bound to its /mcp), else whatever the REST server accepts
         (an API key, an external IdP's JWT, a managed-pool token). The AccessToken names the principal's
-        credential, which the session manager binds each session to."""
+        credential (the request's `user`, as the SDK expects it)."""
         scheme, _, token = authorization.strip().partition(" ")
         issued = await grants.verify(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
         if issued is not None:
