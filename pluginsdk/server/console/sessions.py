@@ -16,7 +16,6 @@ import base64
 import hmac
 import secrets
 import time
-import weakref
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -32,11 +31,13 @@ IDLE_SECONDS = 3600.0
 """A session unused this long ends."""
 MAX_SECONDS = 12 * 3600.0
 """No session outlives this, whatever its credential's lifetime."""
+_IN_USE = 10_000
+"""`Session` objects this process keeps for the cookies its requests use (past it, ended ones go first)."""
 _PURPOSE = b"pluginsdk-console-session"
 _CSRF = b"pluginsdk-console-csrf"
 
 
-@dataclass(slots=True, weakref_slot=True)
+@dataclass(slots=True)
 class Session:
     authorization: str = field(repr=False)
     """The `Authorization` header value every call of this session presents."""
@@ -72,8 +73,9 @@ class Sessions:
 
     def __init__(self, backend: ServedBackend) -> None:
         self.backend = backend
-        self._live: weakref.WeakValueDictionary[str, Session] = weakref.WeakValueDictionary()
-        """The one `Session` object per cookie this process is using (its requests and streams share it)."""
+        self._live: dict[str, Session] = {}
+        """The one `Session` object per cookie this process's requests and streams share (an identity, not the
+        truth: every request reads the store). Dropping one costs only a stream's reconnect."""
 
     async def admit(self, client: str | None) -> None:
         """A console sign-in attempt from `client` (rate-limited per address; 429 past it)."""
@@ -109,12 +111,21 @@ class Sessions:
         if found is not None and found.user_id == row["user_id"]:
             found.expires = float(row["expires_at"])
             return found
+        if len(self._live) >= _IN_USE:
+            self._forget()
         authorization = unseal(cookie, str(row["sealed"]), _PURPOSE)
         session = Session(
             authorization, str(row["user_id"]), str(row["method"]), _csrf(cookie), float(row["expires_at"])
         )
         self._live[key] = session
         return session
+
+    def _forget(self) -> None:
+        """Room in `_live`: the expired objects, else the older half (their next request makes them again)."""
+        now = time.time()
+        ended = [k for k, s in self._live.items() if s.expires <= now]
+        for key in ended or list(self._live)[: _IN_USE // 2]:
+            del self._live[key]
 
     async def alive(self, cookie: str | None) -> bool:
         """Whether `cookie`'s session is still open in the store, without counting a use (an open stream)."""
