@@ -212,16 +212,27 @@ async def test_floods_are_refused_per_address_and_end_no_one_elses_state(
         assert exchange(http, url, kept, code, verifier).status_code == 200  # the first client still signs in
 
 
-async def test_registrations_past_the_address_cap_are_refused_not_evicted(tmp_path: Path, mailbox: Mailbox) -> None:  # noqa: F811 -- the fixture
+async def test_address_and_user_caps_end_only_the_callers_own(tmp_path: Path, mailbox: Mailbox) -> None:  # noqa: F811
+    """Registrations past the address's cap are refused, not evicted; a user's sign-ins past their cap end
+    that user's own oldest grant, never another caller's."""
     from tests.support.backends import base_config
 
-    config = base_config(tmp_path, app=managed_app(mailbox), api={"held": {"clients_per_address": 2}})
-    _, _, secret = await _prepare(config, mailbox)
+    held = {"clients_per_address": 2, "grants_per_user": 1}
+    config = base_config(tmp_path, app=managed_app(mailbox), api={"held": held})
+    admin_key, _, secret = await _prepare(config, mailbox)
     with running_server(config) as url, httpx.Client(timeout=30) as http:
+        site = McpSite(url, None, "", "", "operator", secret)
         first = register(http, url)
         register(http, url)
         refused = http.post(f"{url}/register", json={"redirect_uris": ["https://x.example/cb"]})
         assert refused.status_code == 429 and refused.json()["error_code"] == "TOO_MANY_REQUESTS"
         verifier, challenge = pkce()
-        code, _ = code_for(http, McpSite(url, None, "", "", "operator", secret), first, challenge)
-        assert exchange(http, url, first, code, verifier).status_code == 200
+        tokens = []
+        for _ in range(2):  # the operator signs in twice: their cap is one sign-in
+            code, _ = code_for(http, site, first, challenge)
+            answer = exchange(http, url, first, code, verifier)
+            assert answer.status_code == 200, answer.text  # the first client still signs in
+            tokens.append(answer.json()["access_token"])
+        assert mcp_call(url, tokens[0]).status_code == 401  # their own older grant ended
+        assert mcp_call(url, tokens[1]).status_code == 200
+        assert mcp_call(url, admin_key).status_code == 200  # no one else's access is touched
