@@ -36,6 +36,7 @@ __all__ = [
     "AuthorizerOptionsSettings",
     "ExternalIdpSettings",
     "FederationSettings",
+    "HeldSettings",
     "ManagedPoolSettings",
     "PasswordHashingSettings",
     "SamlSettings",
@@ -300,6 +301,25 @@ class ProviderSettings(_Group):
         return model if isinstance(model, type) and issubclass(model, _Group) else None
 
 
+class HeldSettings(_Group):
+    """`api.held`: bounds of what the server holds for callers between requests — console sessions, OAuth
+    clients and grants — in the store (docs/input.md, "What the server holds"). None ends what another
+    caller holds: past a per-user cap the user's own oldest ends; past a per-address cap or rate, 429."""
+
+    sessions_per_user: int = Field(20, ge=1)
+    """Console sessions one user holds at once; signing in again past it ends their own oldest."""
+    grants_per_user: int = Field(20, ge=1)
+    """/mcp OAuth sign-ins (token families) one user holds at once; past it their own oldest ends."""
+    clients_per_address: int = Field(100, ge=1)
+    """OAuth clients registered from one client address and still kept; more are refused (429)."""
+    client_idle_seconds: float = Field(90 * 86400.0, gt=0)
+    """An OAuth client no one signed in with for this long is forgotten."""
+    creations_per_window: int = Field(30, ge=1)
+    """Anonymous creations one client address may make per window, each kind counted on its own (`POST
+    /register`, `/authorize`, `POST /oauth/signin`, `POST /ui/login`, federated sign-in starts); then 429."""
+    creation_window_seconds: float = Field(60.0, gt=0)
+
+
 class ApiSettings(_Group):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
@@ -347,6 +367,7 @@ class ApiSettings(_Group):
     """Seconds to wait for a free connection of the pool."""
     max_retries: int = Field(2, ge=0, le=10)
     """Retries of queries and of commands that carry an idempotency id, on connection errors, 408, 429, 5xx."""
+    held: HeldSettings = Field(default_factory=HeldSettings.model_construct)
 
 
 class StorageSettings(_Group):
@@ -400,6 +421,10 @@ class McpSettings(_Group):
     `/mcp` the resource tokens are bound to. Default: the address the server answers on."""
     token_seconds: int = Field(900, ge=30, le=86400)
     """Lifetime of an access token this server issues for /mcp (never past the sign-in's own)."""
+    allowed_origins: list[Annotated[str, Field(pattern=r"^https?://[^/?#\s]+$")]] = []
+    """Web origins (`https://assistant.example.org`) whose pages may call /mcp from a browser, besides this
+    server's own (`mcp.public_url`, else the address it answers on); a request with another `Origin` is
+    refused 403 (MCP transport spec). A request without `Origin` (not from a browser) is not affected."""
 
 
 def _flag(value: Any) -> Any:

@@ -12,6 +12,8 @@ from pluginsdk.principal import SYSTEM_ADMIN, Principal
 if TYPE_CHECKING:
     from pluginsdk.periodic import PeriodicTask
 
+    from .store.held import HeldStore
+
 __all__ = ["LocalBackend"]
 
 R = TypeVar("R")
@@ -56,6 +58,7 @@ class LocalBackend:
         self.settings = settings
         self.engine = Engine(settings, background=background, periodic=periodic)
         self._started = False
+        self._held: HeldStore | None = None
 
     async def start(self) -> None:
         if not self._started:
@@ -66,6 +69,7 @@ class LocalBackend:
         if self._started:
             await self.engine.aclose()
             self._started = False
+            self._held = None
 
     async def execute(
         self,
@@ -93,6 +97,14 @@ class LocalBackend:
     async def ping(self) -> None:
         """Raise unless the store answers (the server's `/health`)."""
         await self.engine.store.ping()
+
+    def held(self) -> HeldStore:
+        """The server's sessions and grants, on the engine's store (`store/held.py`)."""
+        if self._held is None:
+            from .store.held import HeldStore
+
+            self._held = HeldStore(self.engine.store.db, self.settings.api.held)
+        return self._held
 
     async def ready(self) -> dict[str, int]:
         """The server's `/readyz`: raises unless the store answers; the schema's migration and this build's."""

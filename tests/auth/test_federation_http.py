@@ -77,3 +77,24 @@ def test_console_sso_routes_refuse_what_they_did_not_start(server: str) -> None:
         started = browser.get(f"{server}/ui/sso/start", params={"next": "https://evil.example/"})
         assert started.status_code == 303 and started.headers["location"].startswith("http://127.0.0.1:")
         assert "evil.example" not in started.headers.get("set-cookie", "")
+
+
+def test_starts_from_one_address_are_rate_limited(provider: Provider, tmp_path: Path) -> None:
+    """Anonymous starts are counted per client address in the store (`api.held.creations_per_window`): past the
+    rate a start is a 429 envelope with `Retry-After`, and the sign-ins begun before it are not ended."""
+    config = base_config(tmp_path, app=oidc_app(provider), api={"held": {"creations_per_window": 2}})
+    with running_server(config) as url:
+        body = {"redirectUri": f"{url}/ui/sso/callback"}
+        begun = [httpx.post(f"{url}/auth/federation/start", json=body, timeout=20) for _ in range(2)]
+        assert [b.status_code for b in begun] == [200, 200], begun[-1].text
+        refused = httpx.post(f"{url}/auth/federation/start", json=body, timeout=20)
+        assert refused.status_code == 429 and int(refused.headers["retry-after"]) >= 1
+        assert refused.json()["error_code"] == "TOO_MANY_REQUESTS"
+        console = httpx.get(f"{url}/ui/sso/start", timeout=20)  # the console's start counts with them
+        assert console.status_code == 429
+        kept = httpx.post(
+            f"{url}/auth/federation/finish", json={"state": begun[0].json()["state"], "code": "c" * 8}, timeout=20
+        )
+        assert (
+            kept.status_code != 429 and "unknown, used or expired" not in kept.text
+        )  # still begun: the code is judged

@@ -1,12 +1,13 @@
 """/mcp and its OAuth endpoints under attack, over real HTTP (`http_site.py`): missing, foreign and expired
-credentials; forged PKCE, reused codes, unregistered redirect URIs, other audiences; sessions used with
-another credential; huge and malformed bodies (4xx, never 500); secrets never stored in the clear."""
+credentials; forged PKCE, reused codes, unregistered redirect URIs, other audiences; no session state (each
+request runs as its own caller); huge and malformed bodies (4xx, never 500); secrets never stored in the clear."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import re
+import sqlite3
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +19,6 @@ import pytest
 
 from pluginsdk import PluginSDK
 from pluginsdk.config import load_settings
-from pluginsdk.server.remote_mcp import grants as grants_module
 from tests.auth.test_external_oauth import IdP, external_app
 from tests.console.conftest import PASSWORD
 from tests.mcp.http_site import (
@@ -55,23 +55,30 @@ def rpc(answer: httpx.Response) -> dict[str, Any]:
 
 
 def session(http: httpx.Client, site: McpSite, credential: str) -> str:
-    """A new MCP session opened with `credential`: its id."""
+    """The MCP handshake with `credential`: /mcp is stateless (any server answers any request), so it opens
+    no session: the id is empty."""
     headers = {**ACCEPT, "authorization": f"Bearer {credential}"}
     opened = http.post(site.mcp, json=INIT, headers=headers)
     assert opened.status_code == 200, opened.text
-    sid = opened.headers["mcp-session-id"]
+    assert "mcp-session-id" not in opened.headers
     note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    sent = http.post(
-        site.mcp, json=note, headers={**headers, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
-    )
+    sent = http.post(site.mcp, json=note, headers={**headers, "mcp-protocol-version": "2025-11-25"})
     assert sent.status_code == 202, sent.text
-    return sid
+    return ""
 
 
 def call(http: httpx.Client, site: McpSite, credential: str, sid: str, method: str, **params: Any) -> httpx.Response:
-    headers = {**ACCEPT, "authorization": f"Bearer {credential}", "mcp-session-id": sid}
-    headers["mcp-protocol-version"] = "2025-11-25"
+    headers = {**ACCEPT, "authorization": f"Bearer {credential}", "mcp-protocol-version": "2025-11-25"}
+    if sid:
+        headers["mcp-session-id"] = sid
     return http.post(site.mcp, json={"jsonrpc": "2.0", "id": 2, "method": method, "params": params}, headers=headers)
+
+
+def stored(site: McpSite, sql: str) -> list[tuple[Any, ...]]:
+    """Rows of the site's SQLite store (what a copy of it would give away)."""
+    path = site.app.remote_mcp._app.backend.held().db.url
+    with sqlite3.connect(path) as db:
+        return db.execute(sql).fetchall()
 
 
 def challenge_of(answer: httpx.Response, site: McpSite) -> str:
@@ -105,13 +112,8 @@ def test_no_credential_is_401_pointing_at_the_resource_metadata(http: httpx.Clie
 def test_an_expired_token_is_401(http: httpx.Client, site: McpSite, monkeypatch: pytest.MonkeyPatch) -> None:
     token = access_token(http, site)
     session(http, site, token)  # live
-
-    class Later:
-        @staticmethod
-        def time() -> float:
-            return time.time() + 901  # past mcp.token_seconds (900)
-
-    monkeypatch.setattr(grants_module, "time", Later)
+    held = site.app.remote_mcp._app.backend.held()
+    monkeypatch.setattr(held, "clock", lambda: time.time() + 901)  # past mcp.token_seconds (900)
     refused = http.post(site.mcp, json=INIT, headers={**ACCEPT, "authorization": f"Bearer {token}"})
     assert 'error="invalid_token"' in challenge_of(refused, site)
 
@@ -158,6 +160,73 @@ def test_pkce_codes_and_redirects(http: httpx.Client, site: McpSite) -> None:
     assert exchange(http, site.url, other, code, verifier).json()["error"] == "invalid_grant"
 
 
+@pytest.mark.parametrize(
+    ("uri", "allowed"),
+    [
+        ("https://assistant.example/cb", True),
+        ("http://127.0.0.1:33418/cb", True),
+        ("http://[::1]:8/cb", True),
+        ("http://localhost/cb", True),
+        ("http://assistant.example/cb", False),
+        ("http://127.0.0.1.evil.example/cb", False),
+        ("javascript:alert(1)", False),
+        ("custom-app://cb", False),
+        ("https://assistant.example/cb#frag", False),
+    ],
+)
+def test_redirect_uris_are_https_or_loopback(http: httpx.Client, site: McpSite, uri: str, allowed: bool) -> None:
+    answer = http.post(f"{site.url}/register", json={"redirect_uris": [uri], "grant_types": ["authorization_code"]})
+    if allowed:
+        assert answer.status_code == 201, answer.text
+    else:
+        assert answer.status_code == 400 and answer.json()["error"] in (
+            "invalid_redirect_uri",
+            "invalid_client_metadata",
+        )
+
+
+def test_a_public_client_signs_in_with_pkce_alone(http: httpx.Client, site: McpSite) -> None:
+    server = http.get(f"{site.url}/.well-known/oauth-authorization-server").json()
+    assert "none" in server["token_endpoint_auth_methods_supported"]
+    client = register(http, site.url, token_endpoint_auth_method="none")
+    assert "client_secret" not in client or not client["client_secret"]
+    verifier, challenge = pkce()
+    code, _ = code_for(http, site, client, challenge)
+    forged = exchange(http, site.url, client, code, verifier[::-1])  # without a secret, PKCE still binds the code
+    assert forged.status_code == 400
+    code, _ = code_for(http, site, client, challenge)
+    answer = exchange(http, site.url, client, code, verifier)
+    assert answer.status_code == 200, answer.text
+    session(http, site, answer.json()["access_token"])
+
+
+def test_a_browser_origin_must_be_allowed(http: httpx.Client, site: McpSite) -> None:
+    """MCP's transport spec: /mcp validates `Origin` (DNS rebinding); a request without one (not a browser) is
+    not affected, the server's own origin is allowed, others answer 403 in the envelope."""
+    headers = {**ACCEPT, "authorization": f"Bearer {site.admin_key}"}
+    for origin in ("https://evil.example", "http://127.0.0.1:1", "null"):
+        refused = http.post(site.mcp, json=INIT, headers={**headers, "origin": origin})
+        assert refused.status_code == 403, origin
+        assert refused.json()["error_code"] == "FORBIDDEN"
+    assert http.post(site.mcp, json=INIT, headers={**headers, "origin": site.url}).status_code == 200
+    assert http.post(site.mcp, json=INIT, headers=headers).status_code == 200
+    anonymous = http.post(site.mcp, json=INIT, headers={**ACCEPT, "origin": "https://evil.example"})
+    assert anonymous.status_code == 403  # before any credential is looked at
+
+
+async def test_allowed_origins_are_configured(tmp_path: Path) -> None:
+    from pluginsdk.server import create_app
+
+    allowed = {"allowed_origins": ["https://assistant.example"]}
+    settings = load_settings(config=base_config(tmp_path, mcp=allowed), environ={})
+    transport = httpx.ASGITransport(app=create_app(settings))
+    async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as client:
+        ok = await client.post("/mcp", json=INIT, headers={**ACCEPT, "origin": "https://assistant.example"})
+        assert ok.status_code == 401  # allowed through to authentication
+        other = await client.post("/mcp", json=INIT, headers={**ACCEPT, "origin": "https://other.example"})
+        assert other.status_code == 403
+
+
 def refresh(http: httpx.Client, url: str, client: dict[str, Any], token: str) -> httpx.Response:
     data = {"grant_type": "refresh_token", "refresh_token": token, "client_id": client["client_id"]}
     return http.post(f"{url}/token", data={**data, "client_secret": client.get("client_secret") or ""})
@@ -180,6 +249,14 @@ def test_refresh_tokens_rotate_and_end_with_the_sign_in(http: httpx.Client, site
     session(http, site, second["access_token"])  # the new token opens /mcp
     spent = refresh(http, site.url, client, first["refresh_token"])  # rotated: a refresh token answers once
     assert spent.status_code == 400 and spent.json()["error"] == "invalid_grant"
+    # ... and a spent one presented again ends its whole family (OAuth 2.1): the tokens it was rotated into too
+    replayed = http.post(site.mcp, json=INIT, headers={**ACCEPT, "authorization": f"Bearer {second['access_token']}"})
+    assert 'error="invalid_token"' in challenge_of(replayed, site)
+    assert refresh(http, site.url, client, second["refresh_token"]).json()["error"] == "invalid_grant"
+
+    code, _ = code_for(http, site, client, challenge)
+    second = exchange(http, site.url, client, code, verifier).json()  # a new sign-in: a new family
+    session(http, site, second["access_token"])
     other = register(http, site.url, grant_types=both)
     assert refresh(http, site.url, other, second["refresh_token"]).json()["error"] == "invalid_grant"
 
@@ -197,11 +274,11 @@ def test_refresh_tokens_rotate_and_end_with_the_sign_in(http: httpx.Client, site
 
 def test_client_secrets_are_checked_and_stored_hashed(http: httpx.Client, site: McpSite) -> None:
     client = register(http, site.url)
-    grants = site.app.remote_mcp._app._app(site.url)[1]
-    stored = grants.clients[client["client_id"]].client_secret
-    assert stored == hashlib.sha256(client["client_secret"].encode()).hexdigest()
+    (data,) = stored(site, f"SELECT data FROM oauth_clients WHERE client_id = '{client['client_id']}'")[0]
+    kept_secret = json.loads(data)["client_secret"]
+    assert kept_secret == hashlib.sha256(client["client_secret"].encode()).hexdigest()
     verifier, challenge = pkce()
-    for secret in ("wrong", stored):  # presenting the stored hash is no better than a guess
+    for secret in ("wrong", kept_secret):  # presenting the stored hash is no better than a guess
         code, _ = code_for(http, site, client, challenge)
         answer = exchange(http, site.url, {**client, "client_secret": secret}, code, verifier)
         assert answer.status_code == 401 and answer.json()["error"] == "invalid_client"
@@ -222,8 +299,7 @@ def test_client_secrets_are_checked_and_stored_hashed(http: httpx.Client, site: 
     both = register(http, site.url, grant_types=["authorization_code", "refresh_token"])
     code, _ = code_for(http, site, both, challenge)
     tokens = exchange(http, site.url, both, code, verifier).json()
-    stores = (grants.codes, grants.tokens, grants.refreshes, grants.pending)
-    kept = repr(stores) + repr([g.__dict__ for g in grants.clients.values()])
+    kept = repr(stored(site, "SELECT * FROM oauth_grants")) + repr(stored(site, "SELECT * FROM oauth_clients"))
     for secret in (token, tokens["access_token"], tokens["refresh_token"], client["client_secret"], "Bearer ey"):
         assert secret not in kept
 
@@ -258,12 +334,15 @@ def test_answers_json_unless_progress_was_asked(http: httpx.Client, site: McpSit
     assert rpc(streamed)["result"]["isError"] is False
 
 
-def test_a_session_answers_only_its_own_credential(http: httpx.Client, site: McpSite) -> None:
-    sid = session(http, site, site.admin_key)
-    assert call(http, site, site.admin_key, sid, "tools/list").status_code == 200
-    assert call(http, site, site.viewer_key, sid, "tools/list").status_code == 404
-    token = access_token(http, site)  # the operator, by OAuth: another principal too
-    assert call(http, site, token, sid, "tools/list").status_code == 404
+def test_each_request_runs_as_its_own_caller(http: httpx.Client, site: McpSite) -> None:
+    """Stateless: no session id to steal or replay; a session id sent anyway opens nothing, and each call is
+    authorized as the credential it carries."""
+    session(http, site, site.admin_key)
+    create = {"name": "create_template", "arguments": {"template_id": "t-own", "image_id": "ami-1"}}
+    assert rpc(call(http, site, site.admin_key, "", "tools/call", **create))["result"]["isError"] is False
+    create["arguments"] = {"template_id": "t-viewer", "image_id": "ami-1"}
+    denied = rpc(call(http, site, site.viewer_key, "made-up-session", "tools/call", **create))["result"]
+    assert denied["isError"] is True and "PermissionDenied" in denied["content"][0]["text"]
 
 
 @pytest.mark.parametrize(
@@ -280,14 +359,10 @@ def test_a_session_answers_only_its_own_credential(http: httpx.Client, site: Mcp
 )
 def test_malformed_bodies_are_4xx(http: httpx.Client, site: McpSite, body: bytes) -> None:
     headers = {**ACCEPT, "authorization": f"Bearer {site.admin_key}"}
-    answer = http.post(site.mcp, content=body, headers=headers)
-    assert 400 <= answer.status_code < 500, answer.text
-    sid = session(http, site, site.admin_key)
-    inside = http.post(
-        site.mcp, content=body, headers={**headers, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
-    )
-    refused = 400 <= inside.status_code < 500 or "error" in rpc(inside) or rpc(inside)["result"]["isError"]
-    assert refused, inside.text
+    for extra in ({}, {"mcp-protocol-version": "2025-11-25"}):
+        answer = http.post(site.mcp, content=body, headers={**headers, **extra})
+        refused = 400 <= answer.status_code < 500 or "error" in rpc(answer) or rpc(answer)["result"]["isError"]
+        assert refused, answer.text
     for path in ("/token", "/register"):
         assert 400 <= http.post(f"{site.url}{path}", content=body, headers=ACCEPT).status_code < 500
 
@@ -343,8 +418,7 @@ def test_external_idp_tokens(idp_site: str, idp: IdP, claims: dict[str, Any], ac
         )
         return
     assert answer.status_code == 200, answer.text
-    sid = answer.headers["mcp-session-id"]
-    headers |= {"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"}
+    headers |= {"mcp-protocol-version": "2025-11-25"}
     body = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_templates", "arguments": {}}}
     listed = rpc(httpx.post(f"{idp_site}/mcp", json=body, headers=headers))
     assert listed["result"]["isError"] is False and listed["result"]["structuredContent"]["total_count"] == 0

@@ -160,7 +160,7 @@ class AuthService:
         store.on_bump.append(self.watch.bumped_here)
         self.guard = LockoutGuard(store, config, rules=self.rules)
         store.on_policy_change = self.guard.check
-        self.throttle = SignInThrottle(store, config.managed.signInLimits)
+        self.throttle = SignInThrottle(store, config.managed.signInLimits, host.settings.api.held)
 
     async def start(self) -> None:
         if self.store.db.dialect == "postgresql":

@@ -7,6 +7,10 @@ it locks) and its count starts again. While the account name or the client is lo
 refused before any password is hashed. Names are counted whether or not such a user exists: an unknown
 name locks exactly like a known one, so a lock says nothing about which accounts exist. A successful
 sign-in clears its account's count (never the client's). Policy and defaults: docs/auth.md, "Sign-in limits".
+
+Anonymous creations (a federated sign-in begun, and the server's registrations and sign-in pages) are
+counted on the same table per client address (`created`, `store/held.py`'s `admit`): past `api.held`'s
+rate they are refused 429 with the wait, before anything is kept.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from pluginsdk.errors import TooManyRequestsError
 from .crypto import ts
 
 if TYPE_CHECKING:
-    from pluginsdk.config import SignInLimitsSettings
+    from pluginsdk.config import HeldSettings, SignInLimitsSettings
 
     from .store import AuthStore
 
@@ -34,9 +38,26 @@ _SWEEP_CHANCE = 1 / 64
 class SignInThrottle:
     """Counts failed sign-ins in the store and refuses attempts while the account or client is locked."""
 
-    def __init__(self, store: AuthStore, limits: SignInLimitsSettings) -> None:
+    def __init__(self, store: AuthStore, limits: SignInLimitsSettings, held: HeldSettings | None = None) -> None:
         self.store = store
         self.limits = limits
+        self.held = held
+
+    async def created(self, kind: str, client: str | None) -> None:
+        """Count one anonymous creation of `kind` from `client`; TooManyRequestsError past `api.held`'s rate."""
+        if self.held is None:
+            return
+        from ..store.held import HeldStore
+
+        wait = await HeldStore(self.store.db, self.held).admit(
+            kind, client, self.held.creations_per_window, self.held.creation_window_seconds
+        )
+        if wait > 0:
+            seconds = math.ceil(wait)
+            raise TooManyRequestsError(
+                f"Too many sign-ins begun from this address; try again in {seconds} s.",
+                details={"retry_after": seconds},
+            )
 
     def _keys(self, user_id: str, client: str | None) -> list[tuple[str, int, tuple[str, str]]]:
         """(store key, limit, audit target) of the account name and, when known, the client address."""

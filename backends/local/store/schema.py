@@ -217,6 +217,45 @@ MIGRATIONS: dict[int, Sequence[str]] = {
             protected_reason TEXT,
             updated_at DOUBLE PRECISION NOT NULL)""",
     ),
+    15: (  # what the server's faces hold between requests (store/held.py), shared by every server on the store:
+        # console sessions, OAuth clients (RFC 7591) and grants (pending authorizations, codes, access and
+        # refresh tokens) of /mcp; each secret by its SHA-256, a recoverable credential sealed under it
+        """CREATE TABLE held_sessions (
+            session_hash TEXT PRIMARY KEY,
+            user_id TEXT NOT NULL,
+            method TEXT NOT NULL,
+            client TEXT NOT NULL,
+            sealed TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            seen_at DOUBLE PRECISION NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL)""",
+        "CREATE INDEX ix_held_sessions_user ON held_sessions (user_id, created_at)",
+        "CREATE INDEX ix_held_sessions_expires ON held_sessions (expires_at)",
+        """CREATE TABLE oauth_clients (
+            client_id TEXT PRIMARY KEY,
+            data TEXT NOT NULL,
+            client TEXT NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            used_at DOUBLE PRECISION NOT NULL)""",
+        "CREATE INDEX ix_oauth_clients_client ON oauth_clients (client)",
+        "CREATE INDEX ix_oauth_clients_used ON oauth_clients (used_at)",
+        """CREATE TABLE oauth_grants (
+            grant_hash TEXT PRIMARY KEY,
+            kind TEXT NOT NULL,
+            family TEXT NOT NULL,
+            client_id TEXT NOT NULL,
+            user_id TEXT,
+            client TEXT,
+            data TEXT NOT NULL,
+            sealed TEXT,
+            created_at DOUBLE PRECISION NOT NULL,
+            expires_at DOUBLE PRECISION NOT NULL,
+            used INTEGER NOT NULL DEFAULT 0)""",
+        "CREATE INDEX ix_oauth_grants_family ON oauth_grants (family)",
+        "CREATE INDEX ix_oauth_grants_user ON oauth_grants (user_id, created_at)",
+        "CREATE INDEX ix_oauth_grants_client ON oauth_grants (client, kind)",
+        "CREATE INDEX ix_oauth_grants_expires ON oauth_grants (expires_at)",
+    ),
 }
 
 

@@ -53,7 +53,7 @@ class Console:
 
     def __init__(self, backend: ServedBackend) -> None:
         self.backend = backend
-        self.sessions = Sessions()
+        self.sessions = Sessions(backend)
         self.routes: list[tuple[str, re.Pattern[str], Handler]] = [
             (method, re.compile(f"^{PREFIX}{pattern}$"), handler)
             for method, pattern, handler in (*pages.ROUTES, *access.ROUTES, *keys_admin.ROUTES, *template_pages.ROUTES)
@@ -91,7 +91,7 @@ class Console:
             return await signin.sign_in(self, request, form)
         if path.startswith(f"{PREFIX}/sso/"):
             return await sso.respond(self, request, form, signin.refused)
-        session = self.sessions.get(request.cookies.get(COOKIE))
+        session = await self.sessions.get(request.cookies.get(COOKIE))
         if session is None:
             if method == "POST":
                 return plain(401, "Sign in first.")
@@ -101,7 +101,7 @@ class Console:
         try:
             principal = await self.backend.authenticate(session.authorization)
         except AuthenticationError:
-            self.sessions.end(request.cookies.get(COOKIE))
+            await self.sessions.end(request.cookies.get(COOKIE))
             return RedirectResponse(f"{PREFIX}/login", status_code=303)
         ctx = Ctx(self, request, session, principal, await self._allowed(principal), form)
         return await self._dispatch(ctx, path, method)

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from ...errors import SDKError
+from ...errors import SDKError, TooManyRequestsError
 from ...operations import CATALOG
 from ...principal import Principal
 from . import sso
@@ -97,6 +97,12 @@ async def sign_in(console: Console, request: Request, form: Form) -> Response:
             request, "The sign-in form expired; please try again.", username, next_page, 403, button=button
         )
     try:
+        await console.sessions.admit(_client(request))
+    except TooManyRequestsError as err:
+        response = _form_page(request, err.message, username, next_page, 429, button=button)
+        response.headers["retry-after"] = str(err.retry_after)
+        return response
+    try:
         if field("api_key"):
             authorization = f"Bearer {field('api_key').strip()}"
             principal = await console.backend.authenticate(authorization)
@@ -115,11 +121,16 @@ async def sign_in(console: Console, request: Request, form: Form) -> Response:
     except SDKError as err:
         message = "Sign-in failed: wrong user name, password, code or key." if err.http_status == 401 else err.message
         return _form_page(request, message, username, next_page, err.http_status, button=button)
-    value = console.sessions.open(session, lifetime or None)
+    value = await console.sessions.open(session, lifetime or None, _client(request))
     response = RedirectResponse(next_page, status_code=303)
     set_session_cookie(response, request, value, int(min(lifetime or MAX_SECONDS, MAX_SECONDS)))
     response.delete_cookie(PRE_COOKIE, path=f"{PREFIX}/login")
     return response
+
+
+def _client(request: Request) -> str | None:
+    """The address the request came from (what per-address limits count)."""
+    return request.client.host if request.client else None
 
 
 async def _login(console: Console, request: Request, username: str, password: str, totp: str) -> Any:
@@ -142,7 +153,7 @@ async def password_sign_in(backend: ServedBackend, request: Request, username: s
 async def sign_out(ctx: Ctx) -> Response:
     """End the session here and, for a password or identity-provider session, its tokens in the engine; an OIDC
     session goes on to the provider's end-session endpoint, where it has one."""
-    ctx.console.sessions.end(ctx.request.cookies.get(COOKIE))
+    await ctx.console.sessions.end(ctx.request.cookies.get(COOKIE))
     if ctx.session.method in ("password", "sso"):
         with contextlib.suppress(SDKError):  # the console session is gone either way
             await ctx.call("logout", {})

@@ -99,7 +99,8 @@ async def _finish(console: Console, request: Request, data: dict[str, Any]) -> R
     authorization = f"Bearer {tokens.id_token}"
     principal = await console.backend.authenticate(authorization)
     lifetime = float(tokens.expires_in or 0)
-    value = console.sessions.open(Session(authorization, principal.user_id, "sso"), lifetime or None)
+    client = request.client.host if request.client else None
+    value = await console.sessions.open(Session(authorization, principal.user_id, "sso"), lifetime or None, client)
     target = console_page(request.cookies.get(NEXT_COOKIE, ""))
     response = _onward(target, "Signed in", "Continue to the console")
     set_session_cookie(response, request, value, int(min(lifetime or MAX_SECONDS, MAX_SECONDS)))

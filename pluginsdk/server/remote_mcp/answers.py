@@ -7,13 +7,13 @@ call. MCP lets the server choose per POST (the client accepts both), so this mod
 a stream when the request's `_meta` holds a `progressToken` (or the body is not one plain request), a JSON
 body otherwise — which is also what the SDK's 2026-07-28 single-exchange path does on its own.
 
-The choice is read by the session's transport in the task that handles the POST (a context variable naming
-that task); its message router, in another task, reads the default (stream), which routes a request's
-notifications to its stream as the stock transport does: a request answered with JSON has none (nothing
-reports progress without a token). The manager's transports get this behaviour by `Sessions._admit_session`, which
-overrides a private method of the SDK's public class: bounded by pyproject (`mcp<3`) and fenced by
-`tests/mcp/test_http_attacks.py::test_answers_json_unless_progress_was_asked`. Should the SDK change it,
-sessions answer with the stock event stream (slower, still correct).
+/mcp runs the manager stateless (`McpHttp`: no session ids, so any server answers any request): each POST
+gets a fresh transport, made in the task that handles it, which reads the manager's `json_response` — here a
+property answering for the POST at hand (a context variable naming that task). A stateful manager's
+transports would get the same behaviour through `Sessions._admit_session`, which overrides a private method
+of the SDK's public class: bounded by pyproject (`mcp<3`). Both are fenced by
+`tests/mcp/test_http_attacks.py::test_answers_json_unless_progress_was_asked`; should the SDK change them,
+requests are answered with the stock event stream (slower, still correct).
 """
 
 from __future__ import annotations

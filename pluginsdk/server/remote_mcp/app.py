@@ -9,18 +9,23 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
+from mcp.server.auth.handlers.metadata import MetadataHandler
+from mcp.server.auth.handlers.register import RegistrationHandler
 from mcp.server.auth.handlers.token import TokenHandler
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.routes import (
+    REGISTRATION_PATH,
     TOKEN_PATH,
+    build_metadata,
     build_resource_metadata_url,
     cors_middleware,
     create_auth_routes,
     create_protected_resource_routes,
 )
-from mcp.server.auth.settings import ClientRegistrationOptions
+from mcp.server.auth.settings import ClientRegistrationOptions, RevocationOptions
 from mcp.server.transport_security import RequestBodyLimitMiddleware
+from mcp.shared.auth import OAuthClientInformationFull
 from pydantic import AnyHttpUrl
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -28,7 +33,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ...errors import AuthenticationError, SDKError
+from ...errors import AuthenticationError, PermissionDeniedError, SDKError, TooManyRequestsError
 from ...mcp.caller import Caller
 from ...mcp.profiles import resolve_profile
 from ...mcp.resources import ResourceSet
@@ -36,6 +41,7 @@ from ...mcp.server import Ctx, build_server
 from ...mcp.tools import ToolSet
 from .._endpoint import error_body
 from .._wire import ClientGone, read_body
+from ..console.sessions import admit
 from ..limits import BODY_TIMEOUT
 from .answers import JSON_ANSWER, Sessions, answer_json, wants_json
 from .grants import SIGNIN_PATH, Grants, SecretClients
@@ -55,6 +61,15 @@ PRINCIPAL = "pluginsdk.principal"
 MAX_BASES = 16
 MAX_OAUTH_BODY = 64 * 1024
 """Largest body the OAuth endpoints read (413 beyond it): registrations, token requests and forms are small."""
+_COUNTED = {
+    ("POST", REGISTRATION_PATH): "oauth-register",
+    ("GET", "/authorize"): "oauth-authorize",
+    ("POST", "/authorize"): "oauth-authorize",
+    ("POST", SIGNIN_PATH): "oauth-signin",
+}
+"""Anonymous requests that create something, rate-limited per client address (`api.held`)."""
+AUTH_METHODS = ["none", "client_secret_post", "client_secret_basic"]
+"""Token endpoint authentication: a public client (`none`, PKCE alone) or its secret."""
 
 
 class McpHttp:
@@ -68,7 +83,9 @@ class McpHttp:
         self.token_seconds = int(getattr(mcp, "token_seconds", 900))
         profile = resolve_profile(None, getattr(mcp, "profile", None))
         server = build_server(ToolSet(None, profile), ResourceSet(None), self._executor_of)
-        self.manager = Sessions(server, max_request_body_size=max_body_bytes)
+        # stateless: no session ids, so any server or worker answers any request (see docs/mcp.md)
+        self.manager = Sessions(server, max_request_body_size=max_body_bytes, stateless=True)
+        self.allowed_origins = frozenset(o.rstrip("/") for o in getattr(mcp, "allowed_origins", None) or ())
         self.max_body_bytes = max_body_bytes
         self.body_timeout = float(getattr(getattr(settings, "api", None), "body_timeout", None) or BODY_TIMEOUT)
         self._apps: dict[str, tuple[ASGIApp, Grants]] = {}
@@ -97,7 +114,7 @@ class McpHttp:
                 raise RuntimeError("the MCP session manager stopped")
 
     async def aclose(self) -> None:
-        """End every session (the server's shutdown)."""
+        """Stop the session manager (the server's shutdown); requests under way end with it."""
         self._stop.set()
         if self._runner is not None:
             await self._runner
@@ -114,6 +131,14 @@ class McpHttp:
 
         try:
             base = self.base_url(scope)
+            kind = _COUNTED.get((scope["method"], scope["path"]))
+            if kind is not None:
+                client = scope.get("client")
+                try:
+                    await admit(self.backend.held(), kind, client[0] if client else None)
+                except SDKError as err:
+                    await _refused(sent, err)
+                    return
             if scope["path"] == "/mcp":
                 await self._mcp(scope, receive, sent, base)
             else:
@@ -143,7 +168,14 @@ class McpHttp:
         return found
 
     async def _mcp(self, scope: Scope, receive: Receive, send: Send, base: str) -> None:
-        """Authenticate this request (401 with the resource metadata's URL), then the session manager."""
+        """Check the `Origin` (403), authenticate this request (401 with the resource metadata's URL), then the
+        session manager."""
+        origin = _header(scope, b"origin")
+        if origin is not None and origin.rstrip("/") != base and origin.rstrip("/") not in self.allowed_origins:
+            await _refused(
+                send, PermissionDeniedError(f"Origin {origin[:200]!r} may not call /mcp (mcp.allowed_origins).")
+            )
+            return
         grants = self._app(base)[1]
         metadata = str(build_resource_metadata_url(AnyHttpUrl(grants.resource)))
         authorization = _header(scope, b"authorization")
@@ -179,9 +211,9 @@ class McpHttp:
     async def _authenticate(self, authorization: str, grants: Grants) -> tuple[Principal, AccessToken]:
         """The caller: a token this server issued (bound to its /mcp), else whatever the REST server accepts
         (an API key, an external IdP's JWT, a managed-pool token). The AccessToken names the principal's
-        credential, which the session manager binds each session to."""
+        credential (the request's `user`, as the SDK expects it)."""
         scheme, _, token = authorization.strip().partition(" ")
-        issued = grants.verify(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
+        issued = await grants.verify(token.strip()) if scheme.lower() == "bearer" and token.strip() else None
         if issued is not None:
             access, signed_in = issued
             if (access.resource or "").rstrip("/") != grants.resource:
@@ -204,16 +236,36 @@ class McpHttp:
 
 def _oauth_app(base: str, token_seconds: int, backend: ServedBackend) -> tuple[ASGIApp, Grants]:
     """The authorization server's routes (the `mcp` SDK's), the sign-in page and the metadata documents."""
-    grants = Grants(base, token_seconds, functools.partial(renew, backend))
+    grants = Grants(base, token_seconds, functools.partial(renew, backend), backend.held)
     issuer = AnyHttpUrl(base)
-    routes = [
-        r
-        for r in create_auth_routes(grants, issuer, client_registration_options=ClientRegistrationOptions(enabled=True))
-        if getattr(r, "path", None) != TOKEN_PATH
-    ]
+    options = ClientRegistrationOptions(enabled=True)
+    metadata = build_metadata(issuer, None, options, RevocationOptions())
+    metadata.token_endpoint_auth_methods_supported = AUTH_METHODS
+    ours = {TOKEN_PATH, REGISTRATION_PATH, "/.well-known/oauth-authorization-server"}
+    routes = [r for r in create_auth_routes(grants, issuer, None, options) if getattr(r, "path", None) not in ours]
+    routes.append(
+        Route(
+            "/.well-known/oauth-authorization-server",
+            endpoint=cors_middleware(MetadataHandler(metadata).handle, ["GET", "OPTIONS"]),
+            methods=["GET", "OPTIONS"],
+        )
+    )
     tokens = TokenHandler(grants, SecretClients(grants))
     routes.append(
         Route(TOKEN_PATH, endpoint=cors_middleware(tokens.handle, ["POST", "OPTIONS"]), methods=["POST", "OPTIONS"])
+    )
+
+    async def register(request: Request) -> Response:
+        """RFC 7591 registration, the client kept against the address it came from (`api.held`)."""
+        address = request.client.host if request.client else None
+        try:
+            registering: Any = _Registering(grants, address)  # the one provider method registration calls
+            return await RegistrationHandler(registering, options).handle(request)
+        except TooManyRequestsError as err:
+            return Response(error_body(err), err.http_status, _retry_headers(err), "application/json")
+
+    routes.append(
+        Route(REGISTRATION_PATH, endpoint=cors_middleware(register, ["POST", "OPTIONS"]), methods=["POST", "OPTIONS"])
     )
     resource_routes = create_protected_resource_routes(AnyHttpUrl(grants.resource), [issuer], resource_name="pluginsdk")
     routes.extend(resource_routes)
@@ -225,6 +277,20 @@ def _oauth_app(base: str, token_seconds: int, backend: ServedBackend) -> tuple[A
 
     routes.append(Route(SIGNIN_PATH, endpoint=signin, methods=["GET", "POST"]))
     return RequestBodyLimitMiddleware(Starlette(routes=routes), MAX_OAUTH_BODY), grants
+
+
+class _Registering:
+    """The registration handler's provider: `grants`, registering against the request's address."""
+
+    def __init__(self, grants: Grants, address: str | None) -> None:
+        self.grants, self.address = grants, address
+
+    async def register_client(self, client_info: OAuthClientInformationFull) -> None:
+        await self.grants.register_client(client_info, self.address)
+
+
+def _retry_headers(err: SDKError) -> dict[str, str]:
+    return {"retry-after": str(err.retry_after)} if isinstance(err, TooManyRequestsError) else {}
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -249,6 +315,7 @@ async def _refused(send: Send, err: SDKError) -> None:
     body = error_body(err)
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     headers.append((b"connection", b"close"))
+    headers.extend((k.encode(), v.encode()) for k, v in _retry_headers(err).items())
     await send({"type": "http.response.start", "status": err.http_status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 

@@ -50,13 +50,13 @@ Sign in to allow it, or close this page to refuse.</p>
 """
 
 
-def _page(
+async def _page(
     request: Request, grants: Grants, ident: str, *, error: str = "", username: str = "", status: int = 200
 ) -> Response:
-    pending = grants.pending_request(ident)
+    pending = await grants.pending_request(ident)
     if pending is None:
         return _plain(400, "This sign-in request is unknown or has expired; start again from your assistant.")
-    client = grants.clients.get(pending.client_id)
+    client = await grants.get_client(pending.client_id)
     name = (client.client_name if client else None) or "An application"
     token = secrets.token_urlsafe(24)
     note = render('<p class="error" role="alert">{e}</p>', e=error) if error else ""
@@ -94,28 +94,28 @@ def _plain(status: int, text: str) -> Response:
 async def signin_page(request: Request, grants: Grants, backend: ServedBackend) -> Response:
     """GET: the form for the pending request `?request=`; POST: sign in, then redirect with the code."""
     if request.method == "GET":
-        return _page(request, grants, request.query_params.get("request", ""))
+        return await _page(request, grants, request.query_params.get("request", ""))
     form = await _form(request)
     if form is None:
         return _plain(413, "The form is larger than the limit.")
     ident, username = form.get("request", ""), form.get("username", "").strip()
     cookie, token = request.cookies.get(CSRF_COOKIE, ""), form.get("csrf", "")
     if not cookie or not hmac.compare_digest(cookie.encode(), token.encode()):
-        return _page(
+        return await _page(
             request, grants, ident, error="The sign-in form expired; please try again.", username=username, status=403
         )
-    if grants.pending_request(ident) is None:
-        return _page(request, grants, ident)
+    if await grants.pending_request(ident) is None:
+        return await _page(request, grants, ident)
     try:
         signed_in = await _sign_in(request, backend, username, form.get("password", ""), form.get("totp", "").strip())
     except SDKError as err:
         message = "Sign-in failed: wrong user name, password or code." if err.http_status == 401 else err.message
-        return _page(request, grants, ident, error=message, username=username, status=err.http_status)
+        return await _page(request, grants, ident, error=message, username=username, status=err.http_status)
     if isinstance(signed_in, str):
-        return _page(request, grants, ident, error=signed_in, username=username, status=401)
-    issued = grants.issue_code(ident, signed_in)
+        return await _page(request, grants, ident, error=signed_in, username=username, status=401)
+    issued = await grants.issue_code(ident, signed_in)
     if issued is None:
-        return _page(request, grants, ident)
+        return await _page(request, grants, ident)
     pending, code = issued
     target = construct_redirect_uri(str(pending.params.redirect_uri), code=code, state=pending.params.state)
     response = RedirectResponse(target, status_code=302, headers={"cache-control": "no-store"})

@@ -64,6 +64,9 @@ async def get_sign_in_options(svc: AuthService, op: GetSignInOptionsQuery, call:
 @handlers.on(StartFederatedSignInCommand)
 async def start_federated_sign_in(svc: AuthService, op: StartFederatedSignInCommand, call: Call) -> FederatedSignIn:
     kind = _federated(svc)
+    if call.principal.auth_method == "none":  # an anonymous start, counted per client address
+        client = call.principal.claims.get("client")
+        await svc.throttle.created("federation-start", client if isinstance(client, str) else None)
     if kind == "saml":
         from ..federation import saml
 
