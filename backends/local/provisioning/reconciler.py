@@ -39,7 +39,7 @@ from pluginsdk.models import (
 )
 
 from ..providers.base import LaunchResult, ProviderDriver, ProvisionedMachine
-from . import offerings, readiness
+from . import offerings, quotas, readiness
 from .settling import apply_states, fold_states, merge, settle_status
 
 if TYPE_CHECKING:
@@ -186,6 +186,7 @@ async def _settle_launch(deps: Deps, request: Request, launched: LaunchResult) -
                 "completed_at": now if status.terminal else None,
             }
         )
+        await quotas.settled(deps, current, len(stored))
         await deps.store.update_request(current)
     return current
 

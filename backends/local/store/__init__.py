@@ -15,10 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from pluginsdk import models
 from pluginsdk.errors import AlreadyExistsError
-from pluginsdk.models.statuses import MachineStatus
+from pluginsdk.models.statuses import MachineStatus, RequestType
 
 from .claims import Claims
 from .db import Database, open_database
+from .quotas import QuotaLedger
 from .schema import migrate
 
 if TYPE_CHECKING:  # the classes are read through `models` when first used: a call builds only those it needs
@@ -52,6 +53,7 @@ class Store:
     def __init__(self, db: Database, claim_seconds: float = 60.0) -> None:
         self.db = db
         self.claims = Claims(db, claim_seconds)
+        self.quotas = QuotaLedger(db)
 
     async def aclose(self) -> None:
         await self.db.aclose()
@@ -223,6 +225,8 @@ class Store:
             " WHERE request_id = :id",
             self._request_params(r),
         )
+        if r.status.terminal and r.request_type is RequestType.PROVISION:
+            await self.quotas.release(r.request_id)  # a finished request reserves nothing
 
     async def get_request(self, request_id: str, *, for_update: bool = False) -> Request | None:
         """One request; `for_update` locks its row until the transaction ends (PostgreSQL; SQLite's

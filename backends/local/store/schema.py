@@ -217,6 +217,20 @@ MIGRATIONS: dict[int, Sequence[str]] = {
             protected_reason TEXT,
             updated_at DOUBLE PRECISION NOT NULL)""",
     ),
+    15: (  # quotas exact across processes (store/quotas.py): what recorded requests reserve until their machines
+        # are recorded, and one row per quota subject that PostgreSQL locks while a request is checked and recorded
+        """CREATE TABLE quota_reservations (
+            request_id TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            template_id TEXT NOT NULL,
+            machines INTEGER NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (request_id, provider))""",
+        "CREATE INDEX ix_quota_reservations_template ON quota_reservations (template_id)",
+        "CREATE INDEX ix_quota_reservations_provider ON quota_reservations (provider)",
+        "CREATE TABLE quota_locks (subject TEXT PRIMARY KEY)",
+        "CREATE INDEX ix_machines_provider ON machines (provider_name, status)",
+    ),
 }
 
 

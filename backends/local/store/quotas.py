@@ -1,0 +1,122 @@
+"""Quota reservations: what a recorded request holds of its template's and provider instances' quotas until
+its machines are recorded (schema migration 15; the rules are `provisioning/quotas.py`).
+
+A quota counts active machines plus reservations. A request's reservation is written in the transaction that
+checks the quotas and records the request, so every process on the store counts it at once: on SQLite that
+transaction is BEGIN IMMEDIATE (one writer at a time), on PostgreSQL it first locks one `quota_locks` row per
+quota subject (`template:t`, `provider:p`, `user:u`, in sorted order, so two checks never deadlock). A
+reservation is split over the provider instances the request may launch on (`shares`); the capacity fallback
+moves it to the instance it launches on (`take`). It ends when the launch is settled (the machines recorded in
+the same transaction, `settle`) or the request finishes (`release`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from pluginsdk.models.statuses import MachineStatus
+
+from .db import Database
+
+__all__ = ["QuotaLedger"]
+
+_ACTIVE = ", ".join(f"'{s.value}'" for s in MachineStatus if s.active)
+
+
+class QuotaLedger:
+    """Reads and writes `quota_reservations` and `quota_locks`; every method but `release` runs inside the
+    caller's transaction."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    async def lock(self, subjects: Iterable[str]) -> None:
+        """Hold the quota subjects until the transaction ends (PostgreSQL: a row lock each; SQLite's BEGIN
+        IMMEDIATE already holds the whole store)."""
+        if self.db.dialect != "postgresql":
+            return
+        for subject in sorted(set(subjects)):
+            await self.db.execute(
+                "INSERT INTO quota_locks (subject) VALUES (:s) ON CONFLICT (subject) DO UPDATE SET subject = :s",
+                {"s": subject},
+            )
+
+    async def held_by_template(self, template_id: str) -> int:
+        """Active machines of the template plus the machines reserved for it."""
+        row = await self.db.fetchone(
+            f"SELECT (SELECT COUNT(*) FROM machines WHERE template_id = :t AND status IN ({_ACTIVE}))"
+            " + (SELECT COALESCE(SUM(machines), 0) FROM quota_reservations WHERE template_id = :t) AS n",
+            {"t": template_id},
+        )
+        return int(row["n"]) if row else 0
+
+    async def held_by_providers(self, providers: Iterable[str], *, besides: str | None = None) -> dict[str, int]:
+        """Active machines plus reserved machines of each provider instance (`besides`: not counting that
+        request's own reservation)."""
+        names = list(dict.fromkeys(providers))
+        if not names:
+            return {}
+        params: dict[str, Any] = {f"p{i}": n for i, n in enumerate(names)}
+        inlist = ", ".join(f":p{i}" for i in range(len(names)))
+        params["r"] = besides or ""
+        rows = await self.db.fetchall(
+            f"SELECT provider_name AS k, COUNT(*) AS n FROM machines WHERE provider_name IN ({inlist})"
+            f" AND status IN ({_ACTIVE}) GROUP BY provider_name"
+            f" UNION ALL SELECT provider AS k, SUM(machines) AS n FROM quota_reservations"
+            f" WHERE provider IN ({inlist}) AND request_id <> :r GROUP BY provider",
+            params,
+        )
+        held = dict.fromkeys(names, 0)
+        for r in rows:
+            held[r["k"]] += int(r["n"])
+        return held
+
+    async def record(self, request_id: str, template_id: str, shares: Mapping[str, int]) -> None:
+        """Reserve `shares` (machines per provider instance) for a request being recorded."""
+        now = time.time()
+        rows = [{"r": request_id, "p": p, "t": template_id, "n": n, "c": now} for p, n in shares.items() if n > 0]
+        if rows:
+            await self.db.executemany(
+                "INSERT INTO quota_reservations (request_id, provider, template_id, machines, created_at)"
+                " VALUES (:r, :p, :t, :n, :c)",
+                rows,
+            )
+
+    async def take(self, request_id: str, template_id: str, provider: str, limit: int, needed: int) -> int:
+        """How many of `needed` machines the request may launch on `provider` now (its quota `limit` less what
+        others hold), moved into the request's reservation there from its other instances."""
+        await self.lock([f"provider:{provider}"])
+        others = (await self.held_by_providers([provider], besides=request_id))[provider]
+        taken = max(0, min(needed, limit - others))
+        rows = await self.db.fetchall(
+            "SELECT provider, machines FROM quota_reservations WHERE request_id = :r ORDER BY provider",
+            {"r": request_id},
+        )
+        mine = {r["provider"]: int(r["machines"]) for r in rows}
+        grow = taken - mine.get(provider, 0)
+        if grow <= 0:
+            return taken
+        shares = dict(mine)
+        shares[provider] = taken
+        for other in mine:  # the request's total stays what it reserved
+            if other != provider and grow > 0:
+                cut = min(grow, shares[other])
+                shares[other] -= cut
+                grow -= cut
+        await self._replace(request_id, template_id, shares)
+        return taken
+
+    async def settle(self, request_id: str, template_id: str, provider: str, outstanding: int) -> None:
+        """The launch is recorded: the reservation becomes the machines; `outstanding` machines the provider
+        has not reported yet stay reserved on `provider`."""
+        await self._replace(request_id, template_id, {provider: outstanding})
+
+    async def release(self, request_id: str) -> None:
+        """The request finished: it reserves nothing."""
+        await self.db.execute("DELETE FROM quota_reservations WHERE request_id = :r", {"r": request_id})
+
+    async def _replace(self, request_id: str, template_id: str, shares: Mapping[str, int]) -> None:
+        await self.release(request_id)
+        await self.record(request_id, template_id, shares)
