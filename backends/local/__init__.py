@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
+from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from pluginsdk.config import Settings
 from pluginsdk.operations import Operation
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
+
+if TYPE_CHECKING:
+    from .store.changes import Watch
 
 __all__ = ["LocalBackend"]
 
@@ -81,6 +85,11 @@ class LocalBackend:
     async def check_route(self, principal: Principal, method: str, path: str) -> None:
         """Tier 1 on the concrete path; PermissionDeniedError (403) if the principal may not call it."""
         await self.engine.authz.check_route(principal, method, path)
+
+    def watch_request(self, request_id: str) -> AbstractAsyncContextManager[Watch]:
+        """Watch a request for changes any server on the store writes (`store/changes.py`): the console's
+        progress stream waits on it between readings."""
+        return self.engine.db.changes.watch(request_id)
 
     async def ping(self) -> None:
         """Raise unless the store answers (the server's `/health`)."""

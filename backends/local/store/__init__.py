@@ -17,6 +17,7 @@ from pluginsdk import models
 from pluginsdk.errors import AlreadyExistsError
 from pluginsdk.models.statuses import MachineStatus, RequestType
 
+from .changes import ChangeFeed
 from .claims import Claims
 from .db import Database, open_database
 from .quotas import QuotaLedger
@@ -54,8 +55,10 @@ class Store:
         self.db = db
         self.claims = Claims(db, claim_seconds)
         self.quotas = QuotaLedger(db)
+        self.changes = ChangeFeed(db)
 
     async def aclose(self) -> None:
+        await self.changes.aclose()
         await self.db.aclose()
 
     def transaction(self) -> Any:

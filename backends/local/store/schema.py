@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from .db import Database
 
-__all__ = ["MIGRATIONS", "migrate"]
+__all__ = ["MIGRATIONS", "POSTGRES_ONLY", "migrate"]
 
 MIGRATIONS: dict[int, Sequence[str]] = {
     1: (
@@ -233,6 +233,21 @@ MIGRATIONS: dict[int, Sequence[str]] = {
     ),
 }
 
+POSTGRES_ONLY: dict[int, Sequence[str]] = {
+    15: (  # a change to a request or its machines, by any server, notifies every listening one (store/changes.py)
+        """CREATE OR REPLACE FUNCTION pluginsdk_request_changed() RETURNS trigger AS $$
+        BEGIN
+            PERFORM pg_notify('pluginsdk_requests', NEW.request_id);
+            RETURN NULL;
+        END $$ LANGUAGE plpgsql""",
+        """CREATE TRIGGER requests_changed AFTER INSERT OR UPDATE ON requests
+            FOR EACH ROW EXECUTE FUNCTION pluginsdk_request_changed()""",
+        """CREATE TRIGGER machines_changed AFTER INSERT OR UPDATE ON machines
+            FOR EACH ROW EXECUTE FUNCTION pluginsdk_request_changed()""",
+    ),
+}
+"""Statements a migration runs on PostgreSQL only, after its portable ones."""
+
 
 async def current_version(db: Database) -> int:
     await db.execute("CREATE TABLE IF NOT EXISTS schema_version (id INTEGER PRIMARY KEY, version INTEGER NOT NULL)")
@@ -261,7 +276,7 @@ async def migrate(db: Database) -> int:
         for v in sorted(MIGRATIONS):
             if v <= version:
                 continue
-            for stmt in MIGRATIONS[v]:
+            for stmt in (*MIGRATIONS[v], *(POSTGRES_ONLY.get(v, ()) if db.dialect == "postgresql" else ())):
                 await db.execute(stmt)
             if version == 0:
                 await db.execute("INSERT INTO schema_version (id, version) VALUES (1, :v)", {"v": v})
