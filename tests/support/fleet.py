@@ -59,7 +59,7 @@ def haproxy_config(port: int, stats_port: int, servers: list[int]) -> str:
         "    timeout client 60s",
         "    timeout server 60s",
         "    timeout tunnel 1h",  # a console's event stream stays open
-        "    option redispatch",
+        "    option redispatch 1",  # each retry goes to another server
         "    retries 3",
         "    retry-on conn-failure empty-response",
         "frontend fleet",
