@@ -1,24 +1,19 @@
 """Live progress across the fleet: a console progress stream held on one server shows a state change another
-server wrote within a second (PostgreSQL: LISTEN/NOTIFY; SQLite's workers: polling the store)."""
+server wrote within a second (PostgreSQL: LISTEN/NOTIFY; SQLite's workers: polling the store). The `slow`
+instance's machines stay pending: the request changes only when the test completes it."""
 
 from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.backends import base_config
 from tests.support.fleet import Fleet
 
-
-@pytest.fixture
-def fleet_config(tmp_path: Path) -> dict[str, Any]:
-    """Machines that boot slowly: the request stays running until the test completes it."""
-    return base_config(tmp_path, provider={"local": {"boot_delay": 120, "terminate_delay": 0.05, "seed": 7}})
+pytestmark = pytest.mark.asyncio(loop_scope="package")
 
 
 async def _signed_in(client: httpx.AsyncClient, key: str) -> None:
@@ -46,7 +41,9 @@ async def test_a_stream_on_one_server_sees_a_request_completed_by_another_within
     near, far = fleet.servers[0].url, fleet.servers[-1].url
     auth = {"authorization": fleet.key}
     async with httpx.AsyncClient(timeout=30, headers=auth) as api:
-        made = await api.post(f"{near}/api/v1/templates", json={"template_id": "slow", "image_id": "img"})
+        made = await api.post(
+            f"{near}/api/v1/templates", json={"template_id": "slow", "image_id": "img", "provider": "slow"}
+        )
         assert made.status_code == 201, made.text
         asked = await api.post(f"{near}/api/v1/machines", json={"template_id": "slow", "machine_count": 1})
         request_id = asked.json()["request_id"]

@@ -6,23 +6,14 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 
 from pluginsdk import PluginSDK
-from tests.support.backends import base_config
 from tests.support.fleet import Fleet
 
-FAST = {"type": "local", "boot_delay": 0.05, "terminate_delay": 0.05, "seed": 5}
-
-
-@pytest.fixture
-def fleet_config(tmp_path: Path) -> dict[str, Any]:
-    quotas = {"max_active": {"east": 3}, "machines_per_user": 3, "window_seconds": 3600}
-    return base_config(tmp_path, provider={"instances": {"east": FAST}, "quotas": quotas})
+pytestmark = pytest.mark.asyncio(loop_scope="package")
 
 
 async def _race(fleet: Fleet, template_id: str, users: list[str]) -> Counter[str]:

@@ -6,8 +6,11 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 
 from tests.support.fleet import Fleet
+
+pytestmark = pytest.mark.asyncio(loop_scope="package")
 
 
 async def test_an_authenticated_read_works_through_the_balancer_and_a_rolling_restart(fleet: Fleet) -> None:

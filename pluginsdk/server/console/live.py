@@ -74,6 +74,7 @@ async def progress_events(ctx: Ctx, request_id: str, fragment: Callable[[], Awai
         try:
             while (chunk := await sent.get()) is not None:
                 yield chunk
+            await following  # what ended the follow, other than the session's end, is raised here
         finally:
             following.cancel()
             await asyncio.gather(following, return_exceptions=True)
@@ -123,7 +124,7 @@ async def _follow(
     try:
         watching = getattr(ctx.console.backend, "watch_request", None)
         async with watching(request_id) if watching is not None else _polling() as watch:
-            first = await ctx.call("get_request", {"request_id": request_id})
+            first = await read(None)  # a reading like every next one: a change since the first fragment is sent
             await waiting.follow(read, first, seconds=STREAM_SECONDS, poll=watch.poll, start=started, wait=watch.wait)
     except _Ended:
         pass
