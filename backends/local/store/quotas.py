@@ -37,11 +37,11 @@ class QuotaLedger:
         IMMEDIATE already holds the whole store)."""
         if self.db.dialect != "postgresql":
             return
-        for subject in sorted(set(subjects)):
-            await self.db.execute(
-                "INSERT INTO quota_locks (subject) VALUES (:s) ON CONFLICT (subject) DO UPDATE SET subject = :s",
-                {"s": subject},
-            )
+        await self.db.execute(  # one statement, the rows locked in sorted order
+            "INSERT INTO quota_locks (subject) SELECT s FROM unnest(CAST(:s AS TEXT[])) AS t (s) ORDER BY s"
+            " ON CONFLICT (subject) DO UPDATE SET subject = excluded.subject",
+            {"s": sorted(set(subjects))},
+        )
 
     async def held_by_template(self, template_id: str) -> int:
         """Active machines of the template plus the machines reserved for it."""
@@ -77,7 +77,13 @@ class QuotaLedger:
         """Reserve `shares` (machines per provider instance) for a request being recorded."""
         now = time.time()
         rows = [{"r": request_id, "p": p, "t": template_id, "n": n, "c": now} for p, n in shares.items() if n > 0]
-        if rows:
+        if len(rows) == 1:  # the usual case: one statement, no batch
+            await self.db.execute(
+                "INSERT INTO quota_reservations (request_id, provider, template_id, machines, created_at)"
+                " VALUES (:r, :p, :t, :n, :c)",
+                rows[0],
+            )
+        elif rows:
             await self.db.executemany(
                 "INSERT INTO quota_reservations (request_id, provider, template_id, machines, created_at)"
                 " VALUES (:r, :p, :t, :n, :c)",

@@ -229,7 +229,8 @@ MIGRATIONS: dict[int, Sequence[str]] = {
         "CREATE INDEX ix_quota_reservations_template ON quota_reservations (template_id)",
         "CREATE INDEX ix_quota_reservations_provider ON quota_reservations (provider)",
         "CREATE TABLE quota_locks (subject TEXT PRIMARY KEY)",
-        "CREATE INDEX ix_machines_provider ON machines (provider_name, status)",
+        "CREATE INDEX ix_machines_provider ON machines (provider_name, status)",  # the counts of a quota check read
+        "CREATE INDEX ix_machines_template_status ON machines (template_id, status)",  # these indexes alone
     ),
 }
 
