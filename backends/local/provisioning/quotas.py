@@ -60,8 +60,9 @@ async def take(deps: Deps, request: Request, provider: str, needed: int) -> int 
 
 
 async def settled(deps: Deps, request: Request, recorded: int) -> None:
-    """The request's launch is recorded with `recorded` machines (in the caller's transaction): its
-    reservation becomes them, and what the provider has not reported yet stays reserved until it finishes."""
+    """`recorded` machines of the request are in the store (written in the caller's transaction): its
+    reservation becomes them, and what the provider has not reported yet stays reserved until it reports
+    them or the request finishes."""
     outstanding = 0 if request.status.terminal else max(0, request.count - recorded)
     await deps.store.quotas.settle(request.request_id, request.template_id or "", request.provider_name, outstanding)
 
@@ -144,7 +145,7 @@ def _refuse(
     held: int,
     count: int,
     extra: dict[str, Any] | None = None,
-    counted: str = "active",
+    counted: str = "active or being launched",
 ) -> None:
     details: dict[str, Any] = {"quota": quota, "subject": subject, "limit": limit, "in_use": held, "asked": count}
     details |= extra or {"retry_after": deps.settings.provider.quotas.retry_seconds}

@@ -115,9 +115,17 @@ class QuotaLedger:
         return taken
 
     async def settle(self, request_id: str, template_id: str, provider: str, outstanding: int) -> None:
-        """The launch is recorded: the reservation becomes the machines; `outstanding` machines the provider
-        has not reported yet stay reserved on `provider`."""
-        await self._replace(request_id, template_id, {provider: outstanding})
+        """Machines of the request are recorded: its reservation shrinks to the `outstanding` machines the
+        provider has not reported yet (held on `provider`); a request that reserved nothing still reserves
+        nothing."""
+        if outstanding <= 0:
+            await self.release(request_id)
+            return
+        row = await self.db.fetchone(
+            "SELECT COALESCE(SUM(machines), 0) AS n FROM quota_reservations WHERE request_id = :r", {"r": request_id}
+        )
+        if row is not None and int(row["n"]) > outstanding:
+            await self._replace(request_id, template_id, {provider: outstanding})
 
     async def release(self, request_id: str) -> None:
         """The request finished: it reserves nothing."""
