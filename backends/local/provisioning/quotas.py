@@ -83,21 +83,13 @@ def _candidates(template: Template, provider: str) -> list[str]:
 
 async def _check(deps: Deps, template: Template, user_id: str, count: int, provider: str) -> dict[str, int]:
     """Refuse (429) what a quota has no room for; else how the request's machines are reserved over its
-    candidate instances."""
-    if template.max_active is not None:
-        held = await deps.store.quotas.held_by_template(template.template_id)
-        if held + count > template.max_active:
-            _refuse(deps, "template", template.template_id, limit=template.max_active, held=held, count=count)
-    shares = await _check_providers(deps, _candidates(template, provider), count)
-    await _check_user(deps, user_id, count)
-    return shares
-
-
-async def _check_providers(deps: Deps, names: list[str], count: int) -> dict[str, int]:
-    """The request's machines spread over its candidates in order, each up to its room (an instance without
-    a quota has room for all); a refusal when they do not fit."""
+    candidate instances, spread in order, each up to its room (an instance without a quota has room for all)."""
     limits = deps.settings.provider.quotas.max_active
-    held = await deps.store.quotas.held_by_providers([n for n in names if n in limits])
+    names = _candidates(template, provider)
+    capped = template.template_id if template.max_active is not None else None
+    in_template, held = await deps.store.quotas.held(capped, [n for n in names if n in limits])
+    if template.max_active is not None and in_template + count > template.max_active:
+        _refuse(deps, "template", template.template_id, limit=template.max_active, held=in_template, count=count)
     shares: dict[str, int] = {}
     left = count
     for n in names:
@@ -108,6 +100,7 @@ async def _check_providers(deps: Deps, names: list[str], count: int) -> dict[str
     if left > 0:
         in_use = sum(held.values())
         _refuse(deps, "provider", ", ".join(names), limit=sum(limits[n] for n in names), held=in_use, count=count)
+    await _check_user(deps, user_id, count)
     return shares
 
 

@@ -43,35 +43,39 @@ class QuotaLedger:
             {"s": sorted(set(subjects))},
         )
 
-    async def held_by_template(self, template_id: str) -> int:
-        """Active machines of the template plus the machines reserved for it."""
-        row = await self.db.fetchone(
-            f"SELECT (SELECT COUNT(*) FROM machines WHERE template_id = :t AND status IN ({_ACTIVE}))"
-            " + (SELECT COALESCE(SUM(machines), 0) FROM quota_reservations WHERE template_id = :t) AS n",
-            {"t": template_id},
-        )
-        return int(row["n"]) if row else 0
-
-    async def held_by_providers(self, providers: Iterable[str], *, besides: str | None = None) -> dict[str, int]:
-        """Active machines plus reserved machines of each provider instance (`besides`: not counting that
-        request's own reservation)."""
+    async def held(
+        self, template_id: str | None, providers: Iterable[str], *, besides: str | None = None
+    ) -> tuple[int, dict[str, int]]:
+        """Active plus reserved machines of the template (None: not counted) and of each provider instance, read
+        by one statement (`besides`: not counting that request's reservation on the instances)."""
         names = list(dict.fromkeys(providers))
-        if not names:
-            return {}
         params: dict[str, Any] = {f"p{i}": n for i, n in enumerate(names)}
-        inlist = ", ".join(f":p{i}" for i in range(len(names)))
-        params["r"] = besides or ""
-        rows = await self.db.fetchall(
-            f"SELECT provider_name AS k, COUNT(*) AS n FROM machines WHERE provider_name IN ({inlist})"
-            f" AND status IN ({_ACTIVE}) GROUP BY provider_name"
-            f" UNION ALL SELECT provider AS k, SUM(machines) AS n FROM quota_reservations"
-            f" WHERE provider IN ({inlist}) AND request_id <> :r GROUP BY provider",
-            params,
-        )
-        held = dict.fromkeys(names, 0)
-        for r in rows:
-            held[r["k"]] += int(r["n"])
-        return held
+        parts: list[str] = []
+        if names:
+            inlist = ", ".join(f":p{i}" for i in range(len(names)))
+            params["r"] = besides or ""
+            parts += [
+                f"SELECT 'p' AS kind, provider_name AS k, COUNT(*) AS n FROM machines WHERE provider_name IN ({inlist})"
+                f" AND status IN ({_ACTIVE}) GROUP BY provider_name",
+                f"SELECT 'p' AS kind, provider AS k, SUM(machines) AS n FROM quota_reservations"
+                f" WHERE provider IN ({inlist}) AND request_id <> :r GROUP BY provider",
+            ]
+        if template_id is not None:
+            params["t"] = template_id
+            parts += [
+                f"SELECT 't' AS kind, template_id AS k, COUNT(*) AS n FROM machines WHERE template_id = :t"
+                f" AND status IN ({_ACTIVE}) GROUP BY template_id",
+                "SELECT 't' AS kind, template_id AS k, SUM(machines) AS n FROM quota_reservations"
+                " WHERE template_id = :t GROUP BY template_id",
+            ]
+        template, held = 0, dict.fromkeys(names, 0)
+        if parts:
+            for r in await self.db.fetchall(" UNION ALL ".join(parts), params):
+                if r["kind"] == "t":
+                    template += int(r["n"])
+                else:
+                    held[r["k"]] += int(r["n"])
+        return template, held
 
     async def record(self, request_id: str, template_id: str, shares: Mapping[str, int]) -> None:
         """Reserve `shares` (machines per provider instance) for a request being recorded."""
@@ -94,7 +98,7 @@ class QuotaLedger:
         """How many of `needed` machines the request may launch on `provider` now (its quota `limit` less what
         others hold), moved into the request's reservation there from its other instances."""
         await self.lock([f"provider:{provider}"])
-        others = (await self.held_by_providers([provider], besides=request_id))[provider]
+        others = (await self.held(None, [provider], besides=request_id))[1][provider]
         taken = max(0, min(needed, limit - others))
         rows = await self.db.fetchall(
             "SELECT provider, machines FROM quota_reservations WHERE request_id = :r ORDER BY provider",
