@@ -140,13 +140,17 @@ async def follow(
     report: Report | None = None,
     poll: float = POLL,
     start: float | None = None,
+    wait: Callable[[float], Awaitable[None]] | None = None,
 ) -> Request:
     """`request` read again with `read` until it is terminal or `seconds` have passed since `start`
     (`time.monotonic()`; default: now); each reading, the first one (`request`) too, goes to `report`.
 
     The answer is the last reading: terminal, or not when the wait gave up. The pauses between readings grow
-    from `FIRST_POLL` to `poll` (`pauses`), and never run past the timeout.
+    from `FIRST_POLL` to `poll` (`pauses`), and never run past the timeout. `wait(pause)` takes each pause
+    (default: sleeps it); one told of the request's changes returns early (the console's progress stream, on
+    the store's change notifications: `backends/local/store/changes.py`).
     """
+    nap = wait or asyncio.sleep
     started = time.monotonic() if start is None else start
     pause = pauses(poll)
     while True:
@@ -155,7 +159,7 @@ async def follow(
             await report(Progress.of(request, elapsed))
         if request.status.terminal or elapsed >= seconds:
             return request
-        await asyncio.sleep(min(next(pause), max(0.0, seconds - elapsed)))
+        await nap(min(next(pause), max(0.0, seconds - elapsed)))
         request = await read(request)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pluginsdk.config import Settings
@@ -12,6 +13,7 @@ from pluginsdk.principal import SYSTEM_ADMIN, Principal
 if TYPE_CHECKING:
     from pluginsdk.periodic import PeriodicTask
 
+    from .store.changes import Watch
     from .store.held import HeldStore
 
 __all__ = ["LocalBackend"]
@@ -93,6 +95,11 @@ class LocalBackend:
     async def check_route(self, principal: Principal, method: str, path: str) -> None:
         """Tier 1 on the concrete path; PermissionDeniedError (403) if the principal may not call it."""
         await self.engine.authz.check_route(principal, method, path)
+
+    def watch_request(self, request_id: str) -> AbstractAsyncContextManager[Watch]:
+        """Watch a request for changes any server on the store writes (`store/changes.py`): the console's
+        progress stream waits on it between readings."""
+        return self.engine.store.changes.watch(request_id)
 
     async def ping(self) -> None:
         """Raise unless the store answers (the server's `/health`)."""

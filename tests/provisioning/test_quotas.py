@@ -107,3 +107,21 @@ async def test_the_refusal_on_rest_is_429_with_retry_after_in_the_envelope(tmp_p
                     "/api/v1/templates", json={"templateId": f"b{bad}", "imageId": "ami-1", "maxActive": bad}
                 )
                 assert wrong.status_code == 400, wrong.text
+
+
+async def test_a_failed_launch_leaves_nothing_reserved(backend_kind: str, tmp_path: Path) -> None:
+    """The reservation a request made when it was recorded ends with the request: a launch the provider
+    refuses does not keep holding the instance's room."""
+    from pluginsdk import ProviderError
+
+    east = {**FAST, "capacity_errors": ["big"]}
+    provider = {"instances": {"east": east}, "quotas": {"max_active": {"east": 1}}}
+    async with open_sdk(backend_kind, tmp_path, provider=provider) as sdk:
+        await sdk.create_template(template_id="big", image_id="ami-1", provider="east", instance_type="big")
+        await sdk.create_template(template_id="small", image_id="ami-1", provider="east", instance_type="small")
+        for _ in range(2):  # each refused launch ends its request, and its reservation with it
+            with pytest.raises(ProviderError):
+                await sdk.create_request("big", 1)
+        assert (await sdk.create_request("small", 1, wait=True, timeout=30)).status == "completed"
+        with pytest.raises(TooManyRequestsError):  # the machine holds the room now
+            await sdk.create_request("small", 1)

@@ -19,8 +19,7 @@ from pluginsdk.words import counted
 
 from ..deps import Deps
 from ..providers.base import ProvisionedMachine
-from ..provisioning import offerings
-from ..provisioning.quotas import check_quotas
+from ..provisioning import offerings, quotas
 from ..provisioning.readiness import check_protection
 from ..provisioning.reconciler import apply_states, ended, launch, reconcile, terminate_machines
 from ..registry import HandlerTable
@@ -46,8 +45,8 @@ async def create_request(deps: Deps, op: CreateRequestCommand, call: Call) -> Re
     template = await _launchable(deps, op)
     await check_protection(deps, template)
     driver = await deps.providers.for_template(template)
-    await check_quotas(deps, template, principal.user_id, op.requested_count, driver.name)
     if op.dry_run:
+        await quotas.check_quotas(deps, template, principal.user_id, op.requested_count, driver.name)
         return RequestCreated(  # no request_id: nothing was recorded, an id would read as not found
             status="dry-run",
             dry_run=True,
@@ -74,7 +73,8 @@ async def create_request(deps: Deps, op: CreateRequestCommand, call: Call) -> Re
             raise AlreadyExistsError(
                 "request", request_id, f"Request '{request_id}' is being created by another call; retry to read it."
             )
-        await deps.store.insert_request(request)  # recorded before the provider is called: a crash loses nothing
+        # recorded (with what it reserves of its quotas, or refused: 429) before the provider is called
+        await quotas.reserve(deps, request, template)
         current = await launch(deps, driver, request, template)
     if op.wait:
         current = await wait_for(deps, current, op.timeout)

@@ -115,7 +115,7 @@ class _Fallback:
     async def admitted(self, index: int, offering: Offering, needed: int) -> dict[str, Any] | None:
         """A new attempt on the candidate, or None when the capacity memory says skip it (kept in `skipped`)."""
         key = offering.key(self.template)
-        free = await quotas.room(self.deps, offering.provider)
+        free = await quotas.take(self.deps, self.request, offering.provider, needed)
         if free == 0:
             reason = f"at its quota of {self.deps.settings.provider.quotas.max_active[offering.provider]} machines"
             self.skipped.append({"offering": index, "provider": offering.provider, "key": key, "reason": reason})
@@ -271,6 +271,7 @@ async def _settle(deps: Deps, request: Request, seen: dict[str, tuple[str, Provi
                 "provider_name": _first_provider(attempts, current),
             }
         )
+        await quotas.settled(deps, current, len(stored))
         await deps.store.update_request(current)
     if not _served(attempts):
         raise ProviderError(

@@ -5,8 +5,11 @@ user requests within a window (`provider.quotas.machines_per_user` per `window_s
 A refusal is TooManyRequestsError (429, `Retry-After`) whose details say which quota, its limit, what is in
 use and when capacity frees: the exact time for the window (its oldest requests leave it), for the limits at
 once `provider.quotas.retry_seconds` (machines free when they are returned). Machines count while they are
-active (pending, running, stopping, stopped). A candidate whose instance is at its quota is passed over like
-one cooling down, and a launch asks an instance for no more than its room (`room`).
+active (pending, running, stopping, stopped), and so do the machines recorded requests reserve until their
+launch is recorded (`store/quotas.py`): the check, the request and its reservation are one transaction, so
+servers sharing a store hold a quota exactly and a refused request records nothing. A candidate whose
+instance is at its quota is passed over like one cooling down, and a launch asks an instance for no more than
+its room (`take`).
 """
 
 from __future__ import annotations
@@ -18,39 +21,87 @@ from pluginsdk.errors import TooManyRequestsError
 from pluginsdk.models import Template, utcnow
 
 if TYPE_CHECKING:
+    from pluginsdk.models import Request
+
     from ..deps import Deps
 
-__all__ = ["check_quotas", "room"]
+__all__ = ["check_quotas", "reserve", "settled", "take"]
 
 
 async def check_quotas(deps: Deps, template: Template, user_id: str, count: int, provider: str) -> None:
-    """Refuse (429) a request of `count` machines that a quota does not leave room for."""
-    if template.max_active is not None:
-        held = (await deps.store.count_active_machines(template.template_id)).get(template.template_id, 0)
-        if held + count > template.max_active:
-            _refuse(deps, "template", template.template_id, limit=template.max_active, held=held, count=count)
-    await _check_providers(deps, template, count, provider)
-    await _check_user(deps, user_id, count)
+    """Refuse (429) a request of `count` machines that a quota does not leave room for (a dry run: nothing
+    is recorded, nothing held)."""
+    await _check(deps, template, user_id, count, provider)
 
 
-async def room(deps: Deps, provider: str) -> int | None:
-    """How many more machines `provider` may hold now (None: no quota)."""
+async def reserve(deps: Deps, request: Request, template: Template) -> None:
+    """Record `request` with its reservation, or refuse it (429) with nothing recorded: one transaction, its
+    quota subjects locked, so concurrent requests on any server are counted one after another."""
+    user_id, count = request.created_by or "", request.count
+    subjects = _subjects(deps, template, user_id, request.provider_name)
+    if not subjects:  # no quota applies: the request alone is recorded, as any other write
+        await deps.store.insert_request(request)
+        return
+    async with deps.store.transaction():
+        await deps.store.quotas.lock(subjects)
+        shares = await _check(deps, template, user_id, count, request.provider_name)
+        await deps.store.insert_request(request)
+        await deps.store.quotas.record(request.request_id, template.template_id, shares)
+
+
+async def take(deps: Deps, request: Request, provider: str, needed: int) -> int | None:
+    """How many of `needed` machines `request` may launch on `provider` now (None: the instance has no quota),
+    held for it until its launch is recorded."""
     limit = deps.settings.provider.quotas.max_active.get(provider)
     if limit is None:
         return None
-    return max(0, limit - (await deps.store.count_active_by_provider()).get(provider, 0))
+    async with deps.store.transaction():
+        return await deps.store.quotas.take(request.request_id, request.template_id or "", provider, limit, needed)
 
 
-async def _check_providers(deps: Deps, template: Template, count: int, provider: str) -> None:
+async def settled(deps: Deps, request: Request, recorded: int) -> None:
+    """`recorded` machines of the request are in the store (written in the caller's transaction): its
+    reservation becomes them, and what the provider has not reported yet stays reserved until it reports
+    them or the request finishes."""
+    outstanding = 0 if request.status.terminal else max(0, request.count - recorded)
+    await deps.store.quotas.settle(request.request_id, request.template_id or "", request.provider_name, outstanding)
+
+
+def _subjects(deps: Deps, template: Template, user_id: str, provider: str) -> list[str]:
+    """The quota subjects a request of `template` by `user_id` is counted against."""
+    quotas = deps.settings.provider.quotas
+    subjects = [f"template:{template.template_id}"] if template.max_active is not None else []
+    subjects += [f"provider:{n}" for n in _candidates(template, provider) if n in quotas.max_active]
+    if quotas.machines_per_user is not None:
+        subjects.append(f"user:{user_id}")
+    return subjects
+
+
+def _candidates(template: Template, provider: str) -> list[str]:
+    return list(dict.fromkeys(o.provider for o in template.offerings)) or [provider]
+
+
+async def _check(deps: Deps, template: Template, user_id: str, count: int, provider: str) -> dict[str, int]:
+    """Refuse (429) what a quota has no room for; else how the request's machines are reserved over its
+    candidate instances, spread in order, each up to its room (an instance without a quota has room for all)."""
     limits = deps.settings.provider.quotas.max_active
-    names = list(dict.fromkeys(o.provider for o in template.offerings)) or [provider]
-    if not limits or not all(n in limits for n in names):
-        return  # a candidate without a quota always has room
-    active = await deps.store.count_active_by_provider()
-    free = sum(max(0, limits[n] - active.get(n, 0)) for n in names)
-    if free < count:
-        held = sum(active.get(n, 0) for n in names)
-        _refuse(deps, "provider", ", ".join(names), limit=sum(limits[n] for n in names), held=held, count=count)
+    names = _candidates(template, provider)
+    capped = template.template_id if template.max_active is not None else None
+    in_template, held = await deps.store.quotas.held(capped, [n for n in names if n in limits])
+    if template.max_active is not None and in_template + count > template.max_active:
+        _refuse(deps, "template", template.template_id, limit=template.max_active, held=in_template, count=count)
+    shares: dict[str, int] = {}
+    left = count
+    for n in names:
+        room = left if n not in limits else max(0, limits[n] - held[n])
+        if min(room, left) > 0:
+            shares[n] = min(room, left)
+            left -= shares[n]
+    if left > 0:
+        in_use = sum(held.values())
+        _refuse(deps, "provider", ", ".join(names), limit=sum(limits[n] for n in names), held=in_use, count=count)
+    await _check_user(deps, user_id, count)
+    return shares
 
 
 async def _check_user(deps: Deps, user_id: str, count: int) -> None:
@@ -87,7 +138,7 @@ def _refuse(
     held: int,
     count: int,
     extra: dict[str, Any] | None = None,
-    counted: str = "active",
+    counted: str = "active or being launched",
 ) -> None:
     details: dict[str, Any] = {"quota": quota, "subject": subject, "limit": limit, "in_use": held, "asked": count}
     details |= extra or {"retry_after": deps.settings.provider.quotas.retry_seconds}

@@ -39,7 +39,7 @@ from pluginsdk.models import (
 )
 
 from ..providers.base import LaunchResult, ProviderDriver, ProvisionedMachine
-from . import offerings, readiness
+from . import offerings, quotas, readiness
 from .settling import apply_states, fold_states, merge, settle_status
 
 if TYPE_CHECKING:
@@ -86,7 +86,10 @@ async def _reconcile_provision(deps: Deps, request: Request) -> Request:
         waiting = await _unready(deps, rule, current, stored, seen)
         timed_out = now > current.created_at + timedelta(seconds=current.timeout)
         status, message = settle_status(current, list(stored.values()), timed_out=timed_out, unready=waiting)
+        recorded = len(current.machine_ids)
         current = await _record(deps, current, now, status=status, message=message, machine_ids=list(stored))
+        if len(current.machine_ids) > recorded:  # machines the launch did not report yet: they replace the reservation
+            await quotas.settled(deps, current, len(current.machine_ids))
     if rule is not None and template is not None and not current.status.terminal:
         await readiness.enforce(
             deps, current, template, rule, machines=stored, waiting=set(waiting), terminate=terminate_machines
@@ -186,6 +189,7 @@ async def _settle_launch(deps: Deps, request: Request, launched: LaunchResult) -
                 "completed_at": now if status.terminal else None,
             }
         )
+        await quotas.settled(deps, current, len(stored))
         await deps.store.update_request(current)
     return current
 

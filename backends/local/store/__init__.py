@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from pluginsdk import models
 from pluginsdk.errors import AlreadyExistsError
-from pluginsdk.models.statuses import MachineStatus
+from pluginsdk.models.statuses import MachineStatus, RequestType
 
 from .claims import Claims
 from .db import Database, open_database
@@ -23,6 +23,9 @@ from .schema import migrate
 if TYPE_CHECKING:  # the classes are read through `models` when first used: a call builds only those it needs
     from pluginsdk.models import Machine, Request, Template
     from pluginsdk.models.plans import AccessPlan
+
+    from .changes import ChangeFeed
+    from .quotas import QuotaLedger
 
 __all__ = ["Store", "open_store"]
 
@@ -51,8 +54,30 @@ class Store:
     def __init__(self, db: Database, claim_seconds: float = 60.0) -> None:
         self.db = db
         self.claims = Claims(db, claim_seconds)
+        self._quotas: QuotaLedger | None = None
+        self._changes: ChangeFeed | None = None
+
+    @property
+    def quotas(self) -> QuotaLedger:
+        """The quota reservations (`quotas.py`), loaded by the first launch or release: a read never pays for it."""
+        if self._quotas is None:
+            from .quotas import QuotaLedger
+
+            self._quotas = QuotaLedger(self.db)
+        return self._quotas
+
+    @property
+    def changes(self) -> ChangeFeed:
+        """The change feed (`changes.py`), loaded by the first watcher: only a server's progress streams use it."""
+        if self._changes is None:
+            from .changes import ChangeFeed
+
+            self._changes = ChangeFeed(self.db)
+        return self._changes
 
     async def aclose(self) -> None:
+        if self._changes is not None:
+            await self._changes.aclose()
         await self.db.aclose()
 
     def transaction(self) -> Any:
@@ -198,6 +223,8 @@ class Store:
             " WHERE request_id = :id",
             self._request_params(r),
         )
+        if r.status.terminal and r.request_type is RequestType.PROVISION:
+            await self.quotas.release(r.request_id)  # a finished request reserves nothing
 
     async def get_request(self, request_id: str, *, for_update: bool = False) -> Request | None:
         """One request; `for_update` locks its row until the transaction ends (PostgreSQL; SQLite's

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from .db import Database
 
-__all__ = ["MIGRATIONS", "migrate"]
+__all__ = ["MIGRATIONS", "POSTGRES_ONLY", "migrate"]
 
 MIGRATIONS: dict[int, Sequence[str]] = {
     1: (
@@ -256,7 +256,37 @@ MIGRATIONS: dict[int, Sequence[str]] = {
         "CREATE INDEX ix_oauth_grants_client ON oauth_grants (client, kind)",
         "CREATE INDEX ix_oauth_grants_expires ON oauth_grants (expires_at)",
     ),
+    16: (  # quotas exact across processes (store/quotas.py): what recorded requests reserve until their machines
+        # are recorded, and one row per quota subject that PostgreSQL locks while a request is checked and recorded
+        """CREATE TABLE quota_reservations (
+            request_id TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            template_id TEXT NOT NULL,
+            machines INTEGER NOT NULL,
+            created_at DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (request_id, provider))""",
+        "CREATE INDEX ix_quota_reservations_template ON quota_reservations (template_id)",
+        "CREATE INDEX ix_quota_reservations_provider ON quota_reservations (provider)",
+        "CREATE TABLE quota_locks (subject TEXT PRIMARY KEY)",
+        "CREATE INDEX ix_machines_provider ON machines (provider_name, status)",  # the counts of a quota check read
+        "CREATE INDEX ix_machines_template_status ON machines (template_id, status)",  # these indexes alone
+    ),
 }
+
+POSTGRES_ONLY: dict[int, Sequence[str]] = {
+    16: (  # a change to a request or its machines, by any server, notifies every listening one (store/changes.py)
+        """CREATE OR REPLACE FUNCTION pluginsdk_request_changed() RETURNS trigger AS $$
+        BEGIN
+            PERFORM pg_notify('pluginsdk_requests', NEW.request_id);
+            RETURN NULL;
+        END $$ LANGUAGE plpgsql""",
+        """CREATE TRIGGER requests_changed AFTER INSERT OR UPDATE ON requests
+            FOR EACH ROW EXECUTE FUNCTION pluginsdk_request_changed()""",
+        """CREATE TRIGGER machines_changed AFTER INSERT OR UPDATE ON machines
+            FOR EACH ROW EXECUTE FUNCTION pluginsdk_request_changed()""",
+    ),
+}
+"""Statements a migration runs on PostgreSQL only, after its portable ones."""
 
 
 async def current_version(db: Database) -> int:
@@ -286,7 +316,7 @@ async def migrate(db: Database) -> int:
         for v in sorted(MIGRATIONS):
             if v <= version:
                 continue
-            for stmt in MIGRATIONS[v]:
+            for stmt in (*MIGRATIONS[v], *(POSTGRES_ONLY.get(v, ()) if db.dialect == "postgresql" else ())):
                 await db.execute(stmt)
             if version == 0:
                 await db.execute("INSERT INTO schema_version (id, version) VALUES (1, :v)", {"v": v})

@@ -1,0 +1,40 @@
+"""The fleet fixtures (tests/support/fleet.py). `fleet` is three servers on one PostgreSQL database behind
+HAProxy, then one server with two workers on one SQLite file — each started once for the package (a server
+process takes seconds to start), so a test uses template ids and users of its own (`Fleet.keys_for`). Every
+server serves `FLEET_CONFIG`: the `local` provider, `slow` (machines that stay pending) and `east` instances,
+`east` capped at 3 machines at once and each user at 3 machines per hour. A test that needs other settings
+starts its own fleet: `async with fleet(kind, config, tmp_path) as f:`. Each module here runs on the
+package's event loop: `pytestmark = pytest.mark.asyncio(loop_scope="package")`."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from tests.support.backends import base_config
+from tests.support.fleet import KINDS, Fleet
+from tests.support.fleet import fleet as start_fleet
+
+FAST = {"type": "local", "boot_delay": 0.05, "terminate_delay": 0.05, "seed": 5}
+SLOW = {"type": "local", "boot_delay": 600, "terminate_delay": 0.05, "seed": 6}
+
+
+def fleet_config(tmp_path: Path) -> dict[str, Any]:
+    """What every server of the package's fleets serves (the store is the fleet's)."""
+    quotas = {"max_active": {"east": 3}, "machines_per_user": 3, "window_seconds": 3600}
+    return base_config(tmp_path, provider={"instances": {"east": FAST, "slow": SLOW}, "quotas": quotas})
+
+
+@pytest_asyncio.fixture(
+    scope="package",
+    loop_scope="package",
+    params=[pytest.param(k, marks=pytest.mark.postgres) if k == "postgresql" else k for k in KINDS],
+)
+async def fleet(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Fleet]:
+    tmp_path = tmp_path_factory.mktemp(f"fleet-{request.param}")
+    async with start_fleet(request.param, fleet_config(tmp_path), tmp_path) as f:
+        yield f

@@ -1,0 +1,228 @@
+"""A fleet: several real server processes on one store, the way docs/deployment.md runs them.
+
+`fleet(kind, config, tmp_path)` starts, as separate processes (`python -m pluginsdk server start`):
+
+- `postgresql`: three servers on one PostgreSQL database behind HAProxy round-robin (`haproxy -f` in the
+  foreground, a child of the test, on a free loopback port; its configuration is `haproxy_config`, the one
+  docs/deployment.md shows);
+- `sqlite-workers`: one server with `--workers 2` on one SQLite file (the kernel spreads connections over
+  the workers; its URL is the fleet's URL).
+
+A `Fleet` knows its URL (the balancer's, or the one server's), each server (`servers[i].url`, to aim a call at
+one), an administrator's API key, `keys_for(users)`: a key of each user, with the admin role, and
+`rolling_restart()` (each server stopped with SIGTERM and started again on its port, the next only once
+HAProxy routes to it again). The configuration is the caller's: the store is set here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import csv
+import io
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from pluginsdk import PluginSDK
+from tests.support.postgres import fresh_database
+
+KINDS = ("postgresql", "sqlite-workers")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def haproxy_config(port: int, stats_port: int, servers: list[int]) -> str:
+    """HAProxy in front of the servers: round-robin, health-checked on /readyz, a request whose server went
+    away retried on another (a rolling restart loses no call)."""
+    lines = [
+        "global",
+        "    maxconn 512",
+        "defaults",
+        "    mode http",
+        "    timeout connect 2s",
+        "    timeout client 60s",
+        "    timeout server 60s",
+        "    timeout tunnel 1h",  # a console's event stream stays open
+        "    option redispatch 1",  # each retry goes to another server
+        "    retries 3",
+        "    retry-on conn-failure empty-response",
+        "frontend fleet",
+        f"    bind 127.0.0.1:{port}",
+        "    default_backend servers",
+        "backend servers",
+        "    balance roundrobin",
+        "    option httpchk GET /readyz",
+        "    http-check expect status 200",
+        "    default-server inter 300ms fall 1 rise 1",
+        *(f"    server s{i} 127.0.0.1:{p} check" for i, p in enumerate(servers)),
+        "listen stats",
+        f"    bind 127.0.0.1:{stats_port}",
+        "    stats enable",
+        "    stats uri /stats",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+@dataclass
+class Server:
+    """One server process of the fleet."""
+
+    port: int
+    args: tuple[str, ...]
+    log: Path
+    proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+
+@dataclass
+class Fleet:
+    kind: str
+    config: dict[str, Any]
+    url: str
+    key: str
+    servers: list[Server]
+    config_file: Path
+    stats_url: str | None = None
+    _keys: dict[str, str] = field(default_factory=dict)
+
+    async def keys_for(self, user_ids: list[str]) -> list[str]:
+        """An API key of each user, a user with the admin role (each user has their own quotas)."""
+        missing = [u for u in user_ids if u not in self._keys]
+        if missing:
+            async with PluginSDK(config=self.config) as sdk:
+                for user_id in missing:
+                    await sdk.create_user_roles(user_id=user_id, role_name=["admin"])
+                    made = await sdk.create_api_key(api_key_name="fleet", description="fleet test", user_id=user_id)
+                    self._keys[user_id] = str(made.api_key)
+        return [self._keys[u] for u in user_ids]
+
+    async def restart(self, index: int) -> None:
+        """Stop server `index` (SIGTERM: it finishes what it serves) and start it again on its port."""
+        server = self.servers[index]
+        await _stop(server)
+        await _start(server, self.config_file)
+        if self.stats_url is not None:
+            await _routed(self.stats_url, f"s{index}")
+
+    async def rolling_restart(self) -> None:
+        """Restart every server in turn, as a deploy does."""
+        for index in range(len(self.servers)):
+            await self.restart(index)
+
+
+@asynccontextmanager
+async def fleet(kind: str, config: dict[str, Any], tmp_path: Path) -> AsyncIterator[Fleet]:
+    """The fleet `kind` (KINDS) serving `config` with the store set here; stopped afterwards."""
+    if kind == "postgresql":
+        async with fresh_database() as url:
+            config = {**config, "storage": {"type": "postgresql", "url": url, "seal_key_file": str(tmp_path / "seal")}}
+            async with _running(kind, config, tmp_path, servers=3, args=()) as f:
+                yield f
+    else:
+        config = {**config, "storage": {"path": str(tmp_path / "store.db")}}
+        async with _running(kind, config, tmp_path, servers=1, args=("--workers", "2")) as f:
+            yield f
+
+
+@asynccontextmanager
+async def _running(
+    kind: str, config: dict[str, Any], tmp_path: Path, *, servers: int, args: tuple[str, ...]
+) -> AsyncIterator[Fleet]:
+    async with PluginSDK(config=config) as sdk:  # the store made (migrated) once, before the servers race to
+        key = str(
+            (await sdk.create_api_key(api_key_name="fleet", description="fleet admin", user_id="administrator")).api_key
+        )
+    config_file = tmp_path / "fleet.json"
+    config_file.write_text(json.dumps(config))
+    procs = [Server(free_port(), args, tmp_path / f"server-{i}.log") for i in range(servers)]
+    balancer: subprocess.Popen[bytes] | None = None
+    try:
+        await asyncio.gather(*(_start(s, config_file) for s in procs))
+        url, stats = procs[0].url, None
+        if servers > 1:
+            haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
+            if not Path(haproxy).exists():
+                pytest.skip("HAProxy is not installed (Debian package haproxy; .ci/run installs it)")
+            port, stats_port = free_port(), free_port()
+            cfg = tmp_path / "haproxy.cfg"
+            cfg.write_text(haproxy_config(port, stats_port, [s.port for s in procs]))
+            log = (tmp_path / "haproxy.log").open("wb")
+            balancer = subprocess.Popen([haproxy, "-f", str(cfg), "-db"], stdout=log, stderr=log)
+            url, stats = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{stats_port}/stats;csv"
+            for i in range(servers):
+                await _routed(stats, f"s{i}")
+        yield Fleet(kind, config, url, key, procs, config_file, stats)
+    finally:
+        if balancer is not None:
+            balancer.terminate()
+            balancer.wait(10)
+        await asyncio.gather(*(_stop(s) for s in procs))
+
+
+async def _start(server: Server, config_file: Path) -> None:
+    """`pluginsdk server start` on the server's port, waited for until /readyz answers 200."""
+    with server.log.open("ab") as out:
+        server.proc = subprocess.Popen(
+            [sys.executable, "-m", "pluginsdk", "--config", str(config_file),
+             "server", "start", "--port", str(server.port), *server.args],
+            stdout=out, stderr=out, start_new_session=True,
+        )  # fmt: skip
+    deadline = time.monotonic() + 60
+    async with httpx.AsyncClient() as client:
+        while True:
+            try:
+                if (await client.get(f"{server.url}/readyz")).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            if server.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"server on {server.port} did not start: {server.log.read_text()[-3000:]}")
+            await asyncio.sleep(0.05)
+
+
+async def _stop(server: Server) -> None:
+    proc = server.proc
+    if proc is None or proc.poll() is not None:
+        return
+    proc.send_signal(signal.SIGTERM)
+    try:
+        await asyncio.to_thread(proc.wait, 30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        raise
+
+
+async def _routed(stats_url: str, name: str) -> None:
+    """Wait until HAProxy's health check has found server `name` up (its statistics, as CSV)."""
+    deadline = time.monotonic() + 30
+    async with httpx.AsyncClient() as client:
+        while True:
+            try:
+                text = (await client.get(stats_url)).text.lstrip("# ")
+                rows = {r["svname"]: r["status"] for r in csv.DictReader(io.StringIO(text))}
+                if rows.get(name) == "UP":
+                    return
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"HAProxy never routed to {name}")
+            await asyncio.sleep(0.05)
