@@ -491,3 +491,27 @@ def test_the_documented_unit_file_is_the_shipped_one() -> None:
     assert block == shipped
     assert any(line.startswith("ExecStart=") and line.endswith("pluginsdk worker") for line in shipped)
     assert invoke(clean_environment(), "worker", "--help", fmt=None).code == 0
+
+
+@pytest.mark.parametrize("backend_kind", ["local", "remote"])
+async def test_a_reboot_replaces_the_machine_once_even_when_replayed(backend_kind: str, tmp_path: Path) -> None:
+    """`slurm reboot`'s work: the node's machine is returned and a new one launched under the node's name; a
+    worker replaying the same spool file (the first died after its work) changes nothing more."""
+    from pluginsdk.schedulers.slurm.worker import Worker
+
+    slurm = {"scontrol": "/bin/true", "reconcile_interval": 0, "nodesets": [{"nodes": "cloud[1-2]", "template": "cpu"}]}
+    async with open_sdk(backend_kind, tmp_path, slurm=slurm) as sdk:
+        await sdk.create_template(template_id="cpu", image_id="img-1")
+        old = (await sdk.create_request("cpu", 1, machine_names=["cloud1"], wait=True)).machines[0].machine_id
+        await asyncio.sleep(0.05)
+        intent = spool.Intent("reboot", ["cloud1"])
+        for _ in range(2):
+            await Worker(sdk, tmp_path / "spool").do(intent)
+        mine = [m async for m in sdk.iterate("list_machines", active_only=True) if m.return_request_id is None]
+        assert [m.name for m in mine] == ["cloud1"] and mine[0].machine_id != old
+        assert (await sdk.get_machine(old)).return_request_id == f"ret-slurm-{intent.id}"
+
+
+def test_a_hostlist_argument_too_large_to_expand_is_a_usage_error(tmp_path: Path) -> None:
+    res = _process(_config(tmp_path), "slurm", "resume", "c[1-999999999]")
+    assert res.code == 2 and _envelope(res)["details"]["field"] == "hostlist"
