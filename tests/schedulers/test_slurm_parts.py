@@ -119,7 +119,7 @@ async def test_machines_are_named_after_the_nodes(backend_kind: str, tmp_path: P
         created = await sdk.create_request(
             "cpu", 2, machine_names=["cloud1", "cloud2"], request_id="req-slurm-x-0", wait=True
         )
-        assert sorted(m.name for m in created.machines) == ["cloud1", "cloud2"]
+        assert sorted(str(m.name) for m in created.machines) == ["cloud1", "cloud2"]
         again = await sdk.create_request("cpu", 2, machine_names=["cloud1", "cloud2"], request_id="req-slurm-x-0")
         assert again.request_id == created.request_id  # the same intent replayed: no second launch
         for names, count in ((["cloud1"], 2), (["n1", "n1"], 2), (["bad name"], 1), (["-x"], 1)):
@@ -141,7 +141,7 @@ async def test_the_local_provider_runs_a_startup_script_and_stops_it(tmp_path: P
         await sdk.create_template(template_id="cpu", image_id="img-1", user_data=script)
         req = await sdk.create_request("cpu", 2, machine_names=["n1", "n2"], wait=True)
         for _ in range(50):  # the describe that sees each machine run starts its script, once
-            await sdk.get_request_status([req.request_id])
+            await sdk.get_request_status([str(req.request_id)])
             if pids.exists() and len(pids.read_text().split()) == 2:
                 break
             await asyncio.sleep(0.05)
