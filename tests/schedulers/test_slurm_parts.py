@@ -295,6 +295,8 @@ def test_a_resume_under_a_configuration_that_does_not_load_puts_its_nodes_down_a
     for command in (("suspend", "c001"), ("resume-fail", "c001"), ("reboot", "c001"), ("config",), ("reconcile",)):
         other = _process(path, "slurm", *command)
         assert other.code == 1 and _envelope(other)["details"]["field"] == "slurm.nodesets.0.nodes", command
+    service = _process(path, "worker")  # the service does not start on it either
+    assert service.code == 1 and _envelope(service)["details"]["field"] == "slurm.nodesets.0.nodes"
 
 
 def test_reconcile_with_the_controller_unreachable_prints_the_envelope(tmp_path: Path) -> None:
