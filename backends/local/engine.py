@@ -212,26 +212,25 @@ class Engine:
         async def admin(op: Operation[Any]) -> Any:
             return await self.execute(op, SYSTEM_ADMIN)
 
-        due = {task.name: time.monotonic() for task in self.periodic if task.every > 0}
-        tasks = {task.name: task for task in self.periodic}
+        due = {i: time.monotonic() for i, task in enumerate(self.periodic) if task.every > 0}
         while due and not self._closing.is_set():
-            name = min(due, key=due.__getitem__)
-            wait = due[name] - time.monotonic()
+            i = min(due, key=due.__getitem__)
+            wait = due[i] - time.monotonic()
             if wait > 0:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._closing.wait(), wait)
                 continue
-            task = tasks[name]
+            task = self.periodic[i]
             try:
                 after = await task.run(admin)
             except Exception:  # keep the loop alive; the next pass retries
-                log.exception("periodic task %r failed", name)
+                log.exception("periodic task %r failed", task.name)
                 after = None
             if after is not None and after <= 0:
-                log.info("periodic task %r stops in this process", name)
-                del due[name]
+                log.info("periodic task %r stops in this process", task.name)
+                del due[i]
             else:
-                due[name] = time.monotonic() + (task.every if after is None else after)
+                due[i] = time.monotonic() + (task.every if after is None else after)
 
     @property
     def started(self) -> bool:

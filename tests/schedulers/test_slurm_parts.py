@@ -119,7 +119,7 @@ async def test_machines_are_named_after_the_nodes(backend_kind: str, tmp_path: P
         created = await sdk.create_request(
             "cpu", 2, machine_names=["cloud1", "cloud2"], request_id="req-slurm-x-0", wait=True
         )
-        assert sorted(m.name for m in created.machines) == ["cloud1", "cloud2"]
+        assert sorted(str(m.name) for m in created.machines) == ["cloud1", "cloud2"]
         again = await sdk.create_request("cpu", 2, machine_names=["cloud1", "cloud2"], request_id="req-slurm-x-0")
         assert again.request_id == created.request_id  # the same intent replayed: no second launch
         for names, count in ((["cloud1"], 2), (["n1", "n1"], 2), (["bad name"], 1), (["-x"], 1)):
@@ -141,7 +141,7 @@ async def test_the_local_provider_runs_a_startup_script_and_stops_it(tmp_path: P
         await sdk.create_template(template_id="cpu", image_id="img-1", user_data=script)
         req = await sdk.create_request("cpu", 2, machine_names=["n1", "n2"], wait=True)
         for _ in range(50):  # the describe that sees each machine run starts its script, once
-            await sdk.get_request_status([req.request_id])
+            await sdk.get_request_status([str(req.request_id)])
             if pids.exists() and len(pids.read_text().split()) == 2:
                 break
             await asyncio.sleep(0.05)
@@ -295,6 +295,8 @@ def test_a_resume_under_a_configuration_that_does_not_load_puts_its_nodes_down_a
     for command in (("suspend", "c001"), ("resume-fail", "c001"), ("reboot", "c001"), ("config",), ("reconcile",)):
         other = _process(path, "slurm", *command)
         assert other.code == 1 and _envelope(other)["details"]["field"] == "slurm.nodesets.0.nodes", command
+    service = _process(path, "worker")  # the service does not start on it either
+    assert service.code == 1 and _envelope(service)["details"]["field"] == "slurm.nodesets.0.nodes"
 
 
 def test_reconcile_with_the_controller_unreachable_prints_the_envelope(tmp_path: Path) -> None:
@@ -491,3 +493,27 @@ def test_the_documented_unit_file_is_the_shipped_one() -> None:
     assert block == shipped
     assert any(line.startswith("ExecStart=") and line.endswith("pluginsdk worker") for line in shipped)
     assert invoke(clean_environment(), "worker", "--help", fmt=None).code == 0
+
+
+@pytest.mark.parametrize("backend_kind", ["local", "remote"])
+async def test_a_reboot_replaces_the_machine_once_even_when_replayed(backend_kind: str, tmp_path: Path) -> None:
+    """`slurm reboot`'s work: the node's machine is returned and a new one launched under the node's name; a
+    worker replaying the same spool file (the first died after its work) changes nothing more."""
+    from pluginsdk.schedulers.slurm.worker import Worker
+
+    slurm = {"scontrol": "/bin/true", "reconcile_interval": 0, "nodesets": [{"nodes": "cloud[1-2]", "template": "cpu"}]}
+    async with open_sdk(backend_kind, tmp_path, slurm=slurm) as sdk:
+        await sdk.create_template(template_id="cpu", image_id="img-1")
+        old = (await sdk.create_request("cpu", 1, machine_names=["cloud1"], wait=True)).machines[0].machine_id
+        await asyncio.sleep(0.05)
+        intent = spool.Intent("reboot", ["cloud1"])
+        for _ in range(2):
+            await Worker(sdk, tmp_path / "spool").do(intent)
+        mine = [m async for m in sdk.iterate("list_machines", active_only=True) if m.return_request_id is None]
+        assert [m.name for m in mine] == ["cloud1"] and mine[0].machine_id != old
+        assert (await sdk.get_machine(old)).return_request_id == f"ret-slurm-{intent.id}"
+
+
+def test_a_hostlist_argument_too_large_to_expand_is_a_usage_error(tmp_path: Path) -> None:
+    res = _process(_config(tmp_path), "slurm", "resume", "c[1-999999999]")
+    assert res.code == 2 and _envelope(res)["details"]["field"] == "hostlist"
