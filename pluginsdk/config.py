@@ -320,6 +320,37 @@ class HeldSettings(_Group):
     creation_window_seconds: float = Field(60.0, gt=0)
 
 
+_ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
+
+
+class CorsSettings(_Group):
+    """`api.cors`: browser apps served from other origins that may call the REST API (docs/rest.md, "Browser apps
+    on other origins"). None by default: a browser then lets only pages of the API's own origin read answers."""
+
+    allow_origins: list[str] = []
+    """Origins (`scheme://host[:port]`, exactly as a browser sends them) whose pages may call the API, or `*` for
+    any origin (then without credentials)."""
+    allow_credentials: bool = False
+    """Let the allowed origins' pages send cookies (`Access-Control-Allow-Credentials`); an `Authorization`
+    header needs no credentials. Never with `*`."""
+    max_age: int = Field(600, ge=0, le=86400)
+    """Seconds a browser may cache a preflight answer."""
+
+    @pydantic.field_validator("allow_origins")
+    @classmethod
+    def _origins(cls, value: list[str]) -> list[str]:
+        for origin in value:
+            if origin != "*" and not _ORIGIN.match(origin):
+                raise ValueError(f"{origin[:200]!r} is not an origin: scheme://host[:port], no path, or *")
+        return value
+
+    @pydantic.model_validator(mode="after")
+    def _no_credentials_to_anyone(self) -> CorsSettings:
+        if self.allow_credentials and "*" in self.allow_origins:
+            raise ValueError("allow_credentials with allow_origins '*' would hand credentials to any site")
+        return self
+
+
 class ApiSettings(_Group):
     host: str = "127.0.0.1"
     port: int = Field(8000, ge=0, le=65535)
@@ -340,6 +371,8 @@ class ApiSettings(_Group):
     max_connections: int = Field(512, ge=1)
     """Connections one server process serves at once; a request on a connection past it is answered 503 (keep
     it below the process's file-descriptor limit, `ulimit -n`)."""
+    cors: CorsSettings = Field(default_factory=CorsSettings.model_construct)
+    """Browser apps on other origins that may call the REST API (none by default)."""
     url: str | None = None
     """Base URL of a pluginsdk server (remote backend)."""
     key: Annotated[str | None, SECRET] = None

@@ -323,6 +323,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
         frozenset(
             {
                 "pluginsdk.constants",
+                "pluginsdk.credentials",
                 "pluginsdk.errors",
                 "pluginsdk.files",
                 "pluginsdk.logs",

@@ -37,7 +37,6 @@ from pydantic import ValidationError
 from pydantic_core import to_json
 
 from pluginsdk.config import Settings
-from pluginsdk.constants import KEYRING_SERVICE
 from pluginsdk.errors import (
     APIConnectionError,
     APITimeoutError,
@@ -68,18 +67,10 @@ _URL_CACHE = 512
 
 
 def keyring_key(url: str) -> str | None:
-    """The API key stored for `url` by `pluginsdk login`, or None (a missing keyring backend is not an error)."""
-    try:
-        import keyring
-        from keyring.errors import KeyringError
+    """The credential `pluginsdk login` kept for `url` (the OS keyring, else its user-only file), or None."""
+    from pluginsdk.credentials import read
 
-        try:
-            value: str | None = keyring.get_password(KEYRING_SERVICE, url.rstrip("/"))
-            return value
-        except (KeyringError, RuntimeError):
-            return None
-    except ImportError:  # pragma: no cover - keyring is a core dependency
-        return None
+    return read(url)
 
 
 def client_id_prefix(spec: OperationSpec) -> str | None:

@@ -110,7 +110,7 @@ def _extra_command(name: str) -> click.Command:
 
 
 EXTRA = {
-    "login": "Store a server's API key (or, with --sso, a session's token) in the OS keyring for `--backend remote`.",
+    "login": "Keep a server's API key (or, with --sso, a session's token) for `--backend remote`.",
     "mcp": "Run the MCP server (tools and resources for AI assistants).",
     "server": "Run the REST server.",
     "slurm": "Slurm cloud bursting: the power-saving and reboot programs, reconcile, slurm.conf lines.",

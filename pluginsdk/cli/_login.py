@@ -1,14 +1,18 @@
-"""`pluginsdk login`: keep a server's API key in the OS keyring, where the remote backend looks for it.
+"""`pluginsdk login`: keep a server's API key where the remote backend looks for it.
 
-The key is read from `--api-key`, a hidden prompt, or stdin when piped; it is never echoed. Without a
-usable keyring backend (a headless box) nothing is stored and the message says how to pass the key
-instead; that is a state to report, not a failure.
+The key is read from `--api-key`, a hidden prompt, or stdin when piped; it is never echoed. It is kept in the
+OS keyring, or where there is no usable keyring backend (a headless server) in a file only its user can read
+(`pluginsdk.credentials`); where neither can keep it, nothing is stored and the message says how to pass the
+key instead.
 
 `--sso` signs in through the server's identity provider instead (OAuth 2.0 for native apps, RFC 8252): a
 one-shot listener on 127.0.0.1 at a free port is the redirect URI, the sign-in URL is printed (and opened
 in a browser unless `--no-browser`), and the session's `Bearer` id token the server returns is what is
-kept, in the same place as a key. `--forget` of a kept session token also ends its session at the server
-(and names the identity provider's end-session URL, where it has one).
+kept, in the same place as a key. Where it could not be kept, `--sso` refuses before the browser opens; a
+token that still fails to be kept has its session ended at once (never a live session nobody holds). The
+browser's page says how the sign-in ended (signed in, or refused and why). `--forget` of a kept session
+token also ends its session at the server (and names the identity provider's end-session URL, where it has
+one).
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from . import Context
 
 __all__ = ["login"]
@@ -56,34 +62,27 @@ async def _check(url: str, key: str) -> None:
 
 
 def _store(url: str, key: str | None) -> tuple[bool, str]:
-    """Write (or with key None, delete) the keyring entry; (done, message)."""
-    import keyring
-    from keyring.errors import KeyringError, PasswordDeleteError
+    """Keep (or with key None, remove) the credential for `url`; (done, message)."""
+    from .. import credentials
 
-    from ..constants import KEYRING_SERVICE
-
-    backend = type(keyring.get_keyring())
-    where = f"{backend.__module__}.{backend.__qualname__}"
-    try:
-        if key is None:
-            keyring.delete_password(KEYRING_SERVICE, url)
-            return True, f"Removed the API key for {url} from the OS keyring ({where})."
-        keyring.set_password(KEYRING_SERVICE, url, key)
-        # some backends accept and drop the key (keyring.backends.null): only a read-back proves it stored
-        kept = keyring.get_password(KEYRING_SERVICE, url)
-        if kept is None or not hmac.compare_digest(kept.encode(), key.encode()):
-            return False, _not_stored(where, "it does not keep passwords")
-        return True, f"Stored the API key for {url} in the OS keyring ({where})."
-    except PasswordDeleteError:
-        return True, f"No API key was stored for {url}."
-    except (KeyringError, RuntimeError) as exc:
-        return False, _not_stored(where, str(exc))
+    if key is None:
+        kept = credentials.read(url)
+        removed = credentials.delete(url)
+        if not removed.done:
+            return True, f"Nothing was stored for {url}."
+        what = "the SSO session's token" if kept and kept.startswith("Bearer ") else "the API key"
+        return True, f"Removed {what} for {url} from {removed.where}."
+    stored = credentials.write(url, key)
+    if not stored.done:
+        return False, _not_stored(stored.where)
+    return True, f"Stored the API key for {url} in {stored.where}."
 
 
-def _not_stored(where: str, why: str) -> str:
+def _not_stored(why: str) -> str:
     return (
-        f"No usable OS keyring ({where}: {why}); nothing was stored. Pass the key with PLUGIN_API_KEY "
-        "or api.key in the configuration file, or install a keyring backend (see the keyring docs)."
+        f"No usable OS keyring, and the credentials file cannot be written: {why}; nothing was stored. Pass the "
+        "key with PLUGIN_API_KEY or api.key in the configuration file, or install a keyring backend (see the "
+        "keyring docs)."
     )
 
 
@@ -94,15 +93,24 @@ _PAGE = (
 
 
 class _Callback:
-    """The one-shot loopback listener: the first GET /callback's query parameters."""
+    """The one-shot loopback listener: the first GET /callback's query parameters; the browser's page waits for
+    how the sign-in ended (`outcome`), so it never says "signed in" for a refused one."""
 
     def __init__(self) -> None:
         import asyncio
 
-        self.answer: asyncio.Future[dict[str, str]] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        self.answer: asyncio.Future[dict[str, str]] = loop.create_future()
+        self.outcome: asyncio.Future[str] = loop.create_future()
+
+    def finish(self, text: str) -> None:
+        """What the browser's page says (the first call wins)."""
+        if not self.outcome.done():
+            self.outcome.set_result(text)
 
     async def handle(self, reader: Any, writer: Any) -> None:
         import asyncio
+        import html
         from urllib.parse import parse_qs, urlsplit
 
         try:
@@ -113,10 +121,14 @@ class _Callback:
             target = urlsplit(parts[1]) if len(parts) >= 2 and parts[0] == "GET" else None
             if target is not None and target.path == "/callback" and not self.answer.done():
                 self.answer.set_result({k: v[-1] for k, v in parse_qs(target.query).items()})
-                status, text = "200 OK", "Signed in: you may close this window and return to the terminal."
+                try:
+                    text = await asyncio.wait_for(asyncio.shield(self.outcome), 60)
+                except TimeoutError:
+                    text = "The sign-in is still being finished: see the terminal."
+                status = "200 OK"
             else:
                 status, text = "404 Not Found", "Not found."
-            body = _PAGE.format(text=text).encode()
+            body = _PAGE.format(text=html.escape(text)).encode()
             head = f"HTTP/1.1 {status}\r\ncontent-type: text/html; charset=utf-8\r\ncontent-length: {len(body)}\r\n"
             writer.write(head.encode() + b"connection: close\r\ncache-control: no-store\r\n\r\n" + body)
             await writer.drain()
@@ -126,47 +138,65 @@ class _Callback:
             writer.close()
 
 
-async def _sso(server: str, open_browser: bool, seconds: float) -> tuple[str, int]:
-    """Sign in through the server's identity provider: (the Authorization value to keep, its lifetime)."""
+async def _sso(server: str, open_browser: bool, seconds: float, keep: Callable[[str], tuple[bool, str]]) -> str:
+    """Sign in through the server's identity provider and `keep` the session's `Bearer` token; the message.
+    A token that could not be kept has its session ended at the server before the error is raised."""
     import asyncio
     import webbrowser
 
-    from ..errors import AuthenticationError
+    from ..errors import AuthenticationError, ConfigurationError, SDKError
     from ..sdk import PluginSDK
 
     callback = _Callback()
     listener = await asyncio.start_server(callback.handle, "127.0.0.1", 0)
     port = listener.sockets[0].getsockname()[1]
     async with listener, PluginSDK(backend="remote", api_url=server) as sdk:
-        begun = await sdk.start_federated_sign_in(redirect_uri=f"http://127.0.0.1:{port}/callback")
-        click.echo(f"Sign in at the identity provider:\n{begun.redirect_url}", err=True)
-        if open_browser:
-            with contextlib.suppress(Exception):  # no browser here: the printed URL is the way
-                webbrowser.open(begun.redirect_url)
         try:
-            answer = await asyncio.wait_for(asyncio.shield(callback.answer), seconds)
-        except TimeoutError:
-            raise AuthenticationError(f"No answer from the identity provider within {seconds:g} s.") from None
-        if not hmac.compare_digest(answer.get("state", "").encode(), begun.state.encode()):
-            raise AuthenticationError("The identity provider's answer belongs to another sign-in; start again.")
-        if answer.get("error") or not answer.get("code"):
-            raise AuthenticationError(f"The identity provider did not sign you in ({answer.get('error', 'no code')}).")
-        tokens = await sdk.finish_federated_sign_in(state=begun.state, code=answer["code"])
-    return f"Bearer {tokens.id_token}", int(tokens.expires_in or 0)
+            begun = await sdk.start_federated_sign_in(redirect_uri=f"http://127.0.0.1:{port}/callback")
+            click.echo(f"Sign in at the identity provider:\n{begun.redirect_url}", err=True)
+            if open_browser:
+                with contextlib.suppress(Exception):  # no browser here: the printed URL is the way
+                    webbrowser.open(begun.redirect_url)
+            try:
+                answer = await asyncio.wait_for(asyncio.shield(callback.answer), seconds)
+            except TimeoutError:
+                raise AuthenticationError(f"No answer from the identity provider within {seconds:g} s.") from None
+            if not hmac.compare_digest(answer.get("state", "").encode(), begun.state.encode()):
+                raise AuthenticationError("The identity provider's answer belongs to another sign-in; start again.")
+            if answer.get("error") or not answer.get("code"):
+                why = answer.get("error_description") or answer.get("error", "no code")
+                raise AuthenticationError(f"The identity provider did not sign you in ({why}).")
+            tokens = await sdk.finish_federated_sign_in(state=begun.state, code=answer["code"])
+            token = f"Bearer {tokens.id_token}"
+            stored, message = keep(token)
+            if not stored:
+                async with PluginSDK(backend="remote", api_url=server, api_key=token) as signed_in:
+                    with contextlib.suppress(SDKError):
+                        await signed_in.logout()
+                raise ConfigurationError(f"Signed in, but the session's token could not be kept: {message}")
+        except SDKError as err:
+            callback.finish(f"Not signed in: {err.message}")
+            await _let_the_page_go(callback)
+            raise
+        callback.finish("Signed in: you may close this window and return to the terminal.")
+        await _let_the_page_go(callback)
+    minutes = int(tokens.expires_in or 0) // 60
+    return message.replace("the API key", "the SSO session's token") + f" It lasts {minutes} minutes."
+
+
+async def _let_the_page_go(callback: _Callback) -> None:
+    """Give the browser's waiting request a moment to receive its page before the listener closes."""
+    import asyncio
+
+    if callback.answer.done():
+        await asyncio.sleep(0.05)
 
 
 def _kept(url: str) -> str | None:
-    """What `login` keeps for `url` in the OS keyring (None when nothing, or no usable keyring)."""
-    import keyring
-    from keyring.errors import KeyringError
+    """What `login` keeps for `url` (None when nothing)."""
+    from .. import credentials
 
-    from ..constants import KEYRING_SERVICE
-
-    try:
-        value: str | None = keyring.get_password(KEYRING_SERVICE, url)
-    except (KeyringError, RuntimeError):
-        return None
-    return value
+    return credentials.read(url)
 
 
 async def _sign_out(server: str, kept: str) -> str | None:
@@ -183,21 +213,16 @@ async def _sign_out(server: str, kept: str) -> str | None:
     return None
 
 
-def _credential(
-    server: str, api_key: str | None, *, verify: bool, forget: bool, sso: tuple[bool, bool, float]
-) -> tuple[str | None, int]:
-    """(what to keep: the key, a session's `Bearer` token, or None to forget; the token's lifetime)."""
+def _credential(server: str, api_key: str | None, *, verify: bool, forget: bool) -> str | None:
+    """What to keep: the key, or None to forget."""
     import asyncio
 
-    signs_in, browser, seconds = sso
-    if signs_in:
-        return asyncio.run(_sso(server, browser, seconds))
     key = None if forget else _read_key(api_key)
     if key == "":
         raise click.UsageError("The API key is empty.")
     if key is not None and verify:
         asyncio.run(_check(server, key))
-    return key, 0
+    return key
 
 
 def _end_kept_session(server: str) -> str | None:
@@ -230,7 +255,12 @@ def login(
     browser: bool,
     sso_timeout: float,
 ) -> None:
-    """Store a server's API key (or, with --sso, a session's token) in the OS keyring for `--backend remote`."""
+    """Keep a server's API key (or, with --sso, a session's token) for `--backend remote`.
+
+    In the OS keyring, or without a usable one in a file only you can read."""
+    import asyncio
+    from functools import partial
+
     from ..errors import SDKError
     from ._output import check_output, emit, emit_error
 
@@ -239,7 +269,12 @@ def login(
     if sso and (api_key or forget):
         raise click.UsageError("--sso signs in through the identity provider: no --api-key or --forget with it.")
     try:
-        key, lifetime = _credential(server, api_key, verify=verify, forget=forget, sso=(sso, browser, sso_timeout))
+        if sso:
+            _refuse_unless_keepable()
+            message = asyncio.run(_sso(server, browser, sso_timeout, partial(_store, server)))
+            emit(ctx, {"success": True, "url": server, "stored": True, "message": message})
+            return
+        key = _credential(server, api_key, verify=verify, forget=forget)
     except SDKError as err:
         emit_error(ctx, err.to_envelope())
         sys.exit(1)
@@ -247,9 +282,21 @@ def login(
     stored, message = _store(server, key)
     if ended:
         message += f" The session ended; to end the identity provider's session too, open {ended}"
-    if sso and stored:
-        message = message.replace("the API key", "the session's token") + f" It lasts {lifetime // 60} minutes."
     if not stored:
         click.echo(f"Warning: {message}", err=True)
     result: dict[str, Any] = {"success": True, "url": server, "removed" if forget else "stored": stored}
     emit(ctx, result | {"message": message})
+
+
+def _refuse_unless_keepable() -> None:
+    """Refuse a sign-in before the browser opens when its token could not be kept."""
+    from .. import credentials
+    from ..errors import ConfigurationError
+
+    why = credentials.writable_here()
+    if why is not None:
+        raise ConfigurationError(
+            f"Not signing in: the session's token could not be kept ({why}). Install a keyring backend, or make "
+            f"{credentials.credentials_file().parent} writable (XDG_CONFIG_HOME moves it), or sign in with an API "
+            "key instead (PLUGIN_API_KEY)."
+        )

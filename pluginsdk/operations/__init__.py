@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from .._lazy import CLASSES, exports
 from ._base import CATALOG as CATALOG
 from ._base import STORED_RULES as STORED_RULES
+from ._base import Audit as Audit
 from ._base import Catalog as Catalog
 from ._base import Cli as Cli
 from ._base import Command as Command

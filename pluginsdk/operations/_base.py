@@ -28,6 +28,7 @@ from ..models.values import is_storable, value_problem
 __all__ = [
     "CATALOG",
     "STORED_RULES",
+    "Audit",
     "Catalog",
     "Cli",
     "Command",
@@ -91,6 +92,10 @@ class Rest(NamedTuple):
     listing_b: tuple[str, ...] = ()
     """Paths (of `paths`) that answer as the provisioning spec's listing B writes the answer (`requestId`,
     `message`), in the OpenAPI document too."""
+    too_many: str | None = None
+    """Why the operation may answer 429 with `Retry-After` (its OpenAPI response says so): `throttled`, it
+    checks or hashes a password or a TOTP code (the sign-in limits, the bound on concurrent hashing); `quota`,
+    a quota can refuse it (docs/providers.md, "Quotas")."""
 
     @property
     def paths(self) -> tuple[str, ...]:
@@ -125,6 +130,25 @@ assignments (each assignment it reads and changes decided); `replay`, a create w
 name an existing object (answered only to a caller that may read it)."""
 
 
+TOO_MANY = ("throttled", "quota")
+"""The reasons `Rest.too_many` may give."""
+
+
+class Audit(NamedTuple):
+    """What the audit log records of a command that ran (backends/local/auth/audit.py): one record per call,
+    its target `target` named by the first of `ids` the input (else the result) holds."""
+
+    target: str
+    """The target type of the record (`template`, `request`, `role`, ...)."""
+    ids: tuple[str, ...] = ()
+    """Input (else result) fields holding the target's id (a list field: ids joined by commas)."""
+    snapshot: bool = False
+    """Record the target as stored before and after the change (secrets removed); off where the command is
+    on a hot path (a launch) and its own record already tells what it did."""
+    each_constraint: bool = False
+    """The command writes several constraints: one record per constraint (a template import, a grant)."""
+
+
 class Policy(NamedTuple):
     """Authorization binding.
 
@@ -156,6 +180,16 @@ class Policy(NamedTuple):
     """Attribute -> field: attributes a created object carries beyond `fields`, decided on as well."""
     rule: str | None = None
     """A tier-2 rule of its own (one of `STORED_RULES`)."""
+    audit: Audit | None = None
+    """What the audit log records of this command; every command declares it or says in `unaudited` why not."""
+    unaudited: str | None = None
+    """Why this command is not in the audit log (a query never is)."""
+    writes_policy: bool = False
+    """The command writes constraints, roles or user roles: the lock-out guard checks it (no change may leave
+    no one able to administer roles)."""
+    lockout_probe: bool = False
+    """Tier 1 on this operation's route and method is part of what makes someone an administrator who can
+    give the administrator role back (backends/local/auth/lockout.py)."""
 
 
 class Operation(BaseModel, Typed[R_co]):
@@ -402,6 +436,23 @@ def _check_policy_fields(policy: Policy, inputs: tuple[str, ...], where: str) ->
             raise HandlerDiscoveryError(f"{where}: policy {name} {value!r} is not a field.")
 
 
+def _check_security(op: "type[Operation[Any]]", where: str) -> None:
+    """Every command says whether it is audited; only commands are; `too_many` is a known reason."""
+    policy, rest = op.policy, op.rest
+    if op.kind == "command" and (policy.audit is None) == (policy.unaudited is None):
+        raise HandlerDiscoveryError(f"{where}: a command declares exactly one of policy audit= and unaudited=.")
+    if op.kind != "command" and (policy.audit is not None or policy.writes_policy):
+        raise HandlerDiscoveryError(f"{where}: a query is never audited and writes no policy.")
+    if policy.audit is not None:
+        inputs = set(op.model_fields) | set(getattr(op.result_type, "model_fields", ()))
+        if policy.audit.ids and not set(policy.audit.ids) & inputs:
+            raise HandlerDiscoveryError(
+                f"{where}: no audit id {list(policy.audit.ids)} is a field of the input or result."
+            )
+    if rest is not None and rest.too_many is not None and rest.too_many not in TOO_MANY:
+        raise HandlerDiscoveryError(f"{where}: too_many {rest.too_many!r} is not one of {TOO_MANY}.")
+
+
 def _check_listing_b(rest: Rest | None, where: str) -> None:
     if rest is not None and not set(rest.listing_b) <= set(rest.paths):
         raise HandlerDiscoveryError(f"{where}: listing_b paths {list(rest.listing_b)} are not paths of the route.")
@@ -440,6 +491,7 @@ class OperationSpec(NamedTuple, Generic[R_co]):
         method = op.policy.method or (op.rest.method if op.rest else "GET" if op.kind == "query" else "POST")
         _check_policy(op.policy, method, inputs, where)
         _check_listing_b(op.rest, where)
+        _check_security(op, where)
         lines = doc.splitlines()
         return cls(
             cls=op,

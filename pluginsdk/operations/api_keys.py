@@ -6,7 +6,7 @@ from pydantic import BeforeValidator, Field, WithJsonSchema, field_validator, mo
 
 from .._pagination import PageToken
 from ..models.auth_results import ApiKeyCreated, ApiKeyList, ApiKeyResult
-from ._base import Cli, Command, Policy, Query, R_co, Rest
+from ._base import Audit, Cli, Command, Policy, Query, R_co, Rest
 from .auth_fields import ApiKeyName, Description, Expiry, PartialUpdate, UserId, strip_spaces, strip_text
 
 __all__ = [
@@ -91,7 +91,7 @@ class CreateAPIKeyCommand(_CreateKey[ApiKeyCreated]):
 
     rest = Rest("POST", "/auth/api-keys", camel=True)
     cli = Cli("api-keys", "create", args=("api_key_name", "user_id"))
-    policy = _ADMIN
+    policy = _ADMIN._replace(audit=Audit("apiKey", ("api_key_id",), snapshot=True))
 
     user_id: UserId
     """User the key acts as (must hold a role assignment)."""
@@ -104,7 +104,7 @@ class CreateMyAPIKeyCommand(_CreateKey[ApiKeyCreated]):
 
     rest = Rest("POST", "/auth/user/api-keys", camel=True)
     cli = Cli("api-keys", "create-mine", args=("api_key_name",))
-    policy = _SELF
+    policy = _SELF._replace(audit=Audit("apiKey", ("api_key_id",), snapshot=True))
 
     expires_at: Expiry
     """Expiry (ISO 8601 with a time zone, or a date), at most 365 days from now."""
@@ -158,7 +158,7 @@ class UpdateAPIKeyCommand(_UpdateKey[ApiKeyResult]):
 
     rest = Rest("PUT", "/auth/api-keys/{api_key_id}", camel=True)
     cli = Cli("api-keys", "update", args=("api_key_id",))
-    policy = _ADMIN
+    policy = _ADMIN._replace(audit=Audit("apiKey", ("api_key_id",), snapshot=True))
 
 
 class UpdateMyAPIKeyCommand(_UpdateKey[ApiKeyResult]):
@@ -166,7 +166,7 @@ class UpdateMyAPIKeyCommand(_UpdateKey[ApiKeyResult]):
 
     rest = Rest("PUT", "/auth/user/api-keys/{api_key_id}", camel=True)
     cli = Cli("api-keys", "update-mine", args=("api_key_id",))
-    policy = _SELF
+    policy = _SELF._replace(audit=Audit("apiKey", ("api_key_id",), snapshot=True))
 
     @model_validator(mode="after")
     def _no_clear(self) -> "UpdateMyAPIKeyCommand":
@@ -180,7 +180,7 @@ class DeleteAPIKeyCommand(Command[ApiKeyResult]):
 
     rest = Rest("DELETE", "/auth/api-keys/{api_key_id}", camel=True)
     cli = Cli("api-keys", "delete", args=("api_key_id",))
-    policy = _ADMIN
+    policy = _ADMIN._replace(audit=Audit("apiKey", ("api_key_id",), snapshot=True))
 
     api_key_id: str = Field(pattern=_KEY_ID)
     """Key to revoke."""
@@ -191,7 +191,7 @@ class DeleteMyAPIKeyCommand(Command[ApiKeyResult]):
 
     rest = Rest("DELETE", "/auth/user/api-keys/{api_key_id}", camel=True)
     cli = Cli("api-keys", "delete-mine", args=("api_key_id",))
-    policy = _SELF
+    policy = _SELF._replace(audit=Audit("apiKey", ("api_key_id",), snapshot=True))
 
     api_key_id: str = Field(pattern=_KEY_ID)
     """Key to revoke."""

@@ -25,7 +25,8 @@ class ListAuditRecordsQuery(Query[AuditPage]):
     action: str | None = Field(None, max_length=64)
     """Only this operation (create_constraint, delete_api_key, ..., or `decision`)."""
     target_type: str | None = Field(None, pattern=r"^(constraint|role|userRole|apiKey|managedUser|[A-Za-z]{1,32})$")
-    """One of "constraint", "role", "userRole", "apiKey", "managedUser" (decisions: their object type)."""
+    """One of "constraint", "role", "userRole", "apiKey", "managedUser", "template", "request", "returnRequest",
+    "machine" (decisions: their object type)."""
     target_id: str | None = Field(None, max_length=1024)
     """Only records about this id."""
     since: str | None = Field(None, max_length=64)

@@ -26,9 +26,13 @@ class LoginCommand(Sensitive[SessionTokens], Command):
     `totp_code`. A TOTP-verified session is multi-factor.
     """
 
-    rest = Rest("POST", "/auth/login", camel=True)
+    rest = Rest("POST", "/auth/login", camel=True, too_many="throttled")
     cli = Cli("auth", "login", args=("username",))
-    policy = Policy(unauthenticated=True, category="session")
+    policy = Policy(
+        unauthenticated=True,
+        category="session",
+        unaudited="a sign-in changes no permission; failed attempts that lock an account are recorded by throttle.py",
+    )
     secret_fields = ("password", "new_password")
 
     username: UserId
@@ -46,7 +50,7 @@ class RefreshTokensCommand(Sensitive[SessionTokens], Command):
 
     rest = Rest("POST", "/auth/token", camel=True)
     cli = Cli("auth", "refresh")
-    policy = Policy(unauthenticated=True, category="session")
+    policy = Policy(unauthenticated=True, category="session", unaudited="renews a session; changes no permission")
     secret_fields = ("refresh_token",)
 
     refresh_token: str = Field(min_length=1, max_length=512)
@@ -58,15 +62,18 @@ class LogoutCommand(Command[SessionTokens]):
 
     rest = Rest("POST", "/auth/user/logout", camel=True)
     cli = Cli("auth", "logout")
-    policy = Policy(category="session")
+    policy = Policy(category="session", unaudited="ends the caller's own session; changes no permission")
 
 
 class ChangePasswordCommand(Sensitive[SessionTokens], Command):
     """Change the caller's managed-pool password; other sessions are signed out."""
 
-    rest = Rest("POST", "/auth/user/password", camel=True)
+    rest = Rest("POST", "/auth/user/password", camel=True, too_many="throttled")
     cli = Cli("auth", "change-password")
-    policy = Policy(category="session")
+    policy = Policy(
+        category="session",
+        unaudited="recorded by its handler (audit.user_change), with the user as read in its transaction",
+    )
     secret_fields = ("previous_password", "proposed_password")
 
     previous_password: str
@@ -83,9 +90,12 @@ class SetupMfaCommand(Command[MfaSetup]):
     this same session verifies it (`verify_mfa`). API keys cannot set up MFA.
     """
 
-    rest = Rest("POST", "/auth/user/mfa/setup", camel=True)
+    rest = Rest("POST", "/auth/user/mfa/setup", camel=True, too_many="throttled")
     cli = Cli("auth", "mfa-setup")
-    policy = Policy(category="session")
+    policy = Policy(
+        category="session",
+        unaudited="recorded by its handler (audit.user_change), with the user as read in its transaction",
+    )
 
     code: str | None = Field(None, pattern=r"^[0-9]{6}$")
     """Six-digit code of the enrolled authenticator, when MFA is enabled and this session is not multi-factor."""
@@ -96,7 +106,10 @@ class VerifyMfaCommand(Command[SessionTokens]):
 
     rest = Rest("POST", "/auth/user/mfa/verify", camel=True)
     cli = Cli("auth", "mfa-verify", args=("code",))
-    policy = Policy(category="session")
+    policy = Policy(
+        category="session",
+        unaudited="recorded by its handler (audit.user_change), with the user as read in its transaction",
+    )
 
     code: str = Field(pattern=r"^[0-9]{6}$")
     """Six-digit code from the authenticator app."""
@@ -109,9 +122,12 @@ class DisableMfaCommand(Command[SessionTokens]):
     (`reset_managed_user_mfa`).
     """
 
-    rest = Rest("POST", "/auth/user/mfa/disable", camel=True)
+    rest = Rest("POST", "/auth/user/mfa/disable", camel=True, too_many="throttled")
     cli = Cli("auth", "mfa-disable")
-    policy = Policy(category="session")
+    policy = Policy(
+        category="session",
+        unaudited="recorded by its handler (audit.user_change), with the user as read in its transaction",
+    )
 
     code: str | None = Field(None, pattern=r"^[0-9]{6}$")
     """Six-digit code of the enrolled authenticator, when this session is not multi-factor."""

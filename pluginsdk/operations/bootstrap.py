@@ -55,7 +55,9 @@ class UpdateLoginProfileCommand(Command[LoginProfile]):
 
     rest = Rest("POST", "/auth/loginProfile/{user_id}", camel=True)
     cli = Cli("auth", "profile-update", args=("user_id",))
-    policy = Policy(category="loginProfile")
+    policy = Policy(
+        category="loginProfile", unaudited="a user's own contact details (e-mail, name), not an access change"
+    )
 
     user_id: UserId
     """The caller's own identity."""

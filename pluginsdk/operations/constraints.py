@@ -25,7 +25,7 @@ from ..models.auth_vocabulary import OBJECT_TYPES
 from ..models.identifiers import CONSTRAINT_ID_PATTERN
 from ..models.identifiers import ConstraintId as _ConstraintIdText
 from ..models.policy_results import ConstraintImported
-from ._base import Cli, Command, Policy, Query, R_co, Rest
+from ._base import Audit, Cli, Command, Policy, Query, R_co, Rest
 
 __all__ = [
     "CONSTRAINT_ID_PATTERN",
@@ -124,7 +124,7 @@ class CreateConstraintCommand(_ConstraintBody[ConstraintWritten]):
 
     rest = Rest("POST", "/auth/constraints/{constraint_id}", camel=True, defaults={"replace_existing": True})
     cli = Cli("constraints", "create", args=("constraint_id",))
-    policy = _CONSTRAINTS
+    policy = _CONSTRAINTS._replace(audit=Audit("constraint", ("constraint_id",), snapshot=True), writes_policy=True)
 
     replace_existing: bool = False
     """Replace the constraint if the id exists (needs the right to PUT it); default false (409), true on REST."""
@@ -135,7 +135,7 @@ class UpdateConstraintCommand(_ConstraintBody[ConstraintWritten]):
 
     rest = Rest("PUT", "/auth/constraints/{constraint_id}", camel=True)
     cli = Cli("constraints", "update", args=("constraint_id",))
-    policy = _CONSTRAINTS
+    policy = _CONSTRAINTS._replace(audit=Audit("constraint", ("constraint_id",), snapshot=True), writes_policy=True)
 
 
 class DeleteConstraintCommand(Command[ConstraintWritten]):
@@ -143,7 +143,7 @@ class DeleteConstraintCommand(Command[ConstraintWritten]):
 
     rest = Rest("DELETE", "/auth/constraints/{constraint_id}", camel=True)
     cli = Cli("constraints", "delete", args=("constraint_id",))
-    policy = _CONSTRAINTS
+    policy = _CONSTRAINTS._replace(audit=Audit("constraint", ("constraint_id",), snapshot=True), writes_policy=True)
 
     constraint_id: ConstraintId
     """The constraint's id."""
@@ -160,7 +160,9 @@ class ImportConstraintsTemplateCommand(Command[ConstraintImported]):
 
     rest = Rest("POST", "/auth/constraintsTemplateImport", camel=True)
     cli = Cli("constraints", "import")
-    policy = _CONSTRAINTS
+    policy = _CONSTRAINTS._replace(
+        audit=Audit("constraint", ("constraint_ids",), snapshot=True, each_constraint=True), writes_policy=True
+    )
     field_aliases = {"variables": ("variableValues",)}
 
     constraints: list[dict[str, Any]] = Field(min_length=1, max_length=10000)

@@ -32,7 +32,7 @@ class StartFederatedSignInCommand(Command[FederatedSignIn]):
 
     rest = Rest("POST", "/auth/federation/start", camel=True)
     cli = Cli("auth", "sso-start")
-    policy = Policy(unauthenticated=True, category="session")
+    policy = Policy(unauthenticated=True, category="session", unaudited="begins a sign-in; changes no permission")
 
     redirect_uri: str = Field("", max_length=2048)
     """OIDC: the registered redirect URI the code comes back to."""
@@ -47,7 +47,11 @@ class FinishFederatedSignInCommand(Sensitive[SessionTokens], Command):
 
     rest = Rest("POST", "/auth/federation/finish", camel=True)
     cli = Cli("auth", "sso-finish")
-    policy = Policy(unauthenticated=True, category="session")
+    policy = Policy(
+        unauthenticated=True,
+        category="session",
+        unaudited="a sign-in; the roles it maps from the provider's groups are the configuration's, not a change",
+    )
     secret_fields = ("code", "saml_response")
 
     state: str = Field(min_length=16, max_length=256)

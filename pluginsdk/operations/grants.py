@@ -11,7 +11,7 @@ from ..models.auth import CriterionInput
 from ..models.auth_results import AccessGranted
 from ..models.auth_vocabulary import OBJECT_TYPES
 from ..models.identifiers import CONSTRAINT_ID_PATTERN, RoleName
-from ._base import Cli, Command, Policy, Rest
+from ._base import Audit, Cli, Command, Policy, Rest
 
 __all__ = ["GrantAccessCommand"]
 
@@ -33,7 +33,11 @@ class GrantAccessCommand(Command[AccessGranted]):
 
     rest = Rest("POST", "/auth/grants", camel=True)
     cli = Cli("auth", "grant", args=("role_name", "object_type"))
-    policy = Policy(category="constraints")
+    policy = Policy(
+        category="constraints",
+        audit=Audit("constraint", ("constraint_ids",), snapshot=True, each_constraint=True),
+        writes_policy=True,
+    )
 
     role_name: RoleName
     """The role granted."""

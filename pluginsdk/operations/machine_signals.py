@@ -6,7 +6,7 @@ A module of its own, so its tool is in the `machine` MCP profile rather than in 
 from pydantic import Field
 
 from ..models import MachineReady
-from ._base import Cli, Command, Rest
+from ._base import Audit, Cli, Command, Rest
 from .machines import MACHINE_POLICY
 
 __all__ = ["MarkMachineReadyCommand"]
@@ -17,6 +17,6 @@ class MarkMachineReadyCommand(Command[MachineReady]):
 
     rest = Rest("POST", "/api/v1/machines/{machine_id}/ready")
     cli = Cli("machines", "ready", args=("machine_id",))
-    policy = MACHINE_POLICY
+    policy = MACHINE_POLICY._replace(audit=Audit("machine", ("machine_id",)))
 
     machine_id: str = Field(min_length=1, max_length=255)

@@ -11,7 +11,7 @@ from ..models import (
     MachineStatus,
 )
 from ..models.identifiers import TemplateId
-from ._base import Cli, Command, Policy, Query, Rest
+from ._base import Audit, Cli, Command, Policy, Query, Rest
 
 __all__ = [
     "CleanupTerminatedMachinesCommand",
@@ -97,7 +97,7 @@ class CleanupTerminatedMachinesCommand(Command[CleanupResult]):
 
     rest = Rest("POST", "/api/v1/machines/cleanup")
     cli = Cli("machines", "cleanup")
-    policy = Policy(object_type="machine", category="machines")
+    policy = Policy(object_type="machine", category="machines", audit=Audit("machine"))
     output_fields = ("machines_cleaned",)
 
     older_than_days: float = Field(1, ge=0, le=36500)

@@ -19,7 +19,7 @@ from ..models import (
     SkippedMachine,
 )
 from ..models.identifiers import TemplateId
-from ._base import Cli, Command, Mcp, Policy, Query, Rest
+from ._base import Audit, Cli, Command, Mcp, Policy, Query, Rest
 
 __all__ = [
     "CancelRequestCommand",
@@ -64,10 +64,17 @@ class CreateRequestCommand(Command[RequestCreated]):
         alt_paths=("/api/v1/machines/request",),
         dry_run="dry_run",
         listing_b=("/api/v1/machines/request",),
+        too_many="quota",
     )
     cli = Cli("machines", "request", args=("template_id", "requested_count"))
     mcp = Mcp(extra=("request_machines",), extra_names={"requested_count": "count"})
-    policy = Policy(object_type="request", fields={"templateId": "template_id"}, category="machines", rule="replay")
+    policy = Policy(
+        object_type="request",
+        fields={"templateId": "template_id"},
+        category="machines",
+        rule="replay",
+        audit=Audit("request", ("request_id",)),
+    )
     output_fields = ("created_request_id",)
 
     template_id: TemplateId
@@ -105,7 +112,12 @@ class CreateReturnRequestCommand(Command[ReturnRequestCreated]):
     rest = Rest("POST", "/api/v1/machines/return")
     cli = Cli("machines", "return", args=("machine_ids",))
     mcp = Mcp(extra=("return_machines",))
-    policy = Policy(object_type="machine", category="machines", rule="replay")
+    policy = Policy(
+        object_type="machine",
+        category="machines",
+        rule="replay",
+        audit=Audit("returnRequest", ("request_id", "created_request_ids")),
+    )
     output_fields = ("created_request_ids", "processed_machines", "skipped_machines")
 
     machine_ids: list[str] = []
@@ -154,7 +166,7 @@ class CancelRequestCommand(Command[Request]):
 
     rest = Rest("DELETE", "/api/v1/requests/{request_id}", query=("reason", "force"))
     cli = Cli("requests", "cancel", args=("request_id",))
-    policy = _REQUEST_POLICY
+    policy = _REQUEST_POLICY._replace(audit=Audit("request", ("request_id",)))
 
     request_id: str = Field(min_length=1)
     """Request to cancel."""
@@ -169,7 +181,7 @@ class UpdateRequestStatusCommand(Command[Request]):
 
     rest = Rest("PUT", "/api/v1/requests/{request_id}/status")
     cli = Cli("requests", "set-status", args=("request_id", "status"))
-    policy = _REQUEST_POLICY
+    policy = _REQUEST_POLICY._replace(audit=Audit("request", ("request_id",)))
 
     request_id: str = Field(min_length=1)
     status: RequestStatus
@@ -183,7 +195,7 @@ class SyncRequestCommand(Command[Request]):
 
     rest = Rest("POST", "/api/v1/requests/{request_id}/sync")
     cli = Cli("requests", "sync", args=("request_id",))
-    policy = _REQUEST_POLICY
+    policy = _REQUEST_POLICY._replace(audit=Audit("request", ("request_id",)))
 
     request_id: str = Field(min_length=1)
 
@@ -193,7 +205,7 @@ class CompleteRequestCommand(Command[Request]):
 
     rest = Rest("POST", "/api/v1/requests/{request_id}/complete")
     cli = Cli("requests", "complete", args=("request_id",))
-    policy = _REQUEST_POLICY
+    policy = _REQUEST_POLICY._replace(audit=Audit("request", ("request_id",)))
 
     request_id: str = Field(min_length=1)
     message: str = ""
@@ -204,7 +216,7 @@ class PopulateMachineIdsCommand(Command[Request]):
 
     rest = Rest("POST", "/api/v1/requests/{request_id}/machine-ids")
     cli = Cli("requests", "populate-machines", args=("request_id",))
-    policy = _REQUEST_POLICY
+    policy = _REQUEST_POLICY._replace(audit=Audit("request", ("request_id",)))
 
     request_id: str = Field(min_length=1)
 
@@ -214,7 +226,7 @@ class CleanupOldRequestsCommand(Command[CleanupResult]):
 
     rest = Rest("POST", "/api/v1/requests/cleanup")
     cli = Cli("requests", "cleanup")
-    policy = Policy(object_type="request", category="requests")
+    policy = Policy(object_type="request", category="requests", audit=Audit("request"))
     output_fields = ("requests_cleaned", "request_ids_found")
 
     older_than_days: float = Field(1, ge=0, le=36500)
@@ -249,7 +261,7 @@ class CleanupAllResourcesCommand(Command[CleanupResult]):
 
     rest = Rest("POST", "/api/v1/cleanup")
     cli = Cli("system", "cleanup")
-    policy = Policy(object_type="request", category="system")
+    policy = Policy(object_type="request", category="system", audit=Audit("request"))
     output_fields = ("requests_cleaned", "machines_cleaned", "total_cleaned")
 
     older_than_days: float = Field(1, ge=0, le=36500)

@@ -3,7 +3,7 @@
 from pydantic import Field, field_validator, model_validator
 
 from ..models.auth_results import RoleList, RoleWritten, UserRoleList, UserRolesWritten
-from ._base import Cli, Command, Policy, Query, R_co, Rest
+from ._base import Audit, Cli, Command, Policy, Query, R_co, Rest
 from .auth_fields import Description, PartialUpdate, RoleName, UserId, check_role_names, strip_text
 
 __all__ = [
@@ -26,7 +26,7 @@ class ListRolesQuery(Query[RoleList]):
 
     rest = Rest("GET", "/roles", camel=True)
     cli = Cli("roles", "list")
-    policy = Policy(object_type="role", category="roles")
+    policy = Policy(object_type="role", category="roles", lockout_probe=True)
 
 
 class CreateRoleCommand(Command[RoleWritten]):
@@ -36,7 +36,9 @@ class CreateRoleCommand(Command[RoleWritten]):
     ignored_fields = ("id",)
     """The VAMS web client's role form always sends `id: ""`; roles are named by `roleName`."""
     cli = Cli("roles", "create", args=("role_name",))
-    policy = _ROLE
+    policy = _ROLE._replace(
+        audit=Audit("role", ("role_name", "role_id"), snapshot=True), writes_policy=True, lockout_probe=True
+    )
 
     role_name: RoleName
     """Unique name (1-64 of letters, digits, - _ . and space); cannot change later."""
@@ -56,7 +58,12 @@ class UpdateRoleCommand(PartialUpdate[RoleWritten], Command):
     rest = Rest("PUT", "/roles", camel=True)
     ignored_fields = ("id",)
     cli = Cli("roles", "update", args=("role_name",))
-    policy = _ROLE._replace(stored="role_name")
+    policy = _ROLE._replace(
+        stored="role_name",
+        audit=Audit("role", ("role_name", "role_id"), snapshot=True),
+        writes_policy=True,
+        lockout_probe=True,
+    )
 
     role_name: RoleName
     """Role to update."""
@@ -88,7 +95,14 @@ class DeleteRoleCommand(Command[RoleWritten]):
 
     rest = Rest("DELETE", "/roles/{role_id}", camel=True)
     cli = Cli("roles", "delete", args=("role_id",))
-    policy = Policy(object_type="role", fields={"roleName": "role_id"}, category="roles", stored="role_id")
+    policy = Policy(
+        object_type="role",
+        fields={"roleName": "role_id"},
+        category="roles",
+        stored="role_id",
+        audit=Audit("role", ("role_name", "role_id"), snapshot=True),
+        writes_policy=True,
+    )
 
     role_id: RoleName
     """Name of the role to delete."""
@@ -99,7 +113,7 @@ class ListUserRolesQuery(Query[UserRoleList]):
 
     rest = Rest("GET", "/user-roles", camel=True)
     cli = Cli("user-roles", "list")
-    policy = Policy(object_type="userRole", category="userRoles")
+    policy = Policy(object_type="userRole", category="userRoles", lockout_probe=True)
 
 
 class _UserRoles(Command[R_co]):
@@ -116,7 +130,9 @@ class CreateUserRolesCommand(_UserRoles[UserRolesWritten]):
 
     rest = Rest("POST", "/user-roles", camel=True)
     cli = Cli("user-roles", "create", args=("user_id", "role_name"))
-    policy = _USER_ROLE
+    policy = _USER_ROLE._replace(
+        audit=Audit("userRole", ("user_id",), snapshot=True), writes_policy=True, lockout_probe=True
+    )
 
 
 class UpdateUserRolesCommand(_UserRoles[UserRolesWritten]):
@@ -124,7 +140,9 @@ class UpdateUserRolesCommand(_UserRoles[UserRolesWritten]):
 
     rest = Rest("PUT", "/user-roles", camel=True)
     cli = Cli("user-roles", "replace", args=("user_id", "role_name"))
-    policy = _USER_ROLE._replace(rule="assignments")
+    policy = _USER_ROLE._replace(
+        rule="assignments", audit=Audit("userRole", ("user_id",), snapshot=True), writes_policy=True, lockout_probe=True
+    )
 
 
 class DeleteUserRolesCommand(Command[UserRolesWritten]):
@@ -132,7 +150,15 @@ class DeleteUserRolesCommand(Command[UserRolesWritten]):
 
     rest = Rest("DELETE", "/user-roles", query=(), camel=True)
     cli = Cli("user-roles", "delete", args=("user_id",))
-    policy = Policy(object_type="userRole", fields={"userId": "user_id"}, category="userRoles", rule="assignments")
+    policy = Policy(
+        object_type="userRole",
+        fields={"userId": "user_id"},
+        category="userRoles",
+        rule="assignments",
+        audit=Audit("userRole", ("user_id",), snapshot=True),
+        writes_policy=True,
+        lockout_probe=True,
+    )
 
     user_id: UserId
     """The user whose roles are removed."""

@@ -6,7 +6,7 @@ from pydantic import Field, WithJsonSchema
 
 from ..models import TemplateRefresh, TemplateWritten
 from ..models.identifiers import TemplateId
-from ._base import Cli, Command, Policy, R_co, Rest
+from ._base import Audit, Cli, Command, Policy, R_co, Rest
 from .templates import TEMPLATE_POLICY
 
 __all__ = ["CreateTemplateCommand", "DeleteTemplateCommand", "RefreshTemplatesCommand", "UpdateTemplateCommand"]
@@ -61,7 +61,9 @@ class CreateTemplateCommand(_TemplateFields[TemplateWritten]):
 
     rest = Rest("POST", "/api/v1/templates", status=201, dry_run="validate_only")
     cli = Cli("templates", "create")
-    policy = TEMPLATE_POLICY._replace(new_attributes={"providerApi": "provider_api"})
+    policy = TEMPLATE_POLICY._replace(
+        new_attributes={"providerApi": "provider_api"}, audit=Audit("template", ("template_id",), snapshot=True)
+    )
 
     template_id: TemplateId
     """Unique template id (1-255 of letters, digits, _ - ., starting with a letter or digit)."""
@@ -78,7 +80,11 @@ class UpdateTemplateCommand(_TemplateFields[TemplateWritten]):
 
     rest = Rest("PUT", "/api/v1/templates/{template_id}")
     cli = Cli("templates", "update", args=("template_id",))
-    policy = TEMPLATE_POLICY._replace(stored="template_id", changes={"providerApi": "provider_api"})
+    policy = TEMPLATE_POLICY._replace(
+        stored="template_id",
+        changes={"providerApi": "provider_api"},
+        audit=Audit("template", ("template_id",), snapshot=True),
+    )
 
     template_id: TemplateId
     """Template to update."""
@@ -91,7 +97,7 @@ class DeleteTemplateCommand(Command[TemplateWritten]):
 
     rest = Rest("DELETE", "/api/v1/templates/{template_id}")
     cli = Cli("templates", "delete", args=("template_id",))
-    policy = TEMPLATE_POLICY._replace(stored="template_id")
+    policy = TEMPLATE_POLICY._replace(stored="template_id", audit=Audit("template", ("template_id",), snapshot=True))
 
     template_id: TemplateId
     """Template to delete."""
@@ -104,7 +110,7 @@ class RefreshTemplatesCommand(Command[TemplateRefresh]):
 
     rest = Rest("POST", "/api/v1/templates/refresh")
     cli = Cli("templates", "refresh")
-    policy = Policy(object_type="template", category="templates")
+    policy = Policy(object_type="template", category="templates", audit=Audit("template"))
 
     force: bool = False
     """Re-read every file, even unchanged ones."""

@@ -4,7 +4,7 @@ from pydantic import Field, field_validator, model_validator
 
 from .._pagination import PageToken
 from ..models.auth_results import ManagedUserList, ManagedUserWritten
-from ._base import Cli, Command, Policy, Query, Rest
+from ._base import Audit, Cli, Command, Policy, Query, Rest
 from .auth_fields import PartialUpdate, UserId
 
 __all__ = [
@@ -39,9 +39,9 @@ class ListManagedUsersQuery(Query[ManagedUserList]):
 class CreateManagedUserCommand(Command[ManagedUserWritten]):
     """Create a managed user with a temporary password, mailed to them (without SMTP: in the answer, once)."""
 
-    rest = Rest("POST", "/user/managed", camel=True, alt_paths=("/user/cognito",))
+    rest = Rest("POST", "/user/managed", camel=True, alt_paths=("/user/cognito",), too_many="throttled")
     cli = Cli("users", "create", args=("user_id", "email"))
-    policy = _USERS
+    policy = _USERS._replace(audit=Audit("managedUser", ("user_id",), snapshot=True))
 
     user_id: UserId
     """Username."""
@@ -56,7 +56,7 @@ class UpdateManagedUserCommand(PartialUpdate[ManagedUserWritten], Command):
 
     rest = Rest("PUT", "/user/managed/{user_id}", camel=True, alt_paths=("/user/cognito/{user_id}",))
     cli = Cli("users", "update", args=("user_id",))
-    policy = _USERS
+    policy = _USERS._replace(audit=Audit("managedUser", ("user_id",), snapshot=True))
 
     user_id: UserId
     """User to update."""
@@ -81,7 +81,7 @@ class DeleteManagedUserCommand(Command[ManagedUserWritten]):
 
     rest = Rest("DELETE", "/user/managed/{user_id}", camel=True, alt_paths=("/user/cognito/{user_id}",))
     cli = Cli("users", "delete", args=("user_id",))
-    policy = _USERS
+    policy = _USERS._replace(audit=Audit("managedUser", ("user_id",), snapshot=True))
 
     user_id: UserId
     """User to delete."""
@@ -95,9 +95,10 @@ class ResetManagedUserPasswordCommand(Command[ManagedUserWritten]):
         "/user/managed/{user_id}/resetPassword",
         camel=True,
         alt_paths=("/user/cognito/{user_id}/resetPassword",),
+        too_many="throttled",
     )
     cli = Cli("users", "reset-password", args=("user_id",))
-    policy = _USERS
+    policy = _USERS._replace(audit=Audit("managedUser", ("user_id",), snapshot=True))
 
     user_id: UserId
     """User whose password is reset."""
@@ -126,7 +127,7 @@ class ResetManagedUserMfaCommand(Command[ManagedUserWritten]):
 
     rest = Rest("POST", "/user/managed/{user_id}/resetMfa", camel=True)
     cli = Cli("users", "reset-mfa", args=("user_id",))
-    policy = _USERS
+    policy = _USERS._replace(audit=Audit("managedUser", ("user_id",), snapshot=True))
 
     user_id: UserId
     """User whose MFA is cleared."""

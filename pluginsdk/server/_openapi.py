@@ -47,15 +47,12 @@ _ERRORS = (
     ("502", "Provider error"),
 )
 
-_THROTTLED = frozenset(
-    {"login", "change_password", "setup_mfa", "disable_mfa", "create_managed_user", "reset_managed_user_password"}
-)
-"""Operations that check or hash a password or check a TOTP code: the sign-in limits and the bound on
-concurrent password hashing answer them 429 with `Retry-After` (docs/auth.md, "Sign-in limits")."""
-_THROTTLED_WHY = "Too many failed attempts, or password hashing saturated: try again after Retry-After"
-_QUOTAS = frozenset({"create_request"})
-"""Operations refused 429 when a quota is reached (docs/providers.md, "Quotas")."""
-_QUOTA_WHY = "A quota is reached (machines at once, machines per user per window): try again after Retry-After"
+_TOO_MANY_WHY = {
+    "throttled": "Too many failed attempts, or password hashing saturated: try again after Retry-After",
+    "quota": "A quota is reached (machines at once, machines per user per window): try again after Retry-After",
+}
+"""The 429 response's description, by the operation's `Rest.too_many` (docs/auth.md "Sign-in limits",
+docs/providers.md "Quotas")."""
 _RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before trying again", "schema": {"type": "integer"}}}
 
 SECURITY: list[dict[str, list[str]]] = [{"apiKey": []}, {"bearer": []}]
@@ -334,7 +331,7 @@ def _responses(spec: OperationSpec, path: str, schemas: _Schemas) -> dict[str, A
             "200": {"description": f"`{spec.rest.dry_run}`: checked, nothing stored", "content": success["content"]}
         }
     throttled = {}
-    why = _THROTTLED_WHY if spec.name in _THROTTLED else _QUOTA_WHY if spec.name in _QUOTAS else None
+    why = _TOO_MANY_WHY.get(spec.rest.too_many or "")
     if why is not None:
         throttled = {
             "429": {"description": why, "headers": _RETRY_AFTER, "content": {"application/json": {"schema": error}}}

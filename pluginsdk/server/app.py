@@ -40,6 +40,7 @@ from ..logs import request_id as log_request_id
 from ..operations import CATALOG, Operation, OperationSpec
 from ..principal import Principal
 from . import remote_mcp
+from ._cors import Cors
 from ._docs import docs_routes
 from ._endpoint import JSON_TYPE, Endpoint, Reply, dumps, error_body
 from ._openapi import build_document, listing_b_created, route_key
@@ -92,6 +93,8 @@ class Head:
         "authorization",
         "client",
         "declared",
+        "headers",
+        "origin",
         "oversized",
         "path",
         "query_string",
@@ -105,6 +108,7 @@ class Head:
         authorization: str | None = None
         request_id = ""
         declared: bytes | None = None
+        origin: bytes | None = None
         head_bytes = 0
         too_big = streamed = False
         headers = scope["headers"]
@@ -123,7 +127,12 @@ class Head:
                 declared = value
             elif name == b"transfer-encoding":
                 streamed = True
+            elif name == b"origin":
+                origin = value
         self.authorization = authorization
+        self.headers: list[tuple[bytes, bytes]] = headers
+        self.origin = origin
+        """The `Origin` header (a browser's cross-origin call), for CORS."""
         self.request_id = request_id or new_request_id()
         self.declared = declared
         self.streamed = streamed
@@ -388,6 +397,8 @@ class PluginApp:
         """The server's instruments (`metrics.Metrics`) once `pluginsdk.server.operator_app` installed them."""
         self.metrics_access = metrics_access
         """Who may read /metrics (`api.metrics`)."""
+        self.cors: Cors | None = None
+        """The browser origins allowed to call the API (`api.cors`); None: no CORS header at all."""
         self.title, self.version, self.description = TITLE, VERSION, DESCRIPTION
         self._openapi: dict[str, Any] | None = None
         entries: list[tuple[str, str, Endpoint]] = []
@@ -517,10 +528,15 @@ class PluginApp:
         endpoint, params, err, extra = routed
         user: str | None = None
         ctype = JSON_TYPE
+        origin = head.origin or b""
+        cors = self.cors if head.origin is not None else None  # a browser's cross-origin call, with an allow-list
         if err is not None:
             status, body = err.http_status, error_body(err)
-        elif endpoint is None:  # OPTIONS on a served path
+        elif endpoint is None:  # OPTIONS on a served path (a CORS preflight too: answered before authentication)
             status, body = 204, b""
+            if cors is not None:
+                allow = dict(extra).get(b"allow", b"")
+                extra.extend(cors.preflight(origin, allow, _header(head, b"access-control-request-headers")))
         else:
             status, body, user = await endpoint.respond(self, head, params, receive)
             if status < 400:
@@ -529,6 +545,8 @@ class PluginApp:
                 extra.extend(endpoint.headers)
         if head.retry_after is not None:
             extra.append((b"retry-after", str(head.retry_after).encode()))
+        if cors is not None and (endpoint is not None or err is not None):
+            extra.extend(cors.answer(origin))
         if status in (408, 413) or head.drops_body(endpoint):
             extra.append((b"connection", b"close"))  # a body not read (late, oversized, or not wanted): drop it
         head.sent = True
@@ -577,6 +595,14 @@ async def _refuse_websocket(scope: Scope, receive: Receive, send: Send) -> None:
         {"type": "websocket.http.response.start", "status": err.http_status, "headers": _headers(body, head, [])}
     )
     await send({"type": "websocket.http.response.body", "body": body})
+
+
+def _header(head: Head, name: bytes) -> bytes | None:
+    """A request header the door's pass did not keep (read on the rare paths that need one)."""
+    for key, value in head.headers:
+        if key == name:
+            return bytes(value)
+    return None
 
 
 def _declared_size(value: bytes) -> int:
@@ -643,6 +669,7 @@ def create_app(backend_or_settings: ServedBackend | Settings, *, max_body_bytes:
     app = PluginApp(
         backend, owned=owned, max_body_bytes=max_body_bytes, body_timeout=body_timeout, metrics_access=access
     )
+    app.cors = Cors.of(api)
     if getattr(getattr(settings, "mcp", None), "http", False) and importlib.util.find_spec("mcp") is not None:
         app.remote_mcp = remote_mcp.RemoteMcp(backend, settings, max_body_bytes)
     return app

@@ -58,11 +58,12 @@ class IdP:
         jwk: dict[str, Any] = json.loads(RSAAlgorithm.to_jwk(self.keys[kid].public_key()))
         return {**jwk, "kid": kid, "alg": "RS256", "use": "sig"}
 
-    def token(self, kid: str = "k1", **claims: Any) -> str:
+    def token(self, kid: str = "k1", *, name_key: bool = True, **claims: Any) -> str:
+        """A token signed by `kid`'s key, its header naming it unless `name_key` is false."""
         now = int(time.time())
         body = {"iss": ISSUER, "aud": CLIENT, "sub": "ivy", "email": "ivy@example.com", "iat": now, "exp": now + 300}
         body.update(claims)
-        return jwt.encode(body, self.keys[kid], algorithm="RS256", headers={"kid": kid})
+        return jwt.encode(body, self.keys[kid], algorithm="RS256", headers={"kid": kid} if name_key else None)
 
     def close(self) -> None:
         self.server.shutdown()
@@ -126,6 +127,24 @@ async def test_rotated_key_is_fetched_once_then_rate_limited(ext_sdk: PluginSDK,
         with pytest.raises(AuthenticationError):
             await authenticate(ext_sdk, f"Bearer {forged}")
     assert idp.hits == 2  # unknown kids do not trigger a download per request
+
+
+async def test_a_token_without_kid_is_checked_against_the_only_key(ext_sdk: PluginSDK, idp: IdP) -> None:
+    # OpenID Connect Core 10.1 and RFC 7515 let a provider with one key leave kid out (oidc-provider-mock does)
+    p = await authenticate(ext_sdk, f"Bearer {idp.token(name_key=False)}")
+    assert p.user_id == "ivy"
+    stranger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    forged = jwt.encode({"iss": ISSUER, "aud": CLIENT, "sub": "ivy", "exp": int(time.time()) + 60}, stranger, "RS256")
+    with pytest.raises(AuthenticationError, match="invalid or expired"):
+        await authenticate(ext_sdk, f"Bearer {forged}")
+
+
+async def test_a_token_without_kid_is_refused_when_the_provider_has_several_keys(idp: IdP, tmp_path: Path) -> None:
+    idp.add_key("k2")
+    async with open_sdk("local", tmp_path, app=external_app(idp)) as sdk:
+        with pytest.raises(AuthenticationError, match=r"names no signing key \(kid\).*2 keys"):
+            await authenticate(sdk, f"Bearer {idp.token('k2', name_key=False)}")
+        assert (await authenticate(sdk, f"Bearer {idp.token('k2')}")).user_id == "ivy"  # named: found
 
 
 async def test_mfa_from_amr_claim(ext_sdk: PluginSDK, idp: IdP) -> None:

@@ -5,6 +5,7 @@ kept where `login` keeps a key, and the remote backend then acts as the signed-i
 from __future__ import annotations
 
 import json
+import stat
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,4 +105,57 @@ def test_a_callback_for_another_sign_in_is_refused(server: str, provider: Provid
     httpx.get(redirect, params={**answer, "state": "X" + answer["state"]}, timeout=10)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 1 and json.loads(out)["error_code"] == "UNAUTHENTICATED", out + err
+    assert not Path(env["PLUGINSDK_TEST_KEYRING"]).exists()
+
+
+def test_login_sso_without_a_keyring_keeps_the_token_in_a_file_only_its_user_reads(
+    server: str, provider: Provider, tmp_path: Path
+) -> None:
+    env = {**_env(tmp_path), "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring"}
+    proc, url = _login(env, server)
+    redirect = httpx.URL(url).params["redirect_uri"]
+    page = httpx.get(redirect, params=play_browser(url, redirect, "pat"), timeout=30)
+    assert page.status_code == 200 and "Signed in: you may close this window" in page.text
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    path = Path(env["XDG_CONFIG_HOME"]) / "pluginsdk" / "credentials.json"
+    result = json.loads(out)
+    assert result["stored"] is True and str(path) in result["message"] and "SSO session's token" in result["message"]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    kept = json.loads(path.read_text())[server]
+    assert kept.startswith("Bearer ey") and kept not in out + err
+    remote = {**env, "PLUGIN_API_URL": server}
+    assert invoke(remote, "--backend", "remote", "roles", "list").code == 0  # the file's token acts as pat
+    forgot = invoke(env, "login", server, "--forget")
+    assert forgot.code == 0, forgot.err
+    assert forgot.json()["message"].startswith(f"Removed the SSO session's token for {server} from {path}.")
+    assert invoke({**remote, "PLUGIN_API_KEY": kept}, "--backend", "remote", "roles", "list").code != 0  # ended
+
+
+def test_login_sso_refuses_before_the_browser_when_the_token_could_not_be_kept(server: str, tmp_path: Path) -> None:
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("")
+    env = {
+        **_env(tmp_path),
+        "PYTHON_KEYRING_BACKEND": "keyring.backends.fail.Keyring",
+        "XDG_CONFIG_HOME": str(blocked),
+    }
+    res = invoke(env, "login", server, "--sso", "--no-browser")
+    assert res.code == 1, res.out + res.err
+    assert "Sign in at the identity provider" not in res.err  # no sign-in was begun
+    envelope = res.json()
+    assert envelope["error_code"] == "CONFIGURATION_ERROR" and "Install a keyring backend" in envelope["error"]
+
+
+def test_the_browser_page_tells_the_truth_about_a_refused_sign_in(provider: Provider, tmp_path: Path) -> None:
+    app = oidc_app(provider, allowedEmailDomains=["elsewhere.test"])  # pat's domain is not allowed
+    with running_server(base_config(tmp_path / "server", app=app)) as server:
+        env = _env(tmp_path)
+        proc, url = _login(env, server)
+        redirect = httpx.URL(url).params["redirect_uri"]
+        page = httpx.get(redirect, params=play_browser(url, redirect, "pat"), timeout=30)
+        assert "Not signed in" in page.text and "e-mail domain is not allowed" in page.text, page.text
+        assert "Signed in:" not in page.text
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1 and json.loads(out)["error_code"] == "FORBIDDEN", out + err
     assert not Path(env["PLUGINSDK_TEST_KEYRING"]).exists()

@@ -56,6 +56,7 @@ def cli_environment(tmp_path: Path, config: str = FAST, **extra: str) -> dict[st
         "PLUGIN_STORAGE_PATH": str(tmp_path / "cli.db"),
         "PLUGIN_CONFIG": str(cfg),
         "XDG_DATA_HOME": str(tmp_path / "xdg"),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg-config"),
         **extra,
     }
 

@@ -1,13 +1,18 @@
-"""The audit log: every change to constraints, roles, user roles, API keys and managed users, recorded centrally.
+"""The audit log: every command an operation declares audited (`Policy.audit` in the catalog), recorded centrally.
 
-Changes a signed-in user makes to their own account (MFA set-up, verification and disabling, password changes)
-are recorded by their handlers (`user_change`), and sign-in locks by `throttle.py` (`AuthStore.append_audit`).
+That is every change to constraints, roles, user roles, API keys, managed users and templates, and every
+request, cancellation, return, readiness signal and clean-up, from whichever interface called it. Changes a
+signed-in user makes to their own account (MFA set-up, verification and disabling, password changes) are
+recorded by their handlers (`user_change`), and sign-in locks by `throttle.py` (`AuthStore.append_audit`);
+those commands say so in `Policy.unaudited`.
 
-One hook (`around_command`, installed on the engine by `start_auth`) wraps every auth command: it reads
-the target before, runs the handler, reads it after, and appends one record (who, when, what,
-before/after with secrets removed, the policy revision the change made: its own, each write its own
-number). A policy write's result gets that revision too (`revision`), so a caller can ask a later check
-for `at_least_revision`.
+One hook (`around_command`, installed on the engine by `start_auth`) wraps every command: for one its
+declaration audits, it runs the handler and appends one record (who, when, what, the target's id from the
+input or else the result). With `Audit.snapshot` it also reads the target before and after (secrets
+removed); without (the hot paths: a launch, a return, a readiness signal) the record's `after` is the call's
+input and the record costs one insert. A record carries the policy revision: a policy write's own (each
+write its own number), else the one the call was authorized on. A policy write's result gets that revision
+too (`revision`), so a caller can ask a later check for `at_least_revision`.
 Records are append-only: no operation updates or deletes them. Ids sort by time (nanoseconds, then
 random), so paging is by id and concurrent writers never collide (no shared counter).
 
@@ -30,7 +35,6 @@ if TYPE_CHECKING:
     from .store import AuthStore
 
 __all__ = [
-    "AUDITED",
     "around_command",
     "decision_sample_rate",
     "log_decision",
@@ -39,16 +43,6 @@ __all__ = [
     "scrub",
     "user_change",
 ]
-
-AUDITED: dict[str, str] = {
-    "constraints": "constraint",
-    "roles": "role",
-    "userRoles": "userRole",
-    "apiKeys": "apiKey",
-    "userApiKeys": "apiKey",
-    "users": "managedUser",
-}
-"""Operation category -> the audited target type."""
 
 _SECRET_WORDS = ("hash", "secret", "password", "token", "totp")
 _MAX_ID = 1024
@@ -67,20 +61,11 @@ def scrub(value: Any) -> Any:
     return value
 
 
-_ID_FIELDS: dict[str, tuple[str, ...]] = {
-    "constraint": ("constraint_id", "constraint_ids"),
-    "role": ("role_name", "role_id"),
-    "userRole": ("user_id",),
-    "apiKey": ("api_key_id",),
-    "managedUser": ("user_id",),
-}
-
-
-def _target_id(target_type: str, op: Operation, result: Any = None) -> str:
+def _target_id(ids: tuple[str, ...], op: Operation, result: Any = None) -> str:
     """The id of what the command changes (ids, comma-separated, of several): from its input, else (a create)
     from its result."""
     for source in (op, result):
-        for name in _ID_FIELDS[target_type]:
+        for name in ids:
             value = getattr(source, name, None)
             if isinstance(value, str) and value:
                 return value[:_MAX_ID]
@@ -89,13 +74,17 @@ def _target_id(target_type: str, op: Operation, result: Any = None) -> str:
     return ""
 
 
-async def _read(store: AuthStore, target_type: str, op: Operation, target_id: str) -> Any:
+async def _read(svc: AuthService, target_type: str, target_id: str) -> Any:
     """The target's state (secrets removed), or None when it does not exist."""
+    store = svc.store
     if not target_id:
         return None
     if target_type == "constraint":
         row = await store.get_constraint(target_id)
         return None if row is None else json.loads(row["data"])
+    if target_type == "template":
+        template = await svc.objects.template(target_id)
+        return None if template is None else scrub(template.model_dump(mode="json", exclude_none=True))
     if target_type == "role":
         row = await store.get_role(target_id)
     elif target_type == "userRole":
@@ -123,19 +112,35 @@ def _import_ids(op: Operation) -> list[str]:
     return [i[:_MAX_ID] for i in ids if i]
 
 
+def _dry_run(call: Call) -> bool:
+    """The call stores nothing: a dry run, or a create's validate-only flag (`Rest.dry_run`)."""
+    flag = call.spec.rest.dry_run if call.spec.rest is not None else None
+    return bool(getattr(call.op, "dry_run", False) or (flag and getattr(call.op, flag, False)))
+
+
 async def around_command(
     svc: AuthService, given: object, call: Call, handler: Callable[[Any, Any, Call], Awaitable[Any]]
 ) -> Any:
-    """Run a command's `handler(given, op, call)`; an auth command is recorded in `svc`'s store (nothing is
-    recorded when it fails, or when its result says it wrote nothing: nothing changed). A command that writes
-    several constraints (a template import, a grant) records each as its own record, found by that
-    constraint's id."""
+    """Run a command's `handler(given, op, call)`; a command its declaration audits (`Policy.audit`) is recorded
+    in `svc`'s store (nothing is recorded when it fails, or when its result says it wrote nothing: nothing
+    changed). A command that writes several constraints (a template import, a grant) records each as its own
+    record, found by that constraint's id."""
     spec, op, principal = call.spec, call.op, call.principal
-    target_type = AUDITED.get(spec.category or "")
-    if target_type is None or getattr(op, "dry_run", False):
+    audit = spec.policy.audit
+    if audit is None or _dry_run(call):
         return await handler(given, op, call)
     store = svc.store
-    if "constraint_ids" in spec.result_type.model_fields:
+    if not audit.snapshot:  # one insert, no reads: the launch path
+        result = await handler(given, op, call)
+        await store.append_audit(
+            actor=principal.user_id,
+            action=spec.name,
+            target=(audit.target, _target_id(audit.ids, op, result)),
+            after=scrub(op.model_dump(mode="json", exclude_none=True)),
+            revision=call.revision or call.policy_version,
+        )
+        return result
+    if audit.each_constraint:
         before_all = await _constraints(store, _import_ids(op))
         result = await handler(given, op, call)
         ids = [str(i)[:_MAX_ID] for i in getattr(result, "constraint_ids", [])]
@@ -148,28 +153,28 @@ async def around_command(
                 await store.append_audit(
                     actor=principal.user_id,
                     action=spec.name,
-                    target=(target_type, i),
+                    target=(audit.target, i),
                     before=scrub(before_all.get(i)),
                     after=scrub(after_all.get(i)),
                     revision=revision,
                 )
     else:
-        target = _target_id(target_type, op)
-        before = await _read(store, target_type, op, target)
+        target = _target_id(audit.ids, op)
+        before = await _read(svc, audit.target, target)
         result = await handler(given, op, call)
-        target = target or _target_id(target_type, op, result)
+        target = target or _target_id(audit.ids, op, result)
         async with store.transaction():
-            after = await _read(store, target_type, op, target)
+            after = await _read(svc, audit.target, target)
             revision = call.revision or await store.policy_version()  # the write's own, else the current one
             await store.append_audit(
                 actor=principal.user_id,
                 action=spec.name,
-                target=(target_type, target),
+                target=(audit.target, target),
                 before=scrub(before),
                 after=scrub(after),
                 revision=revision,
             )
-    if target_type in ("constraint", "role", "userRole") and hasattr(result, "revision"):
+    if spec.policy.writes_policy and hasattr(result, "revision"):
         result.revision = revision
     return result
 

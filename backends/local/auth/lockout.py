@@ -1,14 +1,15 @@
 """No lock-out: a policy change that leaves no user able to administer roles and user roles is refused.
 
 An *administrator* here is a user holding a role assignment who, in some session they can actually
-open, may: call `GET`, `POST`, `PUT` on `/roles` and `GET`, `POST`, `PUT`, `DELETE` on `/user-roles`
-(tier 1), and use `GET`, `POST`, `PUT` on the role `admin` and `GET`, `POST`, `PUT`, `DELETE` on their
+open, may: call the routes of the operations the catalog marks `Policy.lockout_probe` (`GET`, `POST`, `PUT`
+on `/roles` and `GET`, `POST`, `PUT`, `DELETE` on `/user-roles`: listing and writing roles and assignments;
+tier 1), and use `GET`, `POST`, `PUT` on the role `admin` and `GET`, `POST`, `PUT`, `DELETE` on their
 own assignment of `admin` (tier 2). That is what it takes to give the administrator role back to
 someone. A session can be MFA only for a managed-pool user with MFA enabled, or any user of an
 external IdP (whose tokens may carry MFA); API keys and in-process calls never are.
 
-Every write to constraints, roles or user roles bumps the policy version inside its transaction; the
-store then calls `check` (installed by the auth service), which re-reads the would-be policy in that
+Every write to constraints, roles or user roles (`Policy.writes_policy`) bumps the policy version inside its
+transaction; the store then calls `check` (installed by the auth service), which re-reads the would-be policy in that
 same transaction and raises 409 when the change removes the last administrator. A store that had no
 administrator before the change (the auth service records that when it authorizes the write) is not
 blocked: any change may be the repair. The operator who holds the store recovers with
@@ -17,6 +18,7 @@ blocked: any change may be the repair. The operator who holds the store recovers
 
 from __future__ import annotations
 
+import functools
 import json
 from collections import defaultdict
 from collections.abc import Awaitable, Callable, Collection, Mapping
@@ -33,17 +35,16 @@ if TYPE_CHECKING:
     from .service import Rules
     from .store import AuthStore
 
-__all__ = ["ROUTE_PROBES", "LockoutGuard", "administers", "find_administrator"]
+__all__ = ["LockoutGuard", "administers", "find_administrator", "route_probes"]
 
-ROUTE_PROBES: Final = (
-    ("GET", "/roles"),
-    ("POST", "/roles"),
-    ("PUT", "/roles"),
-    ("GET", "/user-roles"),
-    ("POST", "/user-roles"),
-    ("PUT", "/user-roles"),
-    ("DELETE", "/user-roles"),
-)
+
+@functools.cache
+def route_probes() -> tuple[tuple[str, str], ...]:
+    """(method, route) of every operation the catalog marks `Policy.lockout_probe`, read once."""
+    from pluginsdk.operations import CATALOG
+
+    found = {(spec.method, spec.route) for spec in CATALOG.values() if spec.policy.lockout_probe and spec.route}
+    return tuple(sorted((method, str(route)) for method, route in found))
 
 
 class _Everyone:
@@ -58,7 +59,7 @@ EVERYONE: Final = _Everyone()
 
 def administers(policy: CompiledPolicy, principal: Principal) -> bool:
     """Whether this principal may give the administrator role back to someone (see the module docstring)."""
-    for method, path in ROUTE_PROBES:
+    for method, path in route_probes():
         if not policy.route_allowed(principal, path, method):
             return False
     for method in ("GET", "POST", "PUT"):

@@ -78,8 +78,6 @@ T = TypeVar("T")
 _MAX_HEADER = 4096
 _API_KEY_SHAPE = re.compile(re.escape(API_KEY_PREFIX) + r"[A-Za-z0-9_-]{20,128}")
 """An API key's form (`crypto.new_api_key`): no JWT (`eyJ...`, dots) and no external token is mistaken for it."""
-POLICY_CATEGORIES = frozenset({"roles", "userRoles", "constraints"})
-"""Operation categories whose commands write the policy (the lock-out guard watches them)."""
 
 
 _POLICY_WORKERS = 2
@@ -341,7 +339,7 @@ class AuthService:
         object_type = spec.policy.object_type
         if object_type:
             await self._check_object(snap.policy, call, object_type)
-        if spec.kind == "command" and spec.category in POLICY_CATEGORIES:
+        if spec.policy.writes_policy:
             call.had_administrator = await self.guard.administrator(snap.policy, snap.roles) is not None
         call.policy_version = snap.version
 

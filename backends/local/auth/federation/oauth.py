@@ -2,7 +2,9 @@
 
 The key set is fetched from the configured URL (else the discovery document's `jwks_uri`) and cached for
 `jwksCacheSeconds`; a token naming an unknown `kid` triggers one refetch, at most every
-`jwksMinRefreshSeconds` (key rotation without a call per request). `exp`, `iat` and `nbf` are checked with
+`jwksMinRefreshSeconds` (key rotation without a call per request). A token without `kid` is checked against
+the key set's only key (OpenID Connect Core 10.1, RFC 7515 4.1.4 make `kid` optional); with several keys it
+is refused, saying so (which key would be a guess). `exp`, `iat` and `nbf` are checked with
 `clockSkewSeconds` of leeway. The same verification serves bearer tokens and the ID tokens of OIDC sign-in.
 A token that passed is remembered until it expires (a client presents the same bearer token on every
 request): the next check of it is a lookup; a new key set forgets them all.
@@ -102,6 +104,9 @@ class ExternalVerifier:
         self.config = config
         self.discovery = discovery or Discovery(config)
         self._keys: dict[str, Any] = {}
+        self._only: Any = None
+        """The key set's key when it holds exactly one (a token without `kid` is checked against it)."""
+        self._count = 0
         self._fetched_at = 0.0
         self._lock = asyncio.Lock()
         self.fetches = 0
@@ -121,26 +126,36 @@ class ExternalVerifier:
             self._fetched_at = time.monotonic()  # do not hammer a failing IdP
             raise
         keys: dict[str, Any] = {}
+        signing: list[Any] = []
         for jwk in data.get("keys", []) if isinstance(data, dict) else []:
+            if isinstance(jwk, dict) and jwk.get("use", "sig") != "sig":
+                continue  # an encryption key never signs
             try:
                 parsed = jwt.PyJWK.from_json(json.dumps(jwk))
             except (jwt.PyJWTError, ValueError, TypeError):
                 continue
+            signing.append(parsed)
             if parsed.key_id:
                 keys[parsed.key_id] = parsed
-        self._keys = keys
+        self._keys, self._count = keys, len(signing)
+        self._only = signing[0] if len(signing) == 1 else None
         self._fetched_at = time.monotonic()
 
-    async def _key(self, kid: str) -> Any:
+    async def _key(self, kid: str | None) -> Any:
+        """The key `kid` names; for a token without one, the set's only key (None when the set has several:
+        `unnamed_refusal` says why)."""
         age = time.monotonic() - self._fetched_at
-        if kid in self._keys and age < self.config.jwksCacheSeconds:
+        if kid is not None and kid in self._keys and age < self.config.jwksCacheSeconds:
             return self._keys[kid]
+        if kid is None and self._only is not None and age < self.config.jwksCacheSeconds:
+            return self._only
         async with self._lock:
             age = time.monotonic() - self._fetched_at
             stale = age >= self.config.jwksCacheSeconds
-            if stale or (kid not in self._keys and age >= self.config.jwksMinRefreshSeconds):
+            unknown = self._only is None if kid is None else kid not in self._keys
+            if stale or (unknown and age >= self.config.jwksMinRefreshSeconds):
                 await self._fetch()
-        return self._keys.get(kid)
+        return self._only if kid is None else self._keys.get(kid)
 
     async def claims(self, token: str, require: tuple[str, ...] = ("exp", "iss", "aud")) -> dict[str, Any]:
         """The claims of a token the IdP signed for us (`iss`, `aud`, `exp`, `iat`, `nbf` checked, with the clock
@@ -153,9 +168,14 @@ class ExternalVerifier:
         if header is None:
             raise invalid
         kid, alg = header.get("kid"), header.get("alg")
-        if not isinstance(kid, str) or alg not in self.config.algorithms:
+        if not (kid is None or isinstance(kid, str)) or alg not in self.config.algorithms:
             raise invalid
         key = await self._key(kid)
+        if key is None and kid is None and self._count > 1:
+            raise AuthenticationError(
+                "The token names no signing key (kid) and the identity provider publishes "
+                f"{self._count} keys: which one signed it cannot be told; the provider must set kid."
+            )
         if key is None:
             raise invalid
         try:

@@ -71,6 +71,17 @@ def _client(svc: AuthService, redirect_uri: str) -> AsyncOAuth2Client:
     )
 
 
+def _http_errors() -> tuple[type[Exception], ...]:
+    """The HTTP errors of Authlib's client: httpx2's where it is installed (Authlib 1.9 prefers it), httpx's."""
+    import httpx
+
+    try:
+        import httpx2
+    except ImportError:
+        return (httpx.HTTPError,)
+    return (httpx.HTTPError, httpx2.HTTPError)
+
+
 async def _endpoint(svc: AuthService, name: str) -> str:
     found = await _verifier(svc).discovery.endpoint(name)
     if found is None:
@@ -94,7 +105,6 @@ async def start(svc: AuthService, redirect_uri: str) -> FederatedSignIn:
 
 async def _exchange(svc: AuthService, pending: dict[str, Any], code: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """(the token response, the userinfo claims or {}) for `code`."""
-    import httpx
     from authlib.integrations.httpx_client import OAuthError
 
     token_url = await _endpoint(svc, "token_endpoint")
@@ -108,7 +118,7 @@ async def _exchange(svc: AuthService, pending: dict[str, Any], code: str) -> tup
             if userinfo_url and token.get("access_token"):
                 resp = await client.get(userinfo_url)
                 info = resp.json() if resp.status_code == 200 else {}
-        except (OAuthError, httpx.HTTPError, ValueError, KeyError):
+        except (OAuthError, *_http_errors(), ValueError, KeyError):
             raise AuthenticationError("The identity provider refused the sign-in code; start it again.") from None
     return token, info if isinstance(info, dict) else {}
 
