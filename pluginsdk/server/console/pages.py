@@ -453,10 +453,16 @@ def _candidate(ctx: Ctx) -> dict[str, Any]:
     }
 
 
+def preview_query(candidate: dict[str, Any]) -> dict[str, Any]:
+    """The what-if the constraint preview runs: the candidate added, compared on every API route and on the
+    objects of every type the policy names (`policy_objects`), as `POST /auth/whatIf` with the same body."""
+    return {"add_constraints": [candidate], "policy_objects": True, "limit": 200}
+
+
 async def save_constraint(ctx: Ctx) -> Response:
     candidate = _candidate(ctx)
     if ctx.value("action") == "preview":
-        report = await ctx.call("what_if", {"add_constraints": [candidate], "limit": 200})
+        report = await ctx.call("what_if", preview_query(candidate))
         rows = [(c.subject, c.method, c.target, "allowed" if c.after else "denied") for c in report.changes]
         summary = render(
             '<section class="card preview" aria-labelledby="preview-h"><h2 id="preview-h">What-if preview</h2>'
