@@ -415,6 +415,9 @@ class SessionTokens(BaseModel):
     """NEW_PASSWORD_REQUIRED or SOFTWARE_TOKEN_MFA: call again with new_password / totp_code."""
     mfa: bool = False
     """Whether the session is multi-factor."""
+    mfa_setup_required: bool = False
+    """The user holds a role that requires MFA and has no authenticator: the role counts only once the user
+    sets one up (setup_mfa, then verify_mfa) in this session."""
     message: str = ""
 
     def __str__(self) -> str:

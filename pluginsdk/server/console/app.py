@@ -18,7 +18,7 @@ from ...errors import AuthenticationError, PermissionDeniedError, SDKError
 from ...operations import CATALOG
 from ...principal import Principal
 from ..contract import ServedBackend
-from . import access, keys_admin, pages, signin, sso, template_pages
+from . import access, account, keys_admin, pages, signin, sso, template_pages
 from ._web import COOKIE, PREFIX, Ctx, Form, plain
 from .sessions import Sessions
 
@@ -56,7 +56,13 @@ class Console:
         self.sessions = Sessions()
         self.routes: list[tuple[str, re.Pattern[str], Handler]] = [
             (method, re.compile(f"^{PREFIX}{pattern}$"), handler)
-            for method, pattern, handler in (*pages.ROUTES, *access.ROUTES, *keys_admin.ROUTES, *template_pages.ROUTES)
+            for method, pattern, handler in (
+                *pages.ROUTES,
+                *access.ROUTES,
+                *account.ROUTES,
+                *keys_admin.ROUTES,
+                *template_pages.ROUTES,
+            )
         ]
         self._static: dict[str, bytes] = {}
 

@@ -31,6 +31,7 @@ _NAV = (
     ("/ui/users", "Users", "list_managed_users"),
     ("/ui/playground", "Playground", "explain_access"),
     ("/ui/keys", "My API keys", "list_my_api_keys"),
+    ("/ui/mfa", "Authenticator", "setup_mfa"),
     ("/ui/api-keys", "All API keys", "list_api_keys"),
     ("/ui/audit", "Audit log", "list_audit_records"),
     ("/ui/ops", "Operations", None),
@@ -50,7 +51,7 @@ def layout(ctx: Ctx | None, title: str, body: Safe) -> Safe:
                 cur=Safe(' aria-current="page"') if ctx.request.url.path == href else Safe(""),
             )
             for href, text, op in _NAV
-            if op is None or ctx.can(op)
+            if (op is None or ctx.can(op)) and (op != "setup_mfa" or ctx.session.method == "password")
         )
         header = render(
             '<header><nav aria-label="Main"><ul>{links}</ul></nav>'
@@ -616,7 +617,8 @@ async def audit(ctx: Ctx) -> Response:
         '<p><a href="/ui/audit/export{q}" download="audit.jsonl">Export these records as JSON lines</a></p>',
         q="?" + urlencode(filters) if filters else "",
     )
-    parts = [form, export, table(("When", "Actor", "Action", "Target type", "Target"), rows, "Audit records")]
+    parts = [notice(ctx), form, export]
+    parts.append(table(("When", "Actor", "Action", "Target type", "Target"), rows, "Audit records"))
     if listing.next_token:
         parts.append(link(f"/ui/audit?{urlencode({**filters, 'next': listing.next_token})}", "Next page"))
     return page(ctx, "Audit log", join(parts))
