@@ -474,6 +474,8 @@ class SignInOptions(BaseModel):
     """`oidc` or `saml`; None: only passwords and API keys."""
     display_name: str = ""
     """What the sign-in button calls the provider."""
+    passwords: bool = True
+    """Whether the managed user pool takes password sign-ins (`login`); false: API keys (and the provider) only."""
     end_session_url: str | None = Field(None, exclude_if=_absent_if_none)
     """OIDC: the provider's end_session_endpoint, where signing out also ends the provider's session."""
     client_id: str | None = Field(None, exclude_if=_absent_if_none)

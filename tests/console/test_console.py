@@ -8,7 +8,7 @@ from typing import Any
 
 import pyotp
 
-from tests.console.conftest import PASSWORD, Site, shot, sign_in_with_key
+from tests.console.conftest import PASSWORD, Site, confirm, shot, sign_in_with_key
 
 PAGES = ("/ui/", "/ui/templates", "/ui/requests", "/ui/machines", "/ui/constraints", "/ui/keys", "/ui/audit", "/ui/ops")
 HOSTILE = '<script>alert("x")</script> "quoted" \'single\' \u202eevil\u202c'
@@ -165,6 +165,7 @@ def test_create_template_request_machines_and_watch_them_come_up(site: Site, pag
     assert boxes.count() == 2
     boxes.first.check()
     page.get_by_role("button", name="Return selected").click()
+    confirm(page, "Return machines", "confirm-return")
     page.wait_for_url(re.compile(r".*/ui/machines\?done="))
     assert "Return requested" in page.locator("[role=status]").text_content()
     assert errors == []

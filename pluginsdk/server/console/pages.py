@@ -10,7 +10,8 @@ from urllib.parse import quote, urlencode
 
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from ...errors import SDKError, ValidationError
+from ...errors import PermissionDeniedError, SDKError, ValidationError
+from ...words import counted
 from ._html import Safe, join, render, value_of
 from .forms import generic_form, generic_values, operations_index
 from .live import audit_export, progress_events
@@ -93,6 +94,37 @@ def card_form(ctx: Ctx, action: str, fields: Any, button: str, title: str = "") 
         f=fields,
         b=button,
     )
+
+
+def confirm_first(ctx: Ctx, operation: str, title: str, consequence: str, button: str, back_to: str) -> Response | None:
+    """None when the form carries its confirmation; else the page asking for it: the consequence, and the same
+    form again (its fields kept) with `confirm` and a button naming the act, or the way back. Every destructive
+    form goes through here, so neither a stray click nor a forged one-click POST acts; a caller who may not call
+    `operation` is refused (403) at once, never asked."""
+    if not ctx.can(operation):
+        raise PermissionDeniedError(
+            f"You may not call {operation}.", details={"field": "operation", "value": operation, "expected": None}
+        )
+    if ctx.value("confirm") == "yes":
+        return None
+    kept = join(
+        render('<input type="hidden" name="{n}" value="{v}">', n=name, v=value_of(value))
+        for name, values in ctx.form.items()
+        if name not in ("csrf", "confirm")
+        for value in values
+    )
+    body = render(
+        '<p class="warning" role="alert">{c}</p><form method="post" action="{a}" class="inline">{csrf}{kept}'
+        '<input type="hidden" name="confirm" value="yes"><button type="submit" class="danger">{b}</button>'
+        '<a href="{back}">Cancel</a></form>',
+        c=consequence,
+        a=ctx.request.url.path,
+        csrf=ctx.csrf,
+        kept=kept,
+        b=button,
+        back=back_to,
+    )
+    return page(ctx, title, body)
 
 
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], caption: str = "") -> Safe:
@@ -300,12 +332,38 @@ async def create_request(ctx: Ctx) -> Response:
 
 async def request_detail(ctx: Ctx, request_id: str) -> Response:
     body = render(
-        '<section id="progress" data-events="/ui/requests/{i}/events" data-poll="/ui/requests/{i}/progress" '
+        '{n}<section id="progress" data-events="/ui/requests/{i}/events" data-poll="/ui/requests/{i}/progress" '
         'aria-live="polite">{p}</section>',
+        n=notice(ctx),
         i=quote(request_id, safe=""),
         p=await _progress(ctx, request_id),
     )
+    if ctx.can("cancel_request") and 'data-final="1"' not in body:  # a final request cannot be cancelled
+        body = render(
+            '{b}<form method="post" action="/ui/requests/{i}/cancel" class="inline">{csrf}'
+            '<button type="submit" class="danger">Cancel request</button></form>',
+            b=body,
+            i=quote(request_id, safe=""),
+            csrf=ctx.csrf,
+        )
     return page(ctx, f"Request {request_id}", body)
+
+
+async def cancel_request(ctx: Ctx, request_id: str) -> Response:
+    here = f"/ui/requests/{quote(request_id, safe='')}"
+    asked = confirm_first(
+        ctx,
+        "cancel_request",
+        f"Cancel request {request_id}?",
+        f"Request {request_id} stops: its machines not yet running are terminated; running ones keep running "
+        "(return them from the Machines page).",
+        "Cancel request",
+        here,
+    )
+    if asked is not None:
+        return asked
+    result = await ctx.call("cancel_request", {"request_id": request_id})
+    return back(here, getattr(result, "message", "") or f"Cancelled request {request_id}.")
 
 
 async def request_progress(ctx: Ctx, request_id: str) -> Response:
@@ -370,6 +428,16 @@ async def return_machines(ctx: Ctx) -> Response:
         raise ValidationError(
             "Select at least one machine.", details={"field": "machine_ids", "value": None, "expected": "machine ids"}
         )
+    asked = confirm_first(
+        ctx,
+        "create_return_request",
+        f"Return {counted(len(ids), 'machine')}?",
+        f"These machines are terminated and given back to the provider: {', '.join(ids)}.",
+        "Return machines",
+        "/ui/machines",
+    )
+    if asked is not None:
+        return asked
     result = await ctx.call("create_return_request", {"machine_ids": ids})
     return back("/ui/machines", f"Return requested: {', '.join(result.created_request_ids or []) or result.message}.")
 
@@ -467,12 +535,12 @@ async def save_constraint(ctx: Ctx) -> Response:
         rows = [(c.subject, c.method, c.target, "allowed" if c.after else "denied") for c in report.changes]
         summary = render(
             '<section class="card preview" aria-labelledby="preview-h"><h2 id="preview-h">What-if preview</h2>'
-            "<p>{a} decisions would change from allowed to denied, {d} from denied to allowed "
-            "({s} subjects × {q} questions). Nothing is saved yet.</p>{t}</section>",
-            a=report.allowed_to_denied,
+            "<p>{a} would change from allowed to denied, {d} from denied to allowed "
+            "({s} × {q}). Nothing is saved yet.</p>{t}</section>",
+            a=counted(report.allowed_to_denied, "decision"),
             d=report.denied_to_allowed,
-            s=report.subjects,
-            q=report.questions,
+            s=counted(report.subjects, "subject"),
+            q=counted(report.questions, "question"),
             t=table(("Subject", "Method", "Route or object", "Becomes"), rows, "Changed decisions"),
         )
         return await _constraints_page(ctx, summary)
@@ -588,6 +656,16 @@ async def create_key(ctx: Ctx) -> Response:
 
 
 async def delete_key(ctx: Ctx, key_id: str) -> Response:
+    asked = confirm_first(
+        ctx,
+        "delete_my_api_key",
+        f"Delete key {key_id}?",
+        f"Key {key_id} is revoked for good: every client using it is refused from now on.",
+        "Delete key",
+        "/ui/keys",
+    )
+    if asked is not None:
+        return asked
     await ctx.call("delete_my_api_key", {"api_key_id": key_id})
     return back("/ui/keys", f"Deleted key {key_id}.")
 
@@ -653,6 +731,7 @@ ROUTES = (
     ("GET", "/requests/(?P<request_id>[^/]{1,200})", request_detail),
     ("GET", "/requests/(?P<request_id>[^/]{1,200})/progress", request_progress),
     ("GET", "/requests/(?P<request_id>[^/]{1,200})/events", request_events),
+    ("POST", "/requests/(?P<request_id>[^/]{1,200})/cancel", cancel_request),
     ("GET", "/machines", machines),
     ("POST", "/machines/return", return_machines),
     ("GET", "/constraints", constraints),

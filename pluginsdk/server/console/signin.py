@@ -28,11 +28,17 @@ if TYPE_CHECKING:
 __all__ = ["password_sign_in", "refused", "sign_in", "sign_out"]
 
 _FORM = """{sso}
-<p>Sign in with your password (and authenticator code, where your account requires one), or with an API key.</p>
+<p>{intro}</p>
 {error}
 <form method="post" action="/ui/login" class="card">
 <input type="hidden" name="csrf" value="{token}"><input type="hidden" name="next" value="{next}">
-<fieldset><legend>Password</legend>
+{password}<fieldset><legend>{key_legend}</legend>
+<label for="api_key">API key</label><input id="api_key" name="api_key" type="password" autocomplete="off">
+</fieldset>
+<button type="submit">Sign in</button>
+</form>
+"""
+_POOL_FIELDS = """<fieldset><legend>Password</legend>
 <label for="username">User name</label>
 <input id="username" name="username" autocomplete="username" value="{username}">
 <label for="password">Password</label>
@@ -40,11 +46,6 @@ _FORM = """{sso}
 <label for="totp">Authenticator code (if enabled)</label>
 <input id="totp" name="totp" inputmode="numeric" autocomplete="one-time-code" maxlength="8">
 </fieldset>
-<fieldset><legend>Or an API key</legend>
-<label for="api_key">API key</label><input id="api_key" name="api_key" type="password" autocomplete="off">
-</fieldset>
-<button type="submit">Sign in</button>
-</form>
 """
 
 
@@ -56,10 +57,24 @@ def _form_page(
     status: int = 200,
     *,
     button: Safe = Safe(""),
+    passwords: bool = True,
 ) -> Response:
+    """The sign-in form: the password fields only where the managed user pool takes passwords."""
     token = secrets.token_urlsafe(24)
     note = render('<p class="error" role="alert">{e}</p>', e=error) if error else ""
-    body = render(_FORM, error=note, token=token, next=next_page, username=username, sso=button)
+    body = render(
+        _FORM,
+        error=note,
+        token=token,
+        next=next_page,
+        sso=button,
+        intro="Sign in with your password (and authenticator code, where your account requires one), or with an "
+        "API key."
+        if passwords
+        else "Sign in with an API key.",
+        password=render(_POOL_FIELDS, username=username) if passwords else Safe(""),
+        key_legend="Or an API key" if passwords else "API key",
+    )
     response = HTMLResponse(layout(None, "Sign in", body), status_code=status, headers={"cache-control": "no-store"})
     _pre_cookie(response, request, token)
     return response
@@ -110,22 +125,32 @@ def _pre_cookie(response: Response, request: Request, token: str) -> None:
 _next = console_page
 
 
+async def _passwords(console: Console) -> bool:
+    """Whether the managed user pool takes passwords (the sign-in options; assumed so when they cannot be read)."""
+    try:
+        return bool((await sso.options(console)).passwords)
+    except SDKError:
+        return True
+
+
 async def refused(console: Console, request: Request, error: str, status: int) -> Response:
     """The sign-in page saying why a sign-in failed."""
-    return _form_page(request, error, status=status, button=await sso.button(console, f"{PREFIX}/"))
+    button, passwords = await sso.button(console, f"{PREFIX}/"), await _passwords(console)
+    return _form_page(request, error, status=status, button=button, passwords=passwords)
 
 
 async def sign_in(console: Console, request: Request, form: Form) -> Response:
     if request.method != "POST":
         next_page = _next(request.query_params.get("next", ""))
-        return _form_page(request, next_page=next_page, button=await sso.button(console, next_page))
+        button, passwords = await sso.button(console, next_page), await _passwords(console)
+        return _form_page(request, next_page=next_page, button=button, passwords=passwords)
 
     def field(name: str) -> str:
         values = form.get(name)
         return values[-1] if values else ""
 
     username, next_page = field("username").strip(), _next(field("next"))
-    button = await sso.button(console, next_page)
+    button, passwords = await sso.button(console, next_page), await _passwords(console)
     cookie, token = request.cookies.get(PRE_COOKIE, ""), field("csrf")
     if not cookie or not hmac.compare_digest(cookie.encode(), token.encode()):
         return _form_page(
@@ -148,12 +173,12 @@ async def sign_in(console: Console, request: Request, form: Form) -> Response:
             if tokens.challenge_name == "NEW_PASSWORD_REQUIRED":
                 return _new_password_page(request, "", username, next_page)
             if tokens.challenge_name == "SOFTWARE_TOKEN_MFA":
-                why = "Password accepted. Enter the code from your authenticator app."
+                why = "Enter the code from your authenticator app."
                 if new_password:  # the new password is set: sign in with it and the code
                     why = "Your new password is set. Sign in with it and the code from your authenticator app."
-                return _form_page(request, why, username, next_page, 401, button=button)
+                return _form_page(request, why, username, next_page, 401, button=button, passwords=passwords)
             if tokens.challenge_name or not tokens.id_token:
-                return _form_page(request, tokens.message, username, next_page, 401, button=button)
+                return _form_page(request, tokens.message, username, next_page, 401, button=button, passwords=passwords)
             authorization = f"Bearer {tokens.id_token}"
             principal = await console.backend.authenticate(authorization)
             session, lifetime = Session(authorization, principal.user_id, "password"), float(tokens.expires_in or 0)
@@ -162,7 +187,7 @@ async def sign_in(console: Console, request: Request, form: Form) -> Response:
         message = "Sign-in failed: wrong user name, password, code or key." if err.http_status == 401 else err.message
         if new_password:  # the temporary password was wrong, or the new one breaks the password rules
             return _new_password_page(request, message, username, next_page, err.http_status)
-        return _form_page(request, message, username, next_page, err.http_status, button=button)
+        return _form_page(request, message, username, next_page, err.http_status, button=button, passwords=passwords)
     value = console.sessions.open(session, lifetime or None)
     if setup_mfa:  # a role the user holds counts only in a multi-factor session: enrol first
         next_page = f"{PREFIX}/mfa?{urlencode({'next': next_page})}"
