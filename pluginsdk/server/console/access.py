@@ -126,8 +126,8 @@ async def delete_role(ctx: Ctx, role: str) -> Response:
         "delete_role",
         f"Delete role {role}?",
         f"Role {role} will be deleted: its holders lose what it grants.",
-        "Delete role",
-        "/ui/roles",
+        button="Delete role",
+        back_to="/ui/roles",
     )
     if asked is not None:
         return asked
@@ -189,8 +189,8 @@ async def unassign_role(ctx: Ctx) -> Response:
         "update_user_roles",
         f"Unassign {role} from {user_id}?",
         f"{user_id} will no longer hold {role} (their other roles stay).",
-        "Unassign role",
-        "/ui/user-roles",
+        button="Unassign role",
+        back_to="/ui/user-roles",
     )
     if asked is not None:
         return asked
@@ -289,8 +289,8 @@ async def reset_password(ctx: Ctx, user_id: str) -> Response:
         "reset_managed_user_password",
         f"Reset the password of {user_id}?",
         f"{user_id}'s password stops working and their sessions end; they sign in with a new temporary password.",
-        "Reset password",
-        "/ui/users",
+        button="Reset password",
+        back_to="/ui/users",
     )
     if asked is not None:
         return asked
@@ -304,8 +304,8 @@ async def reset_mfa(ctx: Ctx, user_id: str) -> Response:
         "reset_managed_user_mfa",
         f"Reset the MFA of {user_id}?",
         f"{user_id}'s authenticator is removed: they sign in with their password alone until they enrol again.",
-        "Reset MFA",
-        "/ui/users",
+        button="Reset MFA",
+        back_to="/ui/users",
     )
     if asked is not None:
         return asked

@@ -117,8 +117,8 @@ async def set_active(ctx: Ctx, key_id: str, verb: str) -> Response:
             "update_api_key",
             f"Deactivate key {key_id}?",
             f"Key {key_id} stops working at once, for every client using it, until it is activated again.",
-            "Deactivate key",
-            "/ui/api-keys",
+            button="Deactivate key",
+            back_to="/ui/api-keys",
         )
         if asked is not None:
             return asked
@@ -132,8 +132,8 @@ async def delete(ctx: Ctx, key_id: str) -> Response:
         "delete_api_key",
         f"Delete key {key_id}?",
         f"Key {key_id} is revoked for good: every client using it is refused from now on.",
-        "Delete key",
-        "/ui/api-keys",
+        button="Delete key",
+        back_to="/ui/api-keys",
     )
     if asked is not None:
         return asked

@@ -96,7 +96,9 @@ def card_form(ctx: Ctx, action: str, fields: Any, button: str, title: str = "") 
     )
 
 
-def confirm_first(ctx: Ctx, operation: str, title: str, consequence: str, button: str, back_to: str) -> Response | None:
+def confirm_first(
+    ctx: Ctx, operation: str, title: str, consequence: str, *, button: str, back_to: str
+) -> Response | None:
     """None when the form carries its confirmation; else the page asking for it: the consequence, and the same
     form again (its fields kept) with `confirm` and a button naming the act, or the way back. Every destructive
     form goes through here, so neither a stray click nor a forged one-click POST acts; a caller who may not call
@@ -357,8 +359,8 @@ async def cancel_request(ctx: Ctx, request_id: str) -> Response:
         f"Cancel request {request_id}?",
         f"Request {request_id} stops: its machines not yet running are terminated; running ones keep running "
         "(return them from the Machines page).",
-        "Cancel request",
-        here,
+        button="Cancel request",
+        back_to=here,
     )
     if asked is not None:
         return asked
@@ -433,8 +435,8 @@ async def return_machines(ctx: Ctx) -> Response:
         "create_return_request",
         f"Return {counted(len(ids), 'machine')}?",
         f"These machines are terminated and given back to the provider: {', '.join(ids)}.",
-        "Return machines",
-        "/ui/machines",
+        button="Return machines",
+        back_to="/ui/machines",
     )
     if asked is not None:
         return asked
@@ -661,8 +663,8 @@ async def delete_key(ctx: Ctx, key_id: str) -> Response:
         "delete_my_api_key",
         f"Delete key {key_id}?",
         f"Key {key_id} is revoked for good: every client using it is refused from now on.",
-        "Delete key",
-        "/ui/keys",
+        button="Delete key",
+        back_to="/ui/keys",
     )
     if asked is not None:
         return asked

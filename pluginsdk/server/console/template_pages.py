@@ -177,8 +177,8 @@ async def delete_template(ctx: Ctx, template_id: str) -> Response:
         "delete_template",
         f"Delete template {template_id}?",
         f"Template {template_id} will be deleted: no new request can use it. Machines it launched keep running.",
-        "Delete template",
-        f"/ui/templates/{quote(template_id, safe='')}",
+        button="Delete template",
+        back_to=f"/ui/templates/{quote(template_id, safe='')}",
     )
     if asked is not None:
         return asked
