@@ -137,7 +137,7 @@ def shot(page: Any, name: str) -> None:
 def confirm(page: Any, button: str, shot_name: str = "") -> None:
     """Answer a destructive action's confirmation page: it names the consequence; `button` does it."""
     page.locator("p.warning[role=alert]").wait_for()
-    assert page.get_by_role("link", name="Cancel").count() == 1
+    assert page.get_by_role("link", name="Go back, change nothing").count() == 1
     if shot_name:
         shot(page, shot_name)
     page.get_by_role("button", name=button, exact=True).click()

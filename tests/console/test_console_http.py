@@ -203,3 +203,11 @@ def test_the_dashboard_shows_a_template_its_bootstrap_failures_protect(tmp_path:
     protected = dashboard.split("<caption>Protected templates", 1)[1].split("</table>", 1)[0]
     assert re.search(r"<td>flaky-boot</td><td>[^<]*1 bootstrap failure in a row", protected), protected
     assert "<td>fine</td>" not in protected
+
+
+def test_without_the_user_pool_the_sign_in_page_offers_api_keys_only(served: tuple[httpx.Client, str]) -> None:
+    client, _ = served
+    page = client.get("/ui/login")
+    assert page.status_code == 200
+    assert 'name="password"' not in page.text and 'name="username"' not in page.text
+    assert 'name="api_key"' in page.text and "Sign in with an API key." in page.text

@@ -118,7 +118,7 @@ def confirm_first(
     body = render(
         '<p class="warning" role="alert">{c}</p><form method="post" action="{a}" class="inline">{csrf}{kept}'
         '<input type="hidden" name="confirm" value="yes"><button type="submit" class="danger">{b}</button>'
-        '<a href="{back}">Cancel</a></form>',
+        '<a href="{back}">Go back, change nothing</a></form>',
         c=consequence,
         a=ctx.request.url.path,
         csrf=ctx.csrf,

@@ -146,12 +146,12 @@ async def _launched_by(ctx: Ctx, found: Any) -> Safe:
             p=f"the provider instance {found.provider}" if found.provider else "the default provider instance",
         )
     how = (
-        render("which simulates provider API {a}", a=found.provider_api)
+        render("it simulates the provider API {a}", a=found.provider_api)
         if provider.type == "local"
-        else render("through provider API {a}", a=found.provider_api)
+        else render("it calls the provider API {a}", a=found.provider_api)
     )
     return render(
-        "This template is {s}; the provider instance {n} ({t}{d}) launches its machines, {h}.",
+        "This template is {s}. The provider instance {n} (type {t}{d}) launches its machines: {h}.",
         s=source,
         n=provider.name,
         t=provider.type,
