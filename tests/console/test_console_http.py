@@ -211,3 +211,11 @@ def test_without_the_user_pool_the_sign_in_page_offers_api_keys_only(served: tup
     assert page.status_code == 200
     assert 'name="password"' not in page.text and 'name="username"' not in page.text
     assert 'name="api_key"' in page.text and "Sign in with an API key." in page.text
+
+
+def test_without_the_user_pool_the_users_page_is_not_offered(served: tuple[httpx.Client, str]) -> None:
+    client, key = served
+    assert _sign_in(client, key).status_code == 303
+    nav = re.search(r"<nav aria-label=\"Main\">(.*?)</nav>", client.get("/ui/").text, re.S)
+    assert nav and 'href="/ui/templates"' in nav.group(1)
+    assert 'href="/ui/users"' not in nav.group(1) and 'href="/ui/mfa"' not in nav.group(1)

@@ -171,7 +171,7 @@ class Console:
         except AuthenticationError:
             self.sessions.end(request.cookies.get(COOKIE))
             return RedirectResponse(f"{PREFIX}/login", status_code=303)
-        ctx = Ctx(self, request, session, principal, await self._allowed(principal), form)
+        ctx = Ctx(self, request, session, principal, await self._allowed(principal), form, await _pool(self))
         if path == f"{PREFIX}/logout" and method == "POST":
             return await signin.sign_out(ctx)
         request.scope[_CTX] = ctx
@@ -195,6 +195,14 @@ class Console:
         if body is None:
             body = self._static[name] = (resources.files("pluginsdk") / "data" / "console" / name).read_bytes()
         return Response(body, media_type=ctype, headers={"cache-control": "public, max-age=3600"})
+
+
+async def _pool(console: Console) -> bool:
+    """Whether the managed user pool is on (the sign-in options, kept once read; assumed on when unreadable)."""
+    try:
+        return bool((await sso.options(console)).passwords)
+    except SDKError:
+        return True
 
 
 async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:

@@ -52,7 +52,7 @@ def layout(ctx: Ctx | None, title: str, body: Safe) -> Safe:
                 cur=Safe(' aria-current="page"') if ctx.request.url.path == href else Safe(""),
             )
             for href, text, op in _NAV
-            if (op is None or ctx.can(op)) and (op != "setup_mfa" or ctx.session.method == "password")
+            if (op is None or ctx.can(op)) and _works_here(ctx, op)
         )
         header = render(
             '<header><nav aria-label="Main"><ul>{links}</ul></nav>'
@@ -73,6 +73,16 @@ def layout(ctx: Ctx | None, title: str, body: Safe) -> Safe:
         header=header,
         body=body,
     )
+
+
+def _works_here(ctx: Ctx, op: str | None) -> bool:
+    """A page that cannot work in this configuration is not offered: the users' without the user pool, the
+    authenticator's but to a password session."""
+    if op == "list_managed_users":
+        return ctx.pool
+    if op == "setup_mfa":
+        return ctx.pool and ctx.session.method == "password"
+    return True
 
 
 def page(ctx: Ctx, title: str, body: Safe, status: int = 200) -> Response:
