@@ -219,3 +219,9 @@ def test_without_the_user_pool_the_users_page_is_not_offered(served: tuple[httpx
     nav = re.search(r"<nav aria-label=\"Main\">(.*?)</nav>", client.get("/ui/").text, re.S)
     assert nav and 'href="/ui/templates"' in nav.group(1)
     assert 'href="/ui/users"' not in nav.group(1) and 'href="/ui/mfa"' not in nav.group(1)
+    token = re.search(r'name="csrf" value="([^"]+)"', client.get("/ui/").text)
+    assert token
+    wrong = client.post("/ui/ops", data={"csrf": token.group(1)})  # a page that takes no form
+    assert wrong.status_code == 405 and wrong.headers["content-security-policy"].startswith("default-src 'none'")
+    assert client.get("/ui/no-such-page").status_code == 404
+    assert client.get("/ui", follow_redirects=False).headers["location"] == "/ui/"
