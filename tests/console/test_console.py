@@ -158,7 +158,10 @@ def test_create_template_request_machines_and_watch_them_come_up(site: Site, pag
     page.locator("#progress [data-final]").wait_for(timeout=10000)
     assert page.evaluate("window.__kept") == 1
     assert page.locator("#progress .state").text_content() == "completed"
-    assert page.locator("#progress td", has_text="running").count() == 2
+    machines = page.locator("#progress table", has=page.locator("caption", has_text="Machines"))
+    assert machines.locator("td", has_text="running").count() == 2
+    fields = page.locator("#progress table", has=page.locator("caption", has_text="Fields"))
+    assert fields.locator("tr", has_text="template_id").locator("td").nth(1).text_content() != ""
     shot(page, "request-progress")
     page.goto(f"{site.url}/ui/machines")
     boxes = page.locator("input[name=machine_ids]")

@@ -66,7 +66,7 @@ def test_a_read_only_reader_sees_every_field_of_a_template_and_no_form(site: Sit
         elif isinstance(value, dict | list):
             assert json.loads(shown[name]) == value, name
         else:
-            assert shown[name] == str(value), name
+            assert shown[name] == (json.dumps(value) if isinstance(value, bool) else str(value)), name
     assert shown["image_id"] == "img-base" and shown["name"] == "Base template"
     where = str(page.locator("main > p").first.text_content())
     assert "provider instance local (type local, the default)" in where and "simulates the provider API aws" in where

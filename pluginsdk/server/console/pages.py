@@ -150,6 +150,22 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], caption: str = 
     )
 
 
+def fields_table(found: Any, exclude: frozenset[str] = frozenset()) -> Safe:
+    """Every field of a read's answer (`model_dump`, as REST's GET answers it), objects and lists as JSON."""
+    rows = []
+    for name, value in found.model_dump(mode="json").items():
+        if name in exclude:
+            continue
+        if value is None or value in ({}, []):
+            shown: Any = "none"
+        elif isinstance(value, dict | list):
+            shown = render("<code>{j}</code>", j=json.dumps(value, ensure_ascii=False))
+        else:
+            shown = json.dumps(value) if isinstance(value, bool) else value  # true / false, as JSON says
+        rows.append((name, shown))
+    return table(("Field", "Value"), rows, "Fields")
+
+
 def field(label: str, name: str, value: Any = "", kind: str = "text", required: bool = False) -> Safe:
     return render(
         '<label for="f-{n}">{label}</label><input id="f-{n}" name="{n}" type="{k}" value="{v}"{r}>',
@@ -394,11 +410,12 @@ async def _progress(ctx: Ctx, request_id: str) -> Safe:
     rows = [(m.machine_id, m.name, m.status, m.ip_address) for m in machines]
     final = str(found.status) in _TERMINAL
     return render(
-        '<div data-state="{s}"{final}><p>State: <strong class="state">{s}</strong> — {m}</p>{t}</div>',
+        '<div data-state="{s}"{final}><p>State: <strong class="state">{s}</strong> — {m}</p>{t}{f}</div>',
         s=str(found.status),
         m=found.message,
         final=Safe(' data-final="1"') if final else Safe(""),
         t=table(("Machine", "Name", "State", "Address"), rows, "Machines"),
+        f=fields_table(found, frozenset({"machines"})),
     )
 
 

@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from ...errors import PermissionDeniedError, SDKError, ValidationError
 from ._html import Safe, join, render, value_of
-from .pages import back, confirm_first, field, notice, page, request_form, table
+from .pages import back, confirm_first, field, fields_table, notice, page, request_form, table
 
 if TYPE_CHECKING:
     from ._web import Ctx
@@ -77,7 +77,7 @@ async def _template_page(ctx: Ctx, template_id: str, verdict: Safe) -> Response:
         n=notice(ctx),
         v=verdict,
         where=await _launched_by(ctx, found),
-        fields=_fields(found),
+        fields=fields_table(found),
     )
     if ctx.can("update_template") or ctx.can("validate_template"):
         save = Safe('<button type="submit" name="action" value="save">Save template</button>')
@@ -113,20 +113,6 @@ async def _template_page(ctx: Ctx, template_id: str, verdict: Safe) -> Response:
             csrf=ctx.csrf,
         )
     return page(ctx, f"Template {template_id}", body)
-
-
-def _fields(found: Any) -> Safe:
-    """Every field `GET /api/v1/templates/{id}` answers with, as stored (objects and lists as JSON)."""
-    rows = []
-    for name, value in found.model_dump(mode="json").items():
-        if value is None or value in ({}, []):
-            shown: Any = "none"
-        elif isinstance(value, dict | list):
-            shown = render("<code>{j}</code>", j=json.dumps(value, ensure_ascii=False))
-        else:
-            shown = value
-        rows.append((name, shown))
-    return table(("Field", "Value"), rows, "Fields")
 
 
 async def _launched_by(ctx: Ctx, found: Any) -> Safe:
