@@ -105,3 +105,11 @@ _.busy_waits
 _.cache_clear
 _.allowed_methods
 _.uninstall
+
+# Read by name: a provider setting the AWS driver reads from its configuration mapping, Starlette's path
+# convertor protocol, the OAuth metadata field the mcp SDK serializes, and Slurm's RebootProgram argument.
+_.interruption_keep_stopped
+_.convert
+_.to_string
+_.token_endpoint_auth_methods_supported
+features

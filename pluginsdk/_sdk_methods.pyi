@@ -212,7 +212,7 @@ class SDKMethods:
         """Validate a template configuration (errors and warnings); stores nothing."""
     async def verify_mfa(self, code: str) -> SessionTokens:
         """Confirm the TOTP set-up this session started with a code: MFA is enabled and the session becomes multi-factor."""
-    async def what_if(self, add_constraints: list[dict[str, Any]] = ..., delete_constraint_ids: list[str] = ..., role_mfa: dict[str, bool] = ..., user_roles: dict[str, list[str]] = ..., objects: list[dict[str, Any]] = ..., user_ids: list[str] | None = ..., limit: int = ..., at_least_revision: int | None = ...) -> WhatIfReport:
+    async def what_if(self, add_constraints: list[dict[str, Any]] = ..., delete_constraint_ids: list[str] = ..., role_mfa: dict[str, bool] = ..., user_roles: dict[str, list[str]] = ..., objects: list[dict[str, Any]] = ..., policy_objects: bool = ..., user_ids: list[str] | None = ..., limit: int = ..., at_least_revision: int | None = ...) -> WhatIfReport:
         """The decisions a candidate policy change would flip, per subject, route and object — nothing is applied."""
     async def who_can(self, object_type: str, method: str, attributes: dict[str, Any] = ..., mfa: bool = ..., at_least_revision: int | None = ...) -> WhoCan:
         """Which roles and users may use `method` on an object, and which an explicit deny stops."""

@@ -77,6 +77,19 @@ class StoredObjects:
     async def template(self, template_id: str) -> Template | None:
         return await self._templates.get(template_id)
 
+    async def templates(self, limit: int) -> list[Template]:
+        """Up to `limit` templates, stored ones first then the files' the store does not hide (what-if objects)."""
+        stored, _ = await self._store.page_templates(limit=limit)
+        ids = {t.template_id for t in stored}
+        files = [t for i, t in self._templates.files.load().items() if i not in ids]
+        return [*stored, *files][:limit]
+
+    async def requests(self, limit: int) -> list[Request]:
+        return (await self._store.list_requests(limit=limit))[0]
+
+    async def machines(self, limit: int) -> list[Machine]:
+        return (await self._store.list_machines(limit=limit))[0]
+
 
 class ProviderPool:
     """Provider instances by name (`provider.instances`, or a driver's own name); the configured default is

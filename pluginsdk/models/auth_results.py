@@ -415,6 +415,9 @@ class SessionTokens(BaseModel):
     """NEW_PASSWORD_REQUIRED or SOFTWARE_TOKEN_MFA: call again with new_password / totp_code."""
     mfa: bool = False
     """Whether the session is multi-factor."""
+    mfa_setup_required: bool = False
+    """The user holds a role that requires MFA and has no authenticator: the role counts only once the user
+    sets one up (setup_mfa, then verify_mfa) in this session."""
     message: str = ""
 
     def __str__(self) -> str:
@@ -471,6 +474,8 @@ class SignInOptions(BaseModel):
     """`oidc` or `saml`; None: only passwords and API keys."""
     display_name: str = ""
     """What the sign-in button calls the provider."""
+    passwords: bool = True
+    """Whether the managed user pool takes password sign-ins (`login`); false: API keys (and the provider) only."""
     end_session_url: str | None = Field(None, exclude_if=_absent_if_none)
     """OIDC: the provider's end_session_endpoint, where signing out also ends the provider's session."""
     client_id: str | None = Field(None, exclude_if=_absent_if_none)

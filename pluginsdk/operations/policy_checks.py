@@ -254,7 +254,8 @@ class WhatIfQuery(Query[WhatIfReport]):
     """The decisions a candidate policy change would flip, per subject, route and object — nothing is applied.
 
     Compared: every API route x method for every subject (each user with assignments or user
-    permissions, and each role alone), plus the given `objects` x every method — at most 5,000,000
+    permissions, and each role alone), plus the given `objects` (and with `policy_objects`, the objects of
+    every type the policy names) x every method — at most 5,000,000
     decisions (subjects x questions; more is a 400 naming the size).
     """
 
@@ -272,6 +273,10 @@ class WhatIfQuery(Query[WhatIfReport]):
     """User id -> the roles it would hold (replaces its assignments; at most 10,000 users, 200 roles each)."""
     objects: list[dict[str, Any]] = Field([], max_length=1000)
     """Objects to compare as well, each {object_type, attributes} as check_access takes them."""
+    policy_objects: bool = False
+    """Compare as well, for each object type the current policy or the candidate names, every stored object the
+    caller may read (templates, requests, machines, roles, role assignments) and, for the types the store does
+    not hold (assets, databases, ...), the object each of their constraints' criteria names."""
     user_ids: list[UserId] | None = Field(None, max_length=100000)
     """Only these users (default: every known user)."""
     limit: int = Field(1000, ge=1, le=100000)

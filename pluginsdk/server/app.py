@@ -417,8 +417,38 @@ class PluginApp:
 
         self.console = Console(backend)
         """The web console: every request under /ui (`console/`)."""
-        self.remote_mcp: Any = None
+        self._remote_mcp: Any = None
+        self._side_heads, self._side_doors = self._build_side_doors()
+
+    @property
+    def remote_mcp(self) -> Any:
         """MCP over HTTP and its OAuth endpoints (`remote_mcp/`), unless `mcp.http` is off or `mcp` is missing."""
+        return self._remote_mcp
+
+    @remote_mcp.setter
+    def remote_mcp(self, value: Any) -> None:
+        self._remote_mcp = value
+        self._side_heads, self._side_doors = self._build_side_doors()
+
+    def _build_side_doors(self) -> tuple[frozenset[str], Any]:
+        """The side doors as Starlette routes: the console mounted at /ui, the remote MCP transport's paths (when
+        it is on); and the first path segments they own. Only a request whose first segment is one of those goes
+        through this router (its unmatched paths to the REST door); `/api/v1` never does."""
+        from starlette.responses import RedirectResponse
+        from starlette.routing import Mount, Route
+        from starlette.routing import Router as StarletteRouter
+
+        async def to_slash(request: Any) -> Any:
+            return RedirectResponse("/ui/", status_code=308)
+
+        routes: list[Any] = [Route("/ui", to_slash), Mount("/ui", app=self.console)]
+        heads = {"ui"}
+        if self._remote_mcp is not None:
+            door = _McpDoor(self._remote_mcp, self._http)
+            routes.extend(Route(path, door) for path in sorted(remote_mcp.PATHS))
+            routes.append(Route("/.well-known/{rest:path}", door))
+            heads |= {path.split("/")[1] for path in remote_mcp.PATHS} | {".well-known"}
+        return frozenset(heads), StarletteRouter(routes, redirect_slashes=False, default=self._http)
 
     def openapi(self) -> dict[str, Any]:
         """The OpenAPI document (built once)."""
@@ -430,11 +460,8 @@ class PluginApp:
         kind = scope["type"]
         if kind == "http":
             path: str = scope["path"]
-            if path == "/ui" or path.startswith("/ui/"):
-                await self.console(scope, receive, send)
-                return
-            if self.remote_mcp is not None and remote_mcp.serves(path):
-                await _guarded(self.remote_mcp, scope, receive, send)
+            if path[1:].partition("/")[0] in self._side_heads:  # /ui, /mcp and its OAuth paths: Starlette routes
+                await self._side_doors(scope, receive, send)
                 return
             await self._http(scope, receive, send)
         elif kind == "lifespan":
@@ -553,6 +580,21 @@ class PluginApp:
         await send({"type": "http.response.start", "status": status, "headers": _headers(body, head, extra, ctype)})
         await send({"type": "http.response.body", "body": body})
         return status, user
+
+
+@dataclass(frozen=True, slots=True)
+class _McpDoor:
+    """The remote MCP transport as a Starlette route's ASGI app; a path under /.well-known that is not one of its
+    own goes on to the REST door."""
+
+    transport: Any
+    rest: Callable[[Scope, Receive, Send], Any]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if remote_mcp.serves(scope["path"]):
+            await _guarded(self.transport, scope, receive, send)
+        else:
+            await self.rest(scope, receive, send)
 
 
 async def _guarded(app: Any, scope: Scope, receive: Receive, send: Send) -> None:

@@ -249,3 +249,19 @@ async def test_an_api_key_never_enrols_mfa(pool: PluginSDK, mailbox: Mailbox) ->
             await as_key.setup_mfa()
     users = {u.user_id: u for u in (await pool.list_managed_users()).users}
     assert not users["ned"].mfa_enabled
+
+
+async def test_a_sign_in_says_when_a_held_role_waits_for_an_authenticator(pool: PluginSDK, mailbox: Mailbox) -> None:
+    """`mfa_setup_required` (and the roles named) while a role the user holds requires MFA and no authenticator
+    is enrolled; after enrolment the sign-in asks for the code instead, and the flag is gone."""
+    await pool.create_role(role_name="vault", description="multi-factor only", mfa_required=True)
+    await new_user(pool, mailbox, "ivy")
+    assert (await sign_in(pool, "ivy")).mfa_setup_required is False  # basicReadOnly needs no second factor
+    await pool.update_user_roles("ivy", ["basicReadOnly", "vault"])
+    told = await sign_in(pool, "ivy")
+    assert told.mfa_setup_required is True and "vault" in told.message and "basicReadOnly" not in told.message
+    async with session(pool, told) as me:
+        totp = await enrol(me)
+    assert (await pool.login("ivy", PASSWORD)).challenge_name == "SOFTWARE_TOKEN_MFA"
+    assert (await sign_in(pool, "ivy", later(totp))).mfa_setup_required is False
+    assert (await pool.get_sign_in_options()).passwords is True

@@ -134,6 +134,15 @@ def shot(page: Any, name: str) -> None:
     page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
 
 
+def confirm(page: Any, button: str, shot_name: str = "") -> None:
+    """Answer a destructive action's confirmation page: it names the consequence; `button` does it."""
+    page.locator("p.warning[role=alert]").wait_for()
+    assert page.get_by_role("link", name="Go back, change nothing").count() == 1
+    if shot_name:
+        shot(page, shot_name)
+    page.get_by_role("button", name=button, exact=True).click()
+
+
 def sign_in_with_key(page: Any, url: str, key: str) -> None:
     page.goto(f"{url}/ui/")
     page.fill("#api_key", key)

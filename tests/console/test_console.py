@@ -8,7 +8,7 @@ from typing import Any
 
 import pyotp
 
-from tests.console.conftest import PASSWORD, Site, shot, sign_in_with_key
+from tests.console.conftest import PASSWORD, Site, confirm, shot, sign_in_with_key
 
 PAGES = ("/ui/", "/ui/templates", "/ui/requests", "/ui/machines", "/ui/constraints", "/ui/keys", "/ui/audit", "/ui/ops")
 HOSTILE = '<script>alert("x")</script> "quoted" \'single\' \u202eevil\u202c'
@@ -158,13 +158,17 @@ def test_create_template_request_machines_and_watch_them_come_up(site: Site, pag
     page.locator("#progress [data-final]").wait_for(timeout=10000)
     assert page.evaluate("window.__kept") == 1
     assert page.locator("#progress .state").text_content() == "completed"
-    assert page.locator("#progress td", has_text="running").count() == 2
+    machines = page.locator("#progress table", has=page.locator("caption", has_text="Machines"))
+    assert machines.locator("td", has_text="running").count() == 2
+    fields = page.locator("#progress table", has=page.locator("caption", has_text="Fields"))
+    assert fields.locator("tr", has_text="template_id").locator("td").nth(1).text_content() != ""
     shot(page, "request-progress")
     page.goto(f"{site.url}/ui/machines")
     boxes = page.locator("input[name=machine_ids]")
     assert boxes.count() == 2
     boxes.first.check()
     page.get_by_role("button", name="Return selected").click()
+    confirm(page, "Return machines", "confirm-return")
     page.wait_for_url(re.compile(r".*/ui/machines\?done="))
     assert "Return requested" in page.locator("[role=status]").text_content()
     assert errors == []

@@ -8,7 +8,7 @@ import json
 import re
 from typing import Any
 
-from tests.console.conftest import Site, shot, sign_in_with_key
+from tests.console.conftest import Site, confirm, shot, sign_in_with_key
 from tests.console.test_console import HOSTILE, _csrf, _watch_errors
 
 SHOWN = HOSTILE.replace("\u202e", "<U+202E>").replace("\u202c", "<U+202C>")
@@ -69,6 +69,7 @@ def test_roles_created_by_keyboard_edited_assigned_unassigned_and_deleted(site: 
     assert "auditors" in held and "viewer" in held
     shot(page, "admin-user-roles")
     page.get_by_role("button", name="Unassign auditors from viewer").click()
+    confirm(page, "Unassign role")
     page.wait_for_url(re.compile(r".*/ui/user-roles\?done="))
     held = page.locator("tr", has_text="viewer").first.locator("td").nth(1).text_content()
     assert "auditors" not in held and "viewer" in held  # the other role stays
@@ -77,6 +78,7 @@ def test_roles_created_by_keyboard_edited_assigned_unassigned_and_deleted(site: 
 
     page.goto(f"{site.url}/ui/roles")
     page.get_by_role("button", name="Delete role auditors").click()
+    confirm(page, "Delete role", "confirm-delete-role")
     page.wait_for_url(re.compile(r".*/ui/roles\?done="))
     assert page.locator("td", has_text="auditors").count() == 0
     assert errors == []
@@ -95,8 +97,10 @@ def test_managed_users_created_password_reset_and_mfa_cleared(site: Site, page: 
     assert page.locator("tr", has_text="newcomer").locator("td").nth(2).text_content() == "FORCE_CHANGE_PASSWORD"
     shot(page, "admin-users")
     page.get_by_role("button", name="Reset password of newcomer").click()
+    confirm(page, "Reset password")
     assert "Reset the password of newcomer" in _done(page)
     page.get_by_role("button", name="Reset MFA of guarded").click()
+    confirm(page, "Reset MFA")
     page.wait_for_url(re.compile(r".*/ui/users\?done="))
     assert page.locator("tr", has_text="guarded").locator("td").nth(4).text_content() == "none"
     assert page.get_by_role("button", name="Reset MFA of guarded").count() == 0
@@ -124,6 +128,7 @@ def test_an_administrator_issues_a_key_for_a_user_deactivates_and_deletes_it(sit
 
     assert works() == 200
     page.get_by_role("button", name="Deactivate key handed-over").click()
+    confirm(page, "Deactivate key")
     page.wait_for_url(re.compile(r".*/ui/api-keys\?done="))
     assert page.locator("tr", has_text="handed-over").locator("td").nth(3).text_content() == "no"
     assert works() == 401
@@ -131,6 +136,7 @@ def test_an_administrator_issues_a_key_for_a_user_deactivates_and_deletes_it(sit
     page.wait_for_url(re.compile(r".*/ui/api-keys\?done="))
     assert works() == 200
     page.get_by_role("button", name="Delete key handed-over").click()
+    confirm(page, "Delete key")
     page.wait_for_url(re.compile(r".*/ui/api-keys\?done="))
     assert page.locator("td", has_text="handed-over").count() == 0 and works() == 401
     assert errors == []
@@ -174,6 +180,7 @@ def test_template_edit_validate_import_and_delete(site: Site, page: Any) -> None
     assert page.input_value("#f-max_number") == "7" and page.input_value("#f-tags") == '{"team": "<b>ops</b>"}'
     assert page.locator("main b").count() == 0
     page.get_by_role("button", name="Delete template").click()
+    confirm(page, "Delete template", "confirm-delete-template")
     page.wait_for_url(re.compile(r".*/ui/templates\?done="))
     assert page.get_by_role("link", name="imported-1", exact=True).count() == 0
     assert errors == []

@@ -110,7 +110,9 @@ def test_malformed_imports_edits_and_filters_are_4xx_pages_never_500(served: tup
     assert client.get("/ui/requests/req-none/events").status_code == 404
     assert client.get("/ui/audit/export", params={"target_type": "<bad>"}).status_code == 400
     assert client.get("/ui/audit/export", params={"since": "yesterday"}).status_code == 400
-    unassign = client.post("/ui/user-roles/unassign", data={"csrf": token, "user_id": "x", "role_name": "admin"})
+    unassign = client.post(
+        "/ui/user-roles/unassign", data={"csrf": token, "user_id": "x", "role_name": "admin", "confirm": "yes"}
+    )
     assert unassign.status_code == 400
     assert client.post("/ui/users", data={"csrf": token, "user_id": "u", "email": "u@x"}).status_code < 500
 
@@ -199,5 +201,27 @@ def test_the_dashboard_shows_a_template_its_bootstrap_failures_protect(tmp_path:
 
     dashboard = _dashboard(config, asyncio.run(prepare()))
     protected = dashboard.split("<caption>Protected templates", 1)[1].split("</table>", 1)[0]
-    assert re.search(r"<td>flaky-boot</td><td>[^<]*1 bootstrap failures in a row", protected), protected
+    assert re.search(r"<td>flaky-boot</td><td>[^<]*1 bootstrap failure in a row", protected), protected
     assert "<td>fine</td>" not in protected
+
+
+def test_without_the_user_pool_the_sign_in_page_offers_api_keys_only(served: tuple[httpx.Client, str]) -> None:
+    client, _ = served
+    page = client.get("/ui/login")
+    assert page.status_code == 200
+    assert 'name="password"' not in page.text and 'name="username"' not in page.text
+    assert 'name="api_key"' in page.text and "Sign in with an API key." in page.text
+
+
+def test_without_the_user_pool_the_users_page_is_not_offered(served: tuple[httpx.Client, str]) -> None:
+    client, key = served
+    assert _sign_in(client, key).status_code == 303
+    nav = re.search(r"<nav aria-label=\"Main\">(.*?)</nav>", client.get("/ui/").text, re.S)
+    assert nav and 'href="/ui/templates"' in nav.group(1)
+    assert 'href="/ui/users"' not in nav.group(1) and 'href="/ui/mfa"' not in nav.group(1)
+    token = re.search(r'name="csrf" value="([^"]+)"', client.get("/ui/").text)
+    assert token
+    wrong = client.post("/ui/ops", data={"csrf": token.group(1)})  # a page that takes no form
+    assert wrong.status_code == 405 and wrong.headers["content-security-policy"].startswith("default-src 'none'")
+    assert client.get("/ui/no-such-page").status_code == 404
+    assert client.get("/ui", follow_redirects=False).headers["location"] == "/ui/"

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.console.conftest import shot, sign_in_with_key
+from tests.console.conftest import confirm, shot, sign_in_with_key
 from tests.console.test_console import _watch_errors
 from tests.support.backends import base_config
 from tests.support.remote import admin_key, running_server
@@ -111,3 +111,14 @@ def test_an_open_stream_ends_when_its_session_is_signed_out(slow_site: tuple[str
             assert client.post("/ui/logout", data={"csrf": csrf.group(1)}).status_code == 303
             rest = list(lines)  # the server ends the stream at its next read (else: the client's read timeout)
             assert not any(line.startswith("event:") for line in rest)
+
+
+def test_cancelling_a_request_in_the_console_asks_first(slow_site: tuple[str, str], page: Any) -> None:
+    url, key = slow_site
+    request_id = _open_request(page, url, key)
+    page.get_by_role("button", name="Cancel request").click()
+    assert "running ones keep running" in str(page.locator("p.warning").text_content())
+    confirm(page, "Cancel request", "confirm-cancel-request")
+    page.wait_for_url(re.compile(rf".*/ui/requests/{request_id}\?done="))
+    assert page.locator("#progress .state").text_content() == "cancelled"
+    assert page.get_by_role("button", name="Cancel request").count() == 0  # a final request offers none

@@ -172,6 +172,31 @@ async def test_what_if_and_import_dry_run(sdk: PluginSDK) -> None:
         await sdk.what_if(add_constraints=[{"constraintId": "bad", "objectType": "asset"}])
 
 
+async def test_what_if_on_the_objects_the_policy_names(sdk: PluginSDK) -> None:
+    """`policy_objects`: the stored objects of each type the policy names (here templates) and, for a type the
+    store does not hold (assets), the object a constraint's criteria name — what the console's preview runs."""
+    await _setup(sdk)
+    for template_id in ("hidden", "shown"):
+        await sdk.create_template(template_id=template_id, image_id="img-1")
+    await sdk.create_user_roles("reader", ["basicReadOnly"])
+    deny = {
+        "constraintId": "hide",
+        "name": "hide",
+        "description": "readers lose one template",
+        "objectType": "template",
+        "criteriaAnd": [{"field": "templateId", "operator": "equals", "value": "hidden"}],
+        "groupPermissions": [perm("basicReadOnly", "GET", "deny")],
+    }
+    assert (await sdk.what_if(add_constraints=[deny])).allowed_to_denied == 0  # routes alone: nothing flips
+    report = await sdk.what_if(add_constraints=[deny], policy_objects=True)
+    lost = {(c.subject, c.target) for c in report.changes if c.kind == "object"}
+    hidden = '{"providerApi": "aws", "templateId": "hidden"}'
+    assert lost == {("user:reader", hidden), ("role:basicReadOnly", hidden)}
+    assert report.allowed_to_denied == 2 and report.denied_to_allowed == 0
+    report = await sdk.what_if(delete_constraint_ids=["edit-proj"], policy_objects=True)
+    assert ("user:alice", "PUT") in {(c.subject, c.method) for c in report.changes if c.object_type == "asset"}
+
+
 async def test_policy_test_suite(sdk: PluginSDK) -> None:
     suite = yaml.safe_load((EXAMPLES / "policy_tests.yaml").read_text())["tests"]
     report = await sdk.run_policy_tests(suite)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 
+from pluginsdk.words import counted
+
 from .db import Database
 
 __all__ = ["BootMemory"]
@@ -57,7 +59,7 @@ class BootMemory:
             protected = row["protected_reason"] if row else None
             if protected is None and failures >= limit:
                 protected = (
-                    f"Template '{template_id}' is protected after {failures} bootstrap failures in a row"
+                    f"Template '{template_id}' is protected after {counted(failures, 'bootstrap failure')} in a row"
                     f" (last: {reason[:300]})"
                 )
             await self.db.execute(

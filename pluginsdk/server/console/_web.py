@@ -36,6 +36,8 @@ class Ctx:
     principal: Principal
     allowed: dict[str, frozenset[str]]
     form: Form = field(default_factory=dict)
+    pool: bool = True
+    """The managed user pool is on (its pages and the authenticator are offered only then)."""
 
     def can(self, name: str) -> bool:
         """The caller may call operation `name` (its route and method are in the allowed-routes answer)."""

@@ -9,7 +9,7 @@ from starlette.responses import Response
 
 from ...errors import ValidationError
 from ._html import Safe, join, render
-from .pages import back, card_form, choices, field, link, notice, options, page, table
+from .pages import back, card_form, choices, confirm_first, field, link, notice, options, page, table
 
 if TYPE_CHECKING:
     from ._web import Ctx
@@ -121,6 +121,16 @@ async def update_role(ctx: Ctx, role: str) -> Response:
 
 
 async def delete_role(ctx: Ctx, role: str) -> Response:
+    asked = confirm_first(
+        ctx,
+        "delete_role",
+        f"Delete role {role}?",
+        f"Role {role} will be deleted: its holders lose what it grants.",
+        button="Delete role",
+        back_to="/ui/roles",
+    )
+    if asked is not None:
+        return asked
     await ctx.call("delete_role", {"role_id": role})
     return back("/ui/roles", f"Deleted role {role}.")
 
@@ -174,6 +184,16 @@ async def assign_role(ctx: Ctx) -> Response:
 async def unassign_role(ctx: Ctx) -> Response:
     """One role off a user: the user's other roles kept (update), or every assignment gone when it was the last."""
     user_id, role = ctx.value("user_id"), ctx.value("role_name")
+    asked = confirm_first(
+        ctx,
+        "update_user_roles",
+        f"Unassign {role} from {user_id}?",
+        f"{user_id} will no longer hold {role} (their other roles stay).",
+        button="Unassign role",
+        back_to="/ui/user-roles",
+    )
+    if asked is not None:
+        return asked
     current = [a for a in (await ctx.call("list_user_roles", {})).message.items if a.user_id == user_id]
     if not current or role not in current[0].role_name:
         raise ValidationError(
@@ -264,11 +284,31 @@ async def create_user(ctx: Ctx) -> Response:
 
 
 async def reset_password(ctx: Ctx, user_id: str) -> Response:
+    asked = confirm_first(
+        ctx,
+        "reset_managed_user_password",
+        f"Reset the password of {user_id}?",
+        f"{user_id}'s password stops working and their sessions end; they sign in with a new temporary password.",
+        button="Reset password",
+        back_to="/ui/users",
+    )
+    if asked is not None:
+        return asked
     written = await ctx.call("reset_managed_user_password", {"user_id": user_id, "confirm_reset": True})
     return await _users_page(ctx, _temporary(user_id, written, "Reset the password of"))
 
 
 async def reset_mfa(ctx: Ctx, user_id: str) -> Response:
+    asked = confirm_first(
+        ctx,
+        "reset_managed_user_mfa",
+        f"Reset the MFA of {user_id}?",
+        f"{user_id}'s authenticator is removed: they sign in with their password alone until they enrol again.",
+        button="Reset MFA",
+        back_to="/ui/users",
+    )
+    if asked is not None:
+        return asked
     await ctx.call("reset_managed_user_mfa", {"user_id": user_id})
     return back("/ui/users", f"Reset the MFA of {user_id}: they sign in with their password and may enrol again.")
 

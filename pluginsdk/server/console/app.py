@@ -1,7 +1,9 @@
-"""The console's ASGI app: sessions, CSRF, security headers, sign-in and sign-out, and dispatch to pages."""
+"""The console's ASGI app, mounted at /ui: sessions, CSRF, security headers, sign-in and sign-out, then Starlette's
+`Router` over the pages' routes (each page module's `ROUTES`: method, path pattern, handler)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -10,15 +12,18 @@ from collections.abc import Awaitable, Callable
 from importlib import resources
 from urllib.parse import parse_qsl, quote
 
+from starlette.convertors import CONVERTOR_TYPES, Convertor, register_url_convertor
+from starlette.datastructures import MutableHeaders
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
-from starlette.types import Receive, Scope, Send
+from starlette.routing import Route, Router
+from starlette.types import Message, Receive, Scope, Send
 
 from ...errors import AuthenticationError, PermissionDeniedError, SDKError
 from ...operations import CATALOG
 from ...principal import Principal
 from ..contract import ServedBackend
-from . import access, keys_admin, pages, signin, sso, template_pages
+from . import access, account, keys_admin, pages, signin, sso, template_pages
 from ._web import COOKIE, PREFIX, Ctx, Form, plain
 from .sessions import Sessions
 
@@ -48,38 +53,101 @@ _STATIC = {
 }
 
 
+_CTX = "pluginsdk.console"
+"""The scope key the pre-dispatch leaves a signed-in request's `Ctx` under, for the page's route."""
+
+
+class _Param(Convertor[str]):
+    """A path parameter of the console's routes; each pattern a page module declares is a subclass with it as
+    its `regex`."""
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+_GROUP = re.compile(r"\(\?P<(\w+)>((?:[^()]|\([^()]*\))+)\)")
+"""A named group of a route pattern (its pattern may hold one level of parentheses: `(activate|deactivate)`)."""
+
+
+def _route(method: str, pattern: str, handler: Handler) -> Route:
+    """A page module's (method, pattern, handler) as a Starlette `Route` under the /ui mount: each named group
+    of `pattern` becomes a path parameter whose convertor matches exactly what the group matches."""
+
+    def param(hit: re.Match[str]) -> str:
+        regex = hit.group(2)
+        name = "console_" + hashlib.sha256(regex.encode()).hexdigest()[:12]
+        if name not in CONVERTOR_TYPES:
+            register_url_convertor(name, type(name, (_Param,), {"regex": regex})())
+        return f"{{{hit.group(1)}:{name}}}"
+
+    return Route(_GROUP.sub(param, pattern), _page(handler), methods=[method])
+
+
+def _page(handler: Handler) -> Callable[[Request], Awaitable[Response]]:
+    """The Starlette endpoint of one page: the page run with the request's `Ctx` and path parameters; an
+    SDKError is the refusal page with its status."""
+
+    async def endpoint(request: Request) -> Response:
+        ctx: Ctx = request.scope[_CTX]
+        try:
+            response: Response = await handler(ctx, **request.path_params)
+        except SDKError as err:
+            return pages.error_page(ctx, err)
+        return response
+
+    return endpoint
+
+
 class Console:
-    """The ASGI app the REST app hands every /ui request to."""
+    """The ASGI app mounted at /ui: sign-in, sessions and CSRF before any page, then Starlette's `Router` over the
+    pages' routes; security headers on every answer."""
 
     def __init__(self, backend: ServedBackend) -> None:
         self.backend = backend
         self.sessions = Sessions(backend)
-        self.routes: list[tuple[str, re.Pattern[str], Handler]] = [
-            (method, re.compile(f"^{PREFIX}{pattern}$"), handler)
-            for method, pattern, handler in (*pages.ROUTES, *access.ROUTES, *keys_admin.ROUTES, *template_pages.ROUTES)
-        ]
+        modules = (pages, access, account, keys_admin, template_pages)
+        self.router = Router(
+            routes=[_route(method, pattern, handler) for m in modules for method, pattern, handler in m.ROUTES],
+            redirect_slashes=False,
+            default=_not_found,
+        )
         self._static: dict[str, bytes] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        started = time.perf_counter()
+        started, status, sent = time.perf_counter(), 500, False
+
+        async def secured(message: Message) -> None:
+            nonlocal status, sent
+            if message["type"] == "http.response.start":
+                status, sent = message["status"], True
+                headers = MutableHeaders(scope=message)
+                for name, value in SECURITY_HEADERS.items():
+                    headers.setdefault(name, value)
+            await send(message)
+
         request = Request(scope, receive)
         try:
             response = await self._respond(request)
+            if response is None:  # signed in: the page's route answers
+                await self.router(scope, receive, secured)
+            else:
+                await response(scope, receive, secured)
         except Exception:
             log.exception("console error")
-            response = plain(500, "Internal error.")
-        for name, value in SECURITY_HEADERS.items():
-            response.headers.setdefault(name, value)
-        await response(scope, receive, send)
+            if not sent:
+                await plain(500, "Internal error.")(scope, receive, secured)
         if access_log.isEnabledFor(logging.INFO):
-            line = {"method": request.method, "path": request.url.path[:512], "status": response.status_code}
+            line = {"method": request.method, "path": request.url.path[:512], "status": status}
             line["ms"] = round((time.perf_counter() - started) * 1000, 2)
             access_log.info(json.dumps({**line, "console": True}))
 
-    async def _respond(self, request: Request) -> Response:
+    async def _respond(self, request: Request) -> Response | None:
+        """The answer given before any page (assets, sign-in, a refused or expired session), or None with the
+        signed-in caller's `Ctx` left in the scope for the page's route."""
         path, method = request.url.path, request.method
-        if path == PREFIX:
-            return RedirectResponse(f"{PREFIX}/", status_code=308)
         if path.startswith(f"{PREFIX}/static/") and method in ("GET", "HEAD"):
             return self._asset(path.removeprefix(f"{PREFIX}/static/"))
         if method not in ("GET", "HEAD", "POST"):
@@ -103,22 +171,11 @@ class Console:
         except AuthenticationError:
             await self.sessions.end(request.cookies.get(COOKIE))
             return RedirectResponse(f"{PREFIX}/login", status_code=303)
-        ctx = Ctx(self, request, session, principal, await self._allowed(principal), form)
-        return await self._dispatch(ctx, path, method)
-
-    async def _dispatch(self, ctx: Ctx, path: str, method: str) -> Response:
-        """The page serving `method path`, run as the caller; an SDKError is the refusal page with its status."""
+        ctx = Ctx(self, request, session, principal, await self._allowed(principal), form, await _pool(self))
         if path == f"{PREFIX}/logout" and method == "POST":
             return await signin.sign_out(ctx)
-        for route_method, pattern, handler in self.routes:
-            hit = pattern.match(path)
-            if hit and (route_method == method or (route_method == "GET" and method == "HEAD")):
-                try:
-                    response: Response = await handler(ctx, **hit.groupdict())
-                except SDKError as err:
-                    return pages.error_page(ctx, err)
-                return response
-        return plain(404, "No console page has this path.")
+        request.scope[_CTX] = ctx
+        return None
 
     async def _allowed(self, principal: Principal) -> dict[str, frozenset[str]]:
         """Route template -> methods the caller may call (the allowed-routes answer; none if it fails)."""
@@ -138,6 +195,18 @@ class Console:
         if body is None:
             body = self._static[name] = (resources.files("pluginsdk") / "data" / "console" / name).read_bytes()
         return Response(body, media_type=ctype, headers={"cache-control": "public, max-age=3600"})
+
+
+async def _pool(console: Console) -> bool:
+    """Whether the managed user pool is on (the sign-in options, kept once read; assumed on when unreadable)."""
+    try:
+        return bool((await sso.options(console)).passwords)
+    except SDKError:
+        return True
+
+
+async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
+    await plain(404, "No console page has this path.")(scope, receive, send)
 
 
 def _same_origin(request: Request) -> bool:

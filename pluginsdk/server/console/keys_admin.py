@@ -9,7 +9,7 @@ from urllib.parse import quote, urlencode
 from starlette.responses import Response
 
 from ._html import Safe, join, render
-from .pages import back, card_form, field, link, notice, page, table
+from .pages import back, card_form, confirm_first, field, link, notice, page, table
 
 if TYPE_CHECKING:
     from ._web import Ctx
@@ -111,11 +111,32 @@ async def issue(ctx: Ctx) -> Response:
 
 
 async def set_active(ctx: Ctx, key_id: str, verb: str) -> Response:
+    if verb == "deactivate":
+        asked = confirm_first(
+            ctx,
+            "update_api_key",
+            f"Deactivate key {key_id}?",
+            f"Key {key_id} stops working at once, for every client using it, until it is activated again.",
+            button="Deactivate key",
+            back_to="/ui/api-keys",
+        )
+        if asked is not None:
+            return asked
     await ctx.call("update_api_key", {"api_key_id": key_id, "is_active": "true" if verb == "activate" else "false"})
     return back("/ui/api-keys", f"Key {key_id} {verb}d.")
 
 
 async def delete(ctx: Ctx, key_id: str) -> Response:
+    asked = confirm_first(
+        ctx,
+        "delete_api_key",
+        f"Delete key {key_id}?",
+        f"Key {key_id} is revoked for good: every client using it is refused from now on.",
+        button="Delete key",
+        back_to="/ui/api-keys",
+    )
+    if asked is not None:
+        return asked
     await ctx.call("delete_api_key", {"api_key_id": key_id})
     return back("/ui/api-keys", f"Deleted key {key_id}.")
 

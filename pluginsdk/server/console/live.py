@@ -105,8 +105,8 @@ async def _follow(
 
     async def read(request: Any) -> Any:
         nonlocal shown, beat, checked
-        if ctx.console.sessions.peek(cookie) is not ctx.session:
-            raise _Ended  # signed out or expired (an open stream is no activity: the session still goes idle)
+        if not await ctx.console.sessions.alive(cookie):
+            raise _Ended  # signed out on any server, or expired (an open stream is no activity: it still goes idle)
         if time.monotonic() - checked > REAUTH_SECONDS:
             checked = time.monotonic()
             if not await _authenticates(ctx):

@@ -10,7 +10,8 @@ from urllib.parse import quote, urlencode
 
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from ...errors import SDKError, ValidationError
+from ...errors import PermissionDeniedError, SDKError, ValidationError
+from ...words import counted
 from ._html import Safe, join, render, value_of
 from .forms import generic_form, generic_values, operations_index
 from .live import audit_export, progress_events
@@ -31,6 +32,7 @@ _NAV = (
     ("/ui/users", "Users", "list_managed_users"),
     ("/ui/playground", "Playground", "explain_access"),
     ("/ui/keys", "My API keys", "list_my_api_keys"),
+    ("/ui/mfa", "Authenticator", "setup_mfa"),
     ("/ui/api-keys", "All API keys", "list_api_keys"),
     ("/ui/audit", "Audit log", "list_audit_records"),
     ("/ui/ops", "Operations", None),
@@ -50,7 +52,7 @@ def layout(ctx: Ctx | None, title: str, body: Safe) -> Safe:
                 cur=Safe(' aria-current="page"') if ctx.request.url.path == href else Safe(""),
             )
             for href, text, op in _NAV
-            if op is None or ctx.can(op)
+            if (op is None or ctx.can(op)) and _works_here(ctx, op)
         )
         header = render(
             '<header><nav aria-label="Main"><ul>{links}</ul></nav>'
@@ -71,6 +73,16 @@ def layout(ctx: Ctx | None, title: str, body: Safe) -> Safe:
         header=header,
         body=body,
     )
+
+
+def _works_here(ctx: Ctx, op: str | None) -> bool:
+    """A page that cannot work in this configuration is not offered: the users' without the user pool, the
+    authenticator's but to a password session."""
+    if op == "list_managed_users":
+        return ctx.pool
+    if op == "setup_mfa":
+        return ctx.pool and ctx.session.method == "password"
+    return True
 
 
 def page(ctx: Ctx, title: str, body: Safe, status: int = 200) -> Response:
@@ -94,6 +106,39 @@ def card_form(ctx: Ctx, action: str, fields: Any, button: str, title: str = "") 
     )
 
 
+def confirm_first(
+    ctx: Ctx, operation: str, title: str, consequence: str, *, button: str, back_to: str
+) -> Response | None:
+    """None when the form carries its confirmation; else the page asking for it: the consequence, and the same
+    form again (its fields kept) with `confirm` and a button naming the act, or the way back. Every destructive
+    form goes through here, so neither a stray click nor a forged one-click POST acts; a caller who may not call
+    `operation` is refused (403) at once, never asked."""
+    if not ctx.can(operation):
+        raise PermissionDeniedError(
+            f"You may not call {operation}.", details={"field": "operation", "value": operation, "expected": None}
+        )
+    if ctx.value("confirm") == "yes":
+        return None
+    kept = join(
+        render('<input type="hidden" name="{n}" value="{v}">', n=name, v=value_of(value))
+        for name, values in ctx.form.items()
+        if name not in ("csrf", "confirm")
+        for value in values
+    )
+    body = render(
+        '<p class="warning" role="alert">{c}</p><form method="post" action="{a}" class="inline">{csrf}{kept}'
+        '<input type="hidden" name="confirm" value="yes"><button type="submit" class="danger">{b}</button>'
+        '<a href="{back}">Go back, change nothing</a></form>',
+        c=consequence,
+        a=ctx.request.url.path,
+        csrf=ctx.csrf,
+        kept=kept,
+        b=button,
+        back=back_to,
+    )
+    return page(ctx, title, body)
+
+
 def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], caption: str = "") -> Safe:
     head = join(render('<th scope="col">{h}</th>', h=h) for h in headers)
     body = join(render("<tr>{c}</tr>", c=join(render("<td>{v}</td>", v=v) for v in row)) for row in rows)
@@ -103,6 +148,22 @@ def table(headers: Sequence[str], rows: Iterable[Sequence[Any]], caption: str = 
     return render(
         "<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>", cap=cap, head=head, body=body
     )
+
+
+def fields_table(found: Any, exclude: frozenset[str] = frozenset()) -> Safe:
+    """Every field of a read's answer (`model_dump`, as REST's GET answers it), objects and lists as JSON."""
+    rows = []
+    for name, value in found.model_dump(mode="json").items():
+        if name in exclude:
+            continue
+        if value is None or value in ({}, []):
+            shown: Any = "none"
+        elif isinstance(value, dict | list):
+            shown = render("<code>{j}</code>", j=json.dumps(value, ensure_ascii=False))
+        else:
+            shown = json.dumps(value) if isinstance(value, bool) else value  # true / false, as JSON says
+        rows.append((name, shown))
+    return table(("Field", "Value"), rows, "Fields")
 
 
 def field(label: str, name: str, value: Any = "", kind: str = "text", required: bool = False) -> Safe:
@@ -299,12 +360,38 @@ async def create_request(ctx: Ctx) -> Response:
 
 async def request_detail(ctx: Ctx, request_id: str) -> Response:
     body = render(
-        '<section id="progress" data-events="/ui/requests/{i}/events" data-poll="/ui/requests/{i}/progress" '
+        '{n}<section id="progress" data-events="/ui/requests/{i}/events" data-poll="/ui/requests/{i}/progress" '
         'aria-live="polite">{p}</section>',
+        n=notice(ctx),
         i=quote(request_id, safe=""),
         p=await _progress(ctx, request_id),
     )
+    if ctx.can("cancel_request") and 'data-final="1"' not in body:  # a final request cannot be cancelled
+        body = render(
+            '{b}<form method="post" action="/ui/requests/{i}/cancel" class="inline">{csrf}'
+            '<button type="submit" class="danger">Cancel request</button></form>',
+            b=body,
+            i=quote(request_id, safe=""),
+            csrf=ctx.csrf,
+        )
     return page(ctx, f"Request {request_id}", body)
+
+
+async def cancel_request(ctx: Ctx, request_id: str) -> Response:
+    here = f"/ui/requests/{quote(request_id, safe='')}"
+    asked = confirm_first(
+        ctx,
+        "cancel_request",
+        f"Cancel request {request_id}?",
+        f"Request {request_id} stops: its machines not yet running are terminated; running ones keep running "
+        "(return them from the Machines page).",
+        button="Cancel request",
+        back_to=here,
+    )
+    if asked is not None:
+        return asked
+    result = await ctx.call("cancel_request", {"request_id": request_id})
+    return back(here, getattr(result, "message", "") or f"Cancelled request {request_id}.")
 
 
 async def request_progress(ctx: Ctx, request_id: str) -> Response:
@@ -323,11 +410,12 @@ async def _progress(ctx: Ctx, request_id: str) -> Safe:
     rows = [(m.machine_id, m.name, m.status, m.ip_address) for m in machines]
     final = str(found.status) in _TERMINAL
     return render(
-        '<div data-state="{s}"{final}><p>State: <strong class="state">{s}</strong> — {m}</p>{t}</div>',
+        '<div data-state="{s}"{final}><p>State: <strong class="state">{s}</strong> — {m}</p>{t}{f}</div>',
         s=str(found.status),
         m=found.message,
         final=Safe(' data-final="1"') if final else Safe(""),
         t=table(("Machine", "Name", "State", "Address"), rows, "Machines"),
+        f=fields_table(found, frozenset({"machines"})),
     )
 
 
@@ -369,6 +457,16 @@ async def return_machines(ctx: Ctx) -> Response:
         raise ValidationError(
             "Select at least one machine.", details={"field": "machine_ids", "value": None, "expected": "machine ids"}
         )
+    asked = confirm_first(
+        ctx,
+        "create_return_request",
+        f"Return {counted(len(ids), 'machine')}?",
+        f"These machines are terminated and given back to the provider: {', '.join(ids)}.",
+        button="Return machines",
+        back_to="/ui/machines",
+    )
+    if asked is not None:
+        return asked
     result = await ctx.call("create_return_request", {"machine_ids": ids})
     return back("/ui/machines", f"Return requested: {', '.join(result.created_request_ids or []) or result.message}.")
 
@@ -453,19 +551,25 @@ def _candidate(ctx: Ctx) -> dict[str, Any]:
     }
 
 
+def preview_query(candidate: dict[str, Any]) -> dict[str, Any]:
+    """The what-if the constraint preview runs: the candidate added, compared on every API route and on the
+    objects of every type the policy names (`policy_objects`), as `POST /auth/whatIf` with the same body."""
+    return {"add_constraints": [candidate], "policy_objects": True, "limit": 200}
+
+
 async def save_constraint(ctx: Ctx) -> Response:
     candidate = _candidate(ctx)
     if ctx.value("action") == "preview":
-        report = await ctx.call("what_if", {"add_constraints": [candidate], "limit": 200})
+        report = await ctx.call("what_if", preview_query(candidate))
         rows = [(c.subject, c.method, c.target, "allowed" if c.after else "denied") for c in report.changes]
         summary = render(
             '<section class="card preview" aria-labelledby="preview-h"><h2 id="preview-h">What-if preview</h2>'
-            "<p>{a} decisions would change from allowed to denied, {d} from denied to allowed "
-            "({s} subjects × {q} questions). Nothing is saved yet.</p>{t}</section>",
-            a=report.allowed_to_denied,
+            "<p>{a} would change from allowed to denied, {d} from denied to allowed "
+            "({s} × {q}). Nothing is saved yet.</p>{t}</section>",
+            a=counted(report.allowed_to_denied, "decision"),
             d=report.denied_to_allowed,
-            s=report.subjects,
-            q=report.questions,
+            s=counted(report.subjects, "subject"),
+            q=counted(report.questions, "question"),
             t=table(("Subject", "Method", "Route or object", "Becomes"), rows, "Changed decisions"),
         )
         return await _constraints_page(ctx, summary)
@@ -581,6 +685,16 @@ async def create_key(ctx: Ctx) -> Response:
 
 
 async def delete_key(ctx: Ctx, key_id: str) -> Response:
+    asked = confirm_first(
+        ctx,
+        "delete_my_api_key",
+        f"Delete key {key_id}?",
+        f"Key {key_id} is revoked for good: every client using it is refused from now on.",
+        button="Delete key",
+        back_to="/ui/keys",
+    )
+    if asked is not None:
+        return asked
     await ctx.call("delete_my_api_key", {"api_key_id": key_id})
     return back("/ui/keys", f"Deleted key {key_id}.")
 
@@ -610,7 +724,8 @@ async def audit(ctx: Ctx) -> Response:
         '<p><a href="/ui/audit/export{q}" download="audit.jsonl">Export these records as JSON lines</a></p>',
         q="?" + urlencode(filters) if filters else "",
     )
-    parts = [form, export, table(("When", "Actor", "Action", "Target type", "Target"), rows, "Audit records")]
+    parts = [notice(ctx), form, export]
+    parts.append(table(("When", "Actor", "Action", "Target type", "Target"), rows, "Audit records"))
     if listing.next_token:
         parts.append(link(f"/ui/audit?{urlencode({**filters, 'next': listing.next_token})}", "Next page"))
     return page(ctx, "Audit log", join(parts))
@@ -645,6 +760,7 @@ ROUTES = (
     ("GET", "/requests/(?P<request_id>[^/]{1,200})", request_detail),
     ("GET", "/requests/(?P<request_id>[^/]{1,200})/progress", request_progress),
     ("GET", "/requests/(?P<request_id>[^/]{1,200})/events", request_events),
+    ("POST", "/requests/(?P<request_id>[^/]{1,200})/cancel", cancel_request),
     ("GET", "/machines", machines),
     ("POST", "/machines/return", return_machines),
     ("GET", "/constraints", constraints),

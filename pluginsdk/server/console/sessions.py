@@ -131,14 +131,6 @@ class Sessions:
         """Whether `cookie`'s session is still open in the store, without counting a use (an open stream)."""
         return await self.get(cookie, touch=False) is not None
 
-    def peek(self, cookie: str | None) -> Session | None:
-        """The session object this process's requests of `cookie` share, unless it ended here or by time.
-        Not a store read: a stream that must see a sign-out on another server awaits `alive`."""
-        session = self._live.get(digest(cookie)) if cookie and _valid(cookie) else None
-        if session is None or time.time() > session.expires:
-            return None
-        return session
-
     async def end(self, cookie: str | None) -> None:
         if not _valid(cookie):
             return

@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from ...errors import PermissionDeniedError, SDKError, ValidationError
 from ._html import Safe, join, render, value_of
-from .pages import back, field, notice, page, request_form, table
+from .pages import back, confirm_first, field, fields_table, notice, page, request_form, table
 
 if TYPE_CHECKING:
     from ._web import Ctx
@@ -73,11 +73,11 @@ async def _template_page(ctx: Ctx, template_id: str, verdict: Safe) -> Response:
 
     tags = ctx.value("tags") if posted else json.dumps(found.tags, ensure_ascii=False)
     body = render(
-        "<p>Source: {src}; provider API: {api}.</p>{n}{v}",
-        src=found.source,
-        api=found.provider_api,
+        "{n}{v}<p>{where}</p>{fields}",
         n=notice(ctx),
         v=verdict,
+        where=await _launched_by(ctx, found),
+        fields=fields_table(found),
     )
     if ctx.can("update_template") or ctx.can("validate_template"):
         save = Safe('<button type="submit" name="action" value="save">Save template</button>')
@@ -115,6 +115,37 @@ async def _template_page(ctx: Ctx, template_id: str, verdict: Safe) -> Response:
     return page(ctx, f"Template {template_id}", body)
 
 
+async def _launched_by(ctx: Ctx, found: Any) -> Safe:
+    """Where the template comes from and what launches it: its provider instance and that instance's type where
+    the caller may read the providers (the local provider simulates every provider API)."""
+    source = "stored" if found.source == "store" else f"loaded from the file {found.source}"
+    provider: Any = None
+    if ctx.can("get_providers_status"):
+        instances = (await ctx.call("get_providers_status", {})).providers
+        wanted = found.provider
+        provider = next((p for p in instances if (p.name == wanted if wanted else p.default)), None)
+    if provider is None:
+        return render(
+            "This template is {s}; it launches through provider API {a} on {p}.",
+            s=source,
+            a=found.provider_api,
+            p=f"the provider instance {found.provider}" if found.provider else "the default provider instance",
+        )
+    how = (
+        render("it simulates the provider API {a}", a=found.provider_api)
+        if provider.type == "local"
+        else render("it calls the provider API {a}", a=found.provider_api)
+    )
+    return render(
+        "This template is {s}. The provider instance {n} (type {t}{d}) launches its machines: {h}.",
+        s=source,
+        n=provider.name,
+        t=provider.type,
+        d=", the default" if provider.default and not found.provider else "",
+        h=how,
+    )
+
+
 async def save_template(ctx: Ctx, template_id: str) -> Response:
     data = _edited(ctx)
     if ctx.value("action") == "validate":
@@ -127,6 +158,16 @@ async def save_template(ctx: Ctx, template_id: str) -> Response:
 
 
 async def delete_template(ctx: Ctx, template_id: str) -> Response:
+    asked = confirm_first(
+        ctx,
+        "delete_template",
+        f"Delete template {template_id}?",
+        f"Template {template_id} will be deleted: no new request can use it. Machines it launched keep running.",
+        button="Delete template",
+        back_to=f"/ui/templates/{quote(template_id, safe='')}",
+    )
+    if asked is not None:
+        return asked
     await ctx.call("delete_template", {"template_id": template_id})
     return back("/ui/templates", f"Deleted template {template_id}.")
 

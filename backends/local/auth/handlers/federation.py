@@ -49,16 +49,19 @@ def _federated(svc: AuthService, kind: str | None = None) -> str:
 
 @handlers.on(GetSignInOptionsQuery)
 async def get_sign_in_options(svc: AuthService, op: GetSignInOptionsQuery, call: Call) -> SignInOptions:
-    kind = _kind(svc)
+    kind, passwords = _kind(svc), svc.tokens is not None
     if kind == "saml":
-        return SignInOptions(federation="saml", display_name=svc.config.provider.federation.saml.name)
+        name = svc.config.provider.federation.saml.name
+        return SignInOptions(federation="saml", display_name=name, passwords=passwords)
     if kind == "oidc" and svc.external is not None:
         end = None
         with contextlib.suppress(AuthenticationError):  # the provider may be down: its button still shows
             end = await svc.external.discovery.endpoint("end_session_endpoint")
         idp = svc.config.external
-        return SignInOptions(federation="oidc", display_name=idp.name, end_session_url=end, client_id=idp.clientId)
-    return SignInOptions()
+        return SignInOptions(
+            federation="oidc", display_name=idp.name, end_session_url=end, client_id=idp.clientId, passwords=passwords
+        )
+    return SignInOptions(passwords=passwords)
 
 
 @handlers.on(StartFederatedSignInCommand)

@@ -518,11 +518,76 @@ def _report(
     )
 
 
+_STORED_TYPES = ("template", "request", "machine", "role", "userRole")
+"""The object types the store holds (what `policy_objects` reads); the others are named by criteria only."""
+
+
+def _named_types(model: PolicyModel, added: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The object types the current policy's constraints or the candidate's added ones protect (routes aside)."""
+    return {read_constraint(c)[0] for c in (*model.constraints, *added)} - {"api"}
+
+
+def _criteria_objects(object_type: str, constraints: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """For a type the store does not hold (an asset, a database, a web route): per constraint of that type, the
+    object its criteria name (every `criteria_and` value together, each `criteria_or` value alone)."""
+    out: list[dict[str, Any]] = []
+    for c in constraints:
+        kind, all_of, any_of, _, _ = read_constraint(c)
+        if kind != object_type:
+            continue
+        if all_of:
+            out.append({"objectType": kind, "attributes": {f: _named_value(v, op) for f, v, op in all_of}})
+        out.extend({"objectType": kind, "attributes": {f: _named_value(v, op)}} for f, v, op in any_of)
+    return out
+
+
+def _named_value(value: str, operator: str) -> str:
+    """A value a criterion matches (for a list of patterns, its first)."""
+    return value.split(",", maxsplit=1)[0].strip() if operator in ("is_one_of", "is_not_one_of") else value
+
+
+async def policy_objects(
+    svc: AuthService, principal: Principal, model: PolicyModel, added: Sequence[Mapping[str, Any]]
+) -> list[dict[str, Any]]:
+    """The objects a what-if with `policy_objects` compares: of each type the current policy or the candidate
+    names, every stored object `principal` may read (templates, requests, machines, roles, role assignments),
+    and for the types the store does not hold the objects their constraints' criteria name. Each type reads at
+    most one object more than a what-if may compare, so an oversized comparison is refused, never cut short."""
+    from ..objects import KINDS  # the attributes enforcement decides on (one function per type)
+
+    cap = WHAT_IF_MAX_DECISIONS // 4 + 1
+    objects = svc.objects
+    out: list[dict[str, Any]] = []
+    for object_type in sorted(_named_types(model, added)):
+        attrs: list[dict[str, Any]]
+        if object_type == "template":
+            attrs = [KINDS["template"].attrs(t) for t in await objects.templates(cap)]
+        elif object_type == "request":
+            attrs = [KINDS["request"].attrs(r) for r in await objects.requests(cap)]
+        elif object_type == "machine":
+            attrs = [KINDS["machine"].attrs(m) for m in await objects.machines(cap)]
+        elif object_type == "role":
+            attrs = [{"roleName": r["role_name"]} for r in await svc.store.list_roles()]
+        elif object_type == "userRole":
+            rows = await svc.store.user_role_rows(None)
+            attrs = [{"userId": r["user_id"], "roleName": r["role_name"]} for r in rows[:cap]]
+        else:
+            out.extend(_criteria_objects(object_type, [*model.constraints, *added]))
+            continue
+        readable = await svc.filter_allowed(principal, object_type, attrs, lambda a: a, "GET")
+        out.extend({"objectType": object_type, "attributes": a} for a in readable)
+    return out
+
+
 @handlers.on(WhatIfQuery)
 async def what_if(svc: AuthService, op: WhatIfQuery, call: Call) -> WhatIfReport:
     for i, o in enumerate(op.objects):
         _known_type(str(o.get("objectType") or o.get("object_type") or ""), f"objects[{i}].objectType")
     revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
+    if op.policy_objects:
+        added = _validated_constraints(op.add_constraints, "add_constraints")
+        named = await policy_objects(svc, call.principal, model, added)
+        op = op.model_copy(update={"objects": [*op.objects, *named]})
     return await _what_if(svc, model, revision, op)
 
 

@@ -179,7 +179,23 @@ async def login(svc: AuthService, op: LoginCommand, call: Call) -> SessionTokens
             await user_change(svc.store, user["user_id"], "change_password", user["user_id"], user)
         tokens = await open_session(svc, user, step is not None)
     await svc.throttle.succeeded(user["user_id"])
+    if not user["mfa_enabled"]:
+        tokens = await _mfa_hint(svc, user["user_id"], tokens)
     return tokens
+
+
+async def _mfa_hint(svc: AuthService, user_id: str, tokens: SessionTokens) -> SessionTokens:
+    """A session of a user without an authenticator whose roles include one requiring MFA: those roles do not
+    count until the user enrols one (`mfa_setup_required`, and the message names them)."""
+    snap = await svc.snapshot()
+    guarded = [r for r in (await svc.with_roles(Principal(user_id=user_id), snap)).roles if snap.roles.get(r)]
+    if not guarded:
+        return tokens
+    message = (
+        "Signed in. Roles that require multi-factor sessions do not count until you set up an authenticator "
+        f"(setup_mfa, then verify_mfa): {', '.join(guarded)}."
+    )
+    return tokens.model_copy(update={"mfa_setup_required": True, "message": message})
 
 
 def _client(principal: Principal) -> str | None:
