@@ -1,6 +1,7 @@
 """A/B against the previous release, in one run: the hot paths of this checkout and of the last release tag.
 
     python bench/ab.py [--against REF] [--repeats 7] [--seconds 3] [--rounds 2] [--constraints 1000]
+                       [--budget 170] [--only cli|rest|pdp ...] [--peer]
 
 The previous release is the newest `v*` tag reachable from HEAD that is not HEAD itself (releases are tagged:
 docs/benchmarks.md, "Releases and the A/B"); in a clone without tags, the commit 5d918fc (0.1.0) if the
@@ -19,7 +20,8 @@ Measured, alternating A (previous) and B (this checkout) so background load hits
   generated policy of `--constraints` constraints and 200 roles, 1,000 questions and the users they name
   loaded into a fresh store.
 
-Prints one table (medians and the ratio now/previous; for throughput, higher is better). `.ci/run` runs it
+Prints one table (medians and the change now against previous; for throughput, higher is better). `--peer` adds
+orb-py 1.8.5 where `bench/.peer/venv` has it (cold start, REST read) and cedarpy (the subject check). `.ci/run` runs it
 after the tests and never fails on it; `--budget` (170 s) leaves out a part that would not fit in what is left
 of it (on a loaded machine), so the run stays under 3 minutes and still prints what it measured.
 """
