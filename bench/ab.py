@@ -46,7 +46,7 @@ FALLBACK = "5d918fc"
 """0.1.0, the release before tags were kept (the A side when a clone has no tags)."""
 TEMPLATES, REQUESTS, SERVER_REQUESTS = 50, 1000, 100
 PEER = BENCH / ".peer" / "venv" / "bin" / "orb"
-"""orb-py 1.8.5, the peer (`bench/cli_bench.py` says how to install it); used with `--peer` where installed."""
+"""orb-py 1.8.5, the peer (`pip install 'orb-py[api]==1.8.5'` into bench/.peer/venv); used with `--peer` where installed."""
 PEER_REPEATS = 3
 CONSOLE = Path(sys.executable).with_name("pluginsdk")
 CLI_CONFIG = "provider:\n  local:\n    boot_delay: 0\n    terminate_delay: 0\n    seed: 1\n    capacity: 1000000\n"
