@@ -12,7 +12,8 @@ with its own code first on the path and its bytecode compiled (as an installed p
 Measured, alternating A (previous) and B (this checkout) so background load hits both alike:
 - cold start: the console script's `--help`; `templates list --format json` on 50 templates; a HostFactory
   getRequestStatus of 1,000 requests through the shipped `scripts/hostfactory/getRequestStatus.sh` (each a
-  fresh process on a SQLite store seeded by that tree's own SDK; median wall ms of `--repeats`);
+  fresh process on a SQLite store seeded by that tree's own SDK; median wall ms of `--repeats`, and the median
+  CPU ms of the same runs, the steadier figure on a shared machine);
 - the authenticated REST read (`GET /api/v1/requests/{id}` with an API key) under `wrk` (64 connections,
   `--seconds` each, `--rounds` rounds per side), each tree's `serve()` with one worker, and a bare ASGI app
   (one fixed JSON answer) on the same uvicorn stack as the reference the read is held to (≥ 25 %);
@@ -212,13 +213,19 @@ def run_worker(args: list[str]) -> None:
 
 
 # -- the measurements --------------------------------------------------------------------------------
-def timed(argv: list[str], env: dict[str, str]) -> float:
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run; CPU is user + system of the finished child as the kernel accounts it,
+    which a loaded machine disturbs far less than the wall time."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    res = subprocess.run(argv, env=env, capture_output=True, check=False, timeout=300)
+    res = subprocess.run(argv, env=env, capture_output=True, check=False, timeout=900)
     elapsed = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if res.returncode != 0:
         raise SystemExit(f"{' '.join(argv)}: exit {res.returncode}\n{res.stderr[-2000:].decode(errors='replace')}")
-    return elapsed
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def cold_start(trees: dict[str, Path], work: Path, repeats: int, peer: bool) -> dict[str, dict[str, list[float]]]:
@@ -254,10 +261,13 @@ def cold_start(trees: dict[str, Path], work: Path, repeats: int, peer: bool) -> 
         for argv, env in sides.values():
             timed(argv, env)  # warm-up: checked, not counted
         out[name] = {side: [] for side in sides}
+        out[f"{name}, CPU"] = {side: [] for side in sides}
         for n in range(repeats):
             for side, (argv, env) in sides.items():
                 if side != "peer" or n < PEER_REPEATS:  # the peer is slow: fewer runs
-                    out[name][side].append(timed(argv, env) * 1000)
+                    wall, cpu = timed(argv, env)
+                    out[name][side].append(wall * 1000)
+                    out[f"{name}, CPU"][side].append(cpu * 1000)
     return out
 
 
@@ -411,8 +421,11 @@ def main() -> None:
     print("| " + " | ".join(columns) + " |")
     print("|---|" + "---:|" * (len(columns) - 2) + "---|")
     for name, sides in cli.items():
-        goal = GOALS["--help"] if "--help" in name else "—"
-        print(row(f"{name} (median of {args.repeats})", sides, "ms", goal, peer=peer))
+        goal = GOALS["--help"] if "--help" in name and not name.endswith("CPU") else "—"
+        label = (
+            f"{name} (median of {args.repeats})" if not name.endswith("CPU") else "… CPU (user + sys) of the same runs"
+        )
+        print(row(label, sides, "ms", goal, peer=peer))
     if rest:
         name = "authenticated REST read by id, 64 connections"
         print(row(f"{name}: req/s", rest["rps"], "", "—", higher_better=True, peer=peer))
