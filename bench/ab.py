@@ -1,6 +1,7 @@
 """A/B against the previous release, in one run: the hot paths of this checkout and of the last release tag.
 
     python bench/ab.py [--against REF] [--repeats 7] [--seconds 3] [--rounds 2] [--constraints 1000]
+                       [--budget 170] [--only cli|rest|pdp ...] [--peer]
 
 The previous release is the newest `v*` tag reachable from HEAD that is not HEAD itself (releases are tagged:
 docs/benchmarks.md, "Releases and the A/B"); in a clone without tags, the commit 5d918fc (0.1.0) if the
@@ -11,7 +12,8 @@ with its own code first on the path and its bytecode compiled (as an installed p
 Measured, alternating A (previous) and B (this checkout) so background load hits both alike:
 - cold start: the console script's `--help`; `templates list --format json` on 50 templates; a HostFactory
   getRequestStatus of 1,000 requests through the shipped `scripts/hostfactory/getRequestStatus.sh` (each a
-  fresh process on a SQLite store seeded by that tree's own SDK; median wall ms of `--repeats`);
+  fresh process on a SQLite store seeded by that tree's own SDK; median wall ms of `--repeats`, and the median
+  CPU ms of the same runs, the steadier figure on a shared machine);
 - the authenticated REST read (`GET /api/v1/requests/{id}` with an API key) under `wrk` (64 connections,
   `--seconds` each, `--rounds` rounds per side), each tree's `serve()` with one worker, and a bare ASGI app
   (one fixed JSON answer) on the same uvicorn stack as the reference the read is held to (≥ 25 %);
@@ -19,7 +21,8 @@ Measured, alternating A (previous) and B (this checkout) so background load hits
   generated policy of `--constraints` constraints and 200 roles, 1,000 questions and the users they name
   loaded into a fresh store.
 
-Prints one table (medians and the ratio now/previous; for throughput, higher is better). `.ci/run` runs it
+Prints one table (medians and the change now against previous; for throughput, higher is better). `--peer` adds
+orb-py 1.8.5 where `bench/.peer/venv` has it (cold start, REST read) and cedarpy (the subject check). `.ci/run` runs it
 after the tests and never fails on it; `--budget` (170 s) leaves out a part that would not fit in what is left
 of it (on a loaded machine), so the run stays under 3 minutes and still prints what it measured.
 """
@@ -44,7 +47,7 @@ FALLBACK = "5d918fc"
 """0.1.0, the release before tags were kept (the A side when a clone has no tags)."""
 TEMPLATES, REQUESTS, SERVER_REQUESTS = 50, 1000, 100
 PEER = BENCH / ".peer" / "venv" / "bin" / "orb"
-"""orb-py 1.8.5, the peer (`bench/cli_bench.py` says how to install it); used with `--peer` where installed."""
+"""orb-py 1.8.5, the peer (`pip install 'orb-py[api]==1.8.5'` into bench/.peer/venv); used with `--peer` where installed."""
 PEER_REPEATS = 3
 CONSOLE = Path(sys.executable).with_name("pluginsdk")
 CLI_CONFIG = "provider:\n  local:\n    boot_delay: 0\n    terminate_delay: 0\n    seed: 1\n    capacity: 1000000\n"
@@ -210,13 +213,19 @@ def run_worker(args: list[str]) -> None:
 
 
 # -- the measurements --------------------------------------------------------------------------------
-def timed(argv: list[str], env: dict[str, str]) -> float:
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
+    """(wall, CPU) seconds of one run; CPU is user + system of the finished child as the kernel accounts it,
+    which a loaded machine disturbs far less than the wall time."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    res = subprocess.run(argv, env=env, capture_output=True, check=False, timeout=300)
+    res = subprocess.run(argv, env=env, capture_output=True, check=False, timeout=900)
     elapsed = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if res.returncode != 0:
         raise SystemExit(f"{' '.join(argv)}: exit {res.returncode}\n{res.stderr[-2000:].decode(errors='replace')}")
-    return elapsed
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def cold_start(trees: dict[str, Path], work: Path, repeats: int, peer: bool) -> dict[str, dict[str, list[float]]]:
@@ -252,10 +261,13 @@ def cold_start(trees: dict[str, Path], work: Path, repeats: int, peer: bool) -> 
         for argv, env in sides.values():
             timed(argv, env)  # warm-up: checked, not counted
         out[name] = {side: [] for side in sides}
+        out[f"{name}, CPU"] = {side: [] for side in sides}
         for n in range(repeats):
             for side, (argv, env) in sides.items():
                 if side != "peer" or n < PEER_REPEATS:  # the peer is slow: fewer runs
-                    out[name][side].append(timed(argv, env) * 1000)
+                    wall, cpu = timed(argv, env)
+                    out[name][side].append(wall * 1000)
+                    out[f"{name}, CPU"][side].append(cpu * 1000)
     return out
 
 
@@ -409,8 +421,11 @@ def main() -> None:
     print("| " + " | ".join(columns) + " |")
     print("|---|" + "---:|" * (len(columns) - 2) + "---|")
     for name, sides in cli.items():
-        goal = GOALS["--help"] if "--help" in name else "—"
-        print(row(f"{name} (median of {args.repeats})", sides, "ms", goal, peer=peer))
+        goal = GOALS["--help"] if "--help" in name and not name.endswith("CPU") else "—"
+        label = (
+            f"{name} (median of {args.repeats})" if not name.endswith("CPU") else "… CPU (user + sys) of the same runs"
+        )
+        print(row(label, sides, "ms", goal, peer=peer))
     if rest:
         name = "authenticated REST read by id, 64 connections"
         print(row(f"{name}: req/s", rest["rps"], "", "—", higher_better=True, peer=peer))
