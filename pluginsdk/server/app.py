@@ -115,8 +115,7 @@ class Head:
         for name, value in headers:
             size = len(name) + len(value)
             head_bytes += size
-            if size > MAX_HEADER_LINE_BYTES:
-                too_big = True
+            too_big |= size > MAX_HEADER_LINE_BYTES
             if name == b"authorization":
                 if authorization is None:
                     authorization = value.decode("latin-1")

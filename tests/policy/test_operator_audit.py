@@ -1,5 +1,6 @@
 """What operators change is in the audit log with its caller, from every interface: template writes, requests,
-cancellations, returns, readiness signals (SDK on both backends, the CLI); and the catalog declares, operation
+cancellations, returns, readiness signals (SDK on both backends, the CLI, MCP; the console:
+tests/console/test_console_audit.py); and the catalog declares, operation
 by operation, what is audited, which commands write the policy, the lock-out probes and the 429 reasons."""
 
 from __future__ import annotations
@@ -62,6 +63,19 @@ def test_the_cli_records_its_caller_too(tmp_path: Path) -> None:
     records = res.json()["records"]
     assert [r["action"] for r in records] == ["create_template", "delete_template"]
     assert records[1]["before"]["template_id"] == "cli-web" and records[0]["actor"]
+
+
+async def test_mcp_tools_record_their_caller_too(sdk: PluginSDK) -> None:
+    from tests.mcp.helpers import connect, data
+
+    async with connect(sdk) as client:
+        data(await client.call_tool("create_template", {"template_id": "mcp-web", "image_id": "ami-1"}))
+        data(await client.call_tool("delete_template", {"template_id": "mcp-web"}))
+    records = (await sdk.list_audit_records(target_type="template", target_id="mcp-web")).records
+    assert [(r.action, r.actor) for r in records] == [
+        ("create_template", "administrator"),
+        ("delete_template", "administrator"),
+    ]
 
 
 def test_every_command_says_whether_it_is_audited() -> None:

@@ -9,7 +9,8 @@ someone. A session can be MFA only for a managed-pool user with MFA enabled, or 
 external IdP (whose tokens may carry MFA); API keys and in-process calls never are.
 
 Every write to constraints, roles or user roles (`Policy.writes_policy`) bumps the policy version inside its
-transaction; the store then calls `check` (installed by the auth service), which re-reads the would-be policy in that
+transaction and then calls `check` explicitly (`handlers/_common.bump`; a federated sign-in's role mapping
+likewise), which re-reads the would-be policy in that
 same transaction and raises 409 when the change removes the last administrator. A store that had no
 administrator before the change (the auth service records that when it authorizes the write) is not
 blocked: any change may be the repair. The operator who holds the store recovers with
@@ -90,7 +91,7 @@ def find_administrator(
 
 
 class LockoutGuard:
-    """The store's policy-change hook: refuse a change that removes the last administrator."""
+    """Refuse a policy change that removes the last administrator (`check`, called by every policy write)."""
 
     def __init__(
         self,

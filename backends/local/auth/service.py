@@ -157,7 +157,6 @@ class AuthService:
         self.watch = PolicyWatch()
         store.on_bump.append(self.watch.bumped_here)
         self.guard = LockoutGuard(store, config, rules=self.rules)
-        store.on_policy_change = self.guard.check
         self.throttle = SignInThrottle(store, config.managed.signInLimits, host.settings.api.held)
 
     async def start(self) -> None:

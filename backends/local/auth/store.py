@@ -17,7 +17,7 @@ import json
 import secrets
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pluginsdk.errors import AlreadyExistsError
@@ -55,9 +55,6 @@ class AuthStore:
         self.db = db
         self.on_bump: list[Callable[[], None]] = []
         """Called after each bump (this process drops its cached version at once)."""
-        self.on_policy_change: Callable[[bool | None], Awaitable[None]] | None = None
-        """Called by every policy write after the bump, inside its transaction, with the write's
-        `had_administrator` (the lock-out guard); raising rolls the write back."""
 
     def transaction(self) -> Any:
         return self.db.transaction()
@@ -78,15 +75,12 @@ class AuthStore:
         version = int(values.get(VERSION_KEY, 0))
         return version, f"{version - int(values.get(ASSIGNMENT_BUMPS_KEY, 0))}:{values.get(RULES_STAMP_KEY, '')}"
 
-    async def bump_policy_version(
-        self, *, assignments_only: bool = False, had_administrator: bool | None = None
-    ) -> int:
-        """Bump the version (this row lock also orders concurrent policy writes), then run the guard; returns
-        the write's own revision, read in the same statement (another write's bump cannot come between).
+    async def bump_policy_version(self, *, assignments_only: bool = False) -> int:
+        """Bump the version (this row lock also orders concurrent policy writes); returns the write's own
+        revision, read in the same statement (another write's bump cannot come between). The lock-out guard is
+        the caller's to run after it, in the same transaction (`handlers/_common.bump`).
 
         `assignments_only`: the write changed user-role assignments and nothing else (the compiled rules stay).
-        `had_administrator`: whether someone could administer roles before the write, for the guard (None:
-        unknown, checked strictly).
         """
         row = await self.db.fetchone(
             "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = :k RETURNING value",
@@ -105,8 +99,6 @@ class AuthStore:
             await self.db.execute("SELECT pg_notify('pluginsdk_policy', '')")
         for hook in self.on_bump:
             hook()
-        if self.on_policy_change is not None:
-            await self.on_policy_change(had_administrator)
         return revision
 
     async def meta(self, key: str) -> str | None:

@@ -159,6 +159,7 @@ async def _roles(svc: AuthService, who: Identity) -> None:
     await store.delete_user_roles(who.user_id, [r for r in held if r not in wanted])
     await store.add_user_roles(who.user_id, [r for r in wanted if r not in held], ts(now()))
     revision = await store.bump_policy_version(assignments_only=True)
+    await svc.guard.check()  # the lock-out guard, as for any policy write (who could before: unknown, checked)
     await store.append_audit(
         actor=who.user_id,
         action="federated_roles",

@@ -11,18 +11,17 @@ from ..service import AuthService
 
 if TYPE_CHECKING:
     from ...call import Call
-    from ..store import AuthStore
 
 __all__ = ["api_key_from_row", "bump", "clear_mfa", "role_from_row", "user_from_row"]
 
 
-async def bump(store: AuthStore, call: Call, *, assignments_only: bool = False) -> int:
-    """Start the policy version `call`'s write makes (`AuthStore.bump_policy_version`), in the caller's
-    transaction: the lock-out guard decides with what authorization found before it, and the revision is
+async def bump(svc: AuthService, call: Call, *, assignments_only: bool = False) -> int:
+    """Start the policy version `call`'s write makes (`AuthStore.bump_policy_version`), then run the lock-out
+    guard on the store as written, both in the caller's transaction (a refusal rolls the write back); the
+    guard decides with what authorization found before the write (`call.had_administrator`). The revision is
     recorded on `call` (the audit record's)."""
-    call.revision = await store.bump_policy_version(
-        assignments_only=assignments_only, had_administrator=call.had_administrator
-    )
+    call.revision = await svc.store.bump_policy_version(assignments_only=assignments_only)
+    await svc.guard.check(call.had_administrator)
     return call.revision
 
 

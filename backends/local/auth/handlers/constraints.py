@@ -117,14 +117,14 @@ async def create_constraint(svc: AuthService, op: CreateConstraintCommand, call:
     for _ in range(_UPSERT_TRIES):
         async with store.transaction():
             if await store.insert_constraint(c.constraint_id, c.object_type, data, ts(now())):
-                await bump(store, call)
+                await bump(svc, call)
                 return _written(c, "create", "created")
         if not op.replace_existing:
             raise AlreadyExistsError("constraint", c.constraint_id)
         await _may_replace(svc, principal, [c])
         async with store.transaction():
             if await store.update_constraint(c.constraint_id, c.object_type, data, ts(now())):
-                await bump(store, call)
+                await bump(svc, call)
                 return _written(c, "update", "updated")
     raise StateConflictError(
         f"Constraint '{c.constraint_id}' is being created and deleted by other callers; retry.",
@@ -163,7 +163,7 @@ async def update_constraint(svc: AuthService, op: UpdateConstraintCommand, call:
     async with store.transaction():
         if not await store.update_constraint(c.constraint_id, c.object_type, json.dumps(_wire(c)), ts(now())):
             raise NotFoundError("constraint", c.constraint_id)
-        await bump(store, call)
+        await bump(svc, call)
     return _written(c, "update", "updated")
 
 
@@ -173,7 +173,7 @@ async def delete_constraint(svc: AuthService, op: DeleteConstraintCommand, call:
     async with store.transaction():
         if not await store.delete_constraint(op.constraint_id):
             raise NotFoundError("constraint", op.constraint_id)
-        await bump(store, call)
+        await bump(svc, call)
     return ConstraintWritten(
         constraint_id=op.constraint_id, operation="delete", message=f"Constraint '{op.constraint_id}' deleted."
     )
@@ -296,7 +296,7 @@ async def _write_imported(svc: AuthService, call: Call, parsed: list[Constraint]
                 fresh.append({"id": c.constraint_id, "type": c.object_type, "data": data, "at": at})
         if fresh:
             await store.insert_constraints(fresh)
-        await bump(store, call)
+        await bump(svc, call)
     return len(existing)
 
 

@@ -19,7 +19,6 @@ from ._common import bump
 
 if TYPE_CHECKING:
     from ...call import Call
-    from ..store import AuthStore
 
 handlers = HandlerTable(AuthService)
 
@@ -90,9 +89,9 @@ async def grant_access(svc: AuthService, op: GrantAccessCommand, call: Call) -> 
     for c in constraints:
         await svc.check_route(principal, "POST", f"/auth/constraints/{c.constraint_id}")
     try:
-        written = await _write(svc.store, call, constraints)
+        written = await _write(svc, call, constraints)
     except AlreadyExistsError:  # a concurrent grant wrote first: it holds these constraints, or it differs
-        written = await _write(svc.store, call, constraints)
+        written = await _write(svc, call, constraints)
     ids = [c.constraint_id for c in constraints]
     return AccessGranted(
         message=(
@@ -105,9 +104,10 @@ async def grant_access(svc: AuthService, op: GrantAccessCommand, call: Call) -> 
     )
 
 
-async def _write(store: AuthStore, call: Call, constraints: list[Constraint]) -> int:
+async def _write(svc: AuthService, call: Call, constraints: list[Constraint]) -> int:
     """Insert the constraints not stored yet; the number inserted. One stored under an id with other content
     is a 409 and nothing is written."""
+    store = svc.store
     at = ts(now())
     async with store.transaction():
         fresh = []
@@ -124,5 +124,5 @@ async def _write(store: AuthStore, call: Call, constraints: list[Constraint]) ->
                 )
         if fresh:
             await store.insert_constraints(fresh)
-            await bump(store, call)
+            await bump(svc, call)
     return len(fresh)

@@ -63,7 +63,7 @@ async def create_role(svc: AuthService, op: CreateRoleCommand, call: Call) -> Ro
                 "created_on": ts(now()),
             }
         )
-        await bump(store, call)
+        await bump(svc, call)
     return RoleWritten(role_name=op.role_name, operation="create", message=f"Role '{op.role_name}' created.")
 
 
@@ -78,7 +78,7 @@ async def update_role(svc: AuthService, op: UpdateRoleCommand, call: Call) -> Ro
     async with store.transaction():
         if not await store.update_role(op.role_name, changes):
             raise NotFoundError("role", op.role_name, f"Role '{op.role_name}' not found.")
-        await bump(store, call)
+        await bump(svc, call)
     return RoleWritten(role_name=op.role_name, operation="update", message=f"Role '{op.role_name}' updated.")
 
 
@@ -88,7 +88,7 @@ async def delete_role(svc: AuthService, op: DeleteRoleCommand, call: Call) -> Ro
     async with store.transaction():
         if not await store.delete_role(op.role_id):
             raise NotFoundError("role", op.role_id, f"Role '{op.role_id}' not found.")
-        await bump(store, call)
+        await bump(svc, call)
     return RoleWritten(
         role_name=op.role_id,
         operation="delete",
@@ -143,7 +143,7 @@ async def create_user_roles(svc: AuthService, op: CreateUserRolesCommand, call: 
                 details={"field": "role_name", "value": dup[0]},
             )
         await store.add_user_roles(op.user_id, op.role_name, ts(now()))
-        await bump(store, call, assignments_only=True)
+        await bump(svc, call, assignments_only=True)
         roles = await store.roles_of(op.user_id)
     return UserRolesWritten(
         user_id=op.user_id, operation="create", role_name=roles, message=f"Roles assigned to '{op.user_id}'."
@@ -167,7 +167,7 @@ async def update_user_roles(svc: AuthService, op: UpdateUserRolesCommand, call: 
         held = await store.roles_of(op.user_id)
         await store.delete_user_roles(op.user_id, [r for r in readable if r not in op.role_name])
         await store.add_user_roles(op.user_id, [r for r in op.role_name if r not in held], ts(now()))
-        await bump(store, call, assignments_only=True)
+        await bump(svc, call, assignments_only=True)
         kept = set(readable) | set(op.role_name)
         roles = [r for r in await store.roles_of(op.user_id) if r in kept]
     return UserRolesWritten(
@@ -183,5 +183,5 @@ async def delete_user_roles(svc: AuthService, op: DeleteUserRolesCommand, call: 
     async with store.transaction():
         if not readable or not await store.delete_user_roles(op.user_id, readable):
             raise NotFoundError("user_role", op.user_id, f"User '{op.user_id}' has no role assignments.")
-        await bump(store, call, assignments_only=True)
+        await bump(svc, call, assignments_only=True)
     return UserRolesWritten(user_id=op.user_id, operation="delete", message=f"All roles of '{op.user_id}' removed.")
