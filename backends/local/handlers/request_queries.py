@@ -200,7 +200,7 @@ async def _refresh_window(deps: Deps, op: ListActiveRequestsQuery, access: Acces
     stale = 0
     for _ in range(LIST_REFRESH_ROUNDS):
         items, _total = await deps.store.list_requests(
-            statuses=ACTIVE, provider_name=op.provider_name, limit=op.offset + op.limit, access=access
+            statuses=ACTIVE, provider_name=op.provider_name, limit=op.limit, offset=op.offset, access=access
         )
         fresh_items = [r for r in items if r.request_id not in seen]
         if not fresh_items:
