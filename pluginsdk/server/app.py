@@ -699,8 +699,8 @@ def create_app(backend_or_settings: ServedBackend | Settings, *, max_body_bytes:
         settings = getattr(backend, "settings", None)
     if not isinstance(backend, ServedBackend):
         raise TypeError(
-            f"{type(backend).__name__} cannot be served: it needs execute, authenticate, check_route and ping "
-            "(pluginsdk.server.contract.ServedBackend), as the local backend has."
+            f"{type(backend).__name__} cannot be served: it needs execute, authenticate, check_route, ping "
+            "and held (pluginsdk.server.contract.ServedBackend), as the local backend has."
         )
     api = getattr(settings, "api", None)
     if max_body_bytes is None:

@@ -217,7 +217,7 @@ def test_a_browser_origin_must_be_allowed(http: httpx.Client, site: McpSite) -> 
 async def test_allowed_origins_are_configured(tmp_path: Path) -> None:
     from pluginsdk.server import create_app
 
-    allowed = {"allowed_origins": ["https://assistant.example"]}
+    allowed = {"allowed_origins": ["https://assistant.example"], "public_url": "https://tools.example.org/base"}
     settings = load_settings(config=base_config(tmp_path, mcp=allowed), environ={})
     transport = httpx.ASGITransport(app=create_app(settings))
     async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:8000") as client:
@@ -225,6 +225,8 @@ async def test_allowed_origins_are_configured(tmp_path: Path) -> None:
         assert ok.status_code == 401  # allowed through to authentication
         other = await client.post("/mcp", json=INIT, headers={**ACCEPT, "origin": "https://other.example"})
         assert other.status_code == 403
+        own = await client.post("/mcp", json=INIT, headers={**ACCEPT, "origin": "https://tools.example.org"})
+        assert own.status_code == 401  # the public URL's origin is the server's own (its path aside)
 
 
 def refresh(http: httpx.Client, url: str, client: dict[str, Any], token: str) -> httpx.Response:

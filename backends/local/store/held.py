@@ -14,6 +14,7 @@ limits' table `auth_sign_in_failures`, keys `create:<kind>:<address>`) and refus
 
 from __future__ import annotations
 
+import random
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,8 @@ if TYPE_CHECKING:
 
 __all__ = ["HeldStore"]
 
+_SWEEP_CHANCE = 1 / 64
+"""How often a counted creation also deletes the counts whose window ran out (the table stays small)."""
 _TOUCH_SECONDS = 30.0
 """A session's last use is written at most this often (idle expiry is that coarse; a read stays a read)."""
 
@@ -53,6 +56,11 @@ class HeldStore:
             " RETURNING failures, first_at",
             {"k": f"create:{kind}:{client or '-'}", "now": now, "start": now - window, "limit": limit + 1},
         )
+        if random.random() < _SWEEP_CHANCE:  # housekeeping: counts whose window ran out
+            await self.db.execute(
+                "DELETE FROM auth_sign_in_failures WHERE key LIKE 'create:%' AND first_at <= :start",
+                {"start": now - window},
+            )
         if row is None or int(row["failures"]) <= limit:
             return 0.0
         return max(float(row["first_at"]) + window - now, 1.0)

@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from ...errors import SDKError
+from ...errors import SDKError, TooManyRequestsError
 from ...operations import CATALOG
 from ...principal import Principal
 from ._html import Safe, render
@@ -165,7 +165,10 @@ async def respond(console: Console, request: Request, form: Form, refused: Refus
             return await _metadata(console)
     except SDKError as err:
         message = "Sign-in through the identity provider failed: " + err.message
-        return await refused(console, request, message, err.http_status)
+        response = await refused(console, request, message, err.http_status)
+        if isinstance(err, TooManyRequestsError):  # too many starts from this address: when to try again
+            response.headers["retry-after"] = str(err.retry_after)
+        return response
     return plain(404, "No console page has this path.")
 
 

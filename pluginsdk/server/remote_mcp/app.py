@@ -44,7 +44,7 @@ from .._wire import ClientGone, read_body
 from ..console.sessions import admit
 from ..limits import BODY_TIMEOUT
 from .answers import JSON_ANSWER, Sessions, answer_json, wants_json
-from .grants import SIGNIN_PATH, Grants, SecretClients
+from .grants import SIGNIN_PATH, Grants, SecretClients, origin_of
 from .signin import renew, signin_page
 
 if TYPE_CHECKING:
@@ -171,7 +171,8 @@ class McpHttp:
         """Check the `Origin` (403), authenticate this request (401 with the resource metadata's URL), then the
         session manager."""
         origin = _header(scope, b"origin")
-        if origin is not None and origin.rstrip("/") != base and origin.rstrip("/") not in self.allowed_origins:
+        own = origin_of(base)
+        if origin is not None and origin.rstrip("/") != own and origin.rstrip("/") not in self.allowed_origins:
             await _refused(
                 send, PermissionDeniedError(f"Origin {origin[:200]!r} may not call /mcp (mcp.allowed_origins).")
             )
