@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from pluginsdk import TooManyRequestsError
+from pluginsdk import PluginSDK, TooManyRequestsError
 from pluginsdk.models import RequestStatus
 from tests.support.backends import base_config, open_sdk
 
@@ -125,3 +125,27 @@ async def test_a_failed_launch_leaves_nothing_reserved(backend_kind: str, tmp_pa
         assert (await sdk.create_request("small", 1, wait=True, timeout=30)).status == "completed"
         with pytest.raises(TooManyRequestsError):  # the machine holds the room now
             await sdk.create_request("small", 1)
+
+
+async def test_one_request_id_raced_on_two_engines_reserves_once(any_store: dict[str, Any]) -> None:
+    """Twenty creates of one request id at once on two engines sharing the store: one request is recorded,
+    it holds one machine of the template's quota (no reservation left behind by a loser), every other call
+    answers it again or 409."""
+    from pluginsdk import AlreadyExistsError
+
+    async with PluginSDK(config=any_store) as a, PluginSDK(config=any_store) as b:
+        await a.create_template(template_id="t", image_id="ami-1", max_active=2)
+
+        async def one(sdk: PluginSDK) -> str:
+            try:
+                return str((await sdk.create_request("t", 1, request_id="req-raced")).request_id)
+            except AlreadyExistsError:
+                return "409"
+
+        answers = await asyncio.gather(*(one(a if n % 2 else b) for n in range(20)))
+        assert set(answers) <= {"req-raced", "409"} and "req-raced" in answers
+        assert (await a.list_requests()).total_count == 1
+        await b.create_request("t", 1)  # the second of two
+        with pytest.raises(TooManyRequestsError) as refused:
+            await a.create_request("t", 1)
+        assert refused.value.details["in_use"] == 2

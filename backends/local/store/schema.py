@@ -264,9 +264,7 @@ MIGRATIONS: dict[int, Sequence[str]] = {
             template_id TEXT NOT NULL,
             machines INTEGER NOT NULL,
             created_at DOUBLE PRECISION NOT NULL,
-            PRIMARY KEY (request_id, provider))""",
-        "CREATE INDEX ix_quota_reservations_template ON quota_reservations (template_id)",
-        "CREATE INDEX ix_quota_reservations_provider ON quota_reservations (provider)",
+            PRIMARY KEY (request_id, provider))""",  # only requests being launched: small, read whole
         "CREATE TABLE quota_locks (subject TEXT PRIMARY KEY)",
         "CREATE INDEX ix_machines_provider ON machines (provider_name, status)",  # the counts of a quota check read
         "CREATE INDEX ix_machines_template_status ON machines (template_id, status)",  # these indexes alone
