@@ -87,14 +87,21 @@ SLOW: dict[str, str] = {
     "tests/mcp/test_stdio.py": "the MCP server as a process over stdio",
     "tests/cli/test_schedulers.py": "HostFactory and LSF scripts round-trip as processes: 8-23 s a test",
     "tests/test_examples.py": "the quickstart and the notebook, run headless",
+    "tests/policy/test_properties.py": "hypothesis against the reference evaluator: up to ~65 s a test",
+    "tests/policy/test_decision_point_properties.py": "hypothesis against a walk of every grant: up to ~55 s",
+    "tests/policy/test_plan_properties.py": "hypothesis: plans on SQLite and PostgreSQL against decisions",
+    "tests/auth/test_stored_properties.py": "hypothesis on stored objects through both backends",
+    "tests/mcp/test_profiles.py::test_listing_sizes": "every profile's tools/list through a server: ~55 s",
+    "tests/policy/test_pdp_bounds.py::test_a_large_what_if_leaves_the_server_answering": "a what-if over a "
+    "large policy while the server answers: ~30 s",
+    "tests/auth/test_operator_commands.py::test_rotation_is_refused_while_a_server_runs": "a server process "
+    "and a rotation on both stores: ~25 s each",
 }
-"""What `-m "not slow"` (the inner loop's lane, tests/README.md) leaves out: path prefix -> why it is slow. CI runs
-everything; a test slow for another reason is marked `@pytest.mark.slow` where it is."""
+"""What `-m "not slow"` (the inner loop's lane, tests/README.md) leaves out: test id prefix (a folder, a file or one
+test) -> why it is slow; figures from `--durations` on a loaded box. CI runs everything."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    root = Path(__file__).resolve().parents[1]
     for item in items:
-        where = item.path.relative_to(root).as_posix()
-        if any(where.startswith(prefix) for prefix in SLOW):
+        if item.nodeid.startswith(tuple(SLOW)):
             item.add_marker(pytest.mark.slow)
