@@ -64,6 +64,9 @@ def haproxy_config(port: int, stats_port: int, servers: list[int]) -> str:
         "    retry-on conn-failure empty-response",
         "frontend fleet",
         f"    bind 127.0.0.1:{port}",
+        # the servers trust X-Forwarded-For from a proxy on their host: it must be the caller's address, never
+        # what the caller sent (per-address limits count it)
+        "    http-request set-header X-Forwarded-For %[src]",
         "    default_backend servers",
         "backend servers",
         "    balance roundrobin",
