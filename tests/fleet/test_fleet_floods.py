@@ -22,6 +22,8 @@ import pytest
 from tests.console.conftest import PASSWORD
 from tests.fleet.conftest import CREATIONS, OPERATOR
 from tests.support.fleet import Fleet
+from tests.support.npm import unavailable
+from tests.support.oidc import Provider
 
 pytestmark = pytest.mark.asyncio(loop_scope="package")
 
@@ -122,3 +124,27 @@ async def test_floods_from_one_address_end_no_other_callers_session_or_client(fl
             assert page.status_code == 200 and 'class="signout"' in page.text, page.text[:300]
         async with httpx.AsyncClient(base_url=fleet.url, timeout=60) as other:
             assert (await _console_sign_in(other, fleet.key, {})).status_code == 303
+
+
+async def test_federated_starts_from_one_address_are_refused_past_the_limit_and_end_no_begun_sign_in(
+    fleet: Fleet, fleet_idp: Provider | None
+) -> None:
+    if fleet_idp is None:
+        unavailable("no OpenID provider: Node's clients are not at hand (tests/support/npm.py)")
+    body = {"redirectUri": f"{fleet.url}/ui/sso/callback"}
+    async with (
+        httpx.AsyncClient(base_url=fleet.url, timeout=60) as http,
+        httpx.AsyncClient(base_url=fleet.url, timeout=60, transport=_elsewhere()) as flooder,
+    ):
+        begun = await http.post("/auth/federation/start", json=body)
+        assert begun.status_code == 200, begun.text
+        starts = await asyncio.gather(
+            *(flooder.post("/auth/federation/start", json=body, headers=_spoofed(i)) for i in range(FLOOD))
+        )
+        assert sum(s.status_code == 200 for s in starts) == CREATIONS, [s.status_code for s in starts]
+        assert len(_refused(starts)) == FLOOD - CREATIONS
+        assert (await flooder.get("/ui/sso/start", headers=_spoofed(0))).status_code == 429  # the console's too
+        # the sign-in begun from another address is still begun: its code is judged (not an unknown state)
+        kept = await http.post("/auth/federation/finish", json={"state": begun.json()["state"], "code": "c" * 8})
+        assert kept.status_code != 429 and "unknown, used or expired" not in kept.text, kept.text
+        assert (await http.post("/auth/federation/start", json=body)).status_code == 200  # another address
