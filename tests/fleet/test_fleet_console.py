@@ -1,7 +1,8 @@
 """The console in a real browser through the fleet: Debian's Chromium (Playwright's async API, on the
-package's event loop) signs in through HAProxy, clicks through pages that every server answers (HAProxy's
-own per-server counts say which), and stays signed in while every server restarts in turn: the session is a
-row of the store, not a process's memory. Screenshots go where tests/console's do."""
+package's event loop) signs in through HAProxy, clicks through every page of the main navigation, which
+every server answers (HAProxy's own per-server counts say which), and stays signed in while every server
+restarts in turn: the session is a row of the store, not a process's memory. Screenshots go where
+tests/console's do."""
 
 from __future__ import annotations
 
@@ -67,6 +68,13 @@ async def test_chromium_signs_in_through_haproxy_every_server_serves_it_and_a_ro
     await _signed_in_as_operator(page, url)
     await _shot(page, f"fleet-{fleet.kind}-dashboard")
     before = await fleet.answered()
+    links = await page.eval_on_selector_all("nav[aria-label=Main] a", "links => links.map(a => a.getAttribute('href'))")
+    assert set(PAGES) <= set(links), links
+    for href in links:  # a click on each link of the main navigation
+        await page.click(f"nav[aria-label=Main] a[href='{href}']")
+        await page.wait_for_url(f"{url}{href}")
+        await _signed_in_as_operator(page, url)
+        assert await page.locator("h1").count() == 1, href
     for path in PAGES:
         response = await page.goto(f"{url}{path}")
         assert response is not None and response.status == 200, path
