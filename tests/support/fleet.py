@@ -64,6 +64,9 @@ def haproxy_config(port: int, stats_port: int, servers: list[int]) -> str:
         "    retry-on conn-failure empty-response",
         "frontend fleet",
         f"    bind 127.0.0.1:{port}",
+        # the servers trust X-Forwarded-For from a proxy on their host: it must be the caller's address, never
+        # what the caller sent (per-address limits count it)
+        "    http-request set-header X-Forwarded-For %[src]",
         "    default_backend servers",
         "backend servers",
         "    balance roundrobin",
@@ -115,6 +118,17 @@ class Fleet:
                     self._keys[user_id] = str(made.api_key)
         return [self._keys[u] for u in user_ids]
 
+    async def answered(self) -> dict[str, int]:
+        """Responses each server has given through HAProxy so far (its statistics; health checks not
+        counted): which server answered a call is the difference of two readings."""
+        if self.stats_url is None:
+            return {}
+        async with httpx.AsyncClient() as client:
+            text = (await client.get(self.stats_url)).text.lstrip("# ")
+        codes = ("hrsp_1xx", "hrsp_2xx", "hrsp_3xx", "hrsp_4xx", "hrsp_5xx", "hrsp_other")
+        rows = csv.DictReader(io.StringIO(text))
+        return {r["svname"]: sum(int(r[c] or 0) for c in codes) for r in rows if r["svname"].startswith("s")}
+
     async def restart(self, index: int) -> None:
         """Stop server `index` (SIGTERM: it finishes what it serves) and start it again on its port."""
         server = self.servers[index]
@@ -151,23 +165,26 @@ async def _running(
         key = str(
             (await sdk.create_api_key(api_key_name="fleet", description="fleet admin", user_id="administrator")).api_key
         )
+    procs = [Server(free_port(), args, tmp_path / f"server-{i}.log") for i in range(servers)]
+    port = free_port() if servers > 1 else procs[0].port
+    url, stats = f"http://127.0.0.1:{port}", None
+    # the URL clients use is the OAuth issuer and the tokens' audience on every server (docs/deployment.md)
+    config = {**config, "mcp": {"public_url": url, **config.get("mcp", {})}}
     config_file = tmp_path / "fleet.json"
     config_file.write_text(json.dumps(config))
-    procs = [Server(free_port(), args, tmp_path / f"server-{i}.log") for i in range(servers)]
     balancer: subprocess.Popen[bytes] | None = None
     try:
         await asyncio.gather(*(_start(s, config_file) for s in procs))
-        url, stats = procs[0].url, None
         if servers > 1:
             haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
             if not Path(haproxy).exists():
                 pytest.skip("HAProxy is not installed (Debian package haproxy; .ci/run installs it)")
-            port, stats_port = free_port(), free_port()
+            stats_port = free_port()
             cfg = tmp_path / "haproxy.cfg"
             cfg.write_text(haproxy_config(port, stats_port, [s.port for s in procs]))
             log = (tmp_path / "haproxy.log").open("wb")
             balancer = subprocess.Popen([haproxy, "-f", str(cfg), "-db"], stdout=log, stderr=log)
-            url, stats = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{stats_port}/stats;csv"
+            stats = f"http://127.0.0.1:{stats_port}/stats;csv"
             for i in range(servers):
                 await _routed(stats, f"s{i}")
         yield Fleet(kind, config, url, key, procs, config_file, stats)
