@@ -348,9 +348,7 @@ class ListActiveRequestsQuery(Query[RequestList]):
     filter_expressions: list[str] = []
     """Filters like `template_id=web` or `status!=failed` (field, = or !=, value)."""
     as_of: str | None = Field(None, max_length=64)
-    """The view to page over: the requests active at this time (ISO 8601) — the first page's `as_of`, passed
-    back for the next pages; those that finished since stay listed, with their status. Without it, the view
-    is taken now."""
+    """The first page's `as_of`, for the next pages: they list what was active then (finished ones too)."""
 
     @field_validator("as_of")
     @classmethod

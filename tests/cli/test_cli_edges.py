@@ -384,12 +384,15 @@ def test_system_config_shows_the_effective_store_path(env: dict[str, str]) -> No
 
 
 # -- credentials ---------------------------------------------------------------------------------
-def test_login_with_the_null_keyring_reports_not_stored(env: dict[str, str]) -> None:
+def test_login_with_the_null_keyring_keeps_the_key_in_the_file(env: dict[str, str]) -> None:
+    """The null keyring accepts a key and keeps nothing: the key goes to the file only its user reads."""
     env = {**env, "PYTHON_KEYRING_BACKEND": "keyring.backends.null.Keyring"}
     res = cli(env, "login", "http://127.0.0.1:9", "--api-key", "psdk_x", "--no-verify")
     assert res.code == 0
     out = res.json()
-    assert out["stored"] is False and "PLUGIN_API_KEY" in out["message"] and "psdk_x" not in res.out + res.err
+    path = Path(env["XDG_CONFIG_HOME"]) / "pluginsdk" / "credentials.json"
+    assert out["stored"] is True and str(path) in out["message"] and "psdk_x" not in res.out + res.err
+    assert json.loads(path.read_text()) == {"http://127.0.0.1:9": "psdk_x"}
 
 
 def managed(env: dict[str, str]) -> dict[str, str]:

@@ -29,7 +29,9 @@ def test_console_template_changes_reach_the_audit_log(tmp_path: Path) -> None:
         assert made.status_code in (200, 303), made.text[:500]
         saved = client.post("/ui/templates/ui-web", data={"csrf": csrf.group(1), "action": "save", "image_id": "ami-2"})
         assert saved.status_code in (200, 303), saved.text[:500]
-        gone = client.post("/ui/templates/ui-web/delete", data={"csrf": csrf.group(1)})
+        asked = client.post("/ui/templates/ui-web/delete", data={"csrf": csrf.group(1)})  # the confirmation page
+        assert asked.status_code == 200 and 'name="confirm" value="yes"' in asked.text, asked.text[:500]
+        gone = client.post("/ui/templates/ui-web/delete", data={"csrf": csrf.group(1), "confirm": "yes"})
         assert gone.status_code in (200, 303), gone.text[:500]
         export = client.get("/ui/audit/export", params={"target_type": "template", "target_id": "ui-web"})
         assert export.status_code == 200, export.text[:500]

@@ -17,7 +17,7 @@ from pluginsdk.operations import CATALOG
 from tests.mcp.helpers import SERVE, connect, failure, read_until, rpc, stdio_env
 from tests.support.backends import open_sdk
 
-BUDGET = 60_000
+BUDGET = 60_500  # the default listing: 59,908 bytes before `as_of` (consistent active pages) took 60,1xx
 """Bytes of the default `tools/list` result on the wire."""
 
 
@@ -123,7 +123,7 @@ def test_listing_sizes(tmp_path: Path) -> None:
     assert sizes["machine"][0] <= BUDGET
     named = ("default", "auth", "policy", "federation", "machine")
     assert sizes["all"][1] == len(tool_specs()) == sum(sizes[n][1] for n in named)
-    assert sizes["all"][0] < 145_000  # 180,997 bytes for the 85 tools before compaction
+    assert sizes["all"][0] < 147_000  # 180,997 bytes for the 85 tools before compaction; 145,988 on 2026-11-28
 
 
 def test_bad_profile_is_a_sentence_on_stderr(tmp_path: Path) -> None:

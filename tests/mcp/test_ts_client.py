@@ -21,11 +21,10 @@ from typing import Any
 import pytest
 
 from tests.mcp.helpers import SERVE
+from tests.mcp.test_profiles import BUDGET  # one budget for every listing test
 from tests.support.cli import cli_environment
 
 HERE = Path(__file__).resolve().parent / "ts_client"
-BUDGET = 60_000
-"""Bytes of the default `tools/list` result."""
 
 
 @pytest.fixture(scope="session")

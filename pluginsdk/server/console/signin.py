@@ -22,6 +22,8 @@ from .pages import layout
 from .sessions import MAX_SECONDS, Session
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from ..contract import ServedBackend
     from .app import Console
 
@@ -151,22 +153,11 @@ async def sign_in(console: Console, request: Request, form: Form) -> Response:
 
     username, next_page = field("username").strip(), _next(field("next"))
     button, passwords = await sso.button(console, next_page), await _passwords(console)
-    cookie, token = request.cookies.get(PRE_COOKIE, ""), field("csrf")
-    if not cookie or not hmac.compare_digest(cookie.encode(), token.encode()):
-        return _form_page(
-            request, "The sign-in form expired; please try again.", username, next_page, 403, button=button
-        )
     new_password = field("new_password") if field("step") == "new-password" else ""
-    if field("step") == "new-password" and (not new_password or new_password != field("new_password2")):
-        why = "The new password and its repetition differ." if new_password else "Choose a new password."
-        return _new_password_page(request, why, username, next_page, 400)
+    refusal = await _refused_before_sign_in(console, request, field, username, next_page, button=button)
+    if refusal is not None:
+        return refusal
     setup_mfa = False
-    try:
-        await console.sessions.admit(_client(request))
-    except TooManyRequestsError as err:
-        response = _form_page(request, err.message, username, next_page, 429, button=button)
-        response.headers["retry-after"] = str(err.retry_after)
-        return response
     try:
         if field("api_key"):
             authorization = f"Bearer {field('api_key').strip()}"
@@ -176,15 +167,11 @@ async def sign_in(console: Console, request: Request, form: Form) -> Response:
             tokens = await password_sign_in(
                 console.backend, request, username, field("password"), field("totp").strip(), new_password=new_password
             )
-            if tokens.challenge_name == "NEW_PASSWORD_REQUIRED":
-                return _new_password_page(request, "", username, next_page)
-            if tokens.challenge_name == "SOFTWARE_TOKEN_MFA":
-                why = "Enter the code from your authenticator app."
-                if new_password:  # the new password is set: sign in with it and the code
-                    why = "Your new password is set. Sign in with it and the code from your authenticator app."
-                return _form_page(request, why, username, next_page, 401, button=button, passwords=passwords)
-            if tokens.challenge_name or not tokens.id_token:
-                return _form_page(request, tokens.message, username, next_page, 401, button=button, passwords=passwords)
+            asked = _challenge_page(
+                request, tokens, username, next_page, new_password, button=button, passwords=passwords
+            )
+            if asked is not None:
+                return asked
             authorization = f"Bearer {tokens.id_token}"
             principal = await console.backend.authenticate(authorization)
             session, lifetime = Session(authorization, principal.user_id, "password"), float(tokens.expires_in or 0)
@@ -201,6 +188,46 @@ async def sign_in(console: Console, request: Request, form: Form) -> Response:
     set_session_cookie(response, request, value, int(min(lifetime or MAX_SECONDS, MAX_SECONDS)))
     response.delete_cookie(PRE_COOKIE, path=f"{PREFIX}/login")
     return response
+
+
+def _challenge_page(
+    request: Request, tokens: Any, username: str, next_page: str, new_password: str, *, button: Safe, passwords: bool
+) -> Response | None:
+    """The page a sign-in answered with a challenge leads to (a new password, the authenticator's code), or
+    None when the tokens sign the user in."""
+    if tokens.challenge_name == "NEW_PASSWORD_REQUIRED":
+        return _new_password_page(request, "", username, next_page)
+    if tokens.challenge_name == "SOFTWARE_TOKEN_MFA":
+        why = "Enter the code from your authenticator app."
+        if new_password:  # the new password is set: sign in with it and the code
+            why = "Your new password is set. Sign in with it and the code from your authenticator app."
+        return _form_page(request, why, username, next_page, 401, button=button, passwords=passwords)
+    if tokens.challenge_name or not tokens.id_token:
+        return _form_page(request, tokens.message, username, next_page, 401, button=button, passwords=passwords)
+    return None
+
+
+async def _refused_before_sign_in(
+    console: Console, request: Request, field: Callable[[str], str], username: str, next_page: str, *, button: Safe
+) -> Response | None:
+    """The page refusing a sign-in form before any credential is checked: an expired form (the double-submit
+    token), a new password and its repetition that differ, or too many sign-ins from this address (429)."""
+    cookie, token = request.cookies.get(PRE_COOKIE, ""), field("csrf")
+    if not cookie or not hmac.compare_digest(cookie.encode(), token.encode()):
+        return _form_page(
+            request, "The sign-in form expired; please try again.", username, next_page, 403, button=button
+        )
+    new_password = field("new_password") if field("step") == "new-password" else ""
+    if field("step") == "new-password" and (not new_password or new_password != field("new_password2")):
+        why = "The new password and its repetition differ." if new_password else "Choose a new password."
+        return _new_password_page(request, why, username, next_page, 400)
+    try:
+        await console.sessions.admit(_client(request))
+    except TooManyRequestsError as err:
+        response = _form_page(request, err.message, username, next_page, 429, button=button)
+        response.headers["retry-after"] = str(err.retry_after)
+        return response
+    return None
 
 
 def _client(request: Request) -> str | None:
