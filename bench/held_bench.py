@@ -1,5 +1,5 @@
-"""A console-session and an OAuth access-token check from the store, warm, in-process (issue 33's target:
-p50 <= 50 µs with revocation still next-call).
+"""A console-session and an OAuth access-token check from the store, warm, in-process: every
+request of a fleet pays it, so it must stay small (p50 <= 50 µs) while revocation stays next-call.
 
     python bench/held_bench.py               # 20,000 checks each, SQLite file
     python bench/held_bench.py --postgres    # and on PostgreSQL (127.0.0.1:5432, a fresh database)
