@@ -82,6 +82,7 @@ async def _call_tools(
     from mcp.client.auth import OAuthClientProvider
     from mcp.client.session import ClientSession
     from mcp.client.streamable_http import streamable_http_client
+
     # The SDK's own client factory: its OAuth provider is an auth flow for the HTTP client the SDK ships with
     # (a plain httpx.AsyncClient refuses it); fenced by pyproject's mcp<3.
     from mcp.shared._httpx_utils import create_mcp_http_client
