@@ -7,11 +7,11 @@ the local provider, `provider.aws.endpont_url` would call the real AWS endpoint)
 model: a field annotated `Annotated[..., SECRET]` is shown as `***` wherever the configuration is shown, and
 every shown text has the credentials of URLs and DSNs masked.
 
-The modules, by what they hold: `layers` (the sources and their order), `validation` and `messages` (the
-checks and the errors they raise), `settings` (`Settings` and the process's own small groups), one module per
-larger group (`provider`, `api`, `app` with `identity`, `slurm`), `group` (the base model and how a group is
-shown), `fields` (the strict field types), `masking` (what is never shown) and `paths` (the default data
-directory). Import from `pluginsdk.config`: the names below are its contract.
+The modules, by what they hold: `layers` (the sources and their order), `validation` (the checks and the
+errors they raise), `settings` (`Settings`, the process's own small groups and the default data directory),
+one module per larger group (`provider`, `api`, `app` with `identity`, `slurm`), `group` (the base model and
+how a group is shown: `SECRET`, masked credentials) and `fields` (the strict field types). Import from
+`pluginsdk.config`: the names below are its contract.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from .fields import Number as Number
 from .fields import OptionalText as OptionalText
 from .fields import Texts as Texts
 from .fields import Whole as Whole
-from .group import SettingsGroup
+from .group import SECRET, SettingsGroup, mask_credentials
 from .identity import (
     ExternalIdpSettings,
     FederationSettings,
@@ -36,8 +36,6 @@ from .identity import (
     SignInLimitsSettings,
 )
 from .layers import ENV_VARS, load_settings
-from .masking import SECRET, mask_credentials
-from .paths import default_data_dir
 from .provider import AwsProviderSettings as AwsProviderSettings
 from .provider import CapacitySettings as CapacitySettings
 from .provider import LocalProviderSettings as LocalProviderSettings
@@ -46,7 +44,7 @@ from .provider import QuotaSettings as QuotaSettings
 from .settings import LoggingSettings as LoggingSettings
 from .settings import SchedulerSettings as SchedulerSettings
 from .settings import SdkSettings as SdkSettings
-from .settings import Settings
+from .settings import Settings, default_data_dir
 from .settings import StorageSettings as StorageSettings
 from .settings import TemplateSettings as TemplateSettings
 from .slurm import SlurmNodeSet as SlurmNodeSet

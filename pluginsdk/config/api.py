@@ -9,8 +9,7 @@ from typing import Annotated, Literal
 import pydantic
 from pydantic import Field
 
-from .group import SettingsGroup
-from .masking import SECRET
+from .group import SECRET, SettingsGroup
 
 __all__ = ["ApiSettings", "CorsSettings", "HeldSettings", "McpSettings"]
 

@@ -11,9 +11,8 @@ from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
 from .fields import Flag, FlagOrBlank, Number, OptionalFlag, OptionalText, Texts, Whole, wrong
-from .group import AppGroup
+from .group import SECRET, AppGroup
 from .identity import ExternalIdpSettings, FederationSettings, ManagedPoolSettings, web_url
-from .masking import SECRET
 
 __all__ = [
     "AppSettings",

@@ -1,17 +1,42 @@
 """The base of every configuration group's model, and how a group is shown: fields marked SECRET as `***`,
-named provider instances by their drivers' models, credentials in any other text masked."""
+named provider instances by their drivers' models, credentials in any other text masked (`Settings.redacted`,
+the errors a wrong value raises, reprs)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypeGuard
 
 import pydantic
 from pydantic import ConfigDict
 
-from .masking import SECRET, mask_credentials
+__all__ = ["INSTANCES", "SECRET", "AppGroup", "SettingsGroup", "inputs", "mask_credentials", "masked", "model_of"]
 
-__all__ = ["INSTANCES", "AppGroup", "SettingsGroup", "inputs", "masked", "model_of"]
+
+class _Secret:
+    """Marker of a configuration field whose value is a secret (`Annotated[str | None, SECRET]`)."""
+
+    def __repr__(self) -> str:
+        return "SECRET"
+
+
+SECRET = _Secret()
+"""Put in a field's `Annotated[...]`: the value is shown as `***` wherever the configuration is shown."""
+
+
+_CREDENTIALS = (
+    re.compile(r"(?P<keep>[A-Za-z][A-Za-z0-9+.\-]*://[^:@/\s?#]*:)[^@\s]*(?=@)"),  # scheme://user:PASSWORD@
+    re.compile(r"(?i)(?P<keep>\b(?:password|passwd|pwd|sslpassword)\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s&;]*)"),
+)
+"""A URL's userinfo password, and a DSN's or query string's `password=` part (libpq's keywords)."""
+
+
+def mask_credentials(text: str) -> str:
+    """`text` with the passwords of URLs (`scheme://user:***@host`) and DSNs (`password=***`) masked."""
+    for pattern in _CREDENTIALS:
+        text = pattern.sub(lambda m: m.group("keep") + "***", text)
+    return text
 
 
 INSTANCES: dict[str, Any] = {"x-provider-instances": True}

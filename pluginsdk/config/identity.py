@@ -10,8 +10,7 @@ import pydantic
 from pydantic import Field
 
 from .fields import Flag, Number, OptionalText, Texts, Whole, wrong
-from .group import AppGroup
-from .masking import SECRET
+from .group import SECRET, AppGroup
 
 __all__ = [
     "ExternalIdpSettings",

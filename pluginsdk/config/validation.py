@@ -1,5 +1,7 @@
 """Checking the merged configuration: every key against its group's model at every level (an unknown or retired
-key is an error, not a default), then each given group validated on its own and the others taken as they are."""
+key is an error, not a default), then each given group validated on its own and the others taken as they are.
+The errors name the dotted key, where it was given (file, config dict, environment variable, argument) and
+what was expected, and show no secret."""
 
 from __future__ import annotations
 
@@ -9,8 +11,7 @@ from typing import Any
 import pydantic
 
 from ..errors import ConfigurationError
-from .group import SettingsGroup, inputs, model_of
-from .messages import invalid, unknown
+from .group import SECRET, SettingsGroup, inputs, mask_credentials, model_of
 from .provider import driver_names
 from .settings import Settings
 
@@ -32,10 +33,10 @@ def validate(merged: dict[str, Any], sources: Mapping[str, str], flat_keys: Iter
         try:
             values[name] = model.model_construct() if raw is None else model.model_validate(raw)
         except pydantic.ValidationError as exc:
-            raise invalid(exc, (name,), sources) from None
+            raise _invalid(exc, (name,), sources) from None
     for key in data:
         groups = [k for k in Settings.model_fields if k not in ("sources", "config_file")]
-        raise unknown(key, [*groups, *flat_keys], sources)
+        raise _unknown(key, [*groups, *flat_keys], sources)
     return Settings.model_construct(**values)
 
 
@@ -66,18 +67,102 @@ def _checked(
             try:
                 sub = model.sub_group(key)
             except LookupError:
-                raise unknown(dotted, [*(f"{prefix}.{k}" for k in fields), *_open_names(prefix)], sources) from None
+                raise _unknown(dotted, [*(f"{prefix}.{k}" for k in fields), *_open_names(prefix)], sources) from None
             if sub is not None:
                 _checked(dotted, sub, value, sources)
                 try:
                     sub.model_validate(value)
                 except pydantic.ValidationError as exc:
-                    raise invalid(exc, (*prefix.split("."), key), sources) from None
+                    raise _invalid(exc, (*prefix.split("."), key), sources) from None
             continue
-        raise unknown(dotted, [f"{prefix}.{k}" for k in fields], sources)
+        raise _unknown(dotted, [f"{prefix}.{k}" for k in fields], sources)
     return dict(raw)
 
 
 def _open_names(prefix: str) -> list[str]:
     """The sub-groups an open group may hold (the provider drivers installed), for an unknown key's hint."""
     return [f"{prefix}.{n}" for n in driver_names()]
+
+
+def _unknown(key: str, valid: list[str], sources: Mapping[str, str]) -> ConfigurationError:
+    """The ConfigurationError of an unknown key: where it was given, and the valid key it most resembles."""
+    import difflib  # only on this error path: the CLI's cold start never pays for it
+
+    source = _origin(key, sources)
+    leaf = key.rpartition(".")[2]
+    by_leaf = {v.rpartition(".")[2]: v for v in valid}  # compared within the group: its prefix is no likeness
+    close = [by_leaf[m] for m in difflib.get_close_matches(leaf, list(by_leaf), n=1, cutoff=0.6)]
+    hint = f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(sorted(valid))}."
+    return ConfigurationError(
+        f"Unknown configuration key {key!r} (from {source}){hint}",
+        key=key,
+        source=source,
+        details={"field": key, "expected": close[0] if close else sorted(valid)},
+    )
+
+
+def _origin(key: str, sources: Mapping[str, str]) -> str:
+    """Where `key` was given: its own source, else that of a key inside it (an unknown key holding a mapping),
+    else that of the group holding it (`app` is one value of its layer)."""
+    if key in sources:
+        return sources[key]
+    inside = next((source for k, source in sources.items() if k.startswith(key + ".")), None)
+    if inside is not None:
+        return inside
+    parent = key.rpartition(".")[0]
+    return _origin(parent, sources) if parent else "default"
+
+
+def _invalid(
+    exc: pydantic.ValidationError | None,
+    prefix: tuple[str, ...],
+    sources: Mapping[str, str],
+    value: Any = None,
+    expected: str = "",
+) -> ConfigurationError:
+    """The ConfigurationError of the first wrong value, naming its dotted key and where it came from."""
+    if exc is not None:
+        err = exc.errors()[0]
+        prefix, value, expected = (*prefix, *(str(p) for p in err["loc"])), err.get("input"), err["msg"]
+        named = (err.get("ctx") or {}).get("key")  # a check across fields names the key it refuses (`wrong`)
+        if named is not None:
+            prefix, value = (*prefix, *(p for p in str(named).split(".") if p)), err["ctx"].get("value")
+    key = ".".join(prefix)
+    source = _origin(key, sources)
+    return ConfigurationError(
+        f"Invalid configuration value for {key!r} (from {source}): {expected}.",
+        key=key,
+        source=source,
+        details={"field": key, "value": _safe_value(key, value), "expected": expected},
+    )
+
+
+def _safe_value(key: str, value: Any) -> Any:
+    """A wrong value as an error may show it: `***` for a field the model marks SECRET, credentials masked."""
+    if _is_secret(key):
+        return "***"
+    shown = value if isinstance(value, str | int | float | bool) or value is None else str(value)
+    return mask_credentials(shown) if isinstance(shown, str) else shown
+
+
+def _is_secret(dotted: str) -> bool:
+    """Whether the model marks the field at `dotted` SECRET (a key of a group no model describes counts as one)."""
+    model: type[pydantic.BaseModel] | None = Settings
+    parts = dotted.split(".")
+    for i, part in enumerate(parts):
+        field = inputs(model).get(part) if model is not None else None
+        if field is not None:
+            if SECRET in field.metadata:
+                return True
+            model = model_of(field)
+            continue
+        if model is not None and issubclass(model, SettingsGroup) and model.open_groups and i < len(parts) - 1:
+            try:
+                model = model.sub_group(part)
+            except LookupError:
+                model = None
+            if model is None:
+                return True
+            continue
+        return False
+    return False
