@@ -385,14 +385,6 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
     ),
 )
 
-UPWARD_ALLOWED: dict[tuple[str, str], str] = {
-    ("backends.local.auth.break_glass", "backends.local.engine"): (
-        "break-glass starts an engine of its own; goes when break-glass is reworked on the operator branch "
-        "(LocalBackend.break_glass starts the engine and hands over what the repair needs)"
-    ),
-}
-"""Arrows against the layers that are known and on their way out: (importer, imported) -> why and until when."""
-
 
 def room(name: str) -> str:
     """`backends.local.<x>`, `backends.<x>` or `pluginsdk.<x>` (a package and everything under it)."""
@@ -406,14 +398,14 @@ def _rank() -> dict[str, int]:
 
 
 def layer_violations(modules: dict[str, Module], module: Module) -> list[str]:
-    """Where `module` imports a module of a higher layer (not in UPWARD_ALLOWED)."""
+    """Where `module` imports a module of a higher layer."""
     rank = _rank()
     mine = rank[room(module.name)]
     found = []
     for target, _, line in _imports(modules, module):
         if target not in modules or room(target) == room(module.name):
             continue
-        if rank[room(target)] > mine and (module.name, target) not in UPWARD_ALLOWED:
+        if rank[room(target)] > mine:
             found.append(
                 f"{module.name} (line {line}, {LAYERS[mine][0]!r}) imports {target} ({LAYERS[rank[room(target)]][0]!r})"
             )
@@ -430,13 +422,6 @@ def test_imports_point_down_the_layers() -> None:
     modules = our_modules()
     found = [v for m in modules.values() for v in layer_violations(modules, m)]
     assert not found, "imports against the layers (docs/design.md, 'The house in one picture'):\n" + "\n".join(found)
-
-
-def test_the_allowed_upward_arrows_still_exist() -> None:
-    """An exception whose import is gone is stale: delete it, so the list only ever shrinks."""
-    modules = our_modules()
-    present = {(m.name, t) for m in modules.values() for t, _, _ in _imports(modules, m)}
-    assert not set(UPWARD_ALLOWED) - present, set(UPWARD_ALLOWED) - present
 
 
 def test_the_layer_scan_sees_a_planted_upward_import() -> None:

@@ -30,13 +30,25 @@ class LocalBackend:
 
     name = "local"
 
-    # -- operator entry points (pluginsdk.backend.StoreOperator): on the store, no engine started ---------
+    # -- operator entry points (pluginsdk.backend.StoreOperator): on the store, for whoever holds it --------
     @staticmethod
     async def break_glass(settings: Settings, user_id: str) -> dict[str, Any]:
-        """Give the administrator role back to `user_id`, directly in the store (`auth/break_glass.py`)."""
-        from .auth.break_glass import break_glass
+        """Give the administrator role back to `user_id`, directly in the store (`auth/break_glass.py`).
 
-        return await break_glass(settings, user_id)
+        Starts an engine of its own for the store and the auth service the repair needs; the service is started
+        even where this configuration disables authorization, so the store is repaired all the same.
+        """
+        from .auth import start_auth
+        from .auth.break_glass import break_glass, check_user_id
+        from .engine import Engine
+
+        check_user_id(user_id)
+        engine = Engine(settings)
+        await engine.start()
+        try:
+            return await break_glass(engine.auth or await start_auth(engine), user_id)
+        finally:
+            await engine.aclose()
 
     @staticmethod
     async def rotate_seal_key(settings: Settings, *, wait: float = 5.0) -> dict[str, Any]:

@@ -132,6 +132,7 @@ async def test_break_glass_restores_an_administrator(tmp_path: Path, damage: str
     assert done.code == 0, done.err
     report = json.loads(done.out)
     assert report["canAdminister"] is True and report["assigned"] is True
+    assert any(b.startswith("the lock-out guard") for b in report["bypassed"])
     assert report["roleCreated"] is (damage == "everything")
     assert bool(report["constraintsRestored"]) is (damage == "everything")
     async with PluginSDK(config=base_config(tmp_path)) as sdk:

@@ -1,0 +1,73 @@
+"""The configuration: `load_settings` layers arguments > PLUGIN_* environment > file (or SDK dict) > defaults
+and validates the result into `Settings`.
+
+A key no group knows is an error at every level (`provider.aws`, `app.authProvider.useManaged`, ...), with the
+closest valid key: a misspelling must not silently fall back to a default (`provider: {tpye: aws}` would run
+the local provider, `provider.aws.endpont_url` would call the real AWS endpoint). Secrecy is a property of the
+model: a field annotated `Annotated[..., SECRET]` is shown as `***` wherever the configuration is shown, and
+every shown text has the credentials of URLs and DSNs masked.
+
+The modules, by what they hold: `layers` (the sources and their order), `validation` (the checks and the
+errors they raise), `settings` (`Settings`, the process's own small groups and the default data directory),
+one module per larger group (`provider`, `api`, `app` with `identity`, `slurm`), `group` (the base model and
+how a group is shown: `SECRET`, masked credentials) and `fields` (the strict field types). Import from
+`pluginsdk.config`: the names below are its contract.
+"""
+
+from __future__ import annotations
+
+from .api import ApiSettings as ApiSettings
+from .api import CorsSettings as CorsSettings
+from .api import HeldSettings
+from .api import McpSettings as McpSettings
+from .app import AppSettings, AuditSettings, AuthorizerOptionsSettings, AuthProviderSettings, SmtpSettings
+from .fields import Flag as Flag
+from .fields import Number as Number
+from .fields import OptionalText as OptionalText
+from .fields import Texts as Texts
+from .fields import Whole as Whole
+from .group import SECRET, SettingsGroup, mask_credentials
+from .identity import (
+    ExternalIdpSettings,
+    FederationSettings,
+    ManagedPoolSettings,
+    PasswordHashingSettings,
+    SamlSettings,
+    SignInLimitsSettings,
+)
+from .layers import ENV_VARS, load_settings
+from .provider import AwsProviderSettings as AwsProviderSettings
+from .provider import CapacitySettings as CapacitySettings
+from .provider import LocalProviderSettings as LocalProviderSettings
+from .provider import ProviderSettings as ProviderSettings
+from .provider import QuotaSettings as QuotaSettings
+from .settings import LoggingSettings as LoggingSettings
+from .settings import SchedulerSettings as SchedulerSettings
+from .settings import SdkSettings as SdkSettings
+from .settings import Settings, default_data_dir
+from .settings import StorageSettings as StorageSettings
+from .settings import TemplateSettings as TemplateSettings
+from .slurm import SlurmNodeSet as SlurmNodeSet
+from .slurm import SlurmSettings as SlurmSettings
+
+__all__ = [
+    "ENV_VARS",
+    "SECRET",
+    "AppSettings",
+    "AuditSettings",
+    "AuthProviderSettings",
+    "AuthorizerOptionsSettings",
+    "ExternalIdpSettings",
+    "FederationSettings",
+    "HeldSettings",
+    "ManagedPoolSettings",
+    "PasswordHashingSettings",
+    "SamlSettings",
+    "Settings",
+    "SettingsGroup",
+    "SignInLimitsSettings",
+    "SmtpSettings",
+    "default_data_dir",
+    "load_settings",
+    "mask_credentials",
+]

@@ -1,0 +1,145 @@
+"""The base of every configuration group's model, and how a group is shown: fields marked SECRET as `***`,
+named provider instances by their drivers' models, credentials in any other text masked (`Settings.redacted`,
+the errors a wrong value raises, reprs)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, ClassVar, TypeGuard
+
+import pydantic
+from pydantic import ConfigDict
+
+__all__ = ["INSTANCES", "SECRET", "AppGroup", "SettingsGroup", "inputs", "mask_credentials", "masked", "model_of"]
+
+
+class _Secret:
+    """Marker of a configuration field whose value is a secret (`Annotated[str | None, SECRET]`)."""
+
+    def __repr__(self) -> str:
+        return "SECRET"
+
+
+SECRET = _Secret()
+"""Put in a field's `Annotated[...]`: the value is shown as `***` wherever the configuration is shown."""
+
+
+_CREDENTIALS = (
+    re.compile(r"(?P<keep>[A-Za-z][A-Za-z0-9+.\-]*://[^:@/\s?#]*:)[^@\s]*(?=@)"),  # scheme://user:PASSWORD@
+    re.compile(r"(?i)(?P<keep>\b(?:password|passwd|pwd|sslpassword)\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s&;]*)"),
+)
+"""A URL's userinfo password, and a DSN's or query string's `password=` part (libpq's keywords)."""
+
+
+def mask_credentials(text: str) -> str:
+    """`text` with the passwords of URLs (`scheme://user:***@host`) and DSNs (`password=***`) masked."""
+    for pattern in _CREDENTIALS:
+        text = pattern.sub(lambda m: m.group("keep") + "***", text)
+    return text
+
+
+INSTANCES: dict[str, Any] = {"x-provider-instances": True}
+"""Marks the field of named provider instances: each is shown masked by its driver's settings model."""
+
+
+class SettingsGroup(pydantic.BaseModel):
+    """Base of a configuration group's model: a third party's provider driver names its own as the class
+    attribute `settings_model` (fields annotated `Annotated[..., SECRET]` are masked when shown)."""
+
+    model_config = ConfigDict(extra="allow", validate_by_alias=True, validate_by_name=True, defer_build=True)
+
+    open_groups: ClassVar[bool] = False
+    """Whether a key that is not a field may hold a sub-group (a mapping): the provider drivers' own
+    groups (`provider.local`, `provider.aws`, a third party's). Any other unknown key is an error."""
+    retired: ClassVar[dict[str, str]] = {}
+    """Keys that once meant something -> the error that says what replaces them."""
+
+    @classmethod
+    def sub_group(cls, name: str) -> type[SettingsGroup] | None:
+        """The model of the open sub-group `name`; None when no model describes it (its keys stay open)."""
+        return None
+
+    def __repr_args__(self) -> Any:
+        """Reprs (logs, tracebacks) show what `Settings.redacted` shows: no secret, no credential."""
+        shown = masked(type(self), self.model_dump(mode="json", by_alias=True))
+        return list(shown.items())
+
+
+class AppGroup(SettingsGroup):
+    """A group of `app`: keys in camelCase (docs/auth.md), a key given as null is unset (its default holds)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _null_is_unset(cls, data: Any) -> Any:
+        return {k: v for k, v in data.items() if v is not None} if isinstance(data, Mapping) else data
+
+
+def masked(model: type[pydantic.BaseModel] | None, node: Any) -> Any:
+    """`node` (a value of `model`, or of no model when None) as shown: see `Settings.redacted`."""
+    if isinstance(node, str):
+        return mask_credentials(node)
+    if isinstance(node, list):
+        return [masked(None, v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    fields = inputs(model) if model is not None else {}
+    for key, value in node.items():
+        field = fields.get(key)
+        if field is not None:
+            out[key] = _masked_field(model, field, value)
+        elif _is_group(model) and model.open_groups and isinstance(value, dict):
+            out[key] = _masked_open(model, key, value)
+        else:
+            out[key] = masked(None, value)
+    return out
+
+
+def _is_group(model: type[pydantic.BaseModel] | None) -> TypeGuard[type[SettingsGroup]]:
+    return model is not None and issubclass(model, SettingsGroup)
+
+
+def _masked_open(model: type[SettingsGroup], key: str, value: dict[str, Any]) -> dict[str, Any]:
+    try:
+        sub = model.sub_group(key)
+    except LookupError:
+        sub = None
+    if sub is None:  # nothing says which of its values are secret: none is shown
+        return {k: "***" if v not in (None, "") else v for k, v in value.items()}
+    shown: dict[str, Any] = masked(sub, value)
+    return shown
+
+
+def _masked_field(model: type[pydantic.BaseModel] | None, field: Any, value: Any) -> Any:
+    """A field of `model` as shown: a SECRET one as `***`, named provider instances by their drivers' models."""
+    if SECRET in field.metadata and value not in (None, ""):
+        return "***"
+    if field.json_schema_extra == INSTANCES and isinstance(value, dict) and _is_group(model):
+        return {n: _masked_instance(model, g) for n, g in value.items()}
+    return masked(model_of(field), value)
+
+
+def _masked_instance(model: type[SettingsGroup], group: Any) -> Any:
+    """A provider instance (a value of `model`'s instances field) as shown: its driver's settings masked by that
+    driver's model."""
+    if not isinstance(group, dict):
+        return masked(None, group)
+    shown = _masked_open(model, str(group.get("type")), {k: v for k, v in group.items() if k != "type"})
+    return {"type": group.get("type"), **shown}
+
+
+def inputs(model: type[pydantic.BaseModel]) -> dict[str, Any]:
+    """A model's fields by the name a configuration gives them (the alias, when it has one)."""
+    return {info.alias or name: info for name, info in model.model_fields.items()}
+
+
+def model_of(field: Any) -> type[SettingsGroup] | None:
+    """The group model a field holds (`SmtpSettings | None` -> SmtpSettings), else None."""
+    annotation = field.annotation
+    for candidate in (annotation, *getattr(annotation, "__args__", ())):
+        if isinstance(candidate, type) and issubclass(candidate, SettingsGroup):
+            return candidate
+    return None

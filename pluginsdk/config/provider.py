@@ -1,0 +1,188 @@
+"""`provider`: the driver new requests use, named provider instances, capacity cooldowns and quotas, and the
+built-in drivers' own groups (`provider.local`, `provider.aws`; a third party's driver brings its model)."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, ClassVar, Literal
+
+import pydantic
+from pydantic import Field
+
+from .fields import wrong
+from .group import INSTANCES, SettingsGroup, inputs
+
+__all__ = [
+    "AwsProviderSettings",
+    "CapacitySettings",
+    "LocalProviderSettings",
+    "ProviderSettings",
+    "QuotaSettings",
+    "driver_names",
+]
+
+
+class LocalProviderSettings(SettingsGroup):
+    """`provider.local`: the simulated provider (backends/local/providers/local.py)."""
+
+    boot_delay: float = Field(2.0, ge=0)
+    terminate_delay: float = Field(1.0, ge=0)
+    failure_rate: float = Field(0.0, ge=0, le=1)
+    terminate_failure_rate: float = Field(0.0, ge=0, le=1)
+    capacity: int = Field(1000, ge=0)
+    seed: str | int | None = None
+    region: str | None = None
+    profile: str | None = None
+    run_user_data: bool = False
+    """For testing: a booted machine runs its template's `user_data` as a local process (docs/schedulers.md)."""
+    user_data_log_dir: str | None = None
+    """Where those processes write (default: discarded)."""
+    capacity_errors: list[str] = []
+    """Instance types (or `type@subnet`) whose launches are refused for capacity (docs/providers.md)."""
+    capacity_failure_rate: float = Field(0.0, ge=0, le=1)
+    """Share of launch calls refused for capacity."""
+    reclaim_after: float | None = Field(None, ge=0)
+    """Seconds after boot when the simulated cloud takes a running machine back (a spot interruption)."""
+    reclaim_rate: float = Field(1.0, ge=0, le=1)
+    """Share of machines it takes back."""
+    ready_rate: float = Field(1.0, ge=0, le=1)
+    """Share of booted machines that report ready by themselves (0: none ever does; docs/providers.md)."""
+
+
+class AwsProviderSettings(SettingsGroup):
+    """`provider.aws`: the AWS driver (docs/aws.md)."""
+
+    retired: ClassVar[dict[str, str]] = dict.fromkeys(
+        ("retry_base_delay", "retry_max_delay"),
+        "is gone: botocore's retry mode sets the backoff (provider.aws.retry_mode: standard or adaptive; "
+        "provider.aws.max_attempts)",
+    )
+
+    endpoint_url: str | None = None
+    region: str | None = None
+    profile: str | None = None
+    default_instance_type: str | None = None
+    fleet_role: str | None = None
+    availability_zones: list[str] | str | None = None
+    retry_mode: Literal["standard", "adaptive", "legacy"] | None = None
+    max_attempts: int = Field(5, ge=1, le=100)
+    timeout: float = Field(30.0, gt=0)
+    interruption_queue_url: str | None = None
+    """SQS queue receiving EventBridge's EC2 interruption events (docs/providers.md)."""
+    interruption_wait_seconds: int = Field(0, ge=0, le=20)
+    """Long-poll seconds of each receive from it (0: off)."""
+    interruption_keep_stopped: bool = False
+    """Keep an instance its interruption stopped or hibernated (shown `stopped`, listed for return) instead of
+    terminating it (docs/providers.md#interruptions-through-sqs)."""
+
+
+PROVIDER_GROUPS: dict[str, type[SettingsGroup]] = {"local": LocalProviderSettings, "aws": AwsProviderSettings}
+
+_GroupModel = type[SettingsGroup]  # ProviderSettings' field `type` hides the builtin in its body
+
+
+def driver_names() -> list[str]:
+    """The provider drivers installed: the built-ins and the `pluginsdk.providers` entry points."""
+    from importlib.metadata import entry_points
+
+    return sorted({*PROVIDER_GROUPS, *(ep.name for ep in entry_points(group="pluginsdk.providers"))})
+
+
+class CapacitySettings(SettingsGroup):
+    """`provider.capacity`: how long an offering that failed for capacity is skipped (docs/providers.md)."""
+
+    cooldown_seconds: float = Field(300.0, gt=0)
+    """First cooldown after a capacity failure; it doubles on each failure in a row."""
+    max_cooldown_seconds: float = Field(1800.0, gt=0)
+    """Longest cooldown."""
+    probe_seconds: float = Field(60.0, gt=0)
+    """How long one half-open probe launch holds the offering before another probe may go."""
+
+
+class QuotaSettings(SettingsGroup):
+    """`provider.quotas`: limits checked when a request is made (docs/providers.md)."""
+
+    max_active: dict[str, Annotated[int, Field(ge=0)]] = {}
+    """Provider instance -> most machines it holds at once."""
+    machines_per_user: int | None = Field(None, ge=1)
+    """Most machines one user may request within `window_seconds`."""
+    window_seconds: float = Field(3600.0, gt=0)
+    retry_seconds: int = Field(60, ge=1)
+    """Retry-After of a refusal by a limit on machines at once (machines free when they are returned)."""
+
+
+_INSTANCE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+
+
+class ProviderSettings(SettingsGroup):
+    open_groups: ClassVar[bool] = True
+
+    type: str = "local"
+    """Provider driver used for new requests (local, aws): the implicit instance of that name."""
+    region: str | None = None
+    profile: str | None = None
+    max_machines_per_request: int = Field(1000, ge=1)
+    """Global cap on a request's machine count."""
+    default: str | None = None
+    """Provider instance a template that names none uses (default: `type`, the implicit instance)."""
+    instances: dict[str, dict[str, Any]] = Field({}, json_schema_extra=INSTANCES)
+    """Named provider instances: name -> {type: driver, the driver's own settings} (docs/providers.md)."""
+    capacity: CapacitySettings = Field(default_factory=CapacitySettings.model_construct)
+    quotas: QuotaSettings = Field(default_factory=QuotaSettings.model_construct)
+
+    @pydantic.field_validator("instances")
+    @classmethod
+    def _instances(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        """Each instance names a driver installed here, and its settings are that driver's (unknown keys refused)."""
+        for name, group in value.items():
+            if not _INSTANCE_NAME.match(name):
+                raise wrong(name, name, "an instance name: lower-case letters, digits, '-' or '_'")
+            kind = group.get("type")
+            if not isinstance(kind, str):
+                raise wrong(f"{name}.type", kind, "the provider driver of this instance (local, aws, ...)")
+            try:
+                model = cls.sub_group(kind)
+            except LookupError:
+                expected = f"an installed provider driver ({', '.join(driver_names())})"
+                raise wrong(f"{name}.type", kind, expected) from None
+            if model is None:
+                continue
+            settings = {k: v for k, v in group.items() if k != "type"}
+            fields = inputs(model)
+            for key, given in settings.items():
+                if key not in fields:
+                    raise wrong(f"{name}.{key}", given, f"a key of provider.{kind}: {', '.join(fields)}")
+            try:
+                model.model_validate(settings)
+            except pydantic.ValidationError as exc:
+                err = exc.errors()[0]
+                where = ".".join(str(p) for p in err["loc"])
+                raise wrong(f"{name}.{where}", err.get("input"), err["msg"]) from None
+        return value
+
+    @pydantic.model_validator(mode="after")
+    def _default_known(self) -> ProviderSettings:
+        if self.default is not None and self.default not in self.instances and self.default != self.type:
+            raise wrong("default", self.default, f"a provider instance ({', '.join([self.type, *self.instances])})")
+        return self
+
+    def instance_names(self) -> list[str]:
+        """Every configured provider instance: the implicit one (`type`) first, then the named ones."""
+        return [self.type, *(n for n in self.instances if n != self.type)]
+
+    def default_instance(self) -> str:
+        return self.default or self.type
+
+    @classmethod
+    def sub_group(cls, name: str) -> _GroupModel | None:
+        """A built-in driver's model, else the `settings_model` of the installed driver of that name (a third
+        party's driver without one keeps its group open, and shown masked). A name no driver has is unknown."""
+        if name in PROVIDER_GROUPS:
+            return PROVIDER_GROUPS[name]
+        from importlib.metadata import entry_points
+
+        found = [ep for ep in entry_points(group="pluginsdk.providers") if ep.name == name]
+        if not found:
+            raise LookupError(name)
+        model = getattr(found[0].load(), "settings_model", None)
+        return model if isinstance(model, type) and issubclass(model, SettingsGroup) else None

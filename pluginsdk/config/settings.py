@@ -1,0 +1,146 @@
+"""The effective configuration (`Settings`): one field per group, the small groups of the process itself —
+storage, logging, scheduler, templates, the in-process SDK — and where the default store lives."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import pydantic
+from pydantic import ConfigDict, Field
+
+from .api import ApiSettings, McpSettings
+from .app import AppSettings
+from .group import SettingsGroup, masked
+from .provider import ProviderSettings
+from .slurm import SlurmSettings
+
+__all__ = [
+    "LoggingSettings",
+    "SchedulerSettings",
+    "SdkSettings",
+    "Settings",
+    "StorageSettings",
+    "TemplateSettings",
+    "default_data_dir",
+]
+
+
+def default_data_dir() -> Path:
+    """Per-user data directory holding the default SQLite store (and PostgreSQL's seal key): platformdirs'
+    user data directory for `pluginsdk` — `$XDG_DATA_HOME/pluginsdk` or `~/.local/share/pluginsdk` on Linux,
+    `~/Library/Application Support/pluginsdk` on macOS, `%LOCALAPPDATA%\\pluginsdk` on Windows.
+
+    Earlier releases used the Linux path everywhere; where that directory exists and platformdirs' does not
+    (macOS, Windows), it stays in use, so an existing store and its key are not left behind. platformdirs is
+    imported only here, when no `storage.path` is set (it costs a CLI call a few ms of imports).
+    """
+    import platformdirs
+
+    current = Path(platformdirs.user_data_dir("pluginsdk", appauthor=False))
+    earlier = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "pluginsdk"
+    if earlier != current and earlier.is_dir() and not current.exists():
+        return earlier
+    return current
+
+
+class StorageSettings(SettingsGroup):
+    type: Literal["sqlite", "postgresql", "memory"] = "sqlite"
+    path: str | None = None
+    """SQLite file (default: <user data dir>/pluginsdk.db)."""
+    url: str | None = None
+    """Database URL, e.g. postgresql://user@127.0.0.1:5432/db (a password in it is masked when shown)."""
+    seal_key_file: str | None = None
+    """Owner-only file of the key that seals secrets in the store (default: beside the SQLite file)."""
+
+
+class LoggingSettings(SettingsGroup):
+    level: Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"] = "WARNING"
+    file: str | None = None
+    format: Literal["text", "json"] = "text"
+    """`json`: one JSON object per line, each with the request id of the call that caused it."""
+
+
+class SchedulerSettings(SettingsGroup):
+    type: Literal["default", "hostfactory", "lsf"] = "default"
+    grace_period: int = 300
+    """HostFactory getReturnRequests gracePeriod (seconds)."""
+    instance_types: dict[str, Any] = {}
+    """Instance type -> {ncpus, memory_mb, ncores, arch} for HostFactory/LSF template attributes."""
+
+
+class TemplateSettings(SettingsGroup):
+    dir: str | None = None
+    """Directory of *.json / *.yaml template files loaded beside the stored ones."""
+
+
+class SdkSettings(SettingsGroup):
+    timeout: float = Field(3600, gt=0)
+    user: str = "administrator"
+    """User the in-process SDK acts as."""
+    reconcile_interval: float = Field(1.0, gt=0)
+    """Seconds between background reconciliation passes in long-lived processes."""
+    claim_seconds: float = Field(60.0, gt=0, le=3600)
+    """Lease a process holds on a request while it calls the provider for it; a dead process's lease
+    expires after this and another process takes the request over."""
+
+
+class Settings(pydantic.BaseModel):
+    """The effective configuration, validated. `sources` maps dotted keys to their origin.
+
+    `load_settings` validates each group that was given on its own and takes the defaults of the others
+    as they are (they are valid by construction), so a CLI call builds the validators of only the one or
+    two groups it configures, not of all nine models.
+    """
+
+    model_config = ConfigDict(extra="allow", defer_build=True)
+
+    provider: ProviderSettings = Field(default_factory=ProviderSettings)
+    api: ApiSettings = Field(default_factory=ApiSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+    logging: LoggingSettings = Field(default_factory=LoggingSettings)
+    scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
+    templates: TemplateSettings = Field(default_factory=TemplateSettings)
+    sdk: SdkSettings = Field(default_factory=SdkSettings)
+    mcp: McpSettings = Field(default_factory=McpSettings)
+    slurm: SlurmSettings = Field(default_factory=SlurmSettings)
+    app: AppSettings = Field(default_factory=AppSettings.model_construct)
+    """The auth service's settings (`app.authProvider`, `app.audit`, ...)."""
+    sources: dict[str, str] = Field({}, exclude=True)
+    config_file: str | None = Field(None, exclude=True)
+    """The configuration file read (`config_path`, else PLUGIN_CONFIG), as an absolute path; None without one.
+    What a process this one starts (the Slurm worker) or an operator must name to get the same settings."""
+
+    def __repr_args__(self) -> Any:
+        return list(self.redacted().items())
+
+    def source_of(self, key: str) -> str:
+        return self.sources.get(key, "default")
+
+    def group(self, dotted: str) -> dict[str, Any]:
+        """A free-form sub-group (e.g. `provider.local`) as a dict; {} when absent."""
+        node: Any = self
+        for part in dotted.split("."):
+            if isinstance(node, pydantic.BaseModel):
+                node = node.__dict__.get(part, (node.__pydantic_extra__ or {}).get(part))
+            else:
+                node = node.get(part) if isinstance(node, dict) else None
+        return dict(node) if isinstance(node, dict) else {}
+
+    @property
+    def storage_target(self) -> str:
+        """The SQLite path or database URL the store opens."""
+        if self.storage.url:
+            return self.storage.url
+        if self.storage.type == "memory":
+            return ":memory:"
+        return self.storage.path or str(default_data_dir() / "pluginsdk.db")
+
+    def redacted(self) -> dict[str, Any]:
+        """The configuration for display: every field the model marks SECRET is `***`, a group no model
+        describes (a third party's driver without a settings model) has every value `***`, and the
+        credentials in every other text (URL passwords, DSN `password=`) are masked."""
+        data = self.model_dump(mode="json", by_alias=True)
+        shown: dict[str, Any] = masked(Settings, data)
+        return shown
