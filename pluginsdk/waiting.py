@@ -7,10 +7,11 @@ its provider (backends/local/handlers/provisioning.py), everything else asks `ge
 
 `request_and_wait` submits a `create_request` without waiting, then follows the request's status until the
 request is terminal or its `timeout` passes, and hands each reading to an async `report` callback. The CLI
-redraws its progress line on stderr from every reading (`pluginsdk/cli/_progress.py`); the MCP server sends
-`notifications/progress` through `when_rising`, which passes a reading on only when more machines run than
-before (`pluginsdk/mcp/tools.py`). The remote backend waits the same way for a plain
-`create_request(..., wait=True)` (`backends/remote/__init__.py`), so a wait never has to fit in one HTTP call.
+redraws its progress line on stderr from every reading (`pluginsdk/cli/_progress.py`); the MCP server
+(`pluginsdk/mcp/tools.py` waits) sends `notifications/progress` through `when_rising`, which passes a reading
+on only when more machines run than before (`pluginsdk/mcp/server.py`). The remote backend waits the same way
+for a plain `create_request(..., wait=True)` (`backends/remote/__init__.py`), so a wait never has to fit in
+one HTTP call.
 
 Nothing here writes anywhere: what a reading becomes is the caller's business.
 """

@@ -24,7 +24,7 @@ R = TypeVar("R")
 class LocalBackend:
     """Runs operations in-process on the engine (store, providers, policy).
 
-    Also what the REST server serves (`pluginsdk.server.ServedBackend`): `authenticate` and the tier-1
+    Also what the REST server serves (`pluginsdk.server.contract.ServedBackend`): `authenticate` and the tier-1
     `check_route` of the engine's authorizer, `execute` with the concrete request path, and `ping`.
     """
 

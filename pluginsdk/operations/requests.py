@@ -155,8 +155,9 @@ class CreateReturnRequestCommand(Command[ReturnRequestCreated]):
         """A provisioning request's id here is the common mix-up: say what this field is, and which one to use."""
         if isinstance(v, str) and not re.fullmatch(_RETURN_ID, v):
             raise ValueError(
-                "request_id names the return request to make (ret- and 1-64 of letters, digits, -), for idempotent "
-                "retries; to return the machines of a provisioning request, give its id as from_request_id"
+                f"request_id names the return request to make ({RETURN_ID_PREFIX} and 1-64 of letters, digits, -), "
+                "for idempotent retries; to return the machines of a provisioning request, give its id as "
+                "from_request_id"
             )
         return v
 

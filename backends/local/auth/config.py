@@ -1,5 +1,5 @@
-"""What the auth service reads of the settings: the typed `app` groups (pluginsdk/config.py, keys documented in
-docs/auth.md), checked when the settings were loaded, and the values that default from other groups.
+"""What the auth service reads of the settings: the typed `app` groups (pluginsdk/config/app.py, keys documented
+in docs/auth.md), checked when the settings were loaded, and the values that default from other groups.
 
 A NamedTuple rather than a frozen dataclass: a dataclass compiles its methods when the module is imported
 (~2 ms a class), and every CLI call starts the auth service. No postponed annotations here: NamedTuple would

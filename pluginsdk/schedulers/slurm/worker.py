@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...constants import REQUEST_ID_PREFIX, RETURN_ID_PREFIX
 from . import spool
 from .nodes import NodeMap
 from .scontrol import Scontrol
@@ -108,7 +109,9 @@ class Worker:
         old = [m for m in (await self._machines_by_name(intent.nodes)).values() if m.created_at.timestamp() < intent.at]
         if old:
             await self.sdk.create_return_request(
-                machine_ids=[m.machine_id for m in old], force_return=True, request_id=f"ret-slurm-{intent.id}"
+                machine_ids=[m.machine_id for m in old],
+                force_return=True,
+                request_id=f"{RETURN_ID_PREFIX}slurm-{intent.id}",
             )
         await self.resume(intent)
 
@@ -119,7 +122,9 @@ class Worker:
         groups, unknown = self.nodes.by_template(intent.nodes)
         self._unknown = unknown
         if not self.all_or_nothing or not intent.jobs:
-            return [(f"req-slurm-{intent.id}-{i}", t, n) for i, (t, n) in enumerate(sorted(groups.items()))]
+            return [
+                (f"{REQUEST_ID_PREFIX}slurm-{intent.id}-{i}", t, n) for i, (t, n) in enumerate(sorted(groups.items()))
+            ]
         launches: list[tuple[str, str, list[str]]] = []
         wanted = set(intent.nodes)
         seen: set[str] = set()
@@ -130,7 +135,7 @@ class Worker:
             seen.update(names)
             by_template, _ = self.nodes.by_template(names)
             for i, (t, n) in enumerate(sorted(by_template.items())):
-                launches.append((f"req-slurm-{intent.id}-{unit}-{i}", t, n))
+                launches.append((f"{REQUEST_ID_PREFIX}slurm-{intent.id}-{unit}-{i}", t, n))
         return launches
 
     async def resume(self, intent: spool.Intent) -> None:
@@ -204,13 +209,13 @@ class Worker:
         if not partners:
             return False
         await self.scontrol.down(partners, "another node of the job could not be had (slurm.all_or_nothing)")
-        await self._return(partners, f"ret-slurm-{intent.id}-aon")
+        await self._return(partners, f"{RETURN_ID_PREFIX}slurm-{intent.id}-aon")
         return True
 
     # -- suspend, resume-fail -----------------------------------------------------------------------------
 
     async def release(self, intent: spool.Intent) -> None:
-        await self._return(intent.nodes, f"ret-slurm-{intent.id}")
+        await self._return(intent.nodes, f"{RETURN_ID_PREFIX}slurm-{intent.id}")
 
     async def _return(self, nodes: list[str], request_id: str) -> None:
         machines = await self._machines_by_name(nodes)
