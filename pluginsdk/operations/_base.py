@@ -13,6 +13,7 @@ import re
 import types
 import typing
 from collections.abc import Iterator, Mapping, MutableMapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, ClassVar, Generic, NamedTuple, overload
 
 import pydantic
@@ -40,6 +41,7 @@ __all__ = [
     "Rest",
     "get_spec",
     "sdk_name",
+    "utc_instant",
 ]
 
 _PATH_PARAM = re.compile(r"{(\w+)}")
@@ -321,6 +323,17 @@ def list_fields(cls: type[Operation]) -> tuple[str, ...]:
         if any(typing.get_origin(a) is list for a in candidates):
             out.append(name)
     return tuple(out)
+
+
+def utc_instant(value: str | None) -> str | None:
+    """An input time (ISO 8601; UTC when it names no zone) in the store's fixed-width UTC form, so comparing the
+    text compares the times (the validators of time filters call it)."""
+    if value is None:
+        return None
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
 
 
 def sdk_name(class_name: str) -> str:

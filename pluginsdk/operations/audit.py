@@ -3,12 +3,10 @@
 Read-only: records are written by the engine as changes happen and cannot be changed through the API.
 """
 
-from datetime import UTC, datetime
-
 from pydantic import Field, field_validator
 
 from ..models.policy_results import AuditPage
-from ._base import Cli, Policy, Query, Rest
+from ._base import Cli, Policy, Query, Rest, utc_instant
 
 __all__ = ["ListAuditRecordsQuery"]
 
@@ -46,9 +44,4 @@ class ListAuditRecordsQuery(Query[AuditPage]):
     @classmethod
     def _instant(cls, value: str | None) -> str | None:
         """Normalised to the store's fixed-width UTC form (so the text comparison is a time comparison)."""
-        if value is None:
-            return None
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return moment.astimezone(UTC).isoformat(timespec="microseconds")
+        return utc_instant(value)

@@ -1,7 +1,6 @@
 """Provisioning and return requests: create, read, list, cancel, sync, complete, clean up."""
 
 import re
-from datetime import UTC, datetime
 from typing import Annotated, Any, Self
 
 from pydantic import Field, field_validator, model_validator
@@ -19,7 +18,7 @@ from ..models import (
     SkippedMachine,
 )
 from ..models.identifiers import TemplateId
-from ._base import Audit, Cli, Command, Mcp, Policy, Query, Rest
+from ._base import Audit, Cli, Command, Mcp, Policy, Query, Rest, utc_instant
 
 __all__ = [
     "CancelRequestCommand",
@@ -355,12 +354,7 @@ class ListActiveRequestsQuery(Query[RequestList]):
     @classmethod
     def _instant(cls, value: str | None) -> str | None:
         """A time (UTC when it names no zone), normalised to fixed-width UTC."""
-        if value is None:
-            return None
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        if moment.tzinfo is None:
-            moment = moment.replace(tzinfo=UTC)
-        return moment.astimezone(UTC).isoformat(timespec="microseconds")
+        return utc_instant(value)
 
 
 class ListReturnRequestsQuery(Query[RequestList]):
