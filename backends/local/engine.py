@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections import defaultdict
@@ -38,7 +39,7 @@ from pluginsdk.principal import SYSTEM_ADMIN, Principal
 from .call import Authorizer, Call
 from .deps import Access, Deps, ProviderPool, StoredObjects, TemplateCatalog
 from .providers.base import ProviderDriver
-from .registry import HandlerRegistry
+from .registry import Handler, HandlerRegistry
 from .store import Store, open_store
 from .store.boot import BootMemory
 from .store.capacity import CapacityMemory
@@ -125,9 +126,9 @@ class Engine:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = asyncio.Event()
         self.on_close: list[Callable[[], Awaitable[None]]] = []
-        self.around_command: Callable[..., Awaitable[Any]] | None = None
-        """Wraps every command's handler: `(receives, call, handler)` (the auth service's audit log,
-        backends/local/auth/audit.py)."""
+        self.audit_log: Callable[[object, Call, Handler], Awaitable[Any]] | None = None
+        """Runs a command its operation declares audited (`Policy.audit`) and records it: the auth service's
+        `run_audited` (auth/audit.py), bound when the service starts; None without it."""
 
     # -- lifecycle --------------------------------------------------------
     async def start(self) -> None:
@@ -179,6 +180,7 @@ class Engine:
             ) from exc
         self.auth = await auth.start_auth(self)
         self.authz = self._given[type(self.auth)] = self.auth
+        self.audit_log = functools.partial(auth.run_audited, self.auth)
 
     async def aclose(self) -> None:
         self._closing.set()
@@ -286,8 +288,9 @@ class Engine:
             call = Call(op, spec, principal, route_path, route_checked)
             await self.authz.authorize(call)
             given = self._receives(cls)
-            wrap = self.around_command if spec.kind == "command" else None
-            return await (handler(given, op, call) if wrap is None else wrap(given, call, handler))
+            if spec.policy.audit is not None and self.audit_log is not None:  # declared audited: run and recorded
+                return await self.audit_log(given, call, handler)
+            return await handler(given, op, call)
         except SDKError:
             stats["errors"] += 1
             raise

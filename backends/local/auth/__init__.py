@@ -3,7 +3,8 @@
 The engine calls `start_auth(engine)` at start; it reads `app.authProvider`,
 seeds the default roles once, and returns the Authorizer. What it takes of the
 engine is `AuthHost`: the settings, the store, the stored objects tier 2 decides
-on, the close hooks and the command hook; the service keeps only the objects.
+on and the close hooks; the service keeps only the objects. The engine runs the
+commands their operations declare audited through `run_audited` (`audit.py`).
 The handlers in `handlers/` are registered by the engine's registry on first
 use (`backends.local.registry`); nothing here imports the engine.
 """
@@ -11,12 +12,11 @@ use (`backends.local.registry`); nothing here imports the engine.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..store.seal_hold import hold_store
 from ..store.sealing import SecretBox, key_check, load_seal_key
-from .audit import around_command
+from .audit import run_audited
 from .config import AuthConfig, load_auth_config
 from .crypto import PageTokens, b64d, derive_key
 from .defaults import seed
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from ..store import Store
     from .objects import ObjectSource
 
-__all__ = ["AuthConfig", "AuthHost", "AuthService", "start_auth"]
+__all__ = ["AuthConfig", "AuthHost", "AuthService", "run_audited", "start_auth"]
 
 
 class AuthHost(Protocol):
@@ -37,7 +37,6 @@ class AuthHost(Protocol):
 
     settings: Settings
     on_close: list[Callable[[], Awaitable[None]]]
-    around_command: Callable[..., Awaitable[Any]] | None
 
     @property
     def store(self) -> Store: ...
@@ -47,7 +46,7 @@ class AuthHost(Protocol):
 
 
 async def start_auth(engine: AuthHost) -> AuthService:
-    """Prepare the store, install the audit hook and return the engine's Authorizer."""
+    """Prepare the store and return the engine's Authorizer."""
     config = load_auth_config(engine.settings)
     store = AuthStore(engine.store.db)
     # held while the engine runs, so the key cannot be rotated under it (a rotation under way is waited for)
@@ -63,6 +62,5 @@ async def start_auth(engine: AuthHost) -> AuthService:
     pages = PageTokens(derive_key(seal.key, "page-tokens", b64d(await store.secret("auth.page_secret"))))
     await seed(store, config.admin_user_id)
     service = AuthService(engine, config, store, box, pages)
-    engine.around_command = partial(around_command, service)  # the audit log (one central hook)
     await service.start()
     return service

@@ -6,11 +6,11 @@ signed-in user makes to their own account (MFA set-up, verification and disablin
 recorded by their handlers (`user_change`), and sign-in locks by `throttle.py` (`AuthStore.append_audit`);
 those commands say so in `Policy.unaudited`.
 
-One hook (`around_command`, installed on the engine by `start_auth`) wraps every command: for one its
-declaration audits, it runs the handler and appends one record (who, when, what, the target's id from the
-input or else the result). With `Audit.snapshot` it also reads the target before and after (secrets
-removed); without (the hot paths: a launch, a return, a readiness signal) the record's `after` is the call's
-input and the record costs one insert. A record carries the policy revision: a policy write's own (each
+The engine runs every command its operation declares audited through `run_audited` (`Engine.execute`, which
+binds it to the auth service it started): it runs the handler and appends one record (who, when, what, the
+target's id from the input or else the result). With `Audit.snapshot` it also reads the target before and
+after (secrets removed); without (the hot paths: a launch, a return, a readiness signal) the record's `after`
+is the call's input and the record costs one insert. A record carries the policy revision: a policy write's own (each
 write its own number), else the one the call was authorized on. A policy write's result gets that revision
 too (`revision`), so a caller can ask a later check for `at_least_revision`.
 Records are append-only: no operation updates or deletes them. Ids sort by time (nanoseconds, then
@@ -35,11 +35,11 @@ if TYPE_CHECKING:
     from .store import AuthStore
 
 __all__ = [
-    "around_command",
     "decision_sample_rate",
     "log_decision",
     "operator",
     "page_records",
+    "run_audited",
     "scrub",
     "user_change",
 ]
@@ -118,11 +118,11 @@ def _dry_run(call: Call) -> bool:
     return bool(getattr(call.op, "dry_run", False) or (flag and getattr(call.op, flag, False)))
 
 
-async def around_command(
+async def run_audited(
     svc: AuthService, given: object, call: Call, handler: Callable[[Any, Any, Call], Awaitable[Any]]
 ) -> Any:
-    """Run a command's `handler(given, op, call)`; a command its declaration audits (`Policy.audit`) is recorded
-    in `svc`'s store (nothing is recorded when it fails, or when its result says it wrote nothing: nothing
+    """Run a command's `handler(given, op, call)` and record it as its declaration says (`Policy.audit`) in
+    `svc`'s store (nothing is recorded when it fails, or when its result says it wrote nothing: nothing
     changed). A command that writes several constraints (a template import, a grant) records each as its own
     record, found by that constraint's id."""
     spec, op, principal = call.spec, call.op, call.principal
