@@ -15,7 +15,7 @@ docs/benchmarks.md, "CLI cold start"). Everything that makes that so is here, re
 
 Two pieces stay where they act and use the catalog this module indexes: `PluginSDK`'s methods are made on
 first lookup by its metaclass (`pluginsdk/sdk.py`, `install_method`), and the local engine names its handler
-modules in one table (`backends/local/registry.py`, `HANDLER_MODULES`).
+modules in one table (`backends/local/engine.py`, `HANDLER_MODULES`).
 """
 
 from __future__ import annotations

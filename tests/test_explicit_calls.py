@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from backends.local.call import Call
-from backends.local.registry import HandlerRegistry
+from backends.local.engine import HandlerRegistry
 from pluginsdk.operations import CATALOG, CreateRoleCommand, GetTemplateQuery
 from tests.support.backends import open_sdk
 

@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from backends.local.registry import HANDLER_MODULES, HandlerRegistry, HandlerTable
+from backends.local.engine import HANDLER_MODULES, HandlerRegistry
+from backends.local.registry import HandlerTable
 from pluginsdk.errors import HandlerDiscoveryError
 from pluginsdk.operations import CATALOG
 from pluginsdk.operations.auth_sessions import LoginCommand

@@ -2,11 +2,12 @@
 
 It authorizes (tier 1 on the route called, tier 2 on the stored object an
 operation names — see `auth/objects.py`), dispatches to the handler its
-registry (`registry.py`) finds for the operation class, turns unexpected
-failures into MethodExecutionError, and counts calls for metrics. Handlers
-live in `handlers/` and `auth/handlers/`, one module per operation group;
-they do not import the engine: each receives what its table names, the
-`Deps` built at start (`deps.py`) or the auth service.
+`HandlerRegistry` finds for the operation class (importing the handler
+module `HANDLER_MODULES` names on first use), turns unexpected failures into
+MethodExecutionError, and counts calls for metrics. Handlers live in
+`handlers/` and `auth/handlers/`, one module per operation group, each with
+its table (`registry.py`); they do not import the engine: each receives what
+its table names, the `Deps` built at start (`deps.py`) or the auth service.
 
 Authorization fails closed: the auth service always runs, and a broken or
 missing auth package stops the engine from starting. Only the explicit
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import importlib
 import logging
 import time
 from collections import defaultdict
@@ -39,7 +41,7 @@ from pluginsdk.principal import SYSTEM_ADMIN, Principal
 from .call import Authorizer, Call
 from .deps import Access, Deps, ProviderPool, StoredObjects, TemplateCatalog
 from .providers.base import ProviderDriver
-from .registry import Handler, HandlerRegistry
+from .registry import Handler, HandlerTable
 from .store import Store, open_store
 from .store.boot import BootMemory
 from .store.capacity import CapacityMemory
@@ -50,7 +52,7 @@ if TYPE_CHECKING:
 
     from .auth.service import AuthService
 
-__all__ = ["AllowAll", "Engine"]
+__all__ = ["HANDLER_MODULES", "AllowAll", "Engine", "HandlerRegistry"]
 
 log = logging.getLogger("pluginsdk.engine")
 
@@ -95,6 +97,75 @@ class AllowAll:
         from pluginsdk.models.plans import AccessPlan  # only listings filtered by a plan need it
 
         return AccessPlan(object_type=object_type, method=method, kind="always", revision=0)
+
+
+_PROVISIONING = "backends.local.handlers"
+_AUTH = "backends.local.auth.handlers"
+
+HANDLER_MODULES: Mapping[str, tuple[str, ...]] = {
+    "api_keys": (f"{_AUTH}.api_keys",),
+    "audit": (f"{_AUTH}.audit",),
+    "auth_sessions": (f"{_AUTH}.sessions",),
+    "bootstrap": (f"{_AUTH}.bootstrap",),
+    "constraints": (f"{_AUTH}.constraints",),
+    "federation": (f"{_AUTH}.federation",),
+    "grants": (f"{_AUTH}.grants",),
+    "machine_signals": (f"{_PROVISIONING}.machines",),
+    "machines": (f"{_PROVISIONING}.machines",),
+    "policy_checks": (f"{_AUTH}.policy_checks",),
+    "requests": tuple(
+        f"{_PROVISIONING}.{name}" for name in ("request_queries", "provisioning", "returns", "request_cleanup")
+    ),
+    "roles": (f"{_AUTH}.roles",),
+    "routes": (f"{_AUTH}.routes",),
+    "system": (f"{_PROVISIONING}.system",),
+    "template_writes": (f"{_PROVISIONING}.template_writes",),
+    "templates": (f"{_PROVISIONING}.templates",),
+    "users": (f"{_AUTH}.users",),
+}
+"""Operation module (`pluginsdk/operations/<name>.py`) -> the handler modules serving its operations, imported
+by name from here, above them (`tests/test_import_graph.py` holds that). `tests/test_handler_registry.py`
+checks that each operation is served by a module listed for its own."""
+
+
+class HandlerRegistry:
+    """The engine's handlers: filled from the handler modules' tables as operations are first called."""
+
+    def __init__(self, modules: Mapping[str, tuple[str, ...]] = HANDLER_MODULES) -> None:
+        self._modules = modules
+        self._handlers: dict[type[Operation], Handler] = {}
+        self._receives: dict[type[Operation], type] = {}
+        self._loaded: set[str] = set()
+
+    def register(self, table: HandlerTable) -> None:
+        """Add a module's handlers; an operation served by two different handlers is an error."""
+        for op, fn in table.items():
+            if self._handlers.get(op, fn) is not fn:
+                raise HandlerDiscoveryError(f"Two handlers for {op.__name__}.")
+            self._handlers[op] = fn
+            self._receives[op] = table.takes[op]
+
+    def get(self, op: type[Operation]) -> Handler | None:
+        """The handler of `op`, loading the handler modules `HANDLER_MODULES` names for its operation module."""
+        found = self._handlers.get(op)
+        if found is not None:
+            return found
+        for module_name in self._modules.get(op.__module__.rsplit(".", 1)[-1], ()):
+            self._load(module_name)
+        return self._handlers.get(op)
+
+    def receives(self, op: type[Operation]) -> type:
+        """The type of what the handler of `op` takes first (its table's `receives`); after `get` found it."""
+        return self._receives[op]
+
+    def _load(self, module_name: str) -> None:
+        if module_name in self._loaded:
+            return
+        table = getattr(importlib.import_module(module_name), "handlers", None)
+        if not isinstance(table, HandlerTable):
+            raise HandlerDiscoveryError(f"{module_name} has no `handlers = HandlerTable(...)`.")
+        self.register(table)
+        self._loaded.add(module_name)
 
 
 class Engine:
@@ -160,8 +231,6 @@ class Engine:
 
     async def _start_auth(self) -> None:
         """Plug in the auth service; fail closed: no auth service, no engine (unless disabled explicitly)."""
-        import importlib
-
         if authorization_disabled(self.settings):
             admin = self.settings.app.authProvider.adminUserId or SYSTEM_ADMIN.user_id
             log.warning(

@@ -6,7 +6,7 @@ engine is `AuthHost`: the settings, the store, the stored objects tier 2 decides
 on and the close hooks; the service keeps only the objects. The engine runs the
 commands their operations declare audited through `run_audited` (`audit.py`).
 The handlers in `handlers/` are registered by the engine's registry on first
-use (`backends.local.registry`); nothing here imports the engine.
+use (`backends.local.engine`, `HandlerRegistry`); nothing here imports the engine.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Auth-service handlers, one module per operation group (listed in `backends.local.registry.HANDLER_MODULES`).
+"""Auth-service handlers, one module per operation group (listed in `backends.local.engine.HANDLER_MODULES`).
 
 Each declares its handlers in its own table (`handlers = HandlerTable(AuthService)`); the engine's registry
-loads a module and registers its table on first use (`backends.local.registry`), so a CLI call imports
+loads a module and registers its table on first use (`backends.local.engine`), so a CLI call imports
 only its own. Each handler receives the auth service itself (its store, configuration, lock-out guard and
 the tier-2 filters), never the engine.
 """
