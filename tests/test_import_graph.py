@@ -332,12 +332,11 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "pluginsdk.words",
                 "pluginsdk._gc",
                 "pluginsdk._index",
-                "pluginsdk._lazy",
             }
         ),
     ),
     (
-        "contract: the catalog, models, configuration, plans, the wait loop",
+        "contract: the catalog, models, configuration, plans, the wait loop, lazy loading",
         frozenset(
             {
                 "pluginsdk.config",
@@ -346,6 +345,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "pluginsdk.periodic",
                 "pluginsdk.plans",
                 "pluginsdk.waiting",
+                "pluginsdk._lazy",  # imports the models' and operations' submodules by name
                 "pluginsdk._pagination",
             }
         ),
