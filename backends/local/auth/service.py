@@ -15,8 +15,9 @@ Authorization (both tiers, before any handler looks anything up)
   such a write starts a new policy version (fresh per-user role cache) on the
   same compiled rules. Every
   decision reads the version row (one cheap read) — on PostgreSQL only after
-  a change was notified (LISTEN/NOTIFY, policy_watch.py); a change made by
-  any process is seen on the next decision. An API-key request reads the
+  a change was notified (LISTEN/NOTIFY), on SQLite only after a commit changed
+  the WAL index's header (policy_watch.py); a change made by any process is
+  seen on the next decision. An API-key request reads the
   version in its key's statement and is decided on it (no read of its own):
   a request is decided on the policy as of its authentication.
 - Roles come from user-role assignments (cached per version); roles that no
@@ -154,7 +155,7 @@ class AuthService:
         """The decision point's model of the last policy version it answered on (`handlers/policy_checks.py`)."""
         self.policy_workers = asyncio.Semaphore(_POLICY_WORKERS)
         """Bounds the what-ifs, dry runs and policy test runs computed at once (each in a worker thread)."""
-        self.watch = PolicyWatch()
+        self.watch = PolicyWatch(store.db.change_stamp)
         store.on_bump.append(self.watch.bumped_here)
         self.guard = LockoutGuard(store, config, rules=self.rules)
         self.throttle = SignInThrottle(store, config.managed.signInLimits, host.settings.api.held)
