@@ -47,7 +47,7 @@ from pluginsdk import observe
 from pluginsdk.constants import API_KEY_PREFIX
 from pluginsdk.errors import AuthenticationError, PermissionDeniedError, ValidationError
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
-from pluginsdk.operations import Operation, OperationSpec
+from pluginsdk.operations import Operation, OperationSpec, get_spec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
 from ..call import Call
@@ -108,6 +108,8 @@ class _Snapshot(NamedTuple):
     """Per-user cache, filled on first use within this version."""
     routes: dict[tuple[Any, ...], bool]
     """Tier-1 answers of this version: (user, roles, mfa, path, method) -> allowed."""
+    calls: dict[tuple[Any, ...], tuple[bool, ...]]
+    """`AuthService.may_call_each` answers of this version: (user, roles, mfa, operation names) -> each allowed."""
 
     def route_allowed(self, p: Principal, path: str, method: str) -> bool:
         """Tier 1, remembered for this version (a caller asks the same few routes all day)."""
@@ -200,7 +202,7 @@ class AuthService:
                 return snap
             async with self.store.transaction():  # one consistent read of version, roles and constraints
                 version, read = await self.read_rules()
-            self._snapshot = _Snapshot(version, self.compiled_rules(read), {}, {})  # compiled outside it
+            self._snapshot = _Snapshot(version, self.compiled_rules(read), {}, {}, {})  # compiled outside it
             return self._snapshot
 
     async def read_rules(self) -> tuple[int, RulesRead]:
@@ -410,6 +412,20 @@ class AuthService:
         if snap is None or route is None:
             return False
         return spec.policy.unauthenticated or snap.route_allowed(principal, route, spec.method)
+
+    def may_call_each(self, principal: Principal, names: tuple[str, ...]) -> tuple[bool, ...]:
+        """`may_call` of each operation named (SDK names), remembered for this policy version: a handler that
+        asks the same questions about its caller on every call (what an answer may reveal) asks once."""
+        snap = self._snapshot
+        if snap is None:
+            return tuple(False for _ in names)
+        key = (principal.user_id, principal.roles, principal.mfa, names)
+        known = snap.calls.get(key)
+        if known is None:
+            if len(snap.calls) >= _ROUTE_CACHE:
+                snap.calls.clear()
+            known = snap.calls[key] = tuple(self.may_call(principal, get_spec(name)) for name in names)
+        return known
 
     async def check_route(self, principal: Principal, method: str, path: str) -> None:
         snap = await self.snapshot(principal.policy_version)
