@@ -55,6 +55,11 @@ class Database(Protocol):
 
     async def fetchall(self, sql: str, params: Params = None) -> list[Row]: ...
 
+    async def fetchall_kept(self, sql: str, params: Mapping[str, str | int]) -> list[Row]:
+        """`fetchall` of a plain read (rows of tables, nothing of the clock or chance): answered from memory
+        while the store's change stamp is the one it was read under (`change_stamp`), else read."""
+        ...
+
     async def execute(self, sql: str, params: Params = None) -> int:
         """Run one statement; returns the affected row count."""
         ...
@@ -84,6 +89,9 @@ def _sqlite_error(exc: sqlite3.Error, sql: str, rows: Sequence[Mapping[str, Any]
 
 _WAL_HEADER = 96
 """The WAL index's header, both copies (https://www.sqlite.org/walformat.html, "The WAL-Index Header")."""
+
+_KEPT_READS = 1024
+"""Reads kept at most under one change stamp (`SqliteDatabase.fetchall_kept`); all dropped at the next commit."""
 
 _SQLITE_BUSY_SECONDS = 10.0
 """How long a write waits for another process's lock on the SQLite file before it fails."""
@@ -135,6 +143,8 @@ class SqliteDatabase:
         self._wal = wal and path != ":memory:"
         self._shm: int | None = None
         """A descriptor on the WAL index, opened once SQLite has made it (`change_stamp`)."""
+        self._kept: tuple[bytes, dict[tuple[Any, ...], list[Row]]] = (b"", {})
+        """`fetchall_kept`'s rows: (the stamp they were read under, (statement, parameters) -> rows)."""
         self._lock = asyncio.Lock()
         self._owner: asyncio.Task[Any] | None = None
         """The task whose transaction is open on the connection (nesting is per task, not per connection)."""
@@ -190,6 +200,26 @@ class SqliteDatabase:
 
     async def fetchall(self, sql: str, params: Params = None) -> list[Row]:
         rows: list[Row] = await self._statement(lambda: self._conn.execute(sql, params or {}).fetchall(), sql)
+        return rows
+
+    async def fetchall_kept(self, sql: str, params: Mapping[str, str | int]) -> list[Row]:
+        """`fetchall`, kept under the change stamp it was read under: while no connection on the host has
+        committed since, a statement would read the same rows. Copies are handed out (callers may change theirs)."""
+        stamp = self.change_stamp()
+        if stamp is None:
+            return await self.fetchall(sql, params)
+        key = (sql, *params.items())
+        kept = self._kept
+        if kept[0] == stamp:
+            rows = kept[1].get(key)
+            if rows is not None:
+                return [dict(r) for r in rows]
+        else:
+            self._kept = kept = (stamp, {})
+        rows = await self.fetchall(sql, params)
+        if len(kept[1]) >= _KEPT_READS:
+            kept[1].clear()
+        kept[1][key] = [dict(r) for r in rows]
         return rows
 
     async def execute(self, sql: str, params: Params = None) -> int:
@@ -420,6 +450,10 @@ class PostgresDatabase:
 
     async def fetchall(self, sql: str, params: Params = None) -> list[Row]:
         return [dict(r) for r in await self._run("fetch", sql, params)]
+
+    async def fetchall_kept(self, sql: str, params: Mapping[str, str | int]) -> list[Row]:
+        """`fetchall`: no change stamp here, so every read is a statement."""
+        return await self.fetchall(sql, params)
 
     async def execute(self, sql: str, params: Params = None) -> int:
         status: str = await self._run("execute", sql, params)  # "UPDATE 3", "INSERT 0 1", "SELECT 1"
