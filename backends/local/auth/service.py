@@ -399,7 +399,11 @@ class AuthService:
         with it reads the policy anew), remembered for the last equal principal and snapshot (a snapshot is
         one policy version): an in-process SDK asks as the same caller every time."""
         last = self._resolved
-        if last is not None and last[1] is snap and last[0] == principal and last[0].claims == principal.claims:
+        if (
+            last is not None
+            and last[1] is snap
+            and (last[0] is principal or (last[0] == principal and last[0].claims == principal.claims))
+        ):
             return last[2]
         p = await self.with_roles(self._local_admin(principal), snap)
         if p.policy_version is not None:
