@@ -3,7 +3,8 @@
 Authentication
 - `Authorization: psdk_...` — an API key (also as `Bearer psdk_...`, the way
   generic clients send a token): SHA-256 lookup, constant-time
-  compare, then active flag and expiry; read on every request, so revoking,
+  compare, then active flag and expiry; read on every request (on SQLite kept
+  while no process has committed since, `_api_key`), so revoking,
   deactivating, expiring or deleting the user bites on the next call.
 - `Authorization: Bearer <JWT>` — managed pool: our signature (by `kid`),
   issuer, audience, expiry, then the session row (revoked? user enabled?
