@@ -140,7 +140,8 @@ class SqliteDatabase:
             wal = self._conn.execute("PRAGMA journal_mode").fetchone()["journal_mode"] == "wal"
         except sqlite3.Error as exc:
             raise ConfigurationError(f"Cannot open the SQLite store {path!r}: {exc}.", key="storage.path") from exc
-        self._wal = wal and path != ":memory:"
+        self._wal_index = f"{Path(path).expanduser().resolve()}-shm" if wal and path != ":memory:" else None
+        """The WAL index's path, fixed while the connection opens (a later change of directory moves nothing)."""
         self._shm: int | None = None
         """A descriptor on the WAL index, opened once SQLite has made it (`change_stamp`)."""
         self._kept: tuple[bytes, dict[tuple[Any, ...], list[Row]]] = (b"", {})
@@ -270,9 +271,9 @@ class SqliteDatabase:
         if self._conn.in_transaction:
             return None
         if self._shm is None:
-            if not self._wal:
+            if self._wal_index is None:
                 return None
-            self._shm = _open_wal_index(self.url)
+            self._shm = _open_wal_index(self._wal_index)
             if self._shm is None:
                 return None
         try:
@@ -289,10 +290,10 @@ class SqliteDatabase:
 
 
 def _open_wal_index(path: str) -> int | None:
-    """A read-only descriptor on the store's WAL index (`-shm`), which SQLite keeps, same inode, while any
-    connection is open (this engine's is; a WAL store leaves WAL mode only with no other connection)."""
+    """A read-only descriptor on the store's WAL index (`path`, the `-shm` file), which SQLite keeps, same inode,
+    while any connection is open (this engine's is; a WAL store leaves WAL mode only with no other connection)."""
     try:
-        return os.open(f"{Path(path).expanduser()}-shm", os.O_RDONLY | os.O_CLOEXEC)
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
 
