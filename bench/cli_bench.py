@@ -172,20 +172,21 @@ def request_machines(work: Path, repeats: int, peer: bool) -> dict[str, list[flo
     from aws_bench import leftovers, network, reset, start_moto
 
     server, moto = start_moto()
-    samples: dict[str, list[float]] = {"ours": [], "peer": []}
+    samples: dict[str, list[float]] = {"ours": [], "peer": [], "floor": []}
     payload = {"template": {"templateId": "bench", "machineCount": MACHINES}}
+    launchers = {"ours": launch_ours, "peer": launch_peer, "floor": launch_floor}
     try:
         for attempt in range(repeats + 1):  # the first run of each is the checked warm-up
-            for label in ("ours", "peer") if peer else ("ours",):
+            for label in ("ours", "floor", "peer") if peer else ("ours", "floor"):
                 reset(moto)
                 subnets, sgs = asyncio.run(network(moto))
                 side = work / f"launch-{label}-{attempt}"
                 side.mkdir()
                 infile = side / "in.json"
                 infile.write_text(json.dumps(payload))
-                argv, env = (launch_ours if label == "ours" else launch_peer)(side, moto, subnets, sgs, infile)
+                argv, env = launchers[label](side, moto, subnets, sgs, infile)
                 elapsed, res = timed(argv, env)
-                if res.returncode != 0 or not json.loads(res.stdout).get("requestId"):
+                if res.returncode != 0 or not json.loads(res.stdout or "{}").get("requestId"):
                     raise SystemExit(
                         f"{label} requestMachines: exit {res.returncode}\n{res.stdout[-2000:]}\n{res.stderr[-2000:]}"
                     )
@@ -216,6 +217,33 @@ def launch_ours(
     env = clean_env({**ENV_AWS, "PLUGIN_STORAGE_PATH": str(side / "store.db"), "PLUGIN_CONFIG": str(cfg),
                      "PLUGIN_TEMPLATES_DIR": str(side / "templates"), "PLUGINSDK_BIN": str(OURS)})  # fmt: skip
     return ["/bin/sh", str(ROOT / "scripts" / "hostfactory" / "requestMachines.sh"), "-f", str(infile)], env
+
+
+_FLOOR = """
+import json, sys
+import boto3
+moto, subnets, sgs, machines = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3]), int(sys.argv[4])
+ec2 = boto3.client("ec2", endpoint_url=moto, region_name="us-east-1")
+base, extra = divmod(machines, len(subnets))
+for i, subnet in enumerate(subnets):
+    n = base + (i < extra)
+    tags = [{"Key": "bench", "Value": "floor"}]
+    ec2.run_instances(ImageId="ami-760aaa0f", InstanceType="t3.small", MinCount=n, MaxCount=n, SubnetId=subnet,
+                      SecurityGroupIds=sgs, ClientToken=f"floor-{i}",
+                      TagSpecifications=[{"ResourceType": "instance", "Tags": tags},
+                                         {"ResourceType": "volume", "Tags": tags}])
+print(json.dumps({"requestId": "floor"}))
+"""
+"""moto alone: a boto3 process making the RunInstances calls ours makes (one per subnet share, MinCount =
+MaxCount, the same image, type, groups and tag specifications), nothing else — the floor a requestMachines
+cannot go below."""
+
+
+def launch_floor(
+    side: Path, moto: str, subnets: list[str], sgs: list[str], infile: Path
+) -> tuple[list[str], dict[str, str]]:
+    del side, infile
+    return [sys.executable, "-c", _FLOOR, moto, json.dumps(subnets), json.dumps(sgs), str(MACHINES)], clean_env(ENV_AWS)
 
 
 def launch_peer(
@@ -254,6 +282,10 @@ def print_table(results: dict[str, dict[str, list[float]]], repeats: int, load0:
         ratio = f"{statistics.median(s['peer']) / statistics.median(s['ours']):.1f}×" if s["peer"] else "—"
         target = next((t for k, t in TARGETS.items() if name.startswith(k)), "—")
         print(f"| `{name}` | {ms(s['ours'])} | {ms(s['peer'])} | {ratio} | {target} |")
+        if s.get("floor"):
+            over = statistics.median(s["ours"]) / statistics.median(s["floor"])
+            print(f"| … moto alone (boto3, the same RunInstances calls) | {ms(s['floor'])} | | "
+                  f"pluginsdk / moto alone {over:.2f}× | ≤ 1.5× |")  # fmt: skip
     summary: dict[str, Any] = {
         n: {k: statistics.median(v) * 1e3 for k, v in s.items() if v} for n, s in results.items()
     }

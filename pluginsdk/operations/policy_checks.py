@@ -27,7 +27,7 @@ from ..models.policy_results import (
     WhatIfReport,
     WhoCan,
 )
-from ..models.values import is_storable, text_problem
+from ..models.values import MAX_INT, is_storable, text_problem
 from ._base import Cli, Policy, Query, R_co, Rest
 
 __all__ = [
@@ -102,10 +102,11 @@ class CheckAccessQuery(_AboutObject[SubjectDecision], _AboutSubject):
     def inputs_storable(self) -> bool:
         # The free text is the object type and the attributes: user id, role names and method are ASCII by their
         # patterns (the whole-input walk of `Operation.inputs_storable` cost a quarter of a check).
+        revision = self.at_least_revision  # an int >= 0 by its field: only the upper bound is left to check
         return (
-            text_problem(self.object_type) is None
+            (revision is None or revision <= MAX_INT)
+            and text_problem(self.object_type) is None
             and is_storable(self.attributes, 1)
-            and is_storable(self.at_least_revision)
         )
 
 

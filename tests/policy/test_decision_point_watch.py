@@ -3,6 +3,7 @@ PostgreSQL listener is up, and a write in another process is seen (at_least_revi
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -62,3 +63,35 @@ async def test_on_sqlite_a_check_sees_another_process_write_at_once(tmp_path: Pa
         got = await b.check_access("asset", "GET", roles=["auditors"])
         assert role.revision is not None and got.revision == role.revision > before.revision
         assert before.roles == [] and got.roles == ["auditors"]
+
+
+async def test_on_sqlite_checks_read_no_version_until_a_commit_anywhere(tmp_path: Path) -> None:
+    """The WAL index's header stands in for the version row until any connection commits; then the next check
+    reads the version again and sees the write."""
+    async with PluginSDK(config=base_config(tmp_path)) as a, PluginSDK(config=base_config(tmp_path)) as b:
+        first = await b.check_access("asset", "GET", roles=["auditors"])
+        reads = _count_version_reads(b)
+        for _ in range(20):
+            assert (await b.check_access("asset", "GET", roles=["auditors"])).revision == first.revision
+        assert reads == [0]
+        role = await a.create_role(role_name="auditors", description="written by another process")
+        got = await b.check_access("asset", "GET", roles=["auditors"])
+        assert reads == [1] and role.revision is not None and got.revision == role.revision > first.revision
+        assert got.roles == ["auditors"]
+
+
+async def test_on_sqlite_an_uncommitted_bump_elsewhere_is_not_seen_and_its_commit_is(tmp_path: Path) -> None:
+    config = base_config(tmp_path)
+    async with PluginSDK(config=config) as b:
+        first = await b.check_access("asset", "GET", roles=["auditors"])
+        other = sqlite3.connect(config["storage"]["path"], isolation_level=None)  # another process's connection
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            other.execute(
+                "UPDATE meta SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT) WHERE key = 'auth.policy_version'"
+            )
+            assert (await b.check_access("asset", "GET", roles=["auditors"])).revision == first.revision
+            other.execute("COMMIT")
+            assert (await b.check_access("asset", "GET", roles=["auditors"])).revision == first.revision + 1
+        finally:
+            other.close()

@@ -1,16 +1,24 @@
-"""The policy version without a database round trip per decision (PostgreSQL LISTEN/NOTIFY).
+"""The policy version without a statement per decision: PostgreSQL LISTEN/NOTIFY, SQLite's WAL index.
 
 Every write that bumps the policy version also sends `NOTIFY pluginsdk_policy` in its transaction, which
 PostgreSQL delivers to every listening process when it commits. A process that listens keeps the version
 it last read and reads it again only after a notification (or while its listening connection is down), so
-a decision costs no statement. Without a live listener (SQLite, a lost connection, asyncpg missing) every
-decision reads the version row, as before.
+a decision costs no statement. Without a live listener (a lost connection, asyncpg missing) every decision
+reads the version row.
+
+On SQLite the store offers a change stamp (`Database.change_stamp`: the WAL index's header, which SQLite
+rewrites at every commit by any process on the host, and only at a commit): the version read is kept with
+the stamp taken before it, and used again while the stamp is unchanged. Any commit — of any table, by any
+process — changes the stamp, so the next decision reads the version again; a stamp taken before a read
+and a commit between them only costs one more read. Inside a transaction there is no stamp (that
+connection sees its own uncommitted writes), so the version is read.
 
 The window: another process sees a change once its listener has received the notification, which
 PostgreSQL sends at commit — before the writer's caller has its answer. A notification arriving while a
 read is in flight discards that read's value (generation counter), so a stale version is never kept. A
 bump made by this process stops the caching here until its own notification arrives (at most 5 s), so
-this process never keeps the version it read between its own write and that write's commit.
+this process never keeps the version it read between its own write and that write's commit. On SQLite the
+window is nil: a commit's header is written before the commit returns.
 """
 
 from __future__ import annotations
@@ -29,9 +37,14 @@ log = logging.getLogger("pluginsdk.auth.policy")
 
 
 class PolicyWatch:
-    """Caches the policy version while a LISTEN connection is up; see the module docstring."""
+    """Caches the policy version while a LISTEN connection is up, or while the store's change stamp holds; see
+    the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, stamp: Callable[[], bytes | None] | None = None) -> None:
+        self._stamp = stamp
+        """The store's change stamp (SQLite), or None."""
+        self._stamped: tuple[bytes, int] | None = None
+        """(stamp, the version read right after it was taken)."""
         self._known: int | None = None
         self._generation = 0
         self._conn: Any = None
@@ -82,6 +95,7 @@ class PolicyWatch:
     def invalidate(self) -> None:
         self._generation += 1
         self._known = None
+        self._stamped = None
 
     def bumped_here(self) -> None:
         """This process bumped the version (not yet committed): read per decision until the notification."""
@@ -92,11 +106,19 @@ class PolicyWatch:
         known = self._known
         if known is not None and self.live:
             return known
+        stamp = self._stamp() if self._stamp is not None else None
+        stamped = self._stamped
+        if stamp is not None and stamped is not None and stamped[0] == stamp:
+            return stamped[1]
         generation = self._generation
         self.reads += 1
         version = await read()
-        if self.live and generation == self._generation and time.monotonic() >= self._paused_until:
+        if generation != self._generation:
+            return version
+        if self.live and time.monotonic() >= self._paused_until:
             self._known = version
+        elif stamp is not None:
+            self._stamped = (stamp, version)
         return version
 
     async def aclose(self) -> None:

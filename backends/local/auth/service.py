@@ -3,7 +3,8 @@
 Authentication
 - `Authorization: psdk_...` — an API key (also as `Bearer psdk_...`, the way
   generic clients send a token): SHA-256 lookup, constant-time
-  compare, then active flag and expiry; read on every request, so revoking,
+  compare, then active flag and expiry; read on every request (on SQLite kept
+  while no process has committed since, `_api_key`), so revoking,
   deactivating, expiring or deleting the user bites on the next call.
 - `Authorization: Bearer <JWT>` — managed pool: our signature (by `kid`),
   issuer, audience, expiry, then the session row (revoked? user enabled?
@@ -15,8 +16,9 @@ Authorization (both tiers, before any handler looks anything up)
   such a write starts a new policy version (fresh per-user role cache) on the
   same compiled rules. Every
   decision reads the version row (one cheap read) — on PostgreSQL only after
-  a change was notified (LISTEN/NOTIFY, policy_watch.py); a change made by
-  any process is seen on the next decision. An API-key request reads the
+  a change was notified (LISTEN/NOTIFY), on SQLite only after a commit changed
+  the WAL index's header (policy_watch.py); a change made by any process is
+  seen on the next decision. An API-key request reads the
   version in its key's statement and is decided on it (no read of its own):
   a request is decided on the policy as of its authentication.
 - Roles come from user-role assignments (cached per version); roles that no
@@ -46,7 +48,7 @@ from pluginsdk import observe
 from pluginsdk.constants import API_KEY_PREFIX
 from pluginsdk.errors import AuthenticationError, PermissionDeniedError, ValidationError
 from pluginsdk.models.auth_vocabulary import OBJECT_TYPES
-from pluginsdk.operations import Operation, OperationSpec
+from pluginsdk.operations import Operation, OperationSpec, get_spec
 from pluginsdk.principal import SYSTEM_ADMIN, Principal
 
 from ..call import Call
@@ -64,6 +66,8 @@ from .store import AuthStore
 from .throttle import SignInThrottle
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from pluginsdk.models.plans import AccessPlan
 
     from ..policy.decision_point import PolicyModel
@@ -83,6 +87,8 @@ _API_KEY_SHAPE = re.compile(re.escape(API_KEY_PREFIX) + r"[A-Za-z0-9_-]{20,128}"
 _POLICY_WORKERS = 2
 """What-ifs, dry runs and policy test runs computed at once per service; more wait."""
 _ROUTE_CACHE = 65_536
+_KEYS_KEPT = 1024
+"""Verified API keys kept at most (`AuthService._api_key`), all dropped at the store's next commit."""
 """Tier-1 answers kept per version (cleared when full)."""
 
 
@@ -107,6 +113,8 @@ class _Snapshot(NamedTuple):
     """Per-user cache, filled on first use within this version."""
     routes: dict[tuple[Any, ...], bool]
     """Tier-1 answers of this version: (user, roles, mfa, path, method) -> allowed."""
+    calls: dict[tuple[Any, ...], tuple[bool, ...]]
+    """`AuthService.may_call_each` answers of this version: (user, roles, mfa, operation names) -> each allowed."""
 
     def route_allowed(self, p: Principal, path: str, method: str) -> bool:
         """Tier 1, remembered for this version (a caller asks the same few routes all day)."""
@@ -146,6 +154,8 @@ class AuthService:
         self._snapshot: _Snapshot | None = None
         self._rules: Rules | None = None
         self._resolved: tuple[Principal, _Snapshot, Principal] | None = None
+        self._keys: tuple[bytes, dict[str, tuple[Principal, datetime | None]]] | None = None
+        """API keys verified since the store's change stamp was last seen: (stamp, key hash -> (principal, expiry))."""
         """The last (principal given, snapshot, principal resolved): an in-process SDK asks as one caller."""
         self._lock = asyncio.Lock()
         self.compiles = 0
@@ -154,7 +164,7 @@ class AuthService:
         """The decision point's model of the last policy version it answered on (`handlers/policy_checks.py`)."""
         self.policy_workers = asyncio.Semaphore(_POLICY_WORKERS)
         """Bounds the what-ifs, dry runs and policy test runs computed at once (each in a worker thread)."""
-        self.watch = PolicyWatch()
+        self.watch = PolicyWatch(store.db.change_stamp)
         store.on_bump.append(self.watch.bumped_here)
         self.guard = LockoutGuard(store, config, rules=self.rules)
         self.throttle = SignInThrottle(store, config.managed.signInLimits, host.settings.api.held)
@@ -199,7 +209,7 @@ class AuthService:
                 return snap
             async with self.store.transaction():  # one consistent read of version, roles and constraints
                 version, read = await self.read_rules()
-            self._snapshot = _Snapshot(version, self.compiled_rules(read), {}, {})  # compiled outside it
+            self._snapshot = _Snapshot(version, self.compiled_rules(read), {}, {}, {})  # compiled outside it
             return self._snapshot
 
     async def read_rules(self) -> tuple[int, RulesRead]:
@@ -280,23 +290,53 @@ class AuthService:
         )
 
     async def _api_key(self, key: str) -> Principal:
+        """The key's principal, with the policy version read in its statement. A key verified since the store's
+        change stamp last moved (SQLite: no commit by any process since, `Database.change_stamp`) is taken
+        from memory — its row, and the version, are what a statement would read — its expiry checked again;
+        any commit (a key deleted or deactivated, a policy write) and the next call reads the row."""
         digest = sha256_hex(key)
+        stamp = self.store.db.change_stamp()
+        kept = self._kept_key(stamp, digest)
+        if kept is not None:
+            return kept
+        principal, expires = await self._read_key(digest)
+        if stamp is not None:
+            keys = self._keys
+            if keys is None or keys[0] != stamp or len(keys[1]) >= _KEYS_KEPT:
+                self._keys = keys = (stamp, {})
+            keys[1][digest] = (principal, expires)
+        return principal
+
+    def _kept_key(self, stamp: bytes | None, digest: str) -> Principal | None:
+        """The principal of a key verified under this very stamp and not expired since, or None."""
+        keys = self._keys
+        if stamp is None or keys is None or keys[0] != stamp:
+            return None
+        hit = keys[1].get(digest)
+        if hit is None or (hit[1] is not None and hit[1] <= now()):
+            return None
+        return hit[0]
+
+    async def _read_key(self, digest: str) -> tuple[Principal, datetime | None]:
+        """(principal, expiry) of the key's row; AuthenticationError for an unknown, inactive or expired key."""
         row = await self.store.api_key_by_hash(digest)
+        expires = None if row is None or row["expires_at"] is None else parse_ts(row["expires_at"])
         if (
             row is None
             or not hmac.compare_digest(str(row["key_hash"]), digest)
             or not row["is_active"]
-            or (row["expires_at"] is not None and parse_ts(row["expires_at"]) <= now())
+            or (expires is not None and expires <= now())
         ):
             raise AuthenticationError("The API key is unknown, expired or deactivated.")
         version = row["policy_version"]
-        return Principal(
+        principal = Principal(
             user_id=row["user_id"],
             auth_method="api_key",
             api_key_id=row["api_key_id"],
             mfa=False,
             policy_version=None if version is None else int(version),
         )
+        return principal, expires
 
     async def _bearer(self, token: str) -> Principal:
         external = self.external if self.external is not None and self.external.config.enabled else None
@@ -360,7 +400,11 @@ class AuthService:
         with it reads the policy anew), remembered for the last equal principal and snapshot (a snapshot is
         one policy version): an in-process SDK asks as the same caller every time."""
         last = self._resolved
-        if last is not None and last[1] is snap and last[0] == principal and last[0].claims == principal.claims:
+        if (
+            last is not None
+            and last[1] is snap
+            and (last[0] is principal or (last[0] == principal and last[0].claims == principal.claims))
+        ):
             return last[2]
         p = await self.with_roles(self._local_admin(principal), snap)
         if p.policy_version is not None:
@@ -409,6 +453,20 @@ class AuthService:
         if snap is None or route is None:
             return False
         return spec.policy.unauthenticated or snap.route_allowed(principal, route, spec.method)
+
+    def may_call_each(self, principal: Principal, names: tuple[str, ...]) -> tuple[bool, ...]:
+        """`may_call` of each operation named (SDK names), remembered for this policy version: a handler that
+        asks the same questions about its caller on every call (what an answer may reveal) asks once."""
+        snap = self._snapshot
+        if snap is None:
+            return tuple(False for _ in names)
+        key = (principal.user_id, principal.roles, principal.mfa, names)
+        known = snap.calls.get(key)
+        if known is None:
+            if len(snap.calls) >= _ROUTE_CACHE:
+                snap.calls.clear()
+            known = snap.calls[key] = tuple(self.may_call(principal, get_spec(name)) for name in names)
+        return known
 
     async def check_route(self, principal: Principal, method: str, path: str) -> None:
         snap = await self.snapshot(principal.policy_version)

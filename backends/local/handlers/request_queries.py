@@ -32,7 +32,7 @@ from ..attributes import request_attrs
 from ..deps import Deps
 from ..provisioning.reconciler import reconcile, record_reclaimed
 from ..registry import HandlerTable
-from .request_records import fresh, load_request, with_machines, with_machines_all
+from .request_records import fresh, load_request, with_machines_all
 
 if TYPE_CHECKING:
     from pluginsdk.models.plans import AccessPlan
@@ -50,7 +50,7 @@ ACTIVE = (RequestStatus.PENDING.value, RequestStatus.RUNNING.value)
 @handlers.on(GetRequestQuery)
 async def get_request(deps: Deps, op: GetRequestQuery, call: Call) -> Request:
     r = await fresh(deps, call.stored or await load_request(deps, op.request_id), lightweight=op.lightweight)
-    return await with_machines(deps, r) if op.long else r
+    return (await with_machines_all(deps, [r], read_here=True))[0] if op.long else r
 
 
 @handlers.on(GetRequestStatusQuery)
@@ -71,7 +71,7 @@ async def get_request_status(deps: Deps, op: GetRequestStatusQuery, call: Call) 
     if missing and len(op.request_ids) == 1 and not op.report_missing:
         raise NotFoundError("request", missing[0], f"Request '{missing[0]}' not found.")
     if op.long:
-        out = await with_machines_all(deps, out)
+        out = await with_machines_all(deps, out, read_here=True)
     return RequestStatusList(
         requests=out,
         not_found=missing,

@@ -55,6 +55,8 @@ async def take(deps: Deps, request: Request, provider: str, needed: int) -> int 
     limit = deps.settings.provider.quotas.max_active.get(provider)
     if limit is None:
         return None
+    if (await deps.store.quotas.reserved(request.request_id)).get(provider, 0) >= needed:
+        return needed  # held there already, and counted by every check since it was recorded: no lock, no count
     async with deps.store.transaction():
         return await deps.store.quotas.take(request.request_id, request.template_id or "", provider, limit, needed)
 

@@ -229,9 +229,12 @@ class Store:
     async def get_request(self, request_id: str, *, for_update: bool = False) -> Request | None:
         """One request; `for_update` locks its row until the transaction ends (PostgreSQL; SQLite's
         BEGIN IMMEDIATE already serialises writers), so two processes never advance it at once."""
-        lock = " FOR UPDATE" if for_update and self.db.dialect == "postgresql" else ""
-        row = await self.db.fetchone(f"SELECT data FROM requests WHERE request_id = :id{lock}", {"id": request_id})
-        return models.Request.model_validate_json(row["data"]) if row else None
+        if for_update:
+            lock = " FOR UPDATE" if self.db.dialect == "postgresql" else ""
+            row = await self.db.fetchone(f"SELECT data FROM requests WHERE request_id = :id{lock}", {"id": request_id})
+            return models.Request.model_validate_json(row["data"]) if row else None
+        rows = await self.db.fetchall_kept("SELECT data FROM requests WHERE request_id = :id", {"id": request_id})
+        return models.Request.model_validate_json(rows[0]["data"]) if rows else None
 
     async def get_requests(self, request_ids: Sequence[str]) -> dict[str, Request]:
         if not request_ids:
@@ -425,11 +428,10 @@ class Store:
         column, order = ("return_request_id", "machine_id") if returns else ("request_id", "created_at, machine_id")
         lock = self._lock(for_update)
         clause, params = _in("r", list(out))
-        rows = await self.db.fetchall(
-            f"SELECT {column} AS owner_id, data FROM machines WHERE {column} IN {clause}"
-            + (lock or f" ORDER BY {order}"),
-            params,
+        sql = f"SELECT {column} AS owner_id, data FROM machines WHERE {column} IN {clause}" + (
+            lock or f" ORDER BY {order}"
         )
+        rows = await (self.db.fetchall(sql, params) if for_update else self.db.fetchall_kept(sql, params))
         for row in rows:
             out[row["owner_id"]].append(models.Machine.model_validate_json(row["data"]))
         if lock and not returns:

@@ -25,6 +25,7 @@ served meanwhile). Only statements that cannot have done anything are retried
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import sqlite3
 import time
@@ -54,6 +55,11 @@ class Database(Protocol):
 
     async def fetchall(self, sql: str, params: Params = None) -> list[Row]: ...
 
+    async def fetchall_kept(self, sql: str, params: Mapping[str, str | int]) -> list[Row]:
+        """`fetchall` of a plain read (rows of tables, nothing of the clock or chance): answered from memory
+        while the store's change stamp is the one it was read under (`change_stamp`), else read."""
+        ...
+
     async def execute(self, sql: str, params: Params = None) -> int:
         """Run one statement; returns the affected row count."""
         ...
@@ -62,6 +68,11 @@ class Database(Protocol):
 
     def transaction(self) -> Any:
         """`async with db.transaction():` — all statements inside commit or roll back together."""
+        ...
+
+    def change_stamp(self) -> bytes | None:
+        """Bytes that change with every commit to the store by any connection, read without a statement; None
+        where the store offers none (then the caller reads what it needs)."""
         ...
 
     async def aclose(self) -> None: ...
@@ -75,6 +86,12 @@ def _sqlite_error(exc: sqlite3.Error, sql: str, rows: Sequence[Mapping[str, Any]
         return already_exists(table, [c.split(".", 1)[-1] for c in qualified], sql, rows)
     return exc
 
+
+_WAL_HEADER = 96
+"""The WAL index's header, both copies (https://www.sqlite.org/walformat.html, "The WAL-Index Header")."""
+
+_KEPT_READS = 1024
+"""Reads kept at most under one change stamp (`SqliteDatabase.fetchall_kept`); all dropped at the next commit."""
 
 _SQLITE_BUSY_SECONDS = 10.0
 """How long a write waits for another process's lock on the SQLite file before it fails."""
@@ -120,8 +137,15 @@ class SqliteDatabase:
             for pragma in ("busy_timeout=10000", "journal_mode=WAL", "busy_timeout=0", "foreign_keys=ON"):
                 self._conn.execute(f"PRAGMA {pragma}")
             self._conn.execute("PRAGMA synchronous=NORMAL")
+            wal = self._conn.execute("PRAGMA journal_mode").fetchone()["journal_mode"] == "wal"
         except sqlite3.Error as exc:
             raise ConfigurationError(f"Cannot open the SQLite store {path!r}: {exc}.", key="storage.path") from exc
+        self._wal_index = f"{Path(path).expanduser().resolve()}-shm" if wal and path != ":memory:" else None
+        """The WAL index's path, fixed while the connection opens (a later change of directory moves nothing)."""
+        self._shm: int | None = None
+        """A descriptor on the WAL index, opened once SQLite has made it (`change_stamp`)."""
+        self._kept: tuple[bytes, dict[tuple[Any, ...], list[Row]]] = (b"", {})
+        """`fetchall_kept`'s rows: (the stamp they were read under, (statement, parameters) -> rows)."""
         self._lock = asyncio.Lock()
         self._owner: asyncio.Task[Any] | None = None
         """The task whose transaction is open on the connection (nesting is per task, not per connection)."""
@@ -179,6 +203,26 @@ class SqliteDatabase:
         rows: list[Row] = await self._statement(lambda: self._conn.execute(sql, params or {}).fetchall(), sql)
         return rows
 
+    async def fetchall_kept(self, sql: str, params: Mapping[str, str | int]) -> list[Row]:
+        """`fetchall`, kept under the change stamp it was read under: while no connection on the host has
+        committed since, a statement would read the same rows. Copies are handed out (callers may change theirs)."""
+        stamp = self.change_stamp()
+        if stamp is None:
+            return await self.fetchall(sql, params)
+        key = (sql, *params.items())
+        kept = self._kept
+        if kept[0] == stamp:
+            rows = kept[1].get(key)
+            if rows is not None:
+                return [dict(r) for r in rows]
+        else:
+            self._kept = kept = (stamp, {})
+        rows = await self.fetchall(sql, params)
+        if len(kept[1]) >= _KEPT_READS:
+            kept[1].clear()
+        kept[1][key] = [dict(r) for r in rows]
+        return rows
+
     async def execute(self, sql: str, params: Params = None) -> int:
         try:
             count: int = await self._statement(lambda: self._conn.execute(sql, params or {}).rowcount, sql)
@@ -219,8 +263,39 @@ class SqliteDatabase:
             finally:
                 self._owner = None
 
+    def change_stamp(self) -> bytes | None:
+        """The WAL index's header: SQLite rewrites it at every commit by any connection on this host (the
+        counter `iChange`, the last frame, the salts), and only at a commit — the check SQLite itself makes
+        before trusting its page cache. Reading it is one `pread` of the shared-memory file, no statement.
+        None inside a transaction (this connection sees its own uncommitted writes) or without a WAL index."""
+        if self._conn.in_transaction:
+            return None
+        if self._shm is None:
+            if self._wal_index is None:
+                return None
+            self._shm = _open_wal_index(self._wal_index)
+            if self._shm is None:
+                return None
+        try:
+            header = os.pread(self._shm, _WAL_HEADER, 0)
+        except OSError:
+            return None
+        return header if len(header) == _WAL_HEADER else None
+
     async def aclose(self) -> None:
         self._conn.close()
+        if self._shm is not None:
+            os.close(self._shm)
+            self._shm = None
+
+
+def _open_wal_index(path: str) -> int | None:
+    """A read-only descriptor on the store's WAL index (`path`, the `-shm` file), which SQLite keeps, same inode,
+    while any connection is open (this engine's is; a WAL store leaves WAL mode only with no other connection)."""
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
 
 
 _PG_KEY_COLUMNS = re.compile(r"^Key \(([^)]*)\)=")
@@ -377,6 +452,10 @@ class PostgresDatabase:
     async def fetchall(self, sql: str, params: Params = None) -> list[Row]:
         return [dict(r) for r in await self._run("fetch", sql, params)]
 
+    async def fetchall_kept(self, sql: str, params: Mapping[str, str | int]) -> list[Row]:
+        """`fetchall`: no change stamp here, so every read is a statement."""
+        return await self.fetchall(sql, params)
+
     async def execute(self, sql: str, params: Params = None) -> int:
         status: str = await self._run("execute", sql, params)  # "UPDATE 3", "INSERT 0 1", "SELECT 1"
         count = status.rsplit(" ", 1)[-1]
@@ -409,6 +488,10 @@ class PostgresDatabase:
                     self._tx.pop(task, None)
         except PostgresError as exc:  # raised by COMMIT (deferred checks); statements map their own
             raise _postgres_error(exc, "COMMIT", []) from None
+
+    def change_stamp(self) -> None:
+        """None: a commit elsewhere is told by notification (`auth/policy_watch.py`), not by a stamp."""
+        return None
 
     async def aclose(self) -> None:
         await self._pool.aclose()

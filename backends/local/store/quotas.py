@@ -94,17 +94,21 @@ class QuotaLedger:
                 rows,
             )
 
+    async def reserved(self, request_id: str) -> dict[str, int]:
+        """What the request reserves, machines per provider instance."""
+        rows = await self.db.fetchall(
+            "SELECT provider, machines FROM quota_reservations WHERE request_id = :r ORDER BY provider",
+            {"r": request_id},
+        )
+        return {r["provider"]: int(r["machines"]) for r in rows}
+
     async def take(self, request_id: str, template_id: str, provider: str, limit: int, needed: int) -> int:
         """How many of `needed` machines the request may launch on `provider` now (its quota `limit` less what
         others hold), moved into the request's reservation there from its other instances."""
         await self.lock([f"provider:{provider}"])
         others = (await self.held(None, [provider], besides=request_id))[1][provider]
         taken = max(0, min(needed, limit - others))
-        rows = await self.db.fetchall(
-            "SELECT provider, machines FROM quota_reservations WHERE request_id = :r ORDER BY provider",
-            {"r": request_id},
-        )
-        mine = {r["provider"]: int(r["machines"]) for r in rows}
+        mine = await self.reserved(request_id)
         grow = taken - mine.get(provider, 0)
         if grow <= 0:
             return taken

@@ -137,10 +137,20 @@ def _may_explain(svc: AuthService, principal: Principal) -> None:
         )
 
 
+_ANSWER_RIGHTS = (ListUserRolesQuery.spec.name, ListRolesQuery.spec.name, ListSubjectRoutesQuery.spec.name)
+"""The routes whose answers a check's answer would repeat (`_rights`)."""
+
+
+def _rights(svc: AuthService, principal: Principal) -> tuple[bool, bool]:
+    """(`_may_read_roles`, `_may_see_routes`), asked of the service once per caller and policy version."""
+    user_roles, roles, subject_routes = svc.may_call_each(principal, _ANSWER_RIGHTS)
+    return user_roles and roles, subject_routes
+
+
 def _may_read_roles(svc: AuthService, principal: Principal) -> bool:
     """Whether a check may name the subject's roles: they tell which roles a user holds and which role names
     exist, what the caller reads through the user-roles and roles listings — so only a caller that may call both."""
-    return svc.may_call(principal, ListUserRolesQuery.spec) and svc.may_call(principal, ListRolesQuery.spec)
+    return _rights(svc, principal)[0]
 
 
 _Routes = tuple[list[RouteAccess] | None, bool | None]
@@ -150,7 +160,7 @@ _NO_ROUTES: _Routes = (None, None)
 
 def _may_see_routes(svc: AuthService, principal: Principal) -> bool:
     """Whether a check may tell which routes the subject may call: what `/auth/subjectRoutes` answers."""
-    return svc.may_call(principal, ListSubjectRoutesQuery.spec)
+    return _rights(svc, principal)[1]
 
 
 def _routes(model: PolicyModel, p: Principal, object_type: str, method: str, attributes: Mapping[str, Any]) -> _Routes:
@@ -318,9 +328,8 @@ async def check_access(svc: AuthService, op: CheckAccessQuery, call: Call) -> Su
         _may_explain(svc, principal)
     revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
     p = model.subject(op.user_id, op.roles, op.mfa)
-    routes = (
-        _routes(model, p, op.object_type, op.method, op.attributes) if _may_see_routes(svc, principal) else _NO_ROUTES
-    )
+    read_roles, see_routes = _rights(svc, principal)
+    routes = _routes(model, p, op.object_type, op.method, op.attributes) if see_routes else _NO_ROUTES
     decision = SubjectDecision(
         allowed=model.policy.is_allowed(p, op.object_type, op.attributes, op.method),
         object_type=op.object_type,
@@ -334,7 +343,7 @@ async def check_access(svc: AuthService, op: CheckAccessQuery, call: Call) -> Su
         route_allowed=routes[1],
     )
     await _log(svc, principal, [decision])
-    return decision if _may_read_roles(svc, principal) else decision.model_copy(update={"roles": None})
+    return decision if read_roles else decision.model_copy(update={"roles": None})
 
 
 @handlers.on(CheckAccessBatchQuery)
