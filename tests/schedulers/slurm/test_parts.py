@@ -1,6 +1,6 @@
 """The Slurm strategy's parts without a controller: hostlists, resume files of both Slurm generations, the
 node map, the spool, `slurm config`, machines named after nodes (both backends) and the local provider's
-startup scripts. The real-controller tests are in test_slurm_controller.py."""
+startup scripts. The real-controller tests are in test_controller.py."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ once, all-or-nothing and best effort per job, a node that never registers, a wor
 production: a typo'd or overlapping node set, `scontrol reboot`, registration as readiness, the reconcile
 service (`pluginsdk worker`) and the controller unreachable.
 
-One controller for the module (`slurm_cluster.py`); each test starts from every node powered down.
+One controller for the module (`cluster.py`); each test starts from every node powered down.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import pytest
 
 from pluginsdk import PluginSDK
 from pluginsdk.schedulers.slurm.worker import exclusive
-from tests.schedulers.slurm_cluster import NODESETS, Cluster, cluster
+from tests.schedulers.slurm.cluster import NODESETS, Cluster, cluster
 
 __all__ = ["cluster"]
 
