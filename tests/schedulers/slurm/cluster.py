@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NEEDED = ("slurmctld", "slurmd", "scontrol", "srun", "sbatch", "munged", "unshare")
 
 
@@ -106,7 +106,9 @@ class Cluster:
         for d in ("state", "spool-slurmd", "log", "machines"):
             (self.where / d).mkdir(parents=True, exist_ok=True)
         self.programs.mkdir()
-        for script in (ROOT / "scripts" / "slurm").glob("*.sh"):
+        scripts = list((ROOT / "scripts" / "slurm").glob("*.sh"))
+        assert scripts, f"no Slurm programs in {ROOT / 'scripts' / 'slurm'}"
+        for script in scripts:
             shutil.copy(script, self.programs / script.name)
         env_lines = [f"PLUGINSDK_BIN='{sys.executable} -m pluginsdk'", f"PLUGIN_CONFIG={self.pconf}"]
         if os.environ.get("PYTHONPATH"):
