@@ -143,7 +143,7 @@ SuspendTime=4
 SuspendTimeout=4
 ResumeRate=0
 SuspendRate=0
-SlurmctldParameters=cloud_reg_addrs,idle_on_node_suspend,reboot_from_controller
+SlurmctldParameters=cloud_reg_addrs,idle_on_node_suspend,reboot_from_controller,power_save_interval=1
 PrivateData=cloud
 NodeName=cloud[1-4] CPUs=1 RealMemory=500 State=CLOUD Port={base + 2}-{base + 5}
 NodeName=bad[1-2] CPUs=1 RealMemory=500 State=CLOUD Port={base + 6}-{base + 7}
