@@ -80,7 +80,7 @@ SLOW: dict[str, str] = {
     "tests/console/": "Chromium driven by Playwright: 5-30 s a test",
     "tests/scale/": "several processes on one store",
     "tests/schedulers/": "scheduler scripts run as processes, and a Slurm controller",
-    "tests/server/test_schemathesis.py": "the two schemathesis runs over every route: ~250 s",
+    "tests/server/test_schemathesis.py": "the two schemathesis runs over every route: ~190 s",
     "tests/server/test_openapi_clients.py": "clients generated and installed from the OpenAPI document",
     "tests/mcp/test_ts_client.py": "the TypeScript MCP SDK, through npm",
     "tests/mcp/test_http_clients.py": "independent MCP clients over HTTP, through npm",
