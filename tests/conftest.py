@@ -80,8 +80,12 @@ SLOW: dict[str, str] = {
     "tests/console/": "Chromium driven by Playwright: 5-30 s a test",
     "tests/scale/": "several processes on one store",
     "tests/schedulers/": "scheduler scripts run as processes, and a Slurm controller",
-    "tests/server/test_schemathesis.py": "the two schemathesis runs over every route: ~250 s",
+    "tests/server/test_schemathesis.py": "the two schemathesis runs over every route: ~190 s",
     "tests/server/test_openapi_clients.py": "clients generated and installed from the OpenAPI document",
+    "tests/server/test_openapi_wire.py::test_typed_client_compiles_strict_and_runs": "openapi-typescript and tsc, "
+    "through npm: ~12 s",
+    "tests/server/test_openapi_wire.py::test_spectral_oas_rules_find_nothing": "Spectral, through npm: ~4 s",
+    "tests/fleet/": "server processes on PostgreSQL behind HAProxy, and Chromium: ~65 s in all",
     "tests/mcp/test_ts_client.py": "the TypeScript MCP SDK, through npm",
     "tests/mcp/test_http_clients.py": "independent MCP clients over HTTP, through npm",
     "tests/mcp/test_stdio.py": "the MCP server as a process over stdio",

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from pluginsdk import PluginSDK
+from tests.support.remote import in_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -124,21 +125,8 @@ def rss_kib(pid: int) -> int:
 @contextmanager
 def threaded_server(app: Any, http: Any) -> Iterator[int]:
     """`app` on uvicorn in a thread with the given HTTP protocol (ours, or "auto" for uvicorn's stock one)."""
-    import threading
-
     import uvicorn
 
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, http=http, loop="asyncio", log_level="error", lifespan="on")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "server did not start"
-        time.sleep(0.01)
-    try:
-        yield server.servers[0].sockets[0].getsockname()[1]
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, http=http, loop="asyncio", log_level="error", lifespan="on")
+    with in_thread(config) as port:
+        yield port

@@ -33,7 +33,16 @@ def serving(app: Any, port: int = 0) -> Iterator[str]:
     """`app` on uvicorn in a thread, on a free loopback port or `port`; yields the base URL."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    with in_thread(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")) as bound:
+        yield f"http://127.0.0.1:{bound}"
+
+
+@contextmanager
+def in_thread(config: Any) -> Iterator[int]:
+    """A uvicorn server of `config` in a thread with its own event loop; yields the port it listens on."""
+    from tests.support.quick_stop import QuickStop
+
+    server = QuickStop(config)
     thread = threading.Thread(target=server.run, name="pluginsdk-test-server", daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -41,11 +50,10 @@ def serving(app: Any, port: int = 0) -> Iterator[str]:
         if not thread.is_alive() or time.monotonic() > deadline:
             raise RuntimeError("test server did not start")
         time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield int(server.servers[0].sockets[0].getsockname()[1])
     finally:
-        server.should_exit = True
+        server.stop()
         thread.join(timeout=30)
 
 

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 NEEDED = ("slurmctld", "slurmd", "scontrol", "srun", "sbatch", "munged", "unshare")
 
 
@@ -106,7 +106,9 @@ class Cluster:
         for d in ("state", "spool-slurmd", "log", "machines"):
             (self.where / d).mkdir(parents=True, exist_ok=True)
         self.programs.mkdir()
-        for script in (ROOT / "scripts" / "slurm").glob("*.sh"):
+        scripts = list((ROOT / "scripts" / "slurm").glob("*.sh"))
+        assert scripts, f"no Slurm programs in {ROOT / 'scripts' / 'slurm'}"
+        for script in scripts:
             shutil.copy(script, self.programs / script.name)
         env_lines = [f"PLUGINSDK_BIN='{sys.executable} -m pluginsdk'", f"PLUGIN_CONFIG={self.pconf}"]
         if os.environ.get("PYTHONPATH"):
@@ -141,7 +143,7 @@ SuspendTime=4
 SuspendTimeout=4
 ResumeRate=0
 SuspendRate=0
-SlurmctldParameters=cloud_reg_addrs,idle_on_node_suspend,reboot_from_controller
+SlurmctldParameters=cloud_reg_addrs,idle_on_node_suspend,reboot_from_controller,power_save_interval=1
 PrivateData=cloud
 NodeName=cloud[1-4] CPUs=1 RealMemory=500 State=CLOUD Port={base + 2}-{base + 5}
 NodeName=bad[1-2] CPUs=1 RealMemory=500 State=CLOUD Port={base + 6}-{base + 7}

@@ -1,6 +1,6 @@
 """The Slurm strategy's parts without a controller: hostlists, resume files of both Slurm generations, the
 node map, the spool, `slurm config`, machines named after nodes (both backends) and the local provider's
-startup scripts. The real-controller tests are in test_slurm_controller.py."""
+startup scripts. The real-controller tests are in test_controller.py."""
 
 from __future__ import annotations
 
@@ -20,6 +20,8 @@ from pluginsdk.schedulers.slurm import programs, spool
 from pluginsdk.schedulers.slurm.nodes import NodeMap
 from tests.support.backends import base_config, open_sdk
 from tests.support.cli import Result, clean_environment, invoke, run
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_hostlists_expand_with_ranges_lists_and_digit_prefixes() -> None:
@@ -367,9 +369,11 @@ def test_the_engine_imports_nothing_from_the_schedulers() -> None:
     """The periodic tasks come through the hook: no module of the local backend imports an interface's."""
     import ast
 
-    root = Path(__file__).resolve().parents[2] / "backends"
+    root = ROOT / "backends"
+    files = list(root.rglob("*.py"))
+    assert len(files) > 10, root  # the walk finds the backend's modules
     upward = []
-    for file in root.rglob("*.py"):
+    for file in files:
         for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and node.module:
@@ -482,13 +486,12 @@ async def test_a_node_whose_machine_the_provider_took_back_goes_down_with_the_pr
 def test_the_documented_unit_file_is_the_shipped_one() -> None:
     """docs/schedulers.md shows scripts/systemd/pluginsdk-worker.service as it is (less its comments), and it
     runs the command that exists."""
-    root = Path(__file__).resolve().parents[2]
     shipped = [
         line
-        for line in (root / "scripts" / "systemd" / "pluginsdk-worker.service").read_text().splitlines()
+        for line in (ROOT / "scripts" / "systemd" / "pluginsdk-worker.service").read_text().splitlines()
         if not line.startswith("#")
     ]
-    docs = (root / "docs" / "schedulers.md").read_text()
+    docs = (ROOT / "docs" / "schedulers.md").read_text()
     block = docs.split("```ini\n", 1)[1].split("```", 1)[0].splitlines()
     assert block == shipped
     assert any(line.startswith("ExecStart=") and line.endswith("pluginsdk worker") for line in shipped)
