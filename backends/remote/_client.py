@@ -9,6 +9,8 @@ Timeouts are per phase (`httpx.Timeout`): connect, read, write, pool.
 
 from __future__ import annotations
 
+import functools
+import os
 import ssl
 from typing import TYPE_CHECKING
 
@@ -44,6 +46,8 @@ def ssl_context(settings: Settings) -> ssl.SSLContext:
             ctx = httpx.create_ssl_context(verify=False)
         elif api.ca_bundle:
             ctx = ssl.create_default_context(cafile=api.ca_bundle)
+        elif not api.client_cert:
+            return _default_context(api.trust_env, *(os.environ.get(v) for v in ("SSL_CERT_FILE", "SSL_CERT_DIR")))
         else:
             ctx = httpx.create_ssl_context(trust_env=api.trust_env)
         if api.client_cert:
@@ -55,6 +59,15 @@ def ssl_context(settings: Settings) -> ssl.SSLContext:
             f"Cannot load {key} (from {source}): {getattr(exc, 'strerror', None) or exc}.", key=key, source=source
         ) from None
     return ctx
+
+
+@functools.lru_cache(maxsize=4)
+def _default_context(trust_env: bool, _cert_file: str | None, _cert_dir: str | None) -> ssl.SSLContext:
+    """The verifying context of the default settings, made once per process for each environment it reads
+    (`SSL_CERT_FILE` / `SSL_CERT_DIR` when trusted): loading the CA bundle costs ~35 ms, which every
+    `PluginSDK(backend="remote")` opened in a long-lived process would pay again. A context holds no per-
+    connection state, so clients share it. The two paths only key the cache: httpx reads them itself."""
+    return httpx.create_ssl_context(trust_env=trust_env)
 
 
 def build_client(

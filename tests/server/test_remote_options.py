@@ -182,6 +182,23 @@ async def test_a_ca_bundle_from_the_config_or_the_environment_is_trusted(
     assert len(server.requests) == 2
 
 
+async def test_a_ca_file_named_by_the_environment_counts_after_a_default_client_was_made(
+    pki: Pki, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Clients of the default settings share one verifying context per environment it reads."""
+    async with serve(server_tls(pki)) as server:
+        async with remote(server.url) as sdk:
+            with pytest.raises(APIConnectionError):
+                await sdk.get_request("req-1")
+        monkeypatch.setenv("SSL_CERT_FILE", str(pki.ca))
+        async with remote(server.url) as sdk:
+            assert (await sdk.get_request("req-1")).request_id == "req-1"
+        monkeypatch.delenv("SSL_CERT_FILE")
+        async with remote(server.url) as sdk:
+            with pytest.raises(APIConnectionError):
+                await sdk.get_request("req-1")
+
+
 async def test_verification_can_be_switched_off_for_a_test_server(pki: Pki) -> None:
     async with serve(server_tls(pki)) as server, remote(server.url, {"verify": False}) as sdk:
         assert (await sdk.get_request("req-1")).request_id == "req-1"
