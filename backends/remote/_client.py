@@ -64,7 +64,7 @@ def ssl_context(settings: Settings) -> ssl.SSLContext:
 @functools.lru_cache(maxsize=4)
 def _default_context(trust_env: bool, _cert_file: str | None, _cert_dir: str | None) -> ssl.SSLContext:
     """The verifying context of the default settings, made once per process for each environment it reads
-    (`SSL_CERT_FILE` / `SSL_CERT_DIR` when trusted): loading the CA bundle costs ~35 ms, which every
+    (`SSL_CERT_FILE` / `SSL_CERT_DIR` when trusted): loading the CA bundle costs ~20 ms, which every
     `PluginSDK(backend="remote")` opened in a long-lived process would pay again. A context holds no per-
     connection state, so clients share it. The two paths only key the cache: httpx reads them itself."""
     return httpx.create_ssl_context(trust_env=trust_env)
