@@ -164,7 +164,7 @@ def test_every_command(cli: Cli, tmp_path: Path) -> None:
     cli("auth", "login", "bob", "--password", "Not-the-password-1", ok=False)
     cli("auth", "refresh", "--refresh-token", "not-a-token", ok=False)
     cli("auth", "logout", ok=False)
-    # federated sign-in: no identity provider is configured here (tests/auth/test_oidc_sign_in.py signs in)
+    # federated sign-in: no identity provider is configured here (tests/auth/federation/test_oidc_sign_in.py signs in)
     assert cli("auth", "sso-options")["federation"] is None
     cli("auth", "sso-start", "--redirect-uri", "http://127.0.0.1:9/callback", ok=False, code="VALIDATION_ERROR")
     cli("auth", "sso-finish", "--state", "s" * 43, "--code", "c", ok=False, code="VALIDATION_ERROR")

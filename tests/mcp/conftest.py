@@ -15,7 +15,7 @@ import pytest
 
 from pluginsdk.config import load_settings
 from tests.auth.conftest import Mailbox, mailbox  # noqa: F401 -- the loopback SMTP fixture
-from tests.auth.test_external_oauth import idp  # noqa: F401 -- the loopback JWKS fixture
+from tests.auth.federation.test_external_oauth import idp  # noqa: F401 -- the loopback JWKS fixture
 from tests.console.conftest import _prepare
 from tests.mcp.http_site import McpSite, config_for
 from tests.support.remote import serving

@@ -19,7 +19,7 @@ import pytest
 
 from pluginsdk import PluginSDK
 from pluginsdk.config import load_settings
-from tests.auth.test_external_oauth import IdP, external_app
+from tests.auth.federation.test_external_oauth import IdP, external_app
 from tests.console.conftest import PASSWORD
 from tests.mcp.http_site import (
     REDIRECT,

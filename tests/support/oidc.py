@@ -1,6 +1,6 @@
 """A real OpenID provider on loopback (panva's `oidc-provider`, from tests/clients) and a browser played with httpx.
 
-`openid_provider(tmp_path, accounts)` runs `tests/auth/oidc_provider.mjs` under Node with a static client
+`openid_provider(tmp_path, accounts)` runs `tests/auth/federation/oidc_provider.mjs` under Node with a static client
 (`CLIENT_ID`/`CLIENT_SECRET`, a native client: loopback redirect URIs on any port), a signing key the test
 made (so a test can mint a token the provider's key signs, `Provider.mint`), and `accounts` (login name ->
 claims: `email`, `groups`). The provider's own development login and consent pages sign users in.
@@ -39,7 +39,7 @@ __all__ = [
     "play_browser",
 ]
 
-SCRIPT = Path(__file__).resolve().parents[1] / "auth" / "oidc_provider.mjs"
+SCRIPT = Path(__file__).resolve().parents[1] / "auth" / "federation" / "oidc_provider.mjs"
 CLIENT_ID = "pluginsdk-test"
 CLIENT_SECRET = "a-client-secret-for-the-tests-only-0123456789"
 CHEAP_HASHING = {"timeCost": 1, "memoryKib": 8, "parallelism": 1}

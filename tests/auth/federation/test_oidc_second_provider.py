@@ -2,8 +2,8 @@
 loopback, on both backends.
 
 Another server's reading of the protocol than panva's: its one-key key set (whose ID tokens may name no `kid`,
-as OpenID Connect Core 10.1 and RFC 7515 allow; tests/auth/test_external_oauth.py checks that case key by key),
-its consent page, its token endpoint (any client id and secret accepted).
+as OpenID Connect Core 10.1 and RFC 7515 allow; tests/auth/federation/test_external_oauth.py checks that case
+key by key), its consent page, its token endpoint (any client id and secret accepted).
 """
 
 from __future__ import annotations
