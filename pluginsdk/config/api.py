@@ -1,10 +1,8 @@
 """`api` and `mcp`: the REST server (bounds, CORS, what it holds for callers), the remote backend's client, and
 the MCP tools it serves."""
 
-from __future__ import annotations
-
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
 import pydantic
 from pydantic import Field
@@ -58,7 +56,7 @@ class CorsSettings(SettingsGroup):
         return value
 
     @pydantic.model_validator(mode="after")
-    def _no_credentials_to_anyone(self) -> CorsSettings:
+    def _no_credentials_to_anyone(self) -> Self:
         if self.allow_credentials and "*" in self.allow_origins:
             raise ValueError("allow_credentials with allow_origins '*' would hand credentials to any site")
         return self

@@ -2,8 +2,6 @@
 named provider instances by their drivers' models, credentials in any other text masked (`Settings.redacted`,
 the errors a wrong value raises, reprs)."""
 
-from __future__ import annotations
-
 import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypeGuard
@@ -56,7 +54,7 @@ class SettingsGroup(pydantic.BaseModel):
     """Keys that once meant something -> the error that says what replaces them."""
 
     @classmethod
-    def sub_group(cls, name: str) -> type[SettingsGroup] | None:
+    def sub_group(cls, name: str) -> type["SettingsGroup"] | None:
         """The model of the open sub-group `name`; None when no model describes it (its keys stay open)."""
         return None
 

@@ -1,10 +1,8 @@
 """`provider`: the driver new requests use, named provider instances, capacity cooldowns and quotas, and the
 built-in drivers' own groups (`provider.local`, `provider.aws`; a third party's driver brings its model)."""
 
-from __future__ import annotations
-
 import re
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 import pydantic
 from pydantic import Field
@@ -161,7 +159,7 @@ class ProviderSettings(SettingsGroup):
         return value
 
     @pydantic.model_validator(mode="after")
-    def _default_known(self) -> ProviderSettings:
+    def _default_known(self) -> Self:
         if self.default is not None and self.default not in self.instances and self.default != self.type:
             raise wrong("default", self.default, f"a provider instance ({', '.join([self.type, *self.instances])})")
         return self

@@ -1,9 +1,8 @@
 """`slurm`: the cloud node sets Slurm's power saving launches from templates, and how the worker drives them
 (docs/schedulers.md, "Slurm")."""
 
-from __future__ import annotations
-
 import re
+from typing import Self
 
 import pydantic
 from pydantic import Field
@@ -51,7 +50,7 @@ class SlurmSettings(SettingsGroup):
     runs; off: rely on `SlurmctldParameters=cloud_reg_addrs` (the address the node registers from)."""
 
     @pydantic.model_validator(mode="after")
-    def _nodesets_readable(self) -> SlurmSettings:
+    def _nodesets_readable(self) -> Self:
         """Each node set's hostlist reads, names host-like nodes, and shares none with another set: a node on two
         `NodeName` lines stops slurmctld (`fatal: Duplicated NodeName`), and a typo found only when Slurm asks for
         the node leaves its job waiting out ResumeTimeout."""
