@@ -109,7 +109,8 @@ class QuotaSettings(SettingsGroup):
     """Retry-After of a refusal by a limit on machines at once (machines free when they are returned)."""
 
 
-_INSTANCE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+_INSTANCE_NAME = r"^[a-z][a-z0-9_-]{0,62}$"
+"""A provider instance's name (compiled on first use, by `re`'s cache)."""
 
 
 class ProviderSettings(SettingsGroup):
@@ -133,7 +134,7 @@ class ProviderSettings(SettingsGroup):
     def _instances(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """Each instance names a driver installed here, and its settings are that driver's (unknown keys refused)."""
         for name, group in value.items():
-            if not _INSTANCE_NAME.match(name):
+            if not re.match(_INSTANCE_NAME, name):
                 raise wrong(name, name, "an instance name: lower-case letters, digits, '-' or '_'")
             kind = group.get("type")
             if not isinstance(kind, str):

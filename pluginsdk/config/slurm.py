@@ -13,8 +13,8 @@ from .group import SettingsGroup
 __all__ = ["SlurmNodeSet", "SlurmSettings"]
 
 
-_NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-"""A node name Slurm and a host name both accept."""
+_NODE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+"""A node name Slurm and a host name both accept (compiled on first use, by `re`'s cache)."""
 
 
 class SlurmNodeSet(SettingsGroup):
@@ -72,7 +72,7 @@ class SlurmSettings(SettingsGroup):
                 raise wrong(key, nodeset.nodes, "at least one node name")
             mine: set[str] = set()
             for name in names:
-                if not _NODE_NAME.match(name):
+                if not re.match(_NODE_NAME, name):
                     raise wrong(key, nodeset.nodes, f"node names of letters, digits, '.', '-' or '_' (not {name!r})")
                 if name in mine:
                     raise wrong(key, nodeset.nodes, f"each node once: {name} is listed twice")
