@@ -14,8 +14,6 @@ how a group is shown: `SECRET`, masked credentials) and `fields` (the strict fie
 `pluginsdk.config`: the names below are its contract.
 """
 
-from __future__ import annotations
-
 from .api import ApiSettings as ApiSettings
 from .api import CorsSettings as CorsSettings
 from .api import HeldSettings

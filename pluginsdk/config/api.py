@@ -1,10 +1,8 @@
 """`api` and `mcp`: the REST server (bounds, CORS, what it holds for callers), the remote backend's client, and
 the MCP tools it serves."""
 
-from __future__ import annotations
-
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
 import pydantic
 from pydantic import Field
@@ -33,7 +31,9 @@ class HeldSettings(SettingsGroup):
     creation_window_seconds: float = Field(60.0, gt=0)
 
 
-_ORIGIN = re.compile(r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$")
+_ORIGIN = r"^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$|^https?://\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?$"
+"""A CORS origin: scheme, host and optional port. Patterns here are compiled on first use (`re`'s cache), not at
+import: a CLI call that configures no CORS never compiles it."""
 
 
 class CorsSettings(SettingsGroup):
@@ -53,12 +53,12 @@ class CorsSettings(SettingsGroup):
     @classmethod
     def _origins(cls, value: list[str]) -> list[str]:
         for origin in value:
-            if origin != "*" and not _ORIGIN.match(origin):
+            if origin != "*" and not re.match(_ORIGIN, origin):
                 raise ValueError(f"{origin[:200]!r} is not an origin: scheme://host[:port], no path, or *")
         return value
 
     @pydantic.model_validator(mode="after")
-    def _no_credentials_to_anyone(self) -> CorsSettings:
+    def _no_credentials_to_anyone(self) -> Self:
         if self.allow_credentials and "*" in self.allow_origins:
             raise ValueError("allow_credentials with allow_origins '*' would hand credentials to any site")
         return self

@@ -1,10 +1,8 @@
 """`app`: the auth service's settings (docs/auth.md) — the identity provider mode, authorization options, mail,
 the sealing key given inline, the audit sample rate and what the web client is told. Keys are camelCase."""
 
-from __future__ import annotations
-
 import base64
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Self
 
 import pydantic
 from pydantic import BeforeValidator, Field
@@ -79,7 +77,7 @@ class AuthProviderSettings(AppGroup):
     federation: FederationSettings = Field(default_factory=FederationSettings.model_construct)
 
     @pydantic.model_validator(mode="after")
-    def _one_mode(self) -> AuthProviderSettings:
+    def _one_mode(self) -> Self:
         managed = self.useManaged
         if managed.enabled and self.useExternalOAuthIdp.enabled and not managed.useOidc:
             raise wrong(

@@ -1,8 +1,6 @@
 """Field types of the settings models that read values given as text (environment, YAML) strictly, and `wrong`,
 the error of a check across fields that names the key it refuses."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Strict

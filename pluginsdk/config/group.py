@@ -2,8 +2,6 @@
 named provider instances by their drivers' models, credentials in any other text masked (`Settings.redacted`,
 the errors a wrong value raises, reprs)."""
 
-from __future__ import annotations
-
 import re
 from collections.abc import Mapping
 from typing import Any, ClassVar, TypeGuard
@@ -26,16 +24,17 @@ SECRET = _Secret()
 
 
 _CREDENTIALS = (
-    re.compile(r"(?P<keep>[A-Za-z][A-Za-z0-9+.\-]*://[^:@/\s?#]*:)[^@\s]*(?=@)"),  # scheme://user:PASSWORD@
-    re.compile(r"(?i)(?P<keep>\b(?:password|passwd|pwd|sslpassword)\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s&;]*)"),
+    r"(?P<keep>[A-Za-z][A-Za-z0-9+.\-]*://[^:@/\s?#]*:)[^@\s]*(?=@)",  # scheme://user:PASSWORD@
+    r"(?i)(?P<keep>\b(?:password|passwd|pwd|sslpassword)\s*=\s*)(?:'(?:[^'\\]|\\.)*'|[^\s&;]*)",
 )
-"""A URL's userinfo password, and a DSN's or query string's `password=` part (libpq's keywords)."""
+"""A URL's userinfo password, and a DSN's or query string's `password=` part (libpq's keywords): compiled on
+first use (`re`'s cache), not at import, since a CLI call that shows nothing never masks."""
 
 
 def mask_credentials(text: str) -> str:
     """`text` with the passwords of URLs (`scheme://user:***@host`) and DSNs (`password=***`) masked."""
     for pattern in _CREDENTIALS:
-        text = pattern.sub(lambda m: m.group("keep") + "***", text)
+        text = re.sub(pattern, lambda m: m.group("keep") + "***", text)
     return text
 
 
@@ -56,7 +55,7 @@ class SettingsGroup(pydantic.BaseModel):
     """Keys that once meant something -> the error that says what replaces them."""
 
     @classmethod
-    def sub_group(cls, name: str) -> type[SettingsGroup] | None:
+    def sub_group(cls, name: str) -> type["SettingsGroup"] | None:
         """The model of the open sub-group `name`; None when no model describes it (its keys stay open)."""
         return None
 

@@ -1,9 +1,7 @@
 """Who callers are, under `app.authProvider`: the managed user pool (passwords, sign-in limits), an external
 OAuth IdP whose tokens are verified, and federated sign-in (OIDC, SAML) with its role mapping."""
 
-from __future__ import annotations
-
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 from urllib.parse import urlparse
 
 import pydantic
@@ -36,7 +34,7 @@ class PasswordHashingSettings(AppGroup):
     """Sign-ins and password changes that may wait for a hashing slot; more are answered 429 at once."""
 
     @pydantic.model_validator(mode="after")
-    def _argon2_floor(self) -> PasswordHashingSettings:
+    def _argon2_floor(self) -> Self:
         if self.memoryKib < 8 * self.parallelism:
             raise wrong("memoryKib", self.memoryKib, f"at least 8 x parallelism ({8 * self.parallelism})")
         return self
@@ -78,7 +76,7 @@ class ManagedPoolSettings(AppGroup):
     signInLimits: SignInLimitsSettings = Field(default_factory=SignInLimitsSettings.model_construct)
 
     @pydantic.model_validator(mode="after")
-    def _one_federation(self) -> ManagedPoolSettings:
+    def _one_federation(self) -> Self:
         if self.useOidc and self.useSaml:
             raise wrong("", True, "only one federation method may be active: useOidc or useSaml, not both")
         if (self.useOidc or self.useSaml) and not self.enabled:
@@ -125,13 +123,13 @@ class ExternalIdpSettings(AppGroup):
     """The sign-in button's "Sign in with <displayName>" (default: the issuer's host name)."""
 
     @pydantic.model_validator(mode="after")
-    def _verifiable(self) -> ExternalIdpSettings:
+    def _verifiable(self) -> Self:
         """Enabled: with what verifying its tokens needs, asymmetric algorithms only."""
         if not self.enabled:
             return self
         return self.checked()
 
-    def checked(self) -> ExternalIdpSettings:
+    def checked(self) -> Self:
         """What verifying the IdP's tokens needs is here (also for OIDC sign-in, enabled or not)."""
         if not self.issuer:
             raise wrong("issuer", "", "a value (needed to verify the IdP's tokens)")

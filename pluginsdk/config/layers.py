@@ -4,8 +4,6 @@ Every value remembers where it came from (`Settings.sources`), so a wrong one be
 that names the key and the source ("storage.path from PLUGIN_STORAGE_PATH"). File formats: JSON or YAML.
 """
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping
 from pathlib import Path

@@ -1,10 +1,8 @@
 """`provider`: the driver new requests use, named provider instances, capacity cooldowns and quotas, and the
 built-in drivers' own groups (`provider.local`, `provider.aws`; a third party's driver brings its model)."""
 
-from __future__ import annotations
-
 import re
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal, Self
 
 import pydantic
 from pydantic import Field
@@ -111,7 +109,8 @@ class QuotaSettings(SettingsGroup):
     """Retry-After of a refusal by a limit on machines at once (machines free when they are returned)."""
 
 
-_INSTANCE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+_INSTANCE_NAME = r"^[a-z][a-z0-9_-]{0,62}$"
+"""A provider instance's name (compiled on first use, by `re`'s cache)."""
 
 
 class ProviderSettings(SettingsGroup):
@@ -135,7 +134,7 @@ class ProviderSettings(SettingsGroup):
     def _instances(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         """Each instance names a driver installed here, and its settings are that driver's (unknown keys refused)."""
         for name, group in value.items():
-            if not _INSTANCE_NAME.match(name):
+            if not re.match(_INSTANCE_NAME, name):
                 raise wrong(name, name, "an instance name: lower-case letters, digits, '-' or '_'")
             kind = group.get("type")
             if not isinstance(kind, str):
@@ -161,7 +160,7 @@ class ProviderSettings(SettingsGroup):
         return value
 
     @pydantic.model_validator(mode="after")
-    def _default_known(self) -> ProviderSettings:
+    def _default_known(self) -> Self:
         if self.default is not None and self.default not in self.instances and self.default != self.type:
             raise wrong("default", self.default, f"a provider instance ({', '.join([self.type, *self.instances])})")
         return self

@@ -1,8 +1,6 @@
 """The effective configuration (`Settings`): one field per group, the small groups of the process itself —
 storage, logging, scheduler, templates, the in-process SDK — and where the default store lives."""
 
-from __future__ import annotations
-
 import os
 from pathlib import Path
 from typing import Any, Literal

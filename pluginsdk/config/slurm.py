@@ -1,9 +1,8 @@
 """`slurm`: the cloud node sets Slurm's power saving launches from templates, and how the worker drives them
 (docs/schedulers.md, "Slurm")."""
 
-from __future__ import annotations
-
 import re
+from typing import Self
 
 import pydantic
 from pydantic import Field
@@ -14,8 +13,8 @@ from .group import SettingsGroup
 __all__ = ["SlurmNodeSet", "SlurmSettings"]
 
 
-_NODE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-"""A node name Slurm and a host name both accept."""
+_NODE_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]*$"
+"""A node name Slurm and a host name both accept (compiled on first use, by `re`'s cache)."""
 
 
 class SlurmNodeSet(SettingsGroup):
@@ -51,7 +50,7 @@ class SlurmSettings(SettingsGroup):
     runs; off: rely on `SlurmctldParameters=cloud_reg_addrs` (the address the node registers from)."""
 
     @pydantic.model_validator(mode="after")
-    def _nodesets_readable(self) -> SlurmSettings:
+    def _nodesets_readable(self) -> Self:
         """Each node set's hostlist reads, names host-like nodes, and shares none with another set: a node on two
         `NodeName` lines stops slurmctld (`fatal: Duplicated NodeName`), and a typo found only when Slurm asks for
         the node leaves its job waiting out ResumeTimeout."""
@@ -73,7 +72,7 @@ class SlurmSettings(SettingsGroup):
                 raise wrong(key, nodeset.nodes, "at least one node name")
             mine: set[str] = set()
             for name in names:
-                if not _NODE_NAME.match(name):
+                if not re.match(_NODE_NAME, name):
                     raise wrong(key, nodeset.nodes, f"node names of letters, digits, '.', '-' or '_' (not {name!r})")
                 if name in mine:
                     raise wrong(key, nodeset.nodes, f"each node once: {name} is listed twice")

@@ -3,8 +3,6 @@ key is an error, not a default), then each given group validated on its own and 
 The errors name the dotted key, where it was given (file, config dict, environment variable, argument) and
 what was expected, and show no secret."""
 
-from __future__ import annotations
-
 from collections.abc import Iterable, Mapping
 from typing import Any
 
