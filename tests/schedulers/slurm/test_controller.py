@@ -106,27 +106,6 @@ def test_a_template_that_fails_puts_its_nodes_down_and_the_job_is_requeued(fresh
     assert c.job(job)["JobState"] == "PENDING"
 
 
-def test_all_or_nothing_gives_back_what_a_job_got(fresh: Cluster) -> None:
-    c = fresh
-    c.write(all_or_nothing=True, local={"capacity": 2})
-    job = c.run("sbatch", "--parsable", "-N3", "-p", "burst", "--wrap", "hostname").stdout.strip()
-    c.until(
-        "a node down for capacity", lambda: any("pluginsdk:" in c.node(f"cloud{i}")["Reason"] for i in (1, 2, 3, 4))
-    )
-    c.until("the job's other machines returned", lambda: not _machines(c), timeout=30)
-    c.until("the job requeued", lambda: int(c.job(job).get("Restarts", "0")) >= 1, timeout=10)
-    reasons = " ".join(c.node(f"cloud{i}")["Reason"] for i in (1, 2, 3, 4))
-    assert "InsufficientInstanceCapacity" in reasons and "another node of the job" in reasons, reasons
-
-
-def test_best_effort_keeps_what_came_up(fresh: Cluster) -> None:
-    c = fresh
-    c.write(all_or_nothing=False, local={"capacity": 2})
-    c.run("sbatch", "--parsable", "-N3", "-p", "burst", "--wrap", "hostname")
-    c.until("a node down for capacity", lambda: any("Capacity" in c.node(f"cloud{i}")["Reason"] for i in (1, 2, 3, 4)))
-    c.until("two machines running", lambda: len([m for m in _machines(c) if m.status == "running"]) == 2)
-
-
 def test_a_node_that_never_registers_is_repaired_by_reconcile(fresh: Cluster) -> None:
     c = fresh
     c.run("sbatch", "--parsable", "-N1", "-p", "mute", "--wrap", "hostname")
@@ -288,3 +267,25 @@ def test_reconcile_with_the_controller_unreachable_prints_the_envelope(fresh: Cl
     assert down.returncode == 1 and down.stdout == "", (down, time.monotonic() - start)
     envelope = _envelope(down)
     assert envelope["error_code"] == "SCHEDULER_UNAVAILABLE" and "controller" in envelope["error"], envelope
+
+
+# Last in the module: each leaves nodes down for capacity, which the next test's reset waits ~30 s to power down.
+def test_all_or_nothing_gives_back_what_a_job_got(fresh: Cluster) -> None:
+    c = fresh
+    c.write(all_or_nothing=True, local={"capacity": 2})
+    job = c.run("sbatch", "--parsable", "-N3", "-p", "burst", "--wrap", "hostname").stdout.strip()
+    c.until(
+        "a node down for capacity", lambda: any("pluginsdk:" in c.node(f"cloud{i}")["Reason"] for i in (1, 2, 3, 4))
+    )
+    c.until("the job's other machines returned", lambda: not _machines(c), timeout=30)
+    c.until("the job requeued", lambda: int(c.job(job).get("Restarts", "0")) >= 1, timeout=10)
+    reasons = " ".join(c.node(f"cloud{i}")["Reason"] for i in (1, 2, 3, 4))
+    assert "InsufficientInstanceCapacity" in reasons and "another node of the job" in reasons, reasons
+
+
+def test_best_effort_keeps_what_came_up(fresh: Cluster) -> None:
+    c = fresh
+    c.write(all_or_nothing=False, local={"capacity": 2})
+    c.run("sbatch", "--parsable", "-N3", "-p", "burst", "--wrap", "hostname")
+    c.until("a node down for capacity", lambda: any("Capacity" in c.node(f"cloud{i}")["Reason"] for i in (1, 2, 3, 4)))
+    c.until("two machines running", lambda: len([m for m in _machines(c) if m.status == "running"]) == 2)
