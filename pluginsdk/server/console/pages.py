@@ -368,13 +368,20 @@ async def request_detail(ctx: Ctx, request_id: str) -> Response:
     )
     if ctx.can("cancel_request") and 'data-final="1"' not in body:  # a final request cannot be cancelled
         body = render(
-            '{b}<form method="post" action="/ui/requests/{i}/cancel" class="inline">{csrf}'
-            '<button type="submit" class="danger">Cancel request</button></form>',
-            b=body,
-            i=quote(request_id, safe=""),
-            csrf=ctx.csrf,
+            "{b}{f}", b=body, f=danger_form(ctx, f"/ui/requests/{quote(request_id, safe='')}/cancel", "Cancel request")
         )
     return page(ctx, f"Request {request_id}", body)
+
+
+def danger_form(ctx: Ctx, action: str, label: str) -> Safe:
+    """A one-button form posting to `action` (already quoted) whose handler asks first (`confirm_first`)."""
+    return render(
+        '<form method="post" action="{a}" class="inline">{csrf}'
+        '<button type="submit" class="danger">{l}</button></form>',
+        a=action,
+        csrf=ctx.csrf,
+        l=label,
+    )
 
 
 async def cancel_request(ctx: Ctx, request_id: str) -> Response:

@@ -11,7 +11,7 @@ from starlette.responses import Response
 
 from ...errors import PermissionDeniedError, SDKError, ValidationError
 from ._html import Safe, join, render, value_of
-from .pages import back, confirm_first, field, fields_table, notice, page, request_form, table
+from .pages import back, confirm_first, danger_form, field, fields_table, notice, page, request_form, table
 
 if TYPE_CHECKING:
     from ._web import Ctx
@@ -105,13 +105,8 @@ async def _template_page(ctx: Ctx, template_id: str, verdict: Safe) -> Response:
     if ctx.can("create_request"):
         body = render("{b}{r}", b=body, r=request_form(ctx, template_id))
     if ctx.can("delete_template"):
-        body = render(
-            '{b}<form method="post" action="/ui/templates/{i}/delete" class="inline">{csrf}'
-            '<button type="submit" class="danger">Delete template</button></form>',
-            b=body,
-            i=quote(template_id, safe=""),
-            csrf=ctx.csrf,
-        )
+        action = f"/ui/templates/{quote(template_id, safe='')}/delete"
+        body = render("{b}{f}", b=body, f=danger_form(ctx, action, "Delete template"))
     return page(ctx, f"Template {template_id}", body)
 
 
