@@ -16,15 +16,14 @@ from tests.support.backends import base_config
 
 
 def _count_key_reads(sdk: PluginSDK) -> list[int]:
-    """Statements reading an API key's row from the database (a kept read answered from memory runs none)."""
-    db = sdk.backend.engine.authz.store.db  # type: ignore[attr-defined]
-    read, count = db.fetchall, [0]
+    store = sdk.backend.engine.authz.store  # type: ignore[attr-defined]
+    read, count = store.api_key_by_hash, [0]
 
-    async def counted(sql: str, params: object = None) -> object:
-        count[0] += "auth_api_keys" in sql
-        return await read(sql, params)
+    async def counted(digest: str) -> object:
+        count[0] += 1
+        return await read(digest)
 
-    db.fetchall = counted
+    store.api_key_by_hash = counted
     return count
 
 

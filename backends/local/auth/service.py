@@ -66,6 +66,8 @@ from .store import AuthStore
 from .throttle import SignInThrottle
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from pluginsdk.models.plans import AccessPlan
 
     from ..policy.decision_point import PolicyModel
@@ -85,6 +87,8 @@ _API_KEY_SHAPE = re.compile(re.escape(API_KEY_PREFIX) + r"[A-Za-z0-9_-]{20,128}"
 _POLICY_WORKERS = 2
 """What-ifs, dry runs and policy test runs computed at once per service; more wait."""
 _ROUTE_CACHE = 65_536
+_KEYS_KEPT = 1024
+"""Verified API keys kept at most (`AuthService._api_key`), all dropped at the store's next commit."""
 """Tier-1 answers kept per version (cleared when full)."""
 
 
@@ -150,6 +154,8 @@ class AuthService:
         self._snapshot: _Snapshot | None = None
         self._rules: Rules | None = None
         self._resolved: tuple[Principal, _Snapshot, Principal] | None = None
+        self._keys: tuple[bytes, dict[str, tuple[Principal, datetime | None]]] | None = None
+        """API keys verified since the store's change stamp was last seen: (stamp, key hash -> (principal, expiry))."""
         """The last (principal given, snapshot, principal resolved): an in-process SDK asks as one caller."""
         self._lock = asyncio.Lock()
         self.compiles = 0
@@ -284,9 +290,35 @@ class AuthService:
         )
 
     async def _api_key(self, key: str) -> Principal:
-        """The key's principal, with the policy version read in its statement (a kept read: on SQLite no
-        statement while no process has committed since); its expiry checked on each call."""
+        """The key's principal, with the policy version read in its statement. A key verified since the store's
+        change stamp last moved (SQLite: no commit by any process since, `Database.change_stamp`) is taken
+        from memory — its row, and the version, are what a statement would read — its expiry checked again;
+        any commit (a key deleted or deactivated, a policy write) and the next call reads the row."""
         digest = sha256_hex(key)
+        stamp = self.store.db.change_stamp()
+        kept = self._kept_key(stamp, digest)
+        if kept is not None:
+            return kept
+        principal, expires = await self._read_key(digest)
+        if stamp is not None:
+            keys = self._keys
+            if keys is None or keys[0] != stamp or len(keys[1]) >= _KEYS_KEPT:
+                self._keys = keys = (stamp, {})
+            keys[1][digest] = (principal, expires)
+        return principal
+
+    def _kept_key(self, stamp: bytes | None, digest: str) -> Principal | None:
+        """The principal of a key verified under this very stamp and not expired since, or None."""
+        keys = self._keys
+        if stamp is None or keys is None or keys[0] != stamp:
+            return None
+        hit = keys[1].get(digest)
+        if hit is None or (hit[1] is not None and hit[1] <= now()):
+            return None
+        return hit[0]
+
+    async def _read_key(self, digest: str) -> tuple[Principal, datetime | None]:
+        """(principal, expiry) of the key's row; AuthenticationError for an unknown, inactive or expired key."""
         row = await self.store.api_key_by_hash(digest)
         expires = None if row is None or row["expires_at"] is None else parse_ts(row["expires_at"])
         if (
@@ -297,13 +329,14 @@ class AuthService:
         ):
             raise AuthenticationError("The API key is unknown, expired or deactivated.")
         version = row["policy_version"]
-        return Principal(
+        principal = Principal(
             user_id=row["user_id"],
             auth_method="api_key",
             api_key_id=row["api_key_id"],
             mfa=False,
             policy_version=None if version is None else int(version),
         )
+        return principal, expires
 
     async def _bearer(self, token: str) -> Principal:
         external = self.external if self.external is not None and self.external.config.enabled else None

@@ -394,15 +394,12 @@ class AuthStore:
 
     async def api_key_by_hash(self, key_hash: str) -> Row | None:
         """The key's row, and the policy version (`policy_version`) read in the same statement: the request
-        the key authenticates is decided on that version without a statement of its own. A kept read
-        (`Database.fetchall_kept`): no statement while no process has committed since (SQLite), so a key
-        deleted or deactivated anywhere is read again on the next call."""
-        rows = await self.db.fetchall_kept(
+        the key authenticates is decided on that version without a statement of its own."""
+        return await self.db.fetchone(
             "SELECT k.*, (SELECT value FROM meta WHERE key = :v) AS policy_version"
             " FROM auth_api_keys k WHERE k.key_hash = :h",
             {"h": key_hash, "v": VERSION_KEY},
         )
-        return rows[0] if rows else None
 
     async def page_api_keys(self, user_id: str | None, after: tuple[str, str] | None, limit: int) -> list[Row]:
         conds, params = [], {"n": limit}
