@@ -294,7 +294,7 @@ class AuthService:
         change stamp last moved (SQLite: no commit by any process since, `Database.change_stamp`) is taken
         from memory — its row, and the version, are what a statement would read — its expiry checked again;
         any commit (a key deleted or deactivated, a policy write) and the next call reads the row. The principal
-        itself is kept, not only its row (`Database.fetchall_kept` would keep that): the same object lets the
+        itself is kept, not only its row (`Database.read_kept` could keep that): the same object lets the
         role resolution behind it match by identity (`_resolved`); a row read again measured 4-6 % more server
         CPU per authenticated REST read."""
         digest = sha256_hex(key)

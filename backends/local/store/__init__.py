@@ -17,7 +17,8 @@ from pluginsdk.errors import AlreadyExistsError
 from pluginsdk.models.statuses import MachineStatus, RequestType
 
 from .claims import Claims
-from .db import Database, open_database
+from .db import Database, Row, open_database
+from .detached import detached
 from .schema import migrate
 
 if TYPE_CHECKING:  # the classes are read through `models` when first used: a call builds only those it needs
@@ -46,6 +47,16 @@ def _in(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
     """An IN (...) list with one named parameter per value (portable, no string interpolation of values)."""
     params = {f"{name}{i}": v for i, v in enumerate(values)}
     return "(" + ", ".join(f":{k}" for k in params) + ")", params
+
+
+def _requests(rows: list[Row]) -> tuple[Request, ...]:
+    """Stored requests as `Database.read_kept` keeps them (handed out `detached`)."""
+    return tuple(models.Request.model_validate_json(row["data"]) for row in rows)
+
+
+def _owned_machines(rows: list[Row]) -> tuple[tuple[str, Machine], ...]:
+    """(owner's id, stored machine) of each row, as `Database.read_kept` keeps them (handed out `detached`)."""
+    return tuple((row["owner_id"], models.Machine.model_validate_json(row["data"])) for row in rows)
 
 
 class Store:
@@ -233,8 +244,9 @@ class Store:
             lock = " FOR UPDATE" if self.db.dialect == "postgresql" else ""
             row = await self.db.fetchone(f"SELECT data FROM requests WHERE request_id = :id{lock}", {"id": request_id})
             return models.Request.model_validate_json(row["data"]) if row else None
-        rows = await self.db.fetchall_kept("SELECT data FROM requests WHERE request_id = :id", {"id": request_id})
-        return models.Request.model_validate_json(rows[0]["data"]) if rows else None
+        sql = "SELECT data FROM requests WHERE request_id = :id"
+        kept = await self.db.read_kept(sql, {"id": request_id}, _requests)
+        return detached(kept[0]) if kept else None
 
     async def get_requests(self, request_ids: Sequence[str]) -> dict[str, Request]:
         if not request_ids:
@@ -431,9 +443,12 @@ class Store:
         sql = f"SELECT {column} AS owner_id, data FROM machines WHERE {column} IN {clause}" + (
             lock or f" ORDER BY {order}"
         )
-        rows = await (self.db.fetchall(sql, params) if for_update else self.db.fetchall_kept(sql, params))
-        for row in rows:
-            out[row["owner_id"]].append(models.Machine.model_validate_json(row["data"]))
+        if for_update:
+            for owner, machine in _owned_machines(await self.db.fetchall(sql, params)):
+                out[owner].append(machine)
+        else:
+            for owner, machine in await self.db.read_kept(sql, params, _owned_machines):
+                out[owner].append(detached(machine))
         if lock and not returns:
             for machines in out.values():
                 machines.sort(key=lambda m: (m.created_at, m.machine_id))

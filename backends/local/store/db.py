@@ -29,11 +29,11 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from pluginsdk import observe
 from pluginsdk.errors import ConfigurationError
@@ -45,6 +45,7 @@ __all__ = ["Database", "Row", "open_database"]
 
 Row = Mapping[str, Any]
 Params = Mapping[str, Any] | None
+T = TypeVar("T")
 
 
 class Database(Protocol):
@@ -55,9 +56,10 @@ class Database(Protocol):
 
     async def fetchall(self, sql: str, params: Params = None) -> list[Row]: ...
 
-    async def fetchall_kept(self, sql: str, params: Mapping[str, str | int]) -> list[Row]:
-        """`fetchall` of a plain read (rows of tables, nothing of the clock or chance): answered from memory
-        while the store's change stamp is the one it was read under (`change_stamp`), else read."""
+    async def read_kept(self, sql: str, params: Mapping[str, str | int], parse: Callable[[list[Row]], T]) -> T:
+        """`parse` of a plain read's rows (rows of tables, nothing of the clock or chance), kept while the
+        store's change stamp is the one it was read under (`change_stamp`), else read and parsed again. What
+        is kept is handed to every caller while the stamp holds: callers copy before they change it."""
         ...
 
     async def execute(self, sql: str, params: Params = None) -> int:
@@ -91,7 +93,8 @@ _WAL_HEADER = 96
 """The WAL index's header, both copies (https://www.sqlite.org/walformat.html, "The WAL-Index Header")."""
 
 _KEPT_READS = 1024
-"""Reads kept at most under one change stamp (`SqliteDatabase.fetchall_kept`); all dropped at the next commit."""
+"""Reads kept at most under one change stamp (`SqliteDatabase.read_kept`); all dropped at the next commit."""
+_NOT_KEPT: Any = object()
 
 _SQLITE_BUSY_SECONDS = 10.0
 """How long a write waits for another process's lock on the SQLite file before it fails."""
@@ -144,8 +147,8 @@ class SqliteDatabase:
         """The WAL index's path, fixed while the connection opens (a later change of directory moves nothing)."""
         self._shm: int | None = None
         """A descriptor on the WAL index, opened once SQLite has made it (`change_stamp`)."""
-        self._kept: tuple[bytes, dict[tuple[Any, ...], list[Row]]] = (b"", {})
-        """`fetchall_kept`'s rows: (the stamp they were read under, (statement, parameters) -> rows)."""
+        self._kept: tuple[bytes, dict[tuple[Any, ...], Any]] = (b"", {})
+        """`read_kept`'s values: (the stamp they were read under, (statement, parameters, parse) -> value)."""
         self._lock = asyncio.Lock()
         self._owner: asyncio.Task[Any] | None = None
         """The task whose transaction is open on the connection (nesting is per task, not per connection)."""
@@ -203,25 +206,27 @@ class SqliteDatabase:
         rows: list[Row] = await self._statement(lambda: self._conn.execute(sql, params or {}).fetchall(), sql)
         return rows
 
-    async def fetchall_kept(self, sql: str, params: Mapping[str, str | int]) -> list[Row]:
-        """`fetchall`, kept under the change stamp it was read under: while no connection on the host has
-        committed since, a statement would read the same rows. Copies are handed out (callers may change theirs)."""
+    async def read_kept(self, sql: str, params: Mapping[str, str | int], parse: Callable[[list[Row]], T]) -> T:
+        """`parse(rows)`, kept under the change stamp the rows were read under: while no connection on the
+        host has committed since, a statement would read the same rows. Inside a transaction (no stamp) the
+        rows are read and parsed for this caller alone."""
         stamp = self.change_stamp()
         if stamp is None:
-            return await self.fetchall(sql, params)
-        key = (sql, *params.items())
+            return parse(await self.fetchall(sql, params))
+        key = (sql, parse, *params.items())
         kept = self._kept
         if kept[0] == stamp:
-            rows = kept[1].get(key)
-            if rows is not None:
-                return [dict(r) for r in rows]
+            value = kept[1].get(key, _NOT_KEPT)
+            if value is not _NOT_KEPT:
+                found: T = value
+                return found
         else:
             self._kept = kept = (stamp, {})
-        rows = await self.fetchall(sql, params)
+        value = parse(await self.fetchall(sql, params))
         if len(kept[1]) >= _KEPT_READS:
             kept[1].clear()
-        kept[1][key] = [dict(r) for r in rows]
-        return rows
+        kept[1][key] = value
+        return value
 
     async def execute(self, sql: str, params: Params = None) -> int:
         try:
@@ -452,9 +457,9 @@ class PostgresDatabase:
     async def fetchall(self, sql: str, params: Params = None) -> list[Row]:
         return [dict(r) for r in await self._run("fetch", sql, params)]
 
-    async def fetchall_kept(self, sql: str, params: Mapping[str, str | int]) -> list[Row]:
-        """`fetchall`: no change stamp here, so every read is a statement."""
-        return await self.fetchall(sql, params)
+    async def read_kept(self, sql: str, params: Mapping[str, str | int], parse: Callable[[list[Row]], T]) -> T:
+        """`parse(rows)`: no change stamp here, so every read is a statement."""
+        return parse(await self.fetchall(sql, params))
 
     async def execute(self, sql: str, params: Params = None) -> int:
         status: str = await self._run("execute", sql, params)  # "UPDATE 3", "INSERT 0 1", "SELECT 1"
