@@ -1,6 +1,6 @@
 """Reads kept under the SQLite store's change stamp (`Database.read_kept`): no statement and no parse while no
 connection on the host has committed, the new rows at once after any commit; the kept requests and machines
-are handed to each caller as its own copy (`store/detached.py`), which it may change freely."""
+are handed to each caller as its own copy (`pluginsdk/models/detached.py`), which it may change freely."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from backends.local.store.db import Row, SqliteDatabase
-from backends.local.store.detached import detached
 from pluginsdk import PluginSDK, observe
 from pluginsdk.models import Machine, MachineStatus, Request
+from pluginsdk.models.detached import detached
 
 _READ = "SELECT v FROM t WHERE k = :k"
 _parsed: list[int] = []

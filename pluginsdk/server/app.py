@@ -25,7 +25,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -37,6 +37,7 @@ from ..constants import VERSION
 from ..errors import MethodExecutionError, SDKError, TooManyRequestsError, ValidationError
 from ..logs import new_request_id
 from ..logs import request_id as log_request_id
+from ..models.detached import detached
 from ..operations import CATALOG, Operation, OperationSpec
 from ..principal import Principal
 from . import remote_mcp
@@ -75,6 +76,8 @@ _ABSENT: Any = object()
 """No body was sent (JSON `null` is a body, and not an object)."""
 _camel = functools.lru_cache(maxsize=4096)(to_camel)
 _NO_PARAMS: dict[str, str] = {}
+_KEPT_OPERATIONS = 1024
+"""Operations a plan keeps at most (`_Plan.operation`); all dropped when it is full."""
 
 
 def _render(result: Any, camel: bool) -> bytes:
@@ -180,6 +183,10 @@ class _Plan(Endpoint):
     """The flag that makes a create store nothing (answered 200, not `status`)."""
     reshape: Callable[[Any], dict[str, Any]] | None = None
     """The answer's shape where a route listing writes it differently (listing B's `requestId`, `message`)."""
+    keeps: bool = False
+    """A query built from its path alone, with no field made when built (a default factory): the same path
+    builds the same operation, so it is built once (`kept`) and each request gets its own copy."""
+    kept: dict[tuple[str, ...], Operation[Any]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, spec: OperationSpec, path: str) -> _Plan:
@@ -200,6 +207,9 @@ class _Plan(Endpoint):
             route=path,
             dry_run=spec.rest.dry_run,
             reshape=listing_b_created if path in spec.rest.listing_b else None,
+            keeps=spec.kind == "query"
+            and not spec.body_fields
+            and all(f.default_factory is None for f in spec.cls.model_fields.values()),
         )
 
     async def respond(self, app: PluginApp, head: Head, params: dict[str, str], receive: Receive) -> Reply:
@@ -243,6 +253,8 @@ class _Plan(Endpoint):
         """Step 3, the operation from the request (400): strict JSON (`_wire.parse_json`), the body's JSON
         types as the document states them (`_strict`), then path > query > body gathered and built. Where the
         body is the whole input, the type check and the build are one strict pass (`_strict.strict_operation`)."""
+        if self.keeps and not query_string:
+            return self._kept(params)
         body: Any = _ABSENT
         if raw is not None and raw.strip():
             body = parse_json(raw)
@@ -250,6 +262,17 @@ class _Plan(Endpoint):
             if op is not None:
                 return op
         return self.spec.build(self.gather(params, query_string, body))
+
+    def _kept(self, params: dict[str, str]) -> Operation[Any]:
+        """The operation of these path parameters, built once (a refusal is never kept); a copy for the caller."""
+        key = tuple(params.values())
+        op = self.kept.get(key)
+        if op is None:
+            op = self.spec.build(self.gather(params, b"", _ABSENT))
+            if len(self.kept) >= _KEPT_OPERATIONS:
+                self.kept.clear()
+            self.kept[key] = op
+        return detached(op)
 
     async def deny_first(self, backend: ServedBackend, principal: Principal, path: str) -> None:
         """Before a 400 about path or query input, tier 1 (403): a route without a body is authorized by

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from pluginsdk import models
 from pluginsdk.errors import AlreadyExistsError
+from pluginsdk.models.detached import detached
 from pluginsdk.models.statuses import MachineStatus, RequestType
 
 from .claims import Claims
 from .db import Database, Row, open_database
-from .detached import detached
 from .schema import migrate
 
 if TYPE_CHECKING:  # the classes are read through `models` when first used: a call builds only those it needs

@@ -1,4 +1,4 @@
-"""Copies of kept objects for one caller (`Database.read_kept` shares what it keeps among every caller).
+"""Copies of shared objects for one caller: what `Database.read_kept` keeps, an operation the REST door keeps.
 
 A copy through pydantic (`model_copy(deep=True)`) costs ~50 µs a request, a validation from the stored JSON
 ~9 µs. `detached` copies the model's own attributes and below them only the fields whose type lets a caller
