@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import sys
 import time
 from contextvars import ContextVar
+from random import getrandbits
 from typing import Any, TextIO
 
 __all__ = ["JsonFormatter", "configure", "new_request_id", "request_id"]
@@ -25,8 +25,9 @@ _RESERVED = set(vars(logging.makeLogRecord({})))
 
 
 def new_request_id() -> str:
-    """32 random hex digits (as `uuid4().hex` reads, at a quarter of its cost: one per request served)."""
-    return os.urandom(16).hex()
+    """32 random hex digits (as `uuid4().hex` reads), one per request served. A correlation id, not a secret: from
+    `random`'s generator (reseeded in a forked worker), which costs no system call, where `os.urandom` costs one."""
+    return f"{getrandbits(128):032x}"
 
 
 class JsonFormatter(logging.Formatter):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pluginsdk import models
@@ -45,8 +46,13 @@ def _active(configuration: Any) -> int:
 
 def _in(name: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
     """An IN (...) list with one named parameter per value (portable, no string interpolation of values)."""
-    params = {f"{name}{i}": v for i, v in enumerate(values)}
-    return "(" + ", ".join(f":{k}" for k in params) + ")", params
+    return _placeholders(name, len(values)), {f"{name}{i}": v for i, v in enumerate(values)}
+
+
+@lru_cache(maxsize=256)
+def _placeholders(name: str, count: int) -> str:
+    """`(:name0, :name1, ...)`, written once per name and count (a status read names one request each time)."""
+    return "(" + ", ".join(f":{name}{i}" for i in range(count)) + ")"
 
 
 def _requests(rows: list[Row]) -> tuple[Request, ...]:
