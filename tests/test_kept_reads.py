@@ -143,3 +143,16 @@ async def test_a_request_committed_by_another_connection_is_read_at_once(web: Pl
         other.close()
     read = await web.get_request(rid, long=True)
     assert read.message == "written elsewhere" and read.machines[0].status_reason == "noted elsewhere"
+
+
+async def test_a_read_changed_by_its_caller_reads_again_unchanged_on_either_store(any_store: dict[str, Any]) -> None:
+    """SQLite keeps the validated request (a copy to each caller); PostgreSQL reads and validates it each time:
+    either way the next read is the stored one."""
+    async with PluginSDK(config=any_store) as sdk:
+        await sdk.create_template(template_id="web", image_id="ami-1")
+        rid = str((await sdk.create_request("web", 1, wait=True)).id)
+        first = await sdk.get_request(rid, long=True)
+        first.tags["x"] = "y"
+        first.machines[0].status = MachineStatus.FAILED
+        again = await sdk.get_request(rid, long=True)
+        assert again.tags == {} and again.machines[0].status is MachineStatus.RUNNING
