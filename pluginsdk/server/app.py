@@ -252,7 +252,8 @@ class _Plan(Endpoint):
     def operation(self, raw: bytes | None, params: dict[str, str], query_string: bytes) -> Operation[Any]:
         """Step 3, the operation from the request (400): strict JSON (`_wire.parse_json`), the body's JSON
         types as the document states them (`_strict`), then path > query > body gathered and built. Where the
-        body is the whole input, the type check and the build are one strict pass (`_strict.strict_operation`)."""
+        body is the whole input, the type check and the build are one strict pass (`_strict.strict_operation`);
+        where the path is (`keeps`), the operation is built once per path and copied (`_kept`)."""
         if self.keeps and not query_string:
             return self._kept(params)
         body: Any = _ABSENT
