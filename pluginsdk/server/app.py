@@ -75,16 +75,21 @@ _ABSENT: Any = object()
 """No body was sent (JSON `null` is a body, and not an object)."""
 _camel = functools.lru_cache(maxsize=4096)(to_camel)
 _NO_PARAMS: dict[str, str] = {}
+_OWN_JSON: dict[type, Any] = {}
+"""Result type -> its `to_json_bytes`, or None."""
 
 
 def _render(result: Any, camel: bool) -> bytes:
     """The result as JSON bytes, in one pass through pydantic's serializer for models; a result type that writes
     its own JSON (`to_json_bytes`, the same bytes faster) writes it."""
-    own = getattr(type(result), "to_json_bytes", None)
+    kind = type(result)
+    own = _OWN_JSON.get(kind, _ABSENT)
+    if own is _ABSENT:  # looked up once per type: a missing class attribute goes through pydantic's __getattr__
+        own = _OWN_JSON[kind] = getattr(kind, "to_json_bytes", None)
     if own is not None:
         written: bytes = own(result, camel)
         return written
-    serializer = getattr(type(result), "__pydantic_serializer__", None)
+    serializer = getattr(kind, "__pydantic_serializer__", None)
     if serializer is not None:
         data: bytes = serializer.to_json(result, by_alias=camel)
         return data
