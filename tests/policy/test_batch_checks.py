@@ -237,3 +237,23 @@ def test_written_json_is_the_serializers_for_every_answer_shape() -> None:
     ):
         for by_alias in (True, False, True):
             assert result.to_json_bytes(by_alias) == result.__pydantic_serializer__.to_json(result, by_alias=by_alias)
+
+
+async def test_a_huge_or_malformed_batch_is_a_4xx_in_the_envelope(rest: httpx.AsyncClient) -> None:
+    """The bounds hold over REST: more than 10,000 questions, a body that is not JSON, one nested too deep — each
+    refused in the one error envelope before any decision (the body limit's 413: tests/server/test_door.py)."""
+    question = {"roles": [], "objectType": "asset"}
+    deep: Any = "x"
+    for _ in range(40):
+        deep = [deep]
+    cases = [
+        (b'{"questions": %s}' % httpx.Response(200, json=[question] * 10_001).content, 400),
+        (b'{"questions": [{"roles": [], "objectType": "asset"}', 400),
+        (b'{"questions": [{"roles": [], "objectType": "asset", "attributes": {"a": %s}}]}'
+         % httpx.Response(200, json=deep).content, 400),
+    ]  # fmt: skip
+    for body, status in cases:
+        got = await rest.post("/auth/check/batch", content=body, headers={"content-type": "application/json"})
+        assert got.status_code == status, (status, got.text[:300])
+        envelope = got.json()
+        assert envelope["success"] is False and envelope["error_code"], envelope
