@@ -112,7 +112,7 @@ class CheckAccessQuery(_AboutObject[SubjectDecision], _AboutSubject):
 
 _Questions = Annotated[list[AccessQuestionData], Field(min_length=1, max_length=10000)]
 _QUESTION_FIELDS = set(AccessQuestionData.__annotations__)
-_PLAIN = {dict}
+_PLAIN = frozenset({dict})
 _adapter: TypeAdapter[list[AccessQuestionData]] | None = None
 
 

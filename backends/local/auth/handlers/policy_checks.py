@@ -233,7 +233,7 @@ def _entry(model: PolicyModel, key: _Key) -> _Entry:
 
 def _kept(entries: dict[_Key, _Entry], model: PolicyModel, key: _Key) -> _Entry:
     """The entry of `key`, made on its first question (a batch's loops build the key inline: a call per question
-    cost a tenth of the batch)."""
+    cost 2 % of a batch)."""
     entry = entries.get(key)
     if entry is None:
         entry = entries[key] = _entry(model, key)
