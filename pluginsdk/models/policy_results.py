@@ -7,8 +7,9 @@ caller that wrote at revision N and asks with `at_least_revision=N` can see it r
 from dataclasses import dataclass
 from typing import Annotated, Any, Required
 
-from pydantic import ConfigDict, Field, model_validator, with_config
+from pydantic import ConfigDict, Field, TypeAdapter, model_validator, with_config
 from pydantic.alias_generators import to_camel
+from pydantic_core import SchemaSerializer
 from typing_extensions import TypedDict  # pydantic needs typing_extensions' TypedDict before 3.12
 
 from ._base import BaseModel
@@ -215,6 +216,23 @@ class BatchDecision(Decided):
         )
         return answer
 
+    def camel_json(self) -> bytes:
+        """This answer's JSON with camelCase keys, as REST writes it, kept on the answer: it is immutable, and the
+        engine shares one answer per distinct question across batches, so a batch's answers are serialized once."""
+        kept: bytes | None = self.__dict__.get("_camel_json")
+        if kept is None:
+            kept = self.__dict__["_camel_json"] = _answer_serializer().to_json(self, by_alias=True)
+        return kept
+
+
+_ANSWER_SERIALIZER: list[SchemaSerializer] = []
+
+
+def _answer_serializer() -> SchemaSerializer:
+    if not _ANSWER_SERIALIZER:
+        _ANSWER_SERIALIZER.append(TypeAdapter(BatchDecision).serializer)
+    return _ANSWER_SERIALIZER[0]
+
 
 class SubjectDecisions(ManyDecided, BaseModel):
     """Answers to a batch of questions, in question order: a `BatchDecision` each, or with `allowed_only` the
@@ -224,6 +242,15 @@ class SubjectDecisions(ManyDecided, BaseModel):
     allowed: list[bool] | None = Field(None, exclude_if=_absent_if_none)
     """With `allowed_only`: whether each question is allowed, in question order (absent otherwise)."""
     revision: int
+
+    def to_json_bytes(self, by_alias: bool) -> bytes:
+        """The JSON pydantic's serializer writes, joined from the answers' kept JSON (`BatchDecision.camel_json`)
+        for the REST form: a tenth of serializing a thousand answers again."""
+        if not by_alias or self.allowed is not None or not self.decisions:
+            data: bytes = self.__pydantic_serializer__.to_json(self, by_alias=by_alias)
+            return data
+        answers = b",".join([d.camel_json() for d in self.decisions])
+        return b'{"decisions":[%s],"revision":%d}' % (answers, self.revision)
 
 
 class WhoCan(BaseModel):

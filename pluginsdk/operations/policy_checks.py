@@ -112,6 +112,7 @@ class CheckAccessQuery(_AboutObject[SubjectDecision], _AboutSubject):
 
 _Questions = Annotated[list[AccessQuestionData], Field(min_length=1, max_length=10000)]
 _QUESTION_FIELDS = set(AccessQuestionData.__annotations__)
+_PLAIN = frozenset({dict})
 _adapter: TypeAdapter[list[AccessQuestionData]] | None = None
 
 
@@ -133,7 +134,7 @@ def _questions(value: Any, info: ValidationInfo) -> list[AccessQuestionData]:
     global _adapter
     if _adapter is None:
         _adapter = TypeAdapter(_Questions)
-    if isinstance(value, list | tuple):
+    if isinstance(value, tuple) or (isinstance(value, list) and {*map(type, value)} - _PLAIN):  # REST: all dicts
         value = [q.model_dump(include=_QUESTION_FIELDS) if isinstance(q, AccessQuestion) else q for q in value]
     try:
         questions = _adapter.validate_python(value, strict=bool(info.config and info.config.get("strict")))

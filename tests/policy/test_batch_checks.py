@@ -12,7 +12,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from pluginsdk import PluginSDK, ValidationError
-from pluginsdk.models import AccessQuestion, AccessQuestionData, BatchDecision
+from pluginsdk.models import AccessQuestion, AccessQuestionData, BatchDecision, Explanation, Reason, SubjectDecisions
 from pluginsdk.models.values import is_storable
 from pluginsdk.operations.policy_checks import CheckAccessBatchQuery, CheckAccessQuery
 from tests.policy.test_decision_point import _setup, project_constraint
@@ -204,3 +204,56 @@ async def test_allowed_only_over_rest_is_booleans_in_order(rest: httpx.AsyncClie
     assert "allowed" not in full and [d["allowed"] for d in full["decisions"]] == [True, False]
     both = await rest.post("/auth/check/batch", json={"questions": questions, "allowedOnly": True, "explain": True})
     assert both.status_code == 400 and both.json()["error_code"] == "VALIDATION_ERROR"
+
+
+async def test_the_rest_answer_is_byte_for_byte_what_the_serializer_writes(rest: httpx.AsyncClient) -> None:
+    """The batch's REST body is joined from each answer's kept JSON (`SubjectDecisions.to_json_bytes`): the same
+    bytes as pydantic's serializer of the same answer, in every form, the first time and when the answers are
+    reused by the next batch."""
+    questions = [
+        {"roles": ["admin"], "objectType": "asset", "attributes": {"databaseId": "é ☃"}},
+        {"userId": "nobody", "objectType": "asset", "method": "DELETE"},
+        {"userId": "nobody", "objectType": "asset", "method": "DELETE"},
+    ]
+    for options in ({}, {}, {"explain": True}, {"allowedOnly": True}):
+        got = await rest.post("/auth/check/batch", json={"questions": questions, **options})
+        assert got.status_code == 200, got.text
+        answer = SubjectDecisions.model_validate_json(got.content)
+        assert got.content == answer.__pydantic_serializer__.to_json(answer, by_alias=True), options
+
+
+def test_written_json_is_the_serializers_for_every_answer_shape() -> None:
+    explained = Explanation(allowed=False, revision=3, reasons=[Reason(kind="no-allow")])
+    answers = [
+        BatchDecision.of(True, "asset", "GET", user_id="u-1", roles=("r", "é"), mfa=True, revision=3),
+        BatchDecision.of(False, "api", "PUT", user_id=None, roles=None, mfa=False, revision=3),
+        BatchDecision(allowed=False, object_type="asset", method="GET", revision=3, explanation=explained),
+    ]
+    for result in (
+        SubjectDecisions(decisions=answers, revision=3),
+        SubjectDecisions(decisions=[answers[0]] * 3, revision=3),
+        SubjectDecisions(decisions=[], revision=3),
+        SubjectDecisions(allowed=[True, False], revision=3),
+    ):
+        for by_alias in (True, False, True):
+            assert result.to_json_bytes(by_alias) == result.__pydantic_serializer__.to_json(result, by_alias=by_alias)
+
+
+async def test_a_huge_or_malformed_batch_is_a_4xx_in_the_envelope(rest: httpx.AsyncClient) -> None:
+    """The bounds hold over REST: more than 10,000 questions, a body that is not JSON, one nested too deep — each
+    refused in the one error envelope before any decision (the body limit's 413: tests/server/test_door.py)."""
+    question = {"roles": [], "objectType": "asset"}
+    deep: Any = "x"
+    for _ in range(40):
+        deep = [deep]
+    cases = [
+        (b'{"questions": %s}' % httpx.Response(200, json=[question] * 10_001).content, 400),
+        (b'{"questions": [{"roles": [], "objectType": "asset"}', 400),
+        (b'{"questions": [{"roles": [], "objectType": "asset", "attributes": {"a": %s}}]}'
+         % httpx.Response(200, json=deep).content, 400),
+    ]  # fmt: skip
+    for body, status in cases:
+        got = await rest.post("/auth/check/batch", content=body, headers={"content-type": "application/json"})
+        assert got.status_code == status, (status, got.text[:300])
+        envelope = got.json()
+        assert envelope["success"] is False and envelope["error_code"], envelope
