@@ -393,4 +393,5 @@ class _NotStarted:
 def authorization_disabled(settings: Settings) -> bool:
     """True only when the configuration explicitly turns authorization off (`app.authProvider.disableAuthorization`
     is `true`; any value but true or false was refused when the settings were loaded)."""
-    return settings.app.authProvider.disableAuthorization
+    app = settings.app_given  # no `app` given: authorization is on, and its models stay unbuilt
+    return app is not None and app.authProvider.disableAuthorization

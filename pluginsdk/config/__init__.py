@@ -11,42 +11,73 @@ The modules, by what they hold: `layers` (the sources and their order), `validat
 errors they raise), `settings` (`Settings`, the process's own small groups and the default data directory),
 one module per larger group (`provider`, `api`, `app` with `identity`, `slurm`), `group` (the base model and
 how a group is shown: `SECRET`, masked credentials) and `fields` (the strict field types). Import from
-`pluginsdk.config`: the names below are its contract.
+`pluginsdk.config`: the names below are its contract. The `app` and `slurm` groups' models (`app`, `identity`,
+`slurm`) are imported on first use of one of their names (`LAZY_GROUPS`: a CLI call creates none of them).
 """
+
+from typing import TYPE_CHECKING
 
 from .api import ApiSettings as ApiSettings
 from .api import CorsSettings as CorsSettings
 from .api import HeldSettings
 from .api import McpSettings as McpSettings
-from .app import AppSettings, AuditSettings, AuthorizerOptionsSettings, AuthProviderSettings, SmtpSettings
 from .fields import Flag as Flag
 from .fields import Number as Number
 from .fields import OptionalText as OptionalText
 from .fields import Texts as Texts
 from .fields import Whole as Whole
 from .group import SECRET, SettingsGroup, mask_credentials
-from .identity import (
-    ExternalIdpSettings,
-    FederationSettings,
-    ManagedPoolSettings,
-    PasswordHashingSettings,
-    SamlSettings,
-    SignInLimitsSettings,
-)
 from .layers import ENV_VARS, load_settings
 from .provider import AwsProviderSettings as AwsProviderSettings
 from .provider import CapacitySettings as CapacitySettings
 from .provider import LocalProviderSettings as LocalProviderSettings
 from .provider import ProviderSettings as ProviderSettings
 from .provider import QuotaSettings as QuotaSettings
+from .settings import LAZY_GROUPS as LAZY_GROUPS
 from .settings import LoggingSettings as LoggingSettings
 from .settings import SchedulerSettings as SchedulerSettings
 from .settings import SdkSettings as SdkSettings
 from .settings import Settings, default_data_dir
 from .settings import StorageSettings as StorageSettings
 from .settings import TemplateSettings as TemplateSettings
-from .slurm import SlurmNodeSet as SlurmNodeSet
-from .slurm import SlurmSettings as SlurmSettings
+
+if TYPE_CHECKING:
+    from .app import AppSettings, AuditSettings, AuthorizerOptionsSettings, AuthProviderSettings, SmtpSettings
+    from .identity import (
+        ExternalIdpSettings,
+        FederationSettings,
+        ManagedPoolSettings,
+        PasswordHashingSettings,
+        SamlSettings,
+        SignInLimitsSettings,
+    )
+    from .slurm import SlurmNodeSet as SlurmNodeSet
+    from .slurm import SlurmSettings as SlurmSettings
+else:  # the lazy groups' models: imported with their module on first use
+    from .._lazy import exports
+
+    __getattr__ = exports(
+        __name__,
+        {
+            **dict.fromkeys(
+                ("AppSettings", "AuditSettings", "AuthorizerOptionsSettings", "AuthProviderSettings", "SmtpSettings"),
+                "app",
+            ),
+            **dict.fromkeys(
+                (
+                    "ExternalIdpSettings",
+                    "FederationSettings",
+                    "ManagedPoolSettings",
+                    "PasswordHashingSettings",
+                    "SamlSettings",
+                    "SignInLimitsSettings",
+                ),
+                "identity",
+            ),
+            **dict.fromkeys(("SlurmNodeSet", "SlurmSettings"), "slurm"),
+        },
+        globals(),
+    )
 
 __all__ = [
     "ENV_VARS",

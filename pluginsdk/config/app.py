@@ -8,6 +8,7 @@ import pydantic
 from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
+from ..principal import SYSTEM_ADMIN
 from .fields import Flag, FlagOrBlank, Number, OptionalFlag, OptionalText, Texts, Whole, wrong
 from .group import SECRET, AppGroup
 from .identity import ExternalIdpSettings, FederationSettings, ManagedPoolSettings, web_url
@@ -67,7 +68,7 @@ class AuthProviderSettings(AppGroup):
     useManaged: ManagedPoolSettings = Field(default_factory=ManagedPoolSettings.model_construct)
     useExternalOAuthIdp: ExternalIdpSettings = Field(default_factory=ExternalIdpSettings.model_construct)
     authorizerOptions: AuthorizerOptionsSettings = Field(default_factory=AuthorizerOptionsSettings.model_construct)
-    adminUserId: str = "administrator"
+    adminUserId: str = SYSTEM_ADMIN.user_id
     """User that receives the `admin` role; the in-process SDK acts as this user unless `sdk.user` says otherwise."""
     disableAuthorization: FlagOrBlank = False
     """`true` runs with no authorization at all: every caller is the admin user, every call is allowed."""

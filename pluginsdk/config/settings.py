@@ -1,20 +1,29 @@
 """The effective configuration (`Settings`): one field per group, the small groups of the process itself —
-storage, logging, scheduler, templates, the in-process SDK — and where the default store lives."""
+storage, logging, scheduler, templates, the in-process SDK — and where the default store lives.
+
+Two groups are not fields but built on first use (`LAZY_GROUPS`): `app` (the auth service's eleven models)
+and `slurm`. A CLI call that configures neither never creates their classes; a configuration that gives one
+has it validated by `load_settings` like any other group, so a wrong value is refused at load either way.
+"""
 
 import os
+from importlib import import_module
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
 import pydantic
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, PrivateAttr
 
 from .api import ApiSettings, McpSettings
-from .app import AppSettings
 from .group import SettingsGroup, masked
 from .provider import ProviderSettings
-from .slurm import SlurmSettings
+
+if TYPE_CHECKING:
+    from .app import AppSettings
+    from .slurm import SlurmSettings
 
 __all__ = [
+    "LAZY_GROUPS",
     "LoggingSettings",
     "SchedulerSettings",
     "SdkSettings",
@@ -22,7 +31,19 @@ __all__ = [
     "StorageSettings",
     "TemplateSettings",
     "default_data_dir",
+    "lazy_group_model",
 ]
+
+
+LAZY_GROUPS: dict[str, str] = {"slurm": "slurm.SlurmSettings", "app": "app.AppSettings"}
+"""The groups built on first use -> their model (`module.Class` in this package), in the order they are shown."""
+
+
+def lazy_group_model(name: str) -> type[SettingsGroup]:
+    """The model of the lazily built group `name`, its module imported now."""
+    module, _, cls = LAZY_GROUPS[name].rpartition(".")
+    model: type[SettingsGroup] = getattr(import_module(f"{__package__}.{module}"), cls)
+    return model
 
 
 def default_data_dir() -> Path:
@@ -89,7 +110,8 @@ class Settings(pydantic.BaseModel):
 
     `load_settings` validates each group that was given on its own and takes the defaults of the others
     as they are (they are valid by construction), so a CLI call builds the validators of only the one or
-    two groups it configures, not of all nine models.
+    two groups it configures, not of all nine models. The `LAZY_GROUPS` are properties: a given one is
+    validated at load, one not given is made from its model's defaults when first read.
     """
 
     model_config = ConfigDict(extra="allow", defer_build=True)
@@ -102,13 +124,67 @@ class Settings(pydantic.BaseModel):
     templates: TemplateSettings = Field(default_factory=TemplateSettings)
     sdk: SdkSettings = Field(default_factory=SdkSettings)
     mcp: McpSettings = Field(default_factory=McpSettings)
-    slurm: SlurmSettings = Field(default_factory=SlurmSettings)
-    app: AppSettings = Field(default_factory=AppSettings.model_construct)
-    """The auth service's settings (`app.authProvider`, `app.audit`, ...)."""
     sources: dict[str, str] = Field({}, exclude=True)
     config_file: str | None = Field(None, exclude=True)
     """The configuration file read (`config_path`, else PLUGIN_CONFIG), as an absolute path; None without one.
     What a process this one starts (the Slurm worker) or an operator must name to get the same settings."""
+
+    _lazy: dict[str, SettingsGroup] = PrivateAttr(default_factory=dict)
+    """The `LAZY_GROUPS` given or read so far."""
+
+    @classmethod
+    def of(cls, groups: dict[str, Any]) -> "Settings":
+        """Settings holding `groups` (fields and lazy groups alike), the other fields at their defaults."""
+        settings = Settings.model_construct(**{k: v for k, v in groups.items() if k not in LAZY_GROUPS})
+        settings._lazy.update((k, v) for k, v in groups.items() if k in LAZY_GROUPS)
+        return settings
+
+    @property
+    def app_given(self) -> "AppSettings | None":
+        """`app` if a configuration gave it (validated at load) or it was read already; None: every key of it
+        is at its default and its models are not built (what the auth service starts on without them)."""
+        return cast("AppSettings | None", self._lazy.get("app"))
+
+    def _group(self, name: str) -> SettingsGroup:
+        group = self._lazy.get(name)
+        if group is None:
+            group = self._lazy[name] = lazy_group_model(name).model_construct()
+        return group
+
+    @property
+    def app(self) -> "AppSettings":
+        """The auth service's settings (`app.authProvider`, `app.audit`, ...)."""
+        return cast("AppSettings", self._group("app"))
+
+    @app.setter
+    def app(self, value: "AppSettings") -> None:
+        self._lazy["app"] = value
+
+    @property
+    def slurm(self) -> "SlurmSettings":
+        """Slurm's cloud node sets and its worker (docs/schedulers.md, "Slurm")."""
+        return cast("SlurmSettings", self._group("slurm"))
+
+    @pydantic.model_validator(mode="wrap")
+    @classmethod
+    def _with_lazy_groups(cls, data: Any, handler: pydantic.ModelWrapValidatorHandler[Self]) -> Self:
+        """`Settings(...)`, `model_validate`: the lazy groups given are validated by their models."""
+        if not isinstance(data, dict) or not LAZY_GROUPS.keys() & data.keys():
+            return handler(data)
+        settings = handler({k: v for k, v in data.items() if k not in LAZY_GROUPS})
+        for name in LAZY_GROUPS.keys() & data.keys():
+            settings._lazy[name] = lazy_group_model(name).model_validate(data[name])
+        return settings
+
+    @pydantic.model_serializer(mode="wrap")
+    def _dump_lazy_groups(
+        self, handler: pydantic.SerializerFunctionWrapHandler, info: pydantic.SerializationInfo
+    ) -> dict[str, Any]:
+        """Every group is dumped, the lazy ones (at their defaults unless given) included."""
+        data: dict[str, Any] = handler(self)
+        for name in LAZY_GROUPS:
+            data[name] = self._group(name).model_dump(mode=info.mode, by_alias=info.by_alias)
+        return data
 
     def __repr_args__(self) -> Any:
         return list(self.redacted().items())
@@ -120,6 +196,9 @@ class Settings(pydantic.BaseModel):
         """A free-form sub-group (e.g. `provider.local`) as a dict; {} when absent."""
         node: Any = self
         for part in dotted.split("."):
+            if node is self and part in LAZY_GROUPS:
+                node = self._group(part)
+                continue
             if isinstance(node, pydantic.BaseModel):
                 node = node.__dict__.get(part, (node.__pydantic_extra__ or {}).get(part))
             else:
@@ -141,4 +220,6 @@ class Settings(pydantic.BaseModel):
         credentials in every other text (URL passwords, DSN `password=`) are masked."""
         data = self.model_dump(mode="json", by_alias=True)
         shown: dict[str, Any] = masked(Settings, data)
+        for name in LAZY_GROUPS:
+            shown[name] = masked(lazy_group_model(name), data[name])
         return shown
