@@ -107,11 +107,9 @@ _.allowed_methods
 _.uninstall
 
 # Read by name: a provider setting the AWS driver reads from its configuration mapping, Starlette's path
-# convertor protocol, the OAuth metadata field the mcp SDK serializes, Slurm's RebootProgram argument, and the
-# serializer pydantic calls to dump the settings' lazily built groups.
+# convertor protocol, the OAuth metadata field the mcp SDK serializes, and Slurm's RebootProgram argument.
 _.interruption_keep_stopped
 _.convert
 _.to_string
 _.token_endpoint_auth_methods_supported
-_._dump_lazy_groups
 features

@@ -96,7 +96,7 @@ class AllowAll:
     async def plan(self, principal: Principal, object_type: str, method: str) -> AccessPlan:
         from pluginsdk.models.plans import AccessPlan  # only listings filtered by a plan need it
 
-        return AccessPlan(object_type=object_type, method=method, kind="always", revision=0)
+        return AccessPlan.model_construct(object_type=object_type, method=method, kind="always", revision=0)
 
 
 _PROVISIONING = "backends.local.handlers"

@@ -9,10 +9,11 @@ every shown text has the credentials of URLs and DSNs masked.
 
 The modules, by what they hold: `layers` (the sources and their order), `validation` (the checks and the
 errors they raise), `settings` (`Settings`, the process's own small groups and the default data directory),
-one module per larger group (`provider`, `api`, `app` with `identity`, `slurm`), `group` (the base model and
-how a group is shown: `SECRET`, masked credentials) and `fields` (the strict field types). Import from
-`pluginsdk.config`: the names below are its contract. The `app` and `slurm` groups' models (`app`, `identity`,
-`slurm`) are imported on first use of one of their names (`LAZY_GROUPS`: a CLI call creates none of them).
+one module per larger group (`provider` with `aws`, `api`, `mcp`, `app` with `identity`, `slurm`), `group`
+(the base model and how a group is shown: `SECRET`, masked credentials) and `fields` (the strict field types).
+Import from `pluginsdk.config`: the names below are its contract. The models of the groups a CLI call does not
+use (`app` with `identity`, `slurm`, `mcp`: `LAZY_GROUPS`; `provider.aws` in `aws`) are imported on first use
+of a name.
 """
 
 from typing import TYPE_CHECKING
@@ -20,7 +21,6 @@ from typing import TYPE_CHECKING
 from .api import ApiSettings as ApiSettings
 from .api import CorsSettings as CorsSettings
 from .api import HeldSettings
-from .api import McpSettings as McpSettings
 from .fields import Flag as Flag
 from .fields import Number as Number
 from .fields import OptionalText as OptionalText
@@ -28,7 +28,6 @@ from .fields import Texts as Texts
 from .fields import Whole as Whole
 from .group import SECRET, SettingsGroup, mask_credentials
 from .layers import ENV_VARS, load_settings
-from .provider import AwsProviderSettings as AwsProviderSettings
 from .provider import CapacitySettings as CapacitySettings
 from .provider import LocalProviderSettings as LocalProviderSettings
 from .provider import ProviderSettings as ProviderSettings
@@ -43,6 +42,7 @@ from .settings import TemplateSettings as TemplateSettings
 
 if TYPE_CHECKING:
     from .app import AppSettings, AuditSettings, AuthorizerOptionsSettings, AuthProviderSettings, SmtpSettings
+    from .aws import AwsProviderSettings as AwsProviderSettings
     from .identity import (
         ExternalIdpSettings,
         FederationSettings,
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
         SamlSettings,
         SignInLimitsSettings,
     )
+    from .mcp import McpSettings as McpSettings
     from .slurm import SlurmNodeSet as SlurmNodeSet
     from .slurm import SlurmSettings as SlurmSettings
 else:  # the lazy groups' models: imported with their module on first use
@@ -75,6 +76,8 @@ else:  # the lazy groups' models: imported with their module on first use
                 "identity",
             ),
             **dict.fromkeys(("SlurmNodeSet", "SlurmSettings"), "slurm"),
+            "AwsProviderSettings": "aws",
+            "McpSettings": "mcp",
         },
         globals(),
     )

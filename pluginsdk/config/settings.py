@@ -1,9 +1,10 @@
 """The effective configuration (`Settings`): one field per group, the small groups of the process itself —
 storage, logging, scheduler, templates, the in-process SDK — and where the default store lives.
 
-Two groups are not fields but built on first use (`LAZY_GROUPS`): `app` (the auth service's eleven models)
-and `slurm`. A CLI call that configures neither never creates their classes; a configuration that gives one
-has it validated by `load_settings` like any other group, so a wrong value is refused at load either way.
+Three groups are not fields but built on first use (`LAZY_GROUPS`): `mcp`, `slurm` and `app` (the auth
+service's eleven models). A CLI call that configures none of them never creates their classes; a configuration
+that gives one has it validated by `load_settings` like any other group, so a wrong value is refused at load
+either way.
 """
 
 import os
@@ -12,14 +13,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self, cast
 
 import pydantic
-from pydantic import ConfigDict, Field, PrivateAttr
+from pydantic import ConfigDict, Field
 
-from .api import ApiSettings, McpSettings
+from .api import ApiSettings
 from .group import SettingsGroup, masked
 from .provider import ProviderSettings
 
 if TYPE_CHECKING:
     from .app import AppSettings
+    from .mcp import McpSettings
     from .slurm import SlurmSettings
 
 __all__ = [
@@ -35,7 +37,7 @@ __all__ = [
 ]
 
 
-LAZY_GROUPS: dict[str, str] = {"slurm": "slurm.SlurmSettings", "app": "app.AppSettings"}
+LAZY_GROUPS: dict[str, str] = {"mcp": "mcp.McpSettings", "slurm": "slurm.SlurmSettings", "app": "app.AppSettings"}
 """The groups built on first use -> their model (`module.Class` in this package), in the order they are shown."""
 
 
@@ -110,8 +112,9 @@ class Settings(pydantic.BaseModel):
 
     `load_settings` validates each group that was given on its own and takes the defaults of the others
     as they are (they are valid by construction), so a CLI call builds the validators of only the one or
-    two groups it configures, not of all nine models. The `LAZY_GROUPS` are properties: a given one is
-    validated at load, one not given is made from its model's defaults when first read.
+    two groups it configures, not of all nine models. The `LAZY_GROUPS` are properties kept among the
+    model's extra values: a given one is validated at load, one not given is made from its model's defaults
+    when first read; dumps hold those given or read (`redacted` reads them all).
     """
 
     model_config = ConfigDict(extra="allow", defer_build=True)
@@ -123,14 +126,10 @@ class Settings(pydantic.BaseModel):
     scheduler: SchedulerSettings = Field(default_factory=SchedulerSettings)
     templates: TemplateSettings = Field(default_factory=TemplateSettings)
     sdk: SdkSettings = Field(default_factory=SdkSettings)
-    mcp: McpSettings = Field(default_factory=McpSettings)
     sources: dict[str, str] = Field({}, exclude=True)
     config_file: str | None = Field(None, exclude=True)
     """The configuration file read (`config_path`, else PLUGIN_CONFIG), as an absolute path; None without one.
     What a process this one starts (the Slurm worker) or an operator must name to get the same settings."""
-
-    _lazy: dict[str, SettingsGroup] = PrivateAttr(default_factory=dict)
-    """The `LAZY_GROUPS` given or read so far."""
 
     @classmethod
     def of(cls, groups: dict[str, Any]) -> "Settings":
@@ -140,13 +139,20 @@ class Settings(pydantic.BaseModel):
         return settings
 
     @property
+    def _lazy(self) -> dict[str, Any]:
+        """The `LAZY_GROUPS` given or read so far, among the extra values (so they are dumped)."""
+        if self.__pydantic_extra__ is None:
+            self.__pydantic_extra__ = {}
+        return self.__pydantic_extra__
+
+    @property
     def app_given(self) -> "AppSettings | None":
         """`app` if a configuration gave it (validated at load) or it was read already; None: every key of it
         is at its default and its models are not built (what the auth service starts on without them)."""
         return cast("AppSettings | None", self._lazy.get("app"))
 
     def _group(self, name: str) -> SettingsGroup:
-        group = self._lazy.get(name)
+        group: SettingsGroup | None = self._lazy.get(name)
         if group is None:
             group = self._lazy[name] = lazy_group_model(name).model_construct()
         return group
@@ -159,6 +165,11 @@ class Settings(pydantic.BaseModel):
     @app.setter
     def app(self, value: "AppSettings") -> None:
         self._lazy["app"] = value
+
+    @property
+    def mcp(self) -> "McpSettings":
+        """The MCP tools served (docs/mcp.md)."""
+        return cast("McpSettings", self._group("mcp"))
 
     @property
     def slurm(self) -> "SlurmSettings":
@@ -175,16 +186,6 @@ class Settings(pydantic.BaseModel):
         for name in LAZY_GROUPS.keys() & data.keys():
             settings._lazy[name] = lazy_group_model(name).model_validate(data[name])
         return settings
-
-    @pydantic.model_serializer(mode="wrap")
-    def _dump_lazy_groups(
-        self, handler: pydantic.SerializerFunctionWrapHandler, info: pydantic.SerializationInfo
-    ) -> dict[str, Any]:
-        """Every group is dumped, the lazy ones (at their defaults unless given) included."""
-        data: dict[str, Any] = handler(self)
-        for name in LAZY_GROUPS:
-            data[name] = self._group(name).model_dump(mode=info.mode, by_alias=info.by_alias)
-        return data
 
     def __repr_args__(self) -> Any:
         return list(self.redacted().items())
@@ -218,8 +219,10 @@ class Settings(pydantic.BaseModel):
         """The configuration for display: every field the model marks SECRET is `***`, a group no model
         describes (a third party's driver without a settings model) has every value `***`, and the
         credentials in every other text (URL passwords, DSN `password=`) are masked."""
+        for name in LAZY_GROUPS:
+            self._group(name)
         data = self.model_dump(mode="json", by_alias=True)
-        shown: dict[str, Any] = masked(Settings, data)
+        shown: dict[str, Any] = masked(Settings, {k: v for k, v in data.items() if k not in LAZY_GROUPS})
         for name in LAZY_GROUPS:
             shown[name] = masked(lazy_group_model(name), data[name])
         return shown
