@@ -122,8 +122,8 @@ class AuditSettings(AppGroup):
 
 
 class AppSettings(AppGroup):
-    """`app`: the auth service's settings (docs/auth.md). Its models are built only when a configuration
-    gives `app`: otherwise its defaults are taken as they are."""
+    """`app`: the auth service's settings (docs/auth.md). This module is imported only when a configuration
+    gives `app` (validated at load) or something reads `Settings.app` (then made from these defaults)."""
 
     authProvider: AuthProviderSettings = Field(default_factory=AuthProviderSettings.model_construct)
     audit: AuditSettings = Field(default_factory=AuditSettings.model_construct)
