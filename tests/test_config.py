@@ -338,3 +338,50 @@ def test_the_auth_services_settings_are_typed_with_their_defaults_declared_once(
     assert settings.app.authProvider.adminUserId == "administrator"  # null: the default holds
     shown = settings.redacted()["app"]["authProvider"]
     assert shown["smtp"]["password"] == "***" and shown["smtp"]["from"] == "auth@test"
+
+
+def test_the_lazy_groups_are_validated_at_load_and_built_from_their_defaults_when_first_read(tmp_path: Path) -> None:
+    """`app` and `slurm` are built on first use: not given, each is made from its model's defaults when read;
+    given (in any layer), each is checked at load like every other group, so a wrong value never waits for a
+    server to start. Every way of showing or passing on the settings still carries them."""
+    from pluginsdk.config import Settings
+
+    settings = load_settings(environ={})
+    assert settings.app_given is None
+    assert settings.slurm.scontrol == "/usr/bin/scontrol" and settings.app.authProvider.adminUserId == "administrator"
+    assert settings.app_given is settings.app  # read once, kept
+    (tmp_path / "c.json").write_text(json.dumps({"slurm": {"nodesets": [{"nodes": "n[1-2]"}]}}))
+    with pytest.raises(ConfigurationError) as exc:
+        load_settings(config_path=tmp_path / "c.json", environ={})
+    assert exc.value.key.startswith("slurm.nodesets") and exc.value.source.startswith("file")
+    with pytest.raises(ConfigurationError, match=r"did you mean 'app\.audit'\?"):
+        load_settings(config={"app": {"audti": {"decisionSampleRate": 1}}}, environ={})
+    given = load_settings(
+        config={"app": {"authProvider": {"adminUserId": "boss", "smtp": {"password": "pw"}}}},
+        overrides={"storage.path": str(tmp_path / "s.db")},
+        environ={},
+    )
+    assert given.app_given is not None and given.app_given.authProvider.adminUserId == "boss"
+    shown = given.redacted()
+    assert list(shown)[-2:] == ["slurm", "app"] and shown["app"]["authProvider"]["smtp"]["password"] == "***"
+    assert "pw" not in repr(given)
+    again = Settings.model_validate(json.loads(json.dumps(given.model_dump(mode="json"))))  # a server's workers
+    assert again.app.authProvider.adminUserId == "boss" and again.storage.path == str(tmp_path / "s.db")
+    with pytest.raises(ValueError, match="decisionSampleRate"):
+        Settings(app={"audit": {"decisionSampleRate": 2}})  # type: ignore[call-arg]
+
+
+def test_the_auth_service_reads_an_absent_app_as_the_models_defaults() -> None:
+    """Without `app` the auth service starts on what an absent group means (`backends/local/auth/config.py`,
+    its models unbuilt); that must be what the built models' defaults say."""
+    from backends.local.auth.config import load_auth_config
+
+    absent = load_auth_config(load_settings(environ={}))
+    assert absent.given is None
+    built = load_settings(environ={})
+    assert built.app.authProvider.useManaged.enabled is False  # read: `app` built from its defaults
+    defaults = load_auth_config(built)
+    assert defaults.given is not None
+    for fact in ("admin_user_id", "mode", "default_user_role_name", "secrets_key", "region", "api_url"):
+        assert getattr(absent, fact) == getattr(defaults, fact), fact
+    assert absent.given is None  # comparing read nothing of `app`

@@ -96,7 +96,7 @@ class AllowAll:
     async def plan(self, principal: Principal, object_type: str, method: str) -> AccessPlan:
         from pluginsdk.models.plans import AccessPlan  # only listings filtered by a plan need it
 
-        return AccessPlan(object_type=object_type, method=method, kind="always", revision=0)
+        return AccessPlan.model_construct(object_type=object_type, method=method, kind="always", revision=0)
 
 
 _PROVISIONING = "backends.local.handlers"
@@ -393,4 +393,5 @@ class _NotStarted:
 def authorization_disabled(settings: Settings) -> bool:
     """True only when the configuration explicitly turns authorization off (`app.authProvider.disableAuthorization`
     is `true`; any value but true or false was refused when the settings were loaded)."""
-    return settings.app.authProvider.disableAuthorization
+    app = settings.app_given  # no `app` given: authorization is on, and its models stay unbuilt
+    return app is not None and app.authProvider.disableAuthorization

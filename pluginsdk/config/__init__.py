@@ -9,44 +9,78 @@ every shown text has the credentials of URLs and DSNs masked.
 
 The modules, by what they hold: `layers` (the sources and their order), `validation` (the checks and the
 errors they raise), `settings` (`Settings`, the process's own small groups and the default data directory),
-one module per larger group (`provider`, `api`, `app` with `identity`, `slurm`), `group` (the base model and
-how a group is shown: `SECRET`, masked credentials) and `fields` (the strict field types). Import from
-`pluginsdk.config`: the names below are its contract.
+one module per larger group (`provider` with `aws`, `api`, `mcp`, `app` with `identity`, `slurm`), `group`
+(the base model and how a group is shown: `SECRET`, masked credentials) and `fields` (the strict field types).
+Import from `pluginsdk.config`: the names below are its contract. The models of the groups a CLI call does not
+use (`app` with `identity`, `slurm`, `mcp`: `LAZY_GROUPS`; `provider.aws` in `aws`) are imported on first use
+of a name.
 """
+
+from typing import TYPE_CHECKING
 
 from .api import ApiSettings as ApiSettings
 from .api import CorsSettings as CorsSettings
 from .api import HeldSettings
-from .api import McpSettings as McpSettings
-from .app import AppSettings, AuditSettings, AuthorizerOptionsSettings, AuthProviderSettings, SmtpSettings
 from .fields import Flag as Flag
 from .fields import Number as Number
 from .fields import OptionalText as OptionalText
 from .fields import Texts as Texts
 from .fields import Whole as Whole
 from .group import SECRET, SettingsGroup, mask_credentials
-from .identity import (
-    ExternalIdpSettings,
-    FederationSettings,
-    ManagedPoolSettings,
-    PasswordHashingSettings,
-    SamlSettings,
-    SignInLimitsSettings,
-)
 from .layers import ENV_VARS, load_settings
-from .provider import AwsProviderSettings as AwsProviderSettings
 from .provider import CapacitySettings as CapacitySettings
 from .provider import LocalProviderSettings as LocalProviderSettings
 from .provider import ProviderSettings as ProviderSettings
 from .provider import QuotaSettings as QuotaSettings
+from .settings import LAZY_GROUPS as LAZY_GROUPS
 from .settings import LoggingSettings as LoggingSettings
 from .settings import SchedulerSettings as SchedulerSettings
 from .settings import SdkSettings as SdkSettings
 from .settings import Settings, default_data_dir
 from .settings import StorageSettings as StorageSettings
 from .settings import TemplateSettings as TemplateSettings
-from .slurm import SlurmNodeSet as SlurmNodeSet
-from .slurm import SlurmSettings as SlurmSettings
+
+if TYPE_CHECKING:
+    from .app import AppSettings, AuditSettings, AuthorizerOptionsSettings, AuthProviderSettings, SmtpSettings
+    from .aws import AwsProviderSettings as AwsProviderSettings
+    from .identity import (
+        ExternalIdpSettings,
+        FederationSettings,
+        ManagedPoolSettings,
+        PasswordHashingSettings,
+        SamlSettings,
+        SignInLimitsSettings,
+    )
+    from .mcp import McpSettings as McpSettings
+    from .slurm import SlurmNodeSet as SlurmNodeSet
+    from .slurm import SlurmSettings as SlurmSettings
+else:  # the lazy groups' models: imported with their module on first use
+    from .._lazy import exports
+
+    __getattr__ = exports(
+        __name__,
+        {
+            **dict.fromkeys(
+                ("AppSettings", "AuditSettings", "AuthorizerOptionsSettings", "AuthProviderSettings", "SmtpSettings"),
+                "app",
+            ),
+            **dict.fromkeys(
+                (
+                    "ExternalIdpSettings",
+                    "FederationSettings",
+                    "ManagedPoolSettings",
+                    "PasswordHashingSettings",
+                    "SamlSettings",
+                    "SignInLimitsSettings",
+                ),
+                "identity",
+            ),
+            **dict.fromkeys(("SlurmNodeSet", "SlurmSettings"), "slurm"),
+            "AwsProviderSettings": "aws",
+            "McpSettings": "mcp",
+        },
+        globals(),
+    )
 
 __all__ = [
     "ENV_VARS",

@@ -1,5 +1,4 @@
-"""`api` and `mcp`: the REST server (bounds, CORS, what it holds for callers), the remote backend's client, and
-the MCP tools it serves."""
+"""`api`: the REST server (bounds, CORS, what it holds for callers) and the remote backend's client."""
 
 import re
 from typing import Annotated, Literal, Self
@@ -9,7 +8,7 @@ from pydantic import Field
 
 from .group import SECRET, SettingsGroup
 
-__all__ = ["ApiSettings", "CorsSettings", "HeldSettings", "McpSettings"]
+__all__ = ["ApiSettings", "CorsSettings", "HeldSettings"]
 
 
 class HeldSettings(SettingsGroup):
@@ -114,19 +113,3 @@ class ApiSettings(SettingsGroup):
     max_retries: int = Field(2, ge=0, le=10)
     """Retries of queries and of commands that carry an idempotency id, on connection errors, 408, 429, 5xx."""
     held: HeldSettings = Field(default_factory=HeldSettings.model_construct)
-
-
-class McpSettings(SettingsGroup):
-    profile: str | None = None
-    """Tool profile(s) `pluginsdk mcp serve` lists: provisioning (default), auth or all; comma-separated."""
-    http: bool = True
-    """`pluginsdk server start` also serves the MCP tools at /mcp (Streamable HTTP) and the OAuth endpoints."""
-    public_url: str | None = Field(None, pattern=r"^https?://[^/?#\s]+(/[^?#\s]*)?$")
-    """The server's base URL as clients reach it (`https://tools.example.org`): the OAuth issuer, and with
-    `/mcp` the resource tokens are bound to. Default: the address the server answers on."""
-    token_seconds: int = Field(900, ge=30, le=86400)
-    """Lifetime of an access token this server issues for /mcp (never past the sign-in's own)."""
-    allowed_origins: list[Annotated[str, Field(pattern=r"^https?://[^/?#\s]+$")]] = []
-    """Web origins (`https://assistant.example.org`) whose pages may call /mcp from a browser, besides this
-    server's own (`mcp.public_url`, else the address it answers on); a request with another `Origin` is
-    refused 403 (MCP transport spec). A request without `Origin` (not from a browser) is not affected."""

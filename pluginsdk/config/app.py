@@ -8,6 +8,7 @@ import pydantic
 from pydantic import BeforeValidator, Field
 from pydantic_core import PydanticCustomError
 
+from ..principal import SYSTEM_ADMIN
 from .fields import Flag, FlagOrBlank, Number, OptionalFlag, OptionalText, Texts, Whole, wrong
 from .group import SECRET, AppGroup
 from .identity import ExternalIdpSettings, FederationSettings, ManagedPoolSettings, web_url
@@ -67,7 +68,7 @@ class AuthProviderSettings(AppGroup):
     useManaged: ManagedPoolSettings = Field(default_factory=ManagedPoolSettings.model_construct)
     useExternalOAuthIdp: ExternalIdpSettings = Field(default_factory=ExternalIdpSettings.model_construct)
     authorizerOptions: AuthorizerOptionsSettings = Field(default_factory=AuthorizerOptionsSettings.model_construct)
-    adminUserId: str = "administrator"
+    adminUserId: str = SYSTEM_ADMIN.user_id
     """User that receives the `admin` role; the in-process SDK acts as this user unless `sdk.user` says otherwise."""
     disableAuthorization: FlagOrBlank = False
     """`true` runs with no authorization at all: every caller is the admin user, every call is allowed."""
@@ -121,8 +122,8 @@ class AuditSettings(AppGroup):
 
 
 class AppSettings(AppGroup):
-    """`app`: the auth service's settings (docs/auth.md). Its models are built only when a configuration
-    gives `app`: otherwise its defaults are taken as they are."""
+    """`app`: the auth service's settings (docs/auth.md). This module is imported only when a configuration
+    gives `app` (validated at load) or something reads `Settings.app` (then made from these defaults)."""
 
     authProvider: AuthProviderSettings = Field(default_factory=AuthProviderSettings.model_construct)
     audit: AuditSettings = Field(default_factory=AuditSettings.model_construct)

@@ -1,8 +1,10 @@
 """`provider`: the driver new requests use, named provider instances, capacity cooldowns and quotas, and the
-built-in drivers' own groups (`provider.local`, `provider.aws`; a third party's driver brings its model)."""
+built-in drivers' own groups (`provider.local`; `provider.aws` in `aws.py`, imported when given; a third party's
+driver brings its model)."""
 
 import re
-from typing import Annotated, Any, ClassVar, Literal, Self
+from importlib import import_module
+from typing import Annotated, Any, ClassVar, Self
 
 import pydantic
 from pydantic import Field
@@ -11,7 +13,6 @@ from .fields import wrong
 from .group import INSTANCES, SettingsGroup, inputs
 
 __all__ = [
-    "AwsProviderSettings",
     "CapacitySettings",
     "LocalProviderSettings",
     "ProviderSettings",
@@ -47,34 +48,9 @@ class LocalProviderSettings(SettingsGroup):
     """Share of booted machines that report ready by themselves (0: none ever does; docs/providers.md)."""
 
 
-class AwsProviderSettings(SettingsGroup):
-    """`provider.aws`: the AWS driver (docs/aws.md)."""
-
-    retired: ClassVar[dict[str, str]] = dict.fromkeys(
-        ("retry_base_delay", "retry_max_delay"),
-        "is gone: botocore's retry mode sets the backoff (provider.aws.retry_mode: standard or adaptive; "
-        "provider.aws.max_attempts)",
-    )
-
-    endpoint_url: str | None = None
-    region: str | None = None
-    profile: str | None = None
-    default_instance_type: str | None = None
-    fleet_role: str | None = None
-    availability_zones: list[str] | str | None = None
-    retry_mode: Literal["standard", "adaptive", "legacy"] | None = None
-    max_attempts: int = Field(5, ge=1, le=100)
-    timeout: float = Field(30.0, gt=0)
-    interruption_queue_url: str | None = None
-    """SQS queue receiving EventBridge's EC2 interruption events (docs/providers.md)."""
-    interruption_wait_seconds: int = Field(0, ge=0, le=20)
-    """Long-poll seconds of each receive from it (0: off)."""
-    interruption_keep_stopped: bool = False
-    """Keep an instance its interruption stopped or hibernated (shown `stopped`, listed for return) instead of
-    terminating it (docs/providers.md#interruptions-through-sqs)."""
-
-
-PROVIDER_GROUPS: dict[str, type[SettingsGroup]] = {"local": LocalProviderSettings, "aws": AwsProviderSettings}
+PROVIDER_GROUPS: dict[str, str] = {"local": "provider.LocalProviderSettings", "aws": "aws.AwsProviderSettings"}
+"""The built-in drivers' groups -> their model (`module.Class` in this package): `provider.aws`'s is imported
+only when a configuration gives it."""
 
 _GroupModel = type[SettingsGroup]  # ProviderSettings' field `type` hides the builtin in its body
 
@@ -177,7 +153,9 @@ class ProviderSettings(SettingsGroup):
         """A built-in driver's model, else the `settings_model` of the installed driver of that name (a third
         party's driver without one keeps its group open, and shown masked). A name no driver has is unknown."""
         if name in PROVIDER_GROUPS:
-            return PROVIDER_GROUPS[name]
+            module, _, model_name = PROVIDER_GROUPS[name].rpartition(".")
+            built_in: type[SettingsGroup] = getattr(import_module(f"{__package__}.{module}"), model_name)
+            return built_in
         from importlib.metadata import entry_points
 
         found = [ep for ep in entry_points(group="pluginsdk.providers") if ep.name == name]

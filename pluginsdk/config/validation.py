@@ -11,7 +11,7 @@ import pydantic
 from ..errors import ConfigurationError
 from .group import SECRET, SettingsGroup, inputs, mask_credentials, model_of
 from .provider import driver_names
-from .settings import Settings
+from .settings import LAZY_GROUPS, Settings, lazy_group_model
 
 __all__ = ["validate"]
 
@@ -21,21 +21,31 @@ def validate(merged: dict[str, Any], sources: Mapping[str, str], flat_keys: Iter
     `flat_keys`: the top-level keys other than groups that a configuration may give (named in an error)."""
     data = dict(merged)
     values: dict[str, Any] = {}
+    groups: list[str] = []
     for name, info in Settings.model_fields.items():
         model = info.annotation
-        if not (isinstance(model, type) and issubclass(model, SettingsGroup)):
-            continue
+        if isinstance(model, type) and issubclass(model, SettingsGroup):
+            groups.append(name)
+            raw = data.pop(name, None)
+            values[name] = model.model_construct() if raw is None else _validated(name, model, raw, sources)
+    for name in LAZY_GROUPS:  # one not given stays unbuilt: `Settings` makes it from its defaults when read
+        groups.append(name)
         raw = data.pop(name, None)
-        if isinstance(raw, Mapping):
-            raw = _checked(name, model, raw, sources)
-        try:
-            values[name] = model.model_construct() if raw is None else model.model_validate(raw)
-        except pydantic.ValidationError as exc:
-            raise _invalid(exc, (name,), sources) from None
+        if raw is not None:
+            values[name] = _validated(name, lazy_group_model(name), raw, sources)
     for key in data:
-        groups = [k for k in Settings.model_fields if k not in ("sources", "config_file")]
         raise _unknown(key, [*groups, *flat_keys], sources)
-    return Settings.model_construct(**values)
+    return Settings.of(values)
+
+
+def _validated(name: str, model: type[SettingsGroup], raw: Any, sources: Mapping[str, str]) -> SettingsGroup:
+    """The group `name` given as `raw`, every key checked and its values validated by `model`."""
+    if isinstance(raw, Mapping):
+        raw = _checked(name, model, raw, sources)
+    try:
+        return model.model_validate(raw)
+    except pydantic.ValidationError as exc:
+        raise _invalid(exc, (name,), sources) from None
 
 
 def _checked(
@@ -148,6 +158,9 @@ def _is_secret(dotted: str) -> bool:
     model: type[pydantic.BaseModel] | None = Settings
     parts = dotted.split(".")
     for i, part in enumerate(parts):
+        if i == 0 and part in LAZY_GROUPS:
+            model = lazy_group_model(part)
+            continue
         field = inputs(model).get(part) if model is not None else None
         if field is not None:
             if SECRET in field.metadata:

@@ -10,19 +10,16 @@ burstable types, then the regular families whose memory is a fixed multiple of t
 (m/c/r, generation 5 and later, plus m4).
 """
 
-from __future__ import annotations
-
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 __all__ = ["Shape", "resolve_shape"]
 
 
-@dataclass(frozen=True)
-class Shape:
-    """What a scheduler needs to know about one machine."""
+class Shape(NamedTuple):
+    """What a scheduler needs to know about one machine (a NamedTuple: a dataclass would compile its methods at
+    every HostFactory call's import; no postponed annotations, which NamedTuple would compile as ForwardRefs)."""
 
     ncpus: int
     memory_mb: int

@@ -89,12 +89,15 @@ def test_a_command_imports_only_its_own_operations(env: dict[str, str]) -> None:
 
 
 def test_a_call_that_configures_no_app_builds_no_auth_settings_model(env: dict[str, str]) -> None:
-    """The auth service's typed settings (`pluginsdk.config.AppSettings` and its groups) are built only when a
-    configuration gives `app`: a call without it takes their defaults as they are (cold start)."""
+    """The auth service's typed settings (`pluginsdk.config.AppSettings` and its groups) and Slurm's are created
+    only when used: a call whose configuration gives neither `app` nor `slurm` never imports their modules, and
+    builds the validators of no other group it leaves at its defaults (cold start)."""
     code = (
         "import sys\nfrom pluginsdk.cli import cli\n"
         "try:\n    cli(['--format', 'json', 'templates', 'list'], prog_name='pluginsdk')\n"
         "except SystemExit as exc:\n    assert not exc.code, exc.code\n"
+        "lazy = {'pluginsdk.config.app', 'pluginsdk.config.identity', 'pluginsdk.config.slurm'}\n"
+        "assert not lazy & set(sys.modules), sorted(lazy & set(sys.modules))\n"
         "from pluginsdk import config\n"
         "groups = [getattr(config, n) for n in config.__all__ if n.endswith('Settings') and n != 'Settings']\n"
         "built = [g.__name__ for g in groups if g.__pydantic_complete__]\n"

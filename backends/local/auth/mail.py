@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-from pluginsdk.config import SmtpSettings
 from pluginsdk.errors import ConfigurationError, ProviderError
+
+if TYPE_CHECKING:
+    from pluginsdk.config import SmtpSettings
 
 __all__ = ["Mailer"]
 
@@ -22,7 +25,7 @@ class Mailer:
 
     async def send(self, to: str, subject: str, body: str) -> None:
         """Send one plain-text mail; the body (which may hold a password) is never logged."""
-        from email.message import EmailMessage  # here, not at import: every engine start loads this module
+        from email.message import EmailMessage  # here: only a mail sent pays for these imports
 
         import aiosmtplib
 

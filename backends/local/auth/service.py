@@ -35,6 +35,7 @@ Authorization (both tiers, before any handler looks anything up)
 from __future__ import annotations
 
 import asyncio
+import functools
 import hmac
 import itertools
 import json
@@ -58,12 +59,10 @@ from ..store.sealing import SecretBox
 from .config import AuthConfig
 from .crypto import PageTokens, Passwords, now, parse_ts, sha256_hex
 from .lockout import LockoutGuard
-from .mail import Mailer
 from .objects import ObjectSource, check_stored, decides_stored, denied, handles_stored, new_attributes
 from .policy_watch import PolicyWatch
 from .routes import routes_to_check
 from .store import AuthStore
-from .throttle import SignInThrottle
 
 if TYPE_CHECKING:
     from datetime import datetime
@@ -73,6 +72,8 @@ if TYPE_CHECKING:
     from ..policy.decision_point import PolicyModel
     from . import AuthHost
     from .federation.oauth import ExternalVerifier
+    from .mail import Mailer
+    from .throttle import SignInThrottle
     from .tokens import TokenService
 
 __all__ = ["AuthService"]
@@ -147,7 +148,6 @@ class AuthService:
         self.store = store
         self.box = box
         self.pages = pages
-        self.mailer = Mailer(config.smtp)
         self.tokens: TokenService | None = None
         self.external: ExternalVerifier | None = None
         self._passwords: Passwords | None = None
@@ -167,7 +167,20 @@ class AuthService:
         self.watch = PolicyWatch(store.db.change_stamp)
         store.on_bump.append(self.watch.bumped_here)
         self.guard = LockoutGuard(store, config, rules=self.rules)
-        self.throttle = SignInThrottle(store, config.managed.signInLimits, host.settings.api.held)
+
+    @functools.cached_property
+    def mailer(self) -> Mailer:
+        """Made on first use, as is `throttle`: a call that sends no mail and signs no one in reads neither
+        `app` group (a configuration without `app` never builds its models)."""
+        from .mail import Mailer
+
+        return Mailer(self.config.smtp)
+
+    @functools.cached_property
+    def throttle(self) -> SignInThrottle:
+        from .throttle import SignInThrottle
+
+        return SignInThrottle(self.store, self.config.managed.signInLimits, self.settings.api.held)
 
     async def start(self) -> None:
         if self.store.db.dialect == "postgresql":
@@ -180,7 +193,8 @@ class AuthService:
 
             self.tokens = TokenService(self.store, self.box, self.config.managed)
             await self.tokens.start()
-        if self.config.mode == "external" or self.config.managed.useOidc:
+        mode = self.config.mode
+        if mode == "external" or (mode == "managed" and self.config.managed.useOidc):  # useOidc needs managed
             from .federation.oauth import ExternalVerifier
 
             self.external = ExternalVerifier(self.config.external)

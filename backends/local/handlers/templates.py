@@ -153,7 +153,10 @@ async def list_templates(deps: Deps, op: ListTemplatesQuery, call: Call) -> Temp
     shown = await deps.access.visible(call.principal, "template", page, template_attrs)
     total -= len(page) - len(shown)
     protected = await deps.boot.protected() if shown else {}
-    shown = [t.model_copy(update={"protected": protected.get(t.template_id)}) for t in shown]
+    shown = [  # a copy only where the protection differs from what the template holds (mostly none)
+        t if t.protected == (p := protected.get(t.template_id)) else t.model_copy(update={"protected": p})
+        for t in shown
+    ]
     return TemplateList(templates=shown, total_count=total, message=counted(total, "template"))
 
 

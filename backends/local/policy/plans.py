@@ -168,9 +168,11 @@ def plan_condition(grants: Sequence[Grants]) -> _Node:
 def plan_access(
     policy: CompiledPolicy, principal: Principal, object_type: str, method: str, revision: int
 ) -> AccessPlan:
-    """The plan of `principal` (roles resolved) using `method` on objects of `object_type`."""
+    """The plan of `principal` (roles resolved) using `method` on objects of `object_type`. Constructed, not
+    validated, like its condition's nodes: every value is made here, of its field's type, and a listing that
+    only filters by the plan never builds the model's validator."""
     node = policy.plan_of(principal, object_type, method.upper(), plan_condition)
-    return AccessPlan(
+    return AccessPlan.model_construct(
         object_type=object_type,
         method=method.upper(),
         user_id=principal.user_id or None,

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from pluginsdk.errors import NotFoundError, ProviderError, StateConflictError, ValidationError
 from pluginsdk.models import Machine, MachineStatus, Request, Template, utcnow
@@ -42,9 +41,9 @@ _REQUEST_KEYS = ("price_type", "additional_data", "machine_names")
 Terminate = Callable[["Deps", Request, list[Machine]], Awaitable[None]]
 
 
-@dataclass(frozen=True, slots=True)
-class BootRule:
-    """A template's readiness requirement."""
+class BootRule(NamedTuple):
+    """A template's readiness requirement (a NamedTuple: a dataclass would compile its methods whenever a request
+    query imports this module)."""
 
     timeout: float = TIMEOUT
     max_failures: int = MAX_FAILURES

@@ -6,14 +6,15 @@ opens its circuit for a cooldown that doubles on each failure in a row (`provide
 `probe_seconds`) may go, and its success closes the circuit, its failure opens it for the next, longer
 cooldown. Rows, not process memory, so two servers on one PostgreSQL database agree and a restart forgets
 nothing; the probe is taken by one conditional UPDATE, so two processes cannot both probe.
-"""
 
-from __future__ import annotations
+Its two records are NamedTuples, not dataclasses: a dataclass compiles its methods when the module is imported
+(~4 M instructions each), and every engine start imports this module. No postponed annotations: NamedTuple
+would compile each string annotation as a ForwardRef.
+"""
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from .db import Database, Row
 
@@ -22,8 +23,7 @@ __all__ = ["Admission", "CapacityMemory", "OfferingState"]
 State = Literal["closed", "cooling", "half-open", "probing"]
 
 
-@dataclass(frozen=True, slots=True)
-class OfferingState:
+class OfferingState(NamedTuple):
     """One candidate as the memory holds it."""
 
     key: str
@@ -35,8 +35,7 @@ class OfferingState:
     updated_at: float
 
 
-@dataclass(frozen=True, slots=True)
-class Admission:
+class Admission(NamedTuple):
     """Whether a launch may go to a candidate now: `launch` (closed), `probe` (half-open, this caller holds
     the probe), or `skip` with the time it may be tried again (`until`)."""
 
