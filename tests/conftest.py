@@ -105,7 +105,38 @@ SLOW: dict[str, str] = {
 test) -> why it is slow; figures from `--durations` on a loaded box. CI runs everything."""
 
 
+# -- the order files start in ---------------------------------------------------------------------------------------
+HEAVIEST: tuple[str, ...] = (
+    "tests/server/test_schemathesis.py",
+    "tests/schedulers/slurm/test_controller.py",
+    "tests/mcp/test_ts_client.py",
+    "tests/schedulers/test_simulation.py",
+    "tests/test_typed_core.py",
+    "tests/scale/test_chaos.py",
+    "tests/fleet/test_fleet_console.py",
+    "tests/fleet/test_fleet_mcp.py",
+    "tests/server/test_openapi_wire.py",
+    "tests/policy/test_properties.py",
+    "tests/policy/test_decision_point_properties.py",
+    "tests/test_doc_examples.py",
+    "tests/fleet/test_fleet_rest.py",
+    "tests/mcp/test_profiles.py",
+    "tests/auth/federation/test_oidc_sign_in.py",
+    "tests/cli/test_schedulers.py",
+    "tests/mcp/test_http_clients.py",
+)
+"""Files that take a minute or more of one worker, heaviest first (`--durations`). The suite runs on `-n auto`
+workers with `--dist loadfile` (pyproject.toml), which hands out whole files in collection order as workers free
+up; starting these first keeps one of them from being the last file left while the other workers idle."""
+
+
+def _start_rank(item: pytest.Item) -> int:
+    path = item.nodeid.split("::", 1)[0]
+    return HEAVIEST.index(path) if path in HEAVIEST else len(HEAVIEST)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if item.nodeid.startswith(tuple(SLOW)):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=_start_rank)  # stable: a file's own tests keep their order

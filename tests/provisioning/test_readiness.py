@@ -234,8 +234,13 @@ async def test_a_process_killed_before_launching_a_replacement_loses_nothing(any
         stdout=asyncio.subprocess.PIPE, cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)},
     )  # fmt: skip
     assert child.stdout is not None
-    assert (await asyncio.wait_for(child.stdout.readline(), 60)).strip() == b"req-killed-1"
-    assert await asyncio.wait_for(child.wait(), 30) == -signal.SIGKILL
+    try:
+        assert (await asyncio.wait_for(child.stdout.readline(), 60)).strip() == b"req-killed-1"
+        assert await asyncio.wait_for(child.wait(), 30) == -signal.SIGKILL
+    finally:  # a child that never reached its kill polls forever: never leave it behind
+        if child.returncode is None:
+            child.kill()
+            await child.wait()
     async with PluginSDK(config=any_store) as sdk:  # machines here report ready by themselves
         stored = await sdk.backend.engine.store.get_request("req-killed")  # type: ignore[attr-defined]
         assert [a["outcome"] for a in stored.provider_data["attempts"]] == ["served", "launching"]
