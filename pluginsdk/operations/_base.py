@@ -232,6 +232,8 @@ class Operation(BaseModel, Typed[R_co]):
     @model_validator(mode="before")
     @classmethod
     def _apply_aliases(cls, data: Any) -> Any:
+        if type(data) is dict and _untouched(cls, data):
+            return data
         if not isinstance(data, Mapping):
             return data
         out = dict(data)
@@ -309,6 +311,21 @@ def alias_plan(cls: type[Operation]) -> tuple[tuple[tuple[str, tuple[str, ...]],
     )
     list_keys = tuple(key for name in list_fields(cls) for key in dict.fromkeys((name, to_camel(name))))
     return aliases, list_keys
+
+
+@functools.cache
+def _renamed(cls: type[Operation]) -> frozenset[str]:
+    """Input keys `_apply_aliases` rewrites or drops: every alias but the field's own name, and `ignored_fields`."""
+    aliases, _ = alias_plan(cls)
+    return frozenset([*(a for canonical, names in aliases for a in names if a != canonical), *cls.ignored_fields])
+
+
+def _untouched(cls: type[Operation], data: dict[str, Any]) -> bool:
+    """Whether `_apply_aliases` would return `data` as it is: no alias, no ignored key, no one id for a list (the
+    common input, answered without copying it)."""
+    if not _renamed(cls).isdisjoint(data):
+        return False
+    return not any(isinstance(data.get(key), str) for key in alias_plan(cls)[1])
 
 
 @functools.cache

@@ -326,14 +326,18 @@ async def check_access(svc: AuthService, op: CheckAccessQuery, call: Call) -> Su
     _known_type(op.object_type)
     if op.explain:
         _may_explain(svc, principal)
-    revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
+    kept = svc.decision_model
+    if kept is not None and kept[0] == call.policy_version and op.at_least_revision is None:
+        revision, model = kept  # `current_model`'s answer for the version authorized on, without its frame
+    else:
+        revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
     p = model.subject(op.user_id, op.roles, op.mfa)
     read_roles, see_routes = _rights(svc, principal)
     routes = _routes(model, p, op.object_type, op.method, op.attributes) if see_routes else _NO_ROUTES
-    decision = SubjectDecision(
-        allowed=model.policy.is_allowed(p, op.object_type, op.attributes, op.method),
-        object_type=op.object_type,
-        method=op.method,
+    decision = SubjectDecision.of(
+        model.policy.is_allowed(p, op.object_type, op.attributes, op.method),
+        op.object_type,
+        op.method,
         user_id=op.user_id,
         roles=list(p.roles),
         mfa=op.mfa,
@@ -342,7 +346,8 @@ async def check_access(svc: AuthService, op: CheckAccessQuery, call: Call) -> Su
         routes=routes[0],
         route_allowed=routes[1],
     )
-    await _log(svc, principal, [decision])
+    if decision_sample_rate(svc) > 0:
+        await _log(svc, principal, [decision])
     return decision if read_roles else decision.model_copy(update={"roles": None})
 
 
