@@ -55,7 +55,7 @@ from ...policy.evaluator import read_constraint
 from ...policy.plans import plan_access as _plan
 from ...registry import HandlerTable
 from ..audit import decision_sample_rate, log_decision
-from ..object_routes import object_routes
+from ..object_routes import method_routes
 from ..service import AuthService
 from .routes import api_routes
 
@@ -166,7 +166,7 @@ def _may_see_routes(svc: AuthService, principal: Principal) -> bool:
 def _routes(model: PolicyModel, p: Principal, object_type: str, method: str, attributes: Mapping[str, Any]) -> _Routes:
     """(the routes acting on such an object with this method and tier 1's answer on each for the subject, whether
     it allows them all); (None, None) for an object type without such routes here."""
-    found = object_routes(object_type, (method,))
+    found = method_routes(object_type, method)  # the method is upper-case by its pattern
     if not found:
         return None, None
     routes = []
