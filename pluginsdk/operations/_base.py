@@ -232,7 +232,7 @@ class Operation(BaseModel, Typed[R_co]):
     @model_validator(mode="before")
     @classmethod
     def _apply_aliases(cls, data: Any) -> Any:
-        if type(data) is dict and _untouched(cls, data):
+        if type(data) is dict and _as_given(cls, data):  # the common input: answered without copying it
             return data
         if not isinstance(data, Mapping):
             return data
@@ -320,18 +320,23 @@ def alias_plan(cls: type[Operation]) -> tuple[tuple[tuple[str, tuple[str, ...]],
 
 
 @functools.cache
-def _renamed(cls: type[Operation]) -> frozenset[str]:
-    """Input keys `_apply_aliases` rewrites or drops: every alias but the field's own name, and `ignored_fields`."""
-    aliases, _ = alias_plan(cls)
-    return frozenset([*(a for canonical, names in aliases for a in names if a != canonical), *cls.ignored_fields])
+def _rewrites(cls: type[Operation]) -> tuple[frozenset[str], tuple[str, ...]]:
+    """The input keys `_apply_aliases` rewrites or drops (every alias but the field's own name, and
+    `ignored_fields`), and the keys of list fields (one id given for a list is rewritten too)."""
+    aliases, list_keys = alias_plan(cls)
+    renamed = frozenset([*(a for canonical, names in aliases for a in names if a != canonical), *cls.ignored_fields])
+    return renamed, list_keys
 
 
-def _untouched(cls: type[Operation], data: dict[str, Any]) -> bool:
-    """Whether `_apply_aliases` would return `data` as it is: no alias, no ignored key, no one id for a list (the
-    common input, answered without copying it)."""
-    if not _renamed(cls).isdisjoint(data):
+def _as_given(cls: type[Operation], data: dict[str, Any]) -> bool:
+    """Whether `_apply_aliases` has nothing to rewrite in `data`."""
+    renamed, list_keys = _rewrites(cls)
+    if not renamed.isdisjoint(data):
         return False
-    return not any(isinstance(data.get(key), str) for key in alias_plan(cls)[1])
+    for key in list_keys:  # noqa: SIM110 - a loop, not all() over a generator: every validation runs this
+        if isinstance(data.get(key), str):
+            return False
+    return True
 
 
 @functools.cache
