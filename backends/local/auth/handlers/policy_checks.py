@@ -339,16 +339,16 @@ async def check_access(svc: AuthService, op: CheckAccessQuery, call: Call) -> Su
         op.object_type,
         op.method,
         user_id=op.user_id,
-        roles=list(p.roles),
+        roles=list(p.roles) if read_roles else None,
         mfa=op.mfa,
         revision=revision,
         explanation=_explanation(_explain(model, op), revision, routes) if op.explain else None,
         routes=routes[0],
         route_allowed=routes[1],
     )
-    if decision_sample_rate(svc) > 0:
-        await _log(svc, principal, [decision])
-    return decision if read_roles else decision.model_copy(update={"roles": None})
+    if decision_sample_rate(svc) > 0:  # the log names the roles the caller may not be told
+        await _log(svc, principal, [decision if read_roles else decision.model_copy(update={"roles": list(p.roles)})])
+    return decision
 
 
 @handlers.on(CheckAccessBatchQuery)
