@@ -101,6 +101,8 @@ def identifier_problem(kind: str, value: str) -> str | None:
 
 def _checker(kind: str) -> AfterValidator:
     def check(value: str) -> str:
+        if _compiled(kind).fullmatch(value) is not None:  # the common case, without describing anything
+            return value
         problem = identifier_problem(kind, value)
         if problem is not None:
             raise PydanticCustomError("identifier", "{problem}", {"problem": problem})

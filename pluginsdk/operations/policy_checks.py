@@ -71,11 +71,9 @@ class _AboutSubject(Query[R_co]):
     at_least_revision: int | None = Field(None, ge=0)
     """Answer on at least this policy revision (read your own writes); 409 if the store is behind."""
 
-    @model_validator(mode="after")
-    def _named(self) -> "_AboutSubject":
+    def check_together(self) -> None:
         if self.user_id is None and self.roles is None:
             raise ValueError("name the subject: user_id, or roles (with mfa)")
-        return self
 
 
 class _AboutObject(Query[R_co]):

@@ -122,6 +122,9 @@ async def test_decisions_are_logged_when_sampled(backend_kind: str, tmp_path: Pa
         bare = await sdk.check_access_batch([admin], allowed_only=True)  # the decisions alone are logged too
         assert bare.allowed == [True] and bare.decisions == []
         assert len((await sdk.list_audit_records(action="decision")).records) == 3
+        assert (await sdk.check_access("asset", "GET", roles=["admin"], attributes={"databaseId": "d"})).allowed
+        logged = await sdk.list_audit_records(action="decision")  # a single check is logged as a batch's answer
+        assert len(logged.records) == 4 and {r.target_id for r in logged.records} == {"roles:admin", "bob"}
     async with open_sdk(backend_kind, tmp_path / "off") as sdk:
         await sdk.check_access("asset", "GET", roles=["admin"])
         assert (await sdk.list_audit_records(action="decision")).records == []

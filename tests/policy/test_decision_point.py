@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from pluginsdk import PermissionDeniedError, PluginSDK, ValidationError
+from pluginsdk.models.policy_results import SubjectDecision
 from tests.auth.conftest import acting_as
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -97,6 +98,39 @@ async def test_subject_checks_need_their_own_route(sdk: PluginSDK, tmp_path: Pat
         assert batch.decisions[0].allowed
         with pytest.raises(PermissionDeniedError):
             await svc.explain_access("asset", "GET", user_id="alice")
+
+
+async def test_a_check_answers_what_its_fields_validate_to(sdk: PluginSDK, tmp_path: Path) -> None:
+    """The answer the engine builds without validating it again is the model its own fields validate to: the same
+    fields, JSON and truth value — with the roles, without them (a caller who may not read roles), with routes."""
+    await _setup(sdk)
+    asset = {"databaseId": "proj-1"}
+    answers = [
+        await sdk.check_access("asset", "PUT", user_id="alice", attributes=asset),
+        await sdk.check_access("asset", "DELETE", roles="secure", mfa=True, attributes=asset),  # one role for a list
+        await sdk.check_access("template", "GET", attributes={"templateId": "web"}, **{"userId": "bob"}),
+    ]
+    assert [a.allowed for a in answers] == [True, True, False] and answers[1].roles == ["secure"]
+    assert answers[2].routes and answers[2].route_allowed is not None  # the routes acting on a template
+    await sdk.create_role(role_name="pdp-client", description="a service asking for its users")
+    await sdk.create_constraint(
+        "pdp-client-routes",
+        name="pdp client",
+        description="the check routes",
+        object_type="api",
+        criteria_or=[{"field": "route__path", "operator": "starts_with", "value": "/auth/check"}],
+        group_permissions=[perm("pdp-client", "POST")],
+    )
+    await sdk.create_user_roles("svc", ["pdp-client"])
+    async with acting_as(sdk, "svc", tmp_path) as svc:
+        hidden = await svc.check_access("asset", "PUT", user_id="alice", attributes=asset)
+    assert hidden.allowed and hidden.roles is None and hidden.routes is None
+    for got in [*answers, hidden]:
+        again = SubjectDecision.model_validate(got.model_dump())
+        assert again == got and again.model_dump_json(by_alias=True) == got.model_dump_json(by_alias=True)
+        assert str(again) == str(got) and bool(again) is bool(got)
+    with pytest.raises(ValidationError, match="name the subject: user_id, or roles"):
+        await sdk.check_access("asset", "GET", attributes=asset)
 
 
 async def test_explain(sdk: PluginSDK) -> None:

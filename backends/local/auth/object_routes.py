@@ -17,7 +17,7 @@ from typing import Any
 
 from pluginsdk.operations import CATALOG
 
-__all__ = ["ObjectRoute", "object_routes", "other_routes", "route_pattern"]
+__all__ = ["ObjectRoute", "method_routes", "object_routes", "other_routes", "route_pattern"]
 
 _PARAM = re.compile(r"{(\w+)}")
 _ORDER = ("GET", "PUT", "POST", "DELETE")
@@ -71,6 +71,13 @@ def _object_operations() -> dict[str, frozenset[str]]:
 def object_routes(object_type: str, methods: Iterable[str] | None = None) -> list[ObjectRoute]:
     """The routes acting on one object of `object_type` (for these methods; all when None), in method order."""
     return list(_routes_of(object_type, None if methods is None else frozenset(m.upper() for m in methods)))
+
+
+@functools.lru_cache(maxsize=512)
+def method_routes(object_type: str, method: str) -> tuple[ObjectRoute, ...]:
+    """`object_routes(object_type, (method,))` for an upper-case method, kept: a subject check asks it on every
+    call."""
+    return _routes_of(object_type, frozenset((method,)))
 
 
 @functools.lru_cache(maxsize=512)

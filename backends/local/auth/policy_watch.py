@@ -102,6 +102,17 @@ class PolicyWatch:
         self._paused_until = time.monotonic() + 5.0
         self.invalidate()
 
+    def kept(self) -> int | None:
+        """The version when it is known without a read (a live listener's, or the one read under the current
+        stamp), else None: `version` without a coroutine, for the per-decision path."""
+        known = self._known
+        if known is not None and self.live:
+            return known
+        stamped = self._stamped
+        if stamped is not None and self._stamp is not None and stamped[0] == self._stamp():
+            return stamped[1]
+        return None
+
     async def version(self, read: Callable[[], Awaitable[int]]) -> int:
         known = self._known
         if known is not None and self.live:

@@ -212,6 +212,9 @@ class AuthService:
         `Principal.policy_version`), else of the current version, read now (`PolicyWatch`: no statement while
         PostgreSQL notifications are live); recompiled only when the rules version moved.
         """
+        kept = self._kept_snapshot(version)
+        if kept is not None:
+            return kept
         if version is None:
             version = await self.watch.version(self.store.policy_version)
         snap = self._snapshot
@@ -225,6 +228,13 @@ class AuthService:
                 version, read = await self.read_rules()
             self._snapshot = _Snapshot(version, self.compiled_rules(read), {}, {}, {})  # compiled outside it
             return self._snapshot
+
+    def _kept_snapshot(self, version: int | None) -> _Snapshot | None:
+        """`snapshot(version)` when it is at hand without a read (the version kept by the watch), else None."""
+        if version is None:
+            version = self.watch.kept()
+        snap = self._snapshot
+        return snap if snap is not None and snap.version == version else None
 
     async def read_rules(self) -> tuple[int, RulesRead]:
         """(policy version, the compiled rules of the stored rules key if at hand, else that key with the role
@@ -388,8 +398,9 @@ class AuthService:
         if spec.policy.unauthenticated:
             return
         # the version read with the credential decides the request's first decision (check_route's, if any)
-        snap = await self.snapshot(None if call.route_checked else call.principal.policy_version)
-        p = await self._resolve(call.principal, snap)
+        version = None if call.route_checked else call.principal.policy_version
+        snap = self._kept_snapshot(version) or await self.snapshot(version)
+        p = self._kept_resolved(call.principal, snap) or await self._resolve(call.principal, snap)
         self._check_routes(snap, p, spec, call.op, call.route_path, count_allow=not call.route_checked)
         call.principal = p
         object_type = spec.policy.object_type
@@ -416,6 +427,17 @@ class AuthService:
         """`with_roles(_local_admin(principal))` without the version read at authentication (a later call
         with it reads the policy anew), remembered for the last equal principal and snapshot (a snapshot is
         one policy version): an in-process SDK asks as the same caller every time."""
+        kept = self._kept_resolved(principal, snap)
+        if kept is not None:
+            return kept
+        p = await self.with_roles(self._local_admin(principal), snap)
+        if p.policy_version is not None:
+            p = replace(p, policy_version=None)
+        self._resolved = (principal, snap, p)
+        return p
+
+    def _kept_resolved(self, principal: Principal, snap: _Snapshot) -> Principal | None:
+        """`_resolve`'s answer remembered for an equal principal and this snapshot, else None."""
         last = self._resolved
         if (
             last is not None
@@ -423,11 +445,7 @@ class AuthService:
             and (last[0] is principal or (last[0] == principal and last[0].claims == principal.claims))
         ):
             return last[2]
-        p = await self.with_roles(self._local_admin(principal), snap)
-        if p.policy_version is not None:
-            p = replace(p, policy_version=None)
-        self._resolved = (principal, snap, p)
-        return p
+        return None
 
     @staticmethod
     def _check_routes(

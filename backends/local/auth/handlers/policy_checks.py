@@ -55,7 +55,7 @@ from ...policy.evaluator import read_constraint
 from ...policy.plans import plan_access as _plan
 from ...registry import HandlerTable
 from ..audit import decision_sample_rate, log_decision
-from ..object_routes import object_routes
+from ..object_routes import method_routes
 from ..service import AuthService
 from .routes import api_routes
 
@@ -166,7 +166,7 @@ def _may_see_routes(svc: AuthService, principal: Principal) -> bool:
 def _routes(model: PolicyModel, p: Principal, object_type: str, method: str, attributes: Mapping[str, Any]) -> _Routes:
     """(the routes acting on such an object with this method and tier 1's answer on each for the subject, whether
     it allows them all); (None, None) for an object type without such routes here."""
-    found = object_routes(object_type, (method,))
+    found = method_routes(object_type, method)  # the method is upper-case by its pattern
     if not found:
         return None, None
     routes = []
@@ -340,24 +340,29 @@ async def check_access(svc: AuthService, op: CheckAccessQuery, call: Call) -> Su
     _known_type(op.object_type)
     if op.explain:
         _may_explain(svc, principal)
-    revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
+    kept = svc.decision_model
+    if kept is not None and kept[0] == call.policy_version and op.at_least_revision is None:
+        revision, model = kept  # `current_model`'s answer for the version authorized on, without its frame
+    else:
+        revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
     p = model.subject(op.user_id, op.roles, op.mfa)
     read_roles, see_routes = _rights(svc, principal)
     routes = _routes(model, p, op.object_type, op.method, op.attributes) if see_routes else _NO_ROUTES
-    decision = SubjectDecision(
-        allowed=model.policy.is_allowed(p, op.object_type, op.attributes, op.method),
-        object_type=op.object_type,
-        method=op.method,
+    decision = SubjectDecision.of(
+        model.policy.is_allowed(p, op.object_type, op.attributes, op.method),
+        op.object_type,
+        op.method,
         user_id=op.user_id,
-        roles=list(p.roles),
+        roles=list(p.roles) if read_roles else None,
         mfa=op.mfa,
         revision=revision,
         explanation=_explanation(_explain(model, op), revision, routes) if op.explain else None,
         routes=routes[0],
         route_allowed=routes[1],
     )
-    await _log(svc, principal, [decision])
-    return decision if read_roles else decision.model_copy(update={"roles": None})
+    if decision_sample_rate(svc) > 0:  # the log names the roles the caller may not be told
+        await _log(svc, principal, [decision if read_roles else decision.model_copy(update={"roles": list(p.roles)})])
+    return decision
 
 
 @handlers.on(CheckAccessBatchQuery)
