@@ -43,8 +43,8 @@ async def reserve(deps: Deps, request: Request, template: Template) -> None:
         await deps.store.insert_request(request)
         return
     async with deps.store.transaction():
-        await deps.store.quotas.lock(subjects)
-        shares = await _check(deps, template, user_id, count, request.provider_name)
+        await deps.store.quotas.lock(s for s in subjects if s.startswith("user:"))  # the others: their counts
+        shares = await _check(deps, template, user_id, count, request.provider_name, lock=True)
         await deps.store.insert_request(request)
         await deps.store.quotas.record(request.request_id, template.template_id, shares)
 
@@ -83,13 +83,16 @@ def _candidates(template: Template, provider: str) -> list[str]:
     return list(dict.fromkeys(o.provider for o in template.offerings)) or [provider]
 
 
-async def _check(deps: Deps, template: Template, user_id: str, count: int, provider: str) -> dict[str, int]:
+async def _check(
+    deps: Deps, template: Template, user_id: str, count: int, provider: str, *, lock: bool = False
+) -> dict[str, int]:
     """Refuse (429) what a quota has no room for; else how the request's machines are reserved over its
-    candidate instances, spread in order, each up to its room (an instance without a quota has room for all)."""
+    candidate instances, spread in order, each up to its room (an instance without a quota has room for all).
+    `lock`: the counts read are held until the transaction ends."""
     limits = deps.settings.provider.quotas.max_active
     names = _candidates(template, provider)
     capped = template.template_id if template.max_active is not None else None
-    in_template, held = await deps.store.quotas.held(capped, [n for n in names if n in limits])
+    in_template, held = await deps.store.quotas.held(capped, [n for n in names if n in limits], lock=lock)
     if template.max_active is not None and in_template + count > template.max_active:
         _refuse(deps, "template", template.template_id, limit=template.max_active, held=in_template, count=count)
     shares: dict[str, int] = {}
