@@ -1,0 +1,134 @@
+"""Kept quota counts (`quota_held`, store/quotas.py): equal to a recount of active machines and reservations
+after launches, failed launches, returns and cancellations on both backends and stores; exact when processes
+race for a quota's last machines; initialised from a recount when an existing store migrates."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pluginsdk import PluginSDK, ProviderError, TooManyRequestsError
+from tests.support.backends import open_sdk_on
+
+ROOT = Path(__file__).resolve().parents[2]
+FAST = {"type": "local", "boot_delay": 0.05, "terminate_delay": 0.05, "seed": 5}
+SLOW = {"type": "local", "boot_delay": 3600, "terminate_delay": 0.0, "seed": 5}
+
+
+def _with(config: dict[str, Any], **provider: Any) -> dict[str, Any]:
+    return {**config, "provider": {**config.get("provider", {}), "type": "local", **provider}}
+
+
+async def _counts(config: dict[str, Any]) -> tuple[dict[str, int], dict[str, int]]:
+    """The store's kept counts and its recount, read through a local engine on the store."""
+    async with PluginSDK(config=config) as sdk:
+        ledger = sdk.backend.engine.store.quotas  # type: ignore[attr-defined]
+        return await ledger.kept(), await ledger.recount()
+
+
+async def _settled(sdk: PluginSDK, request_id: str) -> None:
+    deadline = time.monotonic() + 15
+    while not (await sdk.get_request(request_id)).status.terminal and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+
+
+async def test_kept_counts_equal_a_recount_after_launches_failures_returns_and_cancellations(
+    backend_kind: str, any_store: dict[str, Any], tmp_path: Path
+) -> None:
+    east = {**FAST, "capacity_errors": ["big"]}
+    config = _with(any_store, instances={"east": east, "slow": SLOW}, quotas={"max_active": {"east": 6, "slow": 6}})
+    async with open_sdk_on(backend_kind, config, tmp_path) as sdk:
+        await sdk.create_template(template_id="t", image_id="ami-1", provider="east", max_active=5)
+        await sdk.create_template(template_id="big", image_id="ami-1", provider="east", instance_type="big")
+        await sdk.create_template(template_id="pending", image_id="ami-1", provider="slow", max_active=4)
+        first = await sdk.create_request("t", 2, wait=True, timeout=30)
+        await sdk.create_request("t", 1, wait=True, timeout=30)
+        with pytest.raises(ProviderError):  # a refused launch ends its request and its reservation
+            await sdk.create_request("big", 1)
+        cancelled = await sdk.create_request("pending", 2)
+        await sdk.create_request("pending", 1)
+        await sdk.cancel_request(cancelled.request_id or "")
+        await _settled(sdk, cancelled.request_id or "")
+        ret = await sdk.create_return_request([first.machines[0].machine_id])
+        await _settled(sdk, ret.request_id or "")
+        with pytest.raises(TooManyRequestsError) as refused:  # t holds 2 of its 5
+            await sdk.create_request("t", 4)
+        assert refused.value.details["in_use"] == 2
+    kept, recount = await _counts(config)
+    assert kept == recount
+    assert (kept["template:t"], kept["provider:east"], kept["template:pending"]) == (2, 2, 1)
+
+
+_RACER = """
+import asyncio, json, sys, time
+from pluginsdk import PluginSDK, TooManyRequestsError
+config, start, tries = json.loads(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+async def main():
+    made = 0
+    async with PluginSDK(config=config) as sdk:
+        await asyncio.sleep(max(0.0, start - time.time()))
+        for _ in range(tries):
+            try:
+                await sdk.create_request("t", 1)
+                made += 1
+            except TooManyRequestsError:
+                pass
+    print(made)
+asyncio.run(main())
+"""
+
+
+async def test_processes_racing_for_the_last_machines_of_a_quota_never_exceed_it(any_store: dict[str, Any]) -> None:
+    """Four processes (SQLite: one file; PostgreSQL: their own connections) ask 8 machines each, one at a
+    time, of a template and an instance holding 10: exactly 10 are granted, and the counts stay exact."""
+    config = _with(any_store, instances={"east": SLOW}, quotas={"max_active": {"east": 10}})
+    async with PluginSDK(config=config) as sdk:
+        await sdk.create_template(template_id="t", image_id="ami-1", provider="east", max_active=12)
+    start = time.time() + 4
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    racers = [
+        await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _RACER, json.dumps(config), str(start), "8",
+            stdout=subprocess.PIPE, cwd=ROOT, env=env,
+        )  # fmt: skip
+        for _ in range(4)
+    ]
+    made = [int((await r.communicate())[0]) for r in racers]
+    assert all(r.returncode == 0 for r in racers)
+    assert sum(made) == 10, made
+    kept, recount = await _counts(config)
+    assert kept == recount and kept["provider:east"] == 10 and kept["template:t"] == 10
+
+
+async def test_an_existing_store_gets_its_counts_from_a_recount_when_it_migrates(any_store: dict[str, Any]) -> None:
+    config = _with(any_store, instances={"east": SLOW}, quotas={"max_active": {"east": 10}})
+    async with PluginSDK(config=config) as sdk:
+        await sdk.create_template(template_id="t", image_id="ami-1", provider="east", max_active=5)
+        await sdk.create_request("t", 3)
+        db = sdk.backend.engine.store.db  # type: ignore[attr-defined]
+        async with db.transaction():  # the store as migration 16 left it: no kept counts
+            for trigger in (
+                "quota_machine_added", "quota_machine_changed", "quota_machine_left", "quota_machine_joined",
+                "quota_machine_removed", "quota_reservation_added", "quota_reservation_changed",
+                "quota_reservation_removed",
+            ):  # fmt: skip
+                on = "machines" if "machine_" in trigger else "quota_reservations"
+                pg = db.dialect == "postgresql"
+                await db.execute(f"DROP TRIGGER IF EXISTS {trigger}" + (f" ON {on}" if pg else ""))
+            await db.execute("DROP TABLE quota_held")
+            await db.execute("UPDATE schema_version SET version = 16 WHERE id = 1")
+    async with PluginSDK(config=config) as sdk:  # migrates to 17
+        await sdk.create_request("t", 1)
+        with pytest.raises(TooManyRequestsError) as refused:
+            await sdk.create_request("t", 2)
+        assert refused.value.details["in_use"] == 4
+    kept, recount = await _counts(config)
+    assert kept == recount and kept["template:t"] == 4
