@@ -73,6 +73,45 @@ class QuotaLedger:
         counts = {r["subject"]: int(r["held"]) for r in rows}
         return counts.get(f"template:{template_id}", 0), {n: counts.get(f"provider:{n}", 0) for n in names}
 
+    async def record_within(
+        self,
+        insert_request: str,
+        request: Mapping[str, Any],
+        template_id: str,
+        shares: Mapping[str, int],
+        limits: Mapping[str, tuple[int, int]],
+    ) -> tuple[bool, dict[str, int]]:
+        """PostgreSQL, one autocommit statement: lock and read the kept counts of the subjects in `limits` (each
+        its limit and what the request adds), and only if each has room record the request (`insert_request`:
+        its INSERT ... SELECT with `request`'s parameters) and reserve `shares`; whether it did, and the counts
+        read. The rows are locked by the statement that reads them, as `held(lock=True)` does."""
+        subjects = sorted(limits)
+        params = {
+            **request,
+            "qs": subjects,
+            "ql": [limits[s][0] for s in subjects],
+            "qa": [limits[s][1] for s in subjects],
+            "qp": list(shares),
+            "qn": list(shares.values()),
+            "qt": template_id,
+            "qc": time.time(),
+        }
+        rows = await self.db.fetchall(
+            "WITH held AS (INSERT INTO quota_held (subject, held)"
+            " SELECT s, 0 FROM unnest(CAST(:qs AS TEXT[])) AS t (s) ORDER BY s"
+            " ON CONFLICT (subject) DO UPDATE SET held = quota_held.held RETURNING subject, held),"
+            " room AS (SELECT COALESCE(bool_and(h.held + q.asked <= q.lim), TRUE) AS ok FROM held AS h"
+            " JOIN unnest(CAST(:qs AS TEXT[]), CAST(:ql AS BIGINT[]), CAST(:qa AS BIGINT[])) AS q (s, lim, asked)"
+            " ON q.s = h.subject),"
+            f" recorded AS ({insert_request} FROM room WHERE room.ok RETURNING request_id),"
+            " reserved AS (INSERT INTO quota_reservations (request_id, provider, template_id, machines, created_at)"
+            " SELECT r.request_id, p, CAST(:qt AS TEXT), n, CAST(:qc AS DOUBLE PRECISION) FROM recorded AS r,"
+            " unnest(CAST(:qp AS TEXT[]), CAST(:qn AS INT[])) AS q (p, n) WHERE n > 0)"
+            " SELECT h.subject, h.held, room.ok FROM held AS h, room",
+            params,
+        )
+        return bool(rows[0]["ok"]) if rows else True, {r["subject"]: int(r["held"]) for r in rows}
+
     async def recount(self) -> dict[str, int]:
         """What the kept counts must equal, counted from the machines and reservations (non-zero subjects)."""
         rows = await self.db.fetchall(
