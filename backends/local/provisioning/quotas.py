@@ -43,8 +43,8 @@ async def reserve(deps: Deps, request: Request, template: Template) -> None:
         await deps.store.insert_request(request)
         return
     names = _candidates(template, request.provider_name)
-    if deps.store.db.dialect == "postgresql" and len(names) == 1 and not subjects[-1].startswith("user:"):
-        # one candidate, no window: the check, the request and its reservation as one statement
+    if len(names) == 1 and not subjects[-1].startswith("user:"):
+        # one candidate, no window: the check rides on the request's insert (PostgreSQL: one statement)
         limits = {s: (_limit(deps, template, s), count) for s in subjects}
         recorded, counts = await deps.store.insert_request_within(request, {names[0]: count}, limits)
         if recorded:

@@ -220,9 +220,8 @@ class Store:
     async def insert_request_within(
         self, r: Request, shares: Mapping[str, int], limits: Mapping[str, tuple[int, int]]
     ) -> tuple[bool, dict[str, int]]:
-        """PostgreSQL: record `r` with its reservation `shares` when every quota subject in `limits` (its limit,
-        what the request adds to it) has room, in one statement (`QuotaLedger.record_within`); whether it was
-        recorded, and the counts it read."""
+        """Record `r` with its reservation `shares` when every quota subject in `limits` (its limit, what the
+        request adds to it) has room (`QuotaLedger.record_within`): whether it was recorded, and counts read."""
         return await self.quotas.record_within(
             f"{_INSERT_REQUEST} SELECT {_REQUEST_VALUES}", self._request_params(r), r.template_id or "", shares, limits
         )

@@ -64,13 +64,9 @@ class QuotaLedger:
                 " ORDER BY s ON CONFLICT (subject) DO UPDATE SET held = quota_held.held RETURNING subject, held",
                 {"s": sorted(subjects)},
             )
+            counts = {r["subject"]: int(r["held"]) for r in rows}
         else:
-            inlist = ", ".join(f":s{i}" for i in range(len(subjects)))
-            rows = await self.db.fetchall(
-                f"SELECT subject, held FROM quota_held WHERE subject IN ({inlist})",
-                {f"s{i}": s for i, s in enumerate(subjects)},
-            )
-        counts = {r["subject"]: int(r["held"]) for r in rows}
+            counts = await self._counts(subjects)
         return counts.get(f"template:{template_id}", 0), {n: counts.get(f"provider:{n}", 0) for n in names}
 
     async def record_within(
@@ -81,21 +77,25 @@ class QuotaLedger:
         shares: Mapping[str, int],
         limits: Mapping[str, tuple[int, int]],
     ) -> tuple[bool, dict[str, int]]:
-        """PostgreSQL, one autocommit statement: lock and read the kept counts of the subjects in `limits` (each
-        its limit and what the request adds), and only if each has room record the request (`insert_request`:
-        its INSERT ... SELECT with `request`'s parameters) and reserve `shares`; whether it did, and the counts
-        read. The rows are locked by the statement that reads them, as `held(lock=True)` does."""
+        """Record the request (`insert_request`: its INSERT ... SELECT with `request`'s parameters) and reserve
+        `shares` only if each subject in `limits` (its limit, what the request adds) has room; whether it did,
+        and the counts read (those of a refusal on SQLite). PostgreSQL: one autocommit statement that locks and
+        reads the kept counts, as `held(lock=True)` does. SQLite: the request's INSERT carries the check, inside
+        BEGIN IMMEDIATE."""
         subjects = sorted(limits)
-        params = {
-            **request,
-            "qs": subjects,
-            "ql": [limits[s][0] for s in subjects],
-            "qa": [limits[s][1] for s in subjects],
-            "qp": list(shares),
-            "qn": list(shares.values()),
-            "qt": template_id,
-            "qc": time.time(),
-        }
+        if self.db.dialect != "postgresql":
+            room = " AND ".join(
+                f"COALESCE((SELECT held FROM quota_held WHERE subject = :qs{i}), 0) + :qa{i} <= :ql{i}"
+                for i in range(len(subjects))
+            )
+            params = dict(request)
+            for i, subject in enumerate(subjects):
+                params |= {f"qs{i}": subject, f"ql{i}": limits[subject][0], f"qa{i}": limits[subject][1]}
+            async with self.db.transaction():
+                if await self.db.execute(f"{insert_request} WHERE {room or '1'}", params):
+                    await self.record(request["id"], template_id, shares)
+                    return True, {}
+                return False, await self._counts(subjects)
         rows = await self.db.fetchall(
             "WITH held AS (INSERT INTO quota_held (subject, held)"
             " SELECT s, 0 FROM unnest(CAST(:qs AS TEXT[])) AS t (s) ORDER BY s"
@@ -108,9 +108,26 @@ class QuotaLedger:
             " SELECT r.request_id, p, CAST(:qt AS TEXT), n, CAST(:qc AS DOUBLE PRECISION) FROM recorded AS r,"
             " unnest(CAST(:qp AS TEXT[]), CAST(:qn AS INT[])) AS q (p, n) WHERE n > 0)"
             " SELECT h.subject, h.held, room.ok FROM held AS h, room",
-            params,
+            {
+                **request,
+                "qs": subjects,
+                "ql": [limits[s][0] for s in subjects],
+                "qa": [limits[s][1] for s in subjects],
+                "qp": list(shares),
+                "qn": list(shares.values()),
+                "qt": template_id,
+                "qc": time.time(),
+            },
         )
         return bool(rows[0]["ok"]) if rows else True, {r["subject"]: int(r["held"]) for r in rows}
+
+    async def _counts(self, subjects: list[str]) -> dict[str, int]:
+        inlist = ", ".join(f":s{i}" for i in range(len(subjects)))
+        rows = await self.db.fetchall(
+            f"SELECT subject, held FROM quota_held WHERE subject IN ({inlist})",
+            {f"s{i}": s for i, s in enumerate(subjects)},
+        )
+        return {r["subject"]: int(r["held"]) for r in rows}
 
     async def recount(self) -> dict[str, int]:
         """What the kept counts must equal, counted from the machines and reservations (non-zero subjects)."""
