@@ -50,7 +50,14 @@ async def reserve(deps: Deps, request: Request, template: Template) -> None:
         if recorded:
             return
         in_template = counts.get(f"template:{template.template_id}", 0)
-        _plan(deps, template, count, names, in_template, {n: counts.get(f"provider:{n}", 0) for n in names})
+        _plan(
+            deps,
+            template,
+            count,
+            names,
+            in_template=in_template,
+            held={n: counts.get(f"provider:{n}", 0) for n in names},
+        )
     async with deps.store.transaction():
         await deps.store.quotas.lock(s for s in subjects if s.startswith("user:"))  # the others: their counts
         shares = await _check(deps, template, user_id, count, request.provider_name, lock=True)
@@ -102,7 +109,7 @@ async def _check(
     names = _candidates(template, provider)
     capped = template.template_id if template.max_active is not None else None
     in_template, held = await deps.store.quotas.held(capped, [n for n in names if n in limits], lock=lock)
-    shares = _plan(deps, template, count, names, in_template, held)
+    shares = _plan(deps, template, count, names, in_template=in_template, held=held)
     await _check_user(deps, user_id, count)
     return shares
 
@@ -113,7 +120,7 @@ def _limit(deps: Deps, template: Template, subject: str) -> int:
 
 
 def _plan(
-    deps: Deps, template: Template, count: int, names: list[str], in_template: int, held: dict[str, int]
+    deps: Deps, template: Template, count: int, names: list[str], *, in_template: int, held: dict[str, int]
 ) -> dict[str, int]:
     """Refuse (429) what the template's or the candidates' quotas have no room for, given what they hold; else
     the request's machines spread over its candidates in order, each up to its room."""

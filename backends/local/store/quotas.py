@@ -129,25 +129,6 @@ class QuotaLedger:
         )
         return {r["subject"]: int(r["held"]) for r in rows}
 
-    async def recount(self) -> dict[str, int]:
-        """What the kept counts must equal, counted from the machines and reservations (non-zero subjects)."""
-        rows = await self.db.fetchall(
-            "SELECT subject, SUM(n) AS n FROM ("
-            f" SELECT 'template:' || template_id AS subject, COUNT(*) AS n FROM machines WHERE status IN ({_ACTIVE})"
-            " GROUP BY template_id"
-            f" UNION ALL SELECT 'provider:' || provider_name, COUNT(*) FROM machines WHERE status IN ({_ACTIVE})"
-            " GROUP BY provider_name"
-            " UNION ALL SELECT 'template:' || template_id, SUM(machines) FROM quota_reservations GROUP BY template_id"
-            " UNION ALL SELECT 'provider:' || provider, SUM(machines) FROM quota_reservations GROUP BY provider"
-            ") AS counted GROUP BY subject"
-        )
-        return {r["subject"]: int(r["n"]) for r in rows if int(r["n"])}
-
-    async def kept(self) -> dict[str, int]:
-        """The kept counts (non-zero subjects)."""
-        rows = await self.db.fetchall("SELECT subject, held FROM quota_held WHERE held <> 0")
-        return {r["subject"]: int(r["held"]) for r in rows}
-
     async def record(self, request_id: str, template_id: str, shares: Mapping[str, int]) -> None:
         """Reserve `shares` (machines per provider instance) for a request being recorded."""
         now = time.time()
