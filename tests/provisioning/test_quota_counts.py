@@ -15,7 +15,9 @@ from typing import Any
 
 import pytest
 
+from backends.local.store import schema
 from pluginsdk import PluginSDK, ProviderError, TooManyRequestsError
+from pluginsdk.models import MachineStatus
 from tests.support.backends import open_sdk_on
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,7 +29,7 @@ def _with(config: dict[str, Any], **provider: Any) -> dict[str, Any]:
     return {**config, "provider": {**config.get("provider", {}), "type": "local", **provider}}
 
 
-_ACTIVE = "('pending', 'running', 'stopping', 'stopped')"
+_ACTIVE = "(" + ", ".join(f"'{s.value}'" for s in MachineStatus if s.active) + ")"
 _RECOUNT = (  # what the kept counts must equal: active machines and reservations, counted
     "SELECT subject, SUM(n) AS n FROM ("
     f" SELECT 'template:' || template_id AS subject, COUNT(*) AS n FROM machines WHERE status IN {_ACTIVE}"
@@ -149,3 +151,8 @@ async def test_an_existing_store_gets_its_counts_from_a_recount_when_it_migrates
         assert refused.value.details["in_use"] == 4
     kept, recount = await _counts(config)
     assert kept == recount and kept["template:t"] == 4
+
+
+def test_the_triggers_count_the_statuses_a_quota_counts() -> None:
+    """The statuses are written into migration 17's triggers: a status added later needs a new migration."""
+    assert schema._ACTIVE == _ACTIVE

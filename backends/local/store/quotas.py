@@ -19,13 +19,9 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pluginsdk.models.statuses import MachineStatus
-
 from .db import Database
 
 __all__ = ["QuotaLedger"]
-
-_ACTIVE = ", ".join(f"'{s.value}'" for s in MachineStatus if s.active)
 
 
 class QuotaLedger:
