@@ -143,6 +143,7 @@ async def test_an_existing_store_gets_its_counts_from_a_recount_when_it_migrates
                 pg = db.dialect == "postgresql"
                 await db.execute(f"DROP TRIGGER IF EXISTS {trigger}" + (f" ON {on}" if pg else ""))
             await db.execute("DROP TABLE quota_held")
+            await db.execute("DROP TABLE IF EXISTS quota_pending")  # PostgreSQL's, with its trigger
             await db.execute("UPDATE schema_version SET version = 16 WHERE id = 1")
     async with PluginSDK(config=config) as sdk:  # migrates to 17
         await sdk.create_request("t", 1)
@@ -156,3 +157,48 @@ async def test_an_existing_store_gets_its_counts_from_a_recount_when_it_migrates
 def test_the_triggers_count_the_statuses_a_quota_counts() -> None:
     """The statuses are written into migration 17's triggers: a status added later needs a new migration."""
     assert schema._ACTIVE == _ACTIVE
+
+
+@pytest.mark.postgres
+async def test_machine_writes_in_opposite_orders_do_not_deadlock_on_the_counts(tmp_path: Path) -> None:
+    """PostgreSQL: two transactions each write machines of one template on two instances, in opposite
+    orders, interleaved; both commit (the counts are locked only at commit, in sorted order) and the counts
+    are exact."""
+    asyncpg = pytest.importorskip("asyncpg")
+    from tests.support.backends import base_config
+    from tests.support.postgres import fresh_database
+
+    async with fresh_database() as url:
+        storage = {"type": "postgresql", "url": url, "seal_key_file": str(tmp_path / "seal.key")}
+        config = base_config(tmp_path, storage=storage)
+        async with PluginSDK(config=config):  # migrated
+            pass
+        one, two = await asyncpg.connect(url), await asyncpg.connect(url)
+        try:
+            insert = (
+                "INSERT INTO machines (machine_id, request_id, template_id, status, provider_name, created_at,"
+                " updated_at, data) VALUES ($1, $2, 't', 'running', $3, '', '', '{}')"
+            )
+            for conn, rid in ((one, "r1"), (two, "r2")):
+                await conn.execute(
+                    "INSERT INTO requests (request_id, request_type, status, provider_name, created_at, updated_at,"
+                    " data) VALUES ($1, 'provision', 'running', 'a', '', '', '{}')",
+                    rid,
+                )
+            t1, t2 = one.transaction(), two.transaction()
+            await t1.start()
+            await t2.start()
+            await one.execute(insert, "m1", "r1", "a")
+            await two.execute(insert, "m2", "r2", "b")
+            crossed = (one.execute(insert, "m3", "r1", "b"), two.execute(insert, "m4", "r2", "a"))
+            await asyncio.wait_for(asyncio.gather(*crossed), 10)
+            await asyncio.wait_for(asyncio.gather(t1.commit(), t2.commit()), 10)
+            rows = await one.fetch("SELECT subject, held FROM quota_held WHERE held <> 0 ORDER BY subject")
+            assert [(r["subject"], r["held"]) for r in rows] == [
+                ("provider:a", 2),
+                ("provider:b", 2),
+                ("template:t", 4),
+            ]
+        finally:
+            await one.close()
+            await two.close()

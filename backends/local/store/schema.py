@@ -301,7 +301,22 @@ POSTGRES_ONLY: dict[int, Sequence[str]] = {
         """CREATE TRIGGER machines_changed AFTER INSERT OR UPDATE ON machines
             FOR EACH ROW EXECUTE FUNCTION pluginsdk_request_changed()""",
     ),
-    17: (  # quota_held kept: one function per table, the subjects written in sorted order (as a check locks them)
+    17: (  # quota_held kept. A write's row triggers note its changes in `quota_pending` (no lock taken); at
+        # commit one statement applies the transaction's net changes, locking the counts in sorted order as a check
+        # does, so no two transactions take them in opposite orders (no deadlock), whatever rows they wrote
+        "CREATE UNLOGGED TABLE quota_pending (tx TEXT NOT NULL, subject TEXT NOT NULL, n INTEGER NOT NULL)",
+        "CREATE INDEX ix_quota_pending_tx ON quota_pending (tx)",
+        """CREATE OR REPLACE FUNCTION pluginsdk_quota_apply() RETURNS trigger AS $$
+        BEGIN
+            INSERT INTO quota_held (subject, held)
+                SELECT subject, SUM(n) FROM quota_pending WHERE tx = pg_current_xact_id()::text
+                GROUP BY subject HAVING SUM(n) <> 0 ORDER BY subject
+                ON CONFLICT (subject) DO UPDATE SET held = quota_held.held + excluded.held;
+            DELETE FROM quota_pending WHERE tx = pg_current_xact_id()::text;
+            RETURN NULL;
+        END $$ LANGUAGE plpgsql""",
+        """CREATE CONSTRAINT TRIGGER quota_pending_applied AFTER INSERT ON quota_pending
+            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION pluginsdk_quota_apply()""",
         f"""CREATE OR REPLACE FUNCTION pluginsdk_quota_machine() RETURNS trigger AS $$
         DECLARE
             subjects TEXT[] := ARRAY[]::TEXT[];
@@ -319,9 +334,8 @@ POSTGRES_ONLY: dict[int, Sequence[str]] = {
                     deltas := deltas || ARRAY[1, 1];
                 END IF;
             END IF;
-            INSERT INTO quota_held (subject, held)
-                SELECT s, SUM(d) FROM unnest(subjects, deltas) AS t (s, d) GROUP BY s HAVING SUM(d) <> 0 ORDER BY s
-                ON CONFLICT (subject) DO UPDATE SET held = quota_held.held + excluded.held;
+            INSERT INTO quota_pending (tx, subject, n)
+                SELECT pg_current_xact_id()::text, s, d FROM unnest(subjects, deltas) AS t (s, d);
             RETURN NULL;
         END $$ LANGUAGE plpgsql""",
         f"""CREATE TRIGGER quota_machine_added AFTER INSERT ON machines
@@ -345,9 +359,8 @@ POSTGRES_ONLY: dict[int, Sequence[str]] = {
                 subjects := subjects || ARRAY['template:' || NEW.template_id, 'provider:' || NEW.provider];
                 deltas := deltas || ARRAY[NEW.machines, NEW.machines];
             END IF;
-            INSERT INTO quota_held (subject, held)
-                SELECT s, SUM(d) FROM unnest(subjects, deltas) AS t (s, d) GROUP BY s HAVING SUM(d) <> 0 ORDER BY s
-                ON CONFLICT (subject) DO UPDATE SET held = quota_held.held + excluded.held;
+            INSERT INTO quota_pending (tx, subject, n)
+                SELECT pg_current_xact_id()::text, s, d FROM unnest(subjects, deltas) AS t (s, d);
             RETURN NULL;
         END $$ LANGUAGE plpgsql""",
         """CREATE TRIGGER quota_reservation_changed AFTER INSERT OR UPDATE OR DELETE ON quota_reservations
