@@ -3,7 +3,8 @@ quotas until its machines are recorded (schema migrations 16 and 17; the rules a
 
 A quota counts active machines plus reservations, kept per subject (`template:t`, `provider:p`) in
 `quota_held`: the store's triggers move a count in the transaction of every write to `machines` or
-`quota_reservations` that changes it, so a check reads a few rows whatever the number of active machines. A
+`quota_reservations` that changes it (PostgreSQL: noted per row, applied at commit by one statement locking
+the counts in sorted order), so a check reads a few rows whatever the number of active machines. A
 request's reservation is written in the transaction that checks the quotas and records the request, so every
 process on the store counts it at once: on SQLite that transaction is BEGIN IMMEDIATE (one writer at a time),
 on PostgreSQL the statement that reads the counts locks their rows (sorted, as the triggers write them, so two
