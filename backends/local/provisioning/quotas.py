@@ -42,9 +42,25 @@ async def reserve(deps: Deps, request: Request, template: Template) -> None:
     if not subjects:  # no quota applies: the request alone is recorded, as any other write
         await deps.store.insert_request(request)
         return
+    names = _candidates(template, request.provider_name)
+    if len(names) == 1 and not subjects[-1].startswith("user:"):
+        # one candidate, no window: the check rides on the request's insert (PostgreSQL: one statement)
+        limits = {s: (_limit(deps, template, s), count) for s in subjects}
+        recorded, counts = await deps.store.insert_request_within(request, {names[0]: count}, limits)
+        if recorded:
+            return
+        in_template = counts.get(f"template:{template.template_id}", 0)
+        _plan(
+            deps,
+            template,
+            count,
+            names,
+            in_template=in_template,
+            held={n: counts.get(f"provider:{n}", 0) for n in names},
+        )
     async with deps.store.transaction():
-        await deps.store.quotas.lock(subjects)
-        shares = await _check(deps, template, user_id, count, request.provider_name)
+        await deps.store.quotas.lock(s for s in subjects if s.startswith("user:"))  # the others: their counts
+        shares = await _check(deps, template, user_id, count, request.provider_name, lock=True)
         await deps.store.insert_request(request)
         await deps.store.quotas.record(request.request_id, template.template_id, shares)
 
@@ -83,13 +99,32 @@ def _candidates(template: Template, provider: str) -> list[str]:
     return list(dict.fromkeys(o.provider for o in template.offerings)) or [provider]
 
 
-async def _check(deps: Deps, template: Template, user_id: str, count: int, provider: str) -> dict[str, int]:
+async def _check(
+    deps: Deps, template: Template, user_id: str, count: int, provider: str, *, lock: bool = False
+) -> dict[str, int]:
     """Refuse (429) what a quota has no room for; else how the request's machines are reserved over its
-    candidate instances, spread in order, each up to its room (an instance without a quota has room for all)."""
+    candidate instances, spread in order, each up to its room (an instance without a quota has room for all).
+    `lock`: the counts read are held until the transaction ends."""
     limits = deps.settings.provider.quotas.max_active
     names = _candidates(template, provider)
     capped = template.template_id if template.max_active is not None else None
-    in_template, held = await deps.store.quotas.held(capped, [n for n in names if n in limits])
+    in_template, held = await deps.store.quotas.held(capped, [n for n in names if n in limits], lock=lock)
+    shares = _plan(deps, template, count, names, in_template=in_template, held=held)
+    await _check_user(deps, user_id, count)
+    return shares
+
+
+def _limit(deps: Deps, template: Template, subject: str) -> int:
+    kind, name = subject.split(":", 1)
+    return template.max_active or 0 if kind == "template" else deps.settings.provider.quotas.max_active[name]
+
+
+def _plan(
+    deps: Deps, template: Template, count: int, names: list[str], *, in_template: int, held: dict[str, int]
+) -> dict[str, int]:
+    """Refuse (429) what the template's or the candidates' quotas have no room for, given what they hold; else
+    the request's machines spread over its candidates in order, each up to its room."""
+    limits = deps.settings.provider.quotas.max_active
     if template.max_active is not None and in_template + count > template.max_active:
         _refuse(deps, "template", template.template_id, limit=template.max_active, held=in_template, count=count)
     shares: dict[str, int] = {}
@@ -102,7 +137,6 @@ async def _check(deps: Deps, template: Template, user_id: str, count: int, provi
     if left > 0:
         in_use = sum(held.values())
         _refuse(deps, "provider", ", ".join(names), limit=sum(limits[n] for n in names), held=in_use, count=count)
-    await _check_user(deps, user_id, count)
     return shares
 
 

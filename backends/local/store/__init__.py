@@ -32,6 +32,11 @@ if TYPE_CHECKING:  # the classes are read through `models` when first used: a ca
 __all__ = ["Store", "open_store"]
 
 _ACTIVE_MACHINE = tuple(s.value for s in MachineStatus if s.active)
+_INSERT_REQUEST = (
+    "INSERT INTO requests (request_id, request_type, status, template_id, provider_name, created_by, created_at,"
+    " updated_at, completed_at, data)"
+)
+_REQUEST_VALUES = ":id, :type, :status, :tpl, :prov, :by, :c, :u, :done, :data"
 _GONE_SQL = "(" + ", ".join(f"'{s.value}'" for s in MachineStatus if s.gone) + ")"
 
 
@@ -227,11 +232,15 @@ class Store:
         }
 
     async def insert_request(self, r: Request) -> None:
-        await self.db.execute(
-            "INSERT INTO requests (request_id, request_type, status, template_id, provider_name, created_by,"
-            " created_at, updated_at, completed_at, data)"
-            " VALUES (:id, :type, :status, :tpl, :prov, :by, :c, :u, :done, :data)",
-            self._request_params(r),
+        await self.db.execute(f"{_INSERT_REQUEST} VALUES ({_REQUEST_VALUES})", self._request_params(r))
+
+    async def insert_request_within(
+        self, r: Request, shares: Mapping[str, int], limits: Mapping[str, tuple[int, int]]
+    ) -> tuple[bool, dict[str, int]]:
+        """Record `r` with its reservation `shares` when every quota subject in `limits` (its limit, what the
+        request adds to it) has room (`QuotaLedger.record_within`): whether it was recorded, and counts read."""
+        return await self.quotas.record_within(
+            f"{_INSERT_REQUEST} SELECT {_REQUEST_VALUES}", self._request_params(r), r.template_id or "", shares, limits
         )
 
     async def update_request(self, r: Request) -> None:

@@ -12,7 +12,13 @@ from collections.abc import Sequence
 
 from .db import Database
 
-__all__ = ["MIGRATIONS", "POSTGRES_ONLY", "migrate"]
+__all__ = ["MIGRATIONS", "POSTGRES_ONLY", "SQLITE_ONLY", "migrate"]
+
+_ACTIVE = "('pending', 'running', 'stopping', 'stopped')"  # MachineStatus.active, as a quota counts machines
+_ADD = (  # a kept quota count moves by n for a template and a provider instance
+    "INSERT INTO quota_held (subject, held) VALUES ('template:' || {t}, {n}), ('provider:' || {p}, {n})"
+    " ON CONFLICT (subject) DO UPDATE SET held = quota_held.held + excluded.held;"
+)
 
 MIGRATIONS: dict[int, Sequence[str]] = {
     1: (
@@ -269,6 +275,18 @@ MIGRATIONS: dict[int, Sequence[str]] = {
         "CREATE INDEX ix_machines_provider ON machines (provider_name, status)",  # the counts of a quota check read
         "CREATE INDEX ix_machines_template_status ON machines (template_id, status)",  # these indexes alone
     ),
+    17: (  # kept quota counts (store/quotas.py): active plus reserved machines per quota subject, initialised
+        # from a recount here and kept by the triggers below in the transaction of every write that changes them
+        "CREATE TABLE quota_held (subject TEXT PRIMARY KEY, held INTEGER NOT NULL)",
+        f"""INSERT INTO quota_held (subject, held) SELECT subject, SUM(n) FROM (
+            SELECT 'template:' || template_id AS subject, COUNT(*) AS n FROM machines
+                WHERE status IN {_ACTIVE} GROUP BY template_id
+            UNION ALL SELECT 'provider:' || provider_name, COUNT(*) FROM machines
+                WHERE status IN {_ACTIVE} GROUP BY provider_name
+            UNION ALL SELECT 'template:' || template_id, SUM(machines) FROM quota_reservations GROUP BY template_id
+            UNION ALL SELECT 'provider:' || provider, SUM(machines) FROM quota_reservations GROUP BY provider
+        ) AS counted GROUP BY subject""",
+    ),
 }
 
 POSTGRES_ONLY: dict[int, Sequence[str]] = {
@@ -283,8 +301,98 @@ POSTGRES_ONLY: dict[int, Sequence[str]] = {
         """CREATE TRIGGER machines_changed AFTER INSERT OR UPDATE ON machines
             FOR EACH ROW EXECUTE FUNCTION pluginsdk_request_changed()""",
     ),
+    17: (  # quota_held kept. A write's row triggers note its changes in `quota_pending` (no lock taken); at
+        # commit one statement applies the transaction's net changes, locking the counts in sorted order as a check
+        # does, so no two transactions take them in opposite orders (no deadlock), whatever rows they wrote
+        "CREATE UNLOGGED TABLE quota_pending (tx TEXT NOT NULL, subject TEXT NOT NULL, n INTEGER NOT NULL)",
+        "CREATE INDEX ix_quota_pending_tx ON quota_pending (tx)",
+        """CREATE OR REPLACE FUNCTION pluginsdk_quota_apply() RETURNS trigger AS $$
+        BEGIN
+            INSERT INTO quota_held (subject, held)
+                SELECT subject, SUM(n) FROM quota_pending WHERE tx = pg_current_xact_id()::text
+                GROUP BY subject HAVING SUM(n) <> 0 ORDER BY subject
+                ON CONFLICT (subject) DO UPDATE SET held = quota_held.held + excluded.held;
+            DELETE FROM quota_pending WHERE tx = pg_current_xact_id()::text;
+            RETURN NULL;
+        END $$ LANGUAGE plpgsql""",
+        """CREATE CONSTRAINT TRIGGER quota_pending_applied AFTER INSERT ON quota_pending
+            DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION pluginsdk_quota_apply()""",
+        f"""CREATE OR REPLACE FUNCTION pluginsdk_quota_machine() RETURNS trigger AS $$
+        DECLARE
+            subjects TEXT[] := ARRAY[]::TEXT[];
+            deltas INT[] := ARRAY[]::INT[];
+        BEGIN
+            IF TG_OP <> 'INSERT' THEN
+                IF OLD.status IN {_ACTIVE} THEN
+                    subjects := ARRAY['template:' || OLD.template_id, 'provider:' || OLD.provider_name];
+                    deltas := ARRAY[-1, -1];
+                END IF;
+            END IF;
+            IF TG_OP <> 'DELETE' THEN
+                IF NEW.status IN {_ACTIVE} THEN
+                    subjects := subjects || ARRAY['template:' || NEW.template_id, 'provider:' || NEW.provider_name];
+                    deltas := deltas || ARRAY[1, 1];
+                END IF;
+            END IF;
+            INSERT INTO quota_pending (tx, subject, n)
+                SELECT pg_current_xact_id()::text, s, d FROM unnest(subjects, deltas) AS t (s, d);
+            RETURN NULL;
+        END $$ LANGUAGE plpgsql""",
+        f"""CREATE TRIGGER quota_machine_added AFTER INSERT ON machines
+            FOR EACH ROW WHEN (NEW.status IN {_ACTIVE}) EXECUTE FUNCTION pluginsdk_quota_machine()""",
+        f"""CREATE TRIGGER quota_machine_changed AFTER UPDATE OF status, template_id, provider_name ON machines
+            FOR EACH ROW WHEN ((OLD.status IN {_ACTIVE}) <> (NEW.status IN {_ACTIVE})
+                OR OLD.template_id <> NEW.template_id OR OLD.provider_name <> NEW.provider_name)
+            EXECUTE FUNCTION pluginsdk_quota_machine()""",
+        f"""CREATE TRIGGER quota_machine_removed AFTER DELETE ON machines
+            FOR EACH ROW WHEN (OLD.status IN {_ACTIVE}) EXECUTE FUNCTION pluginsdk_quota_machine()""",
+        """CREATE OR REPLACE FUNCTION pluginsdk_quota_reservation() RETURNS trigger AS $$
+        DECLARE
+            subjects TEXT[] := ARRAY[]::TEXT[];
+            deltas INT[] := ARRAY[]::INT[];
+        BEGIN
+            IF TG_OP <> 'INSERT' THEN
+                subjects := ARRAY['template:' || OLD.template_id, 'provider:' || OLD.provider];
+                deltas := ARRAY[-OLD.machines, -OLD.machines];
+            END IF;
+            IF TG_OP <> 'DELETE' THEN
+                subjects := subjects || ARRAY['template:' || NEW.template_id, 'provider:' || NEW.provider];
+                deltas := deltas || ARRAY[NEW.machines, NEW.machines];
+            END IF;
+            INSERT INTO quota_pending (tx, subject, n)
+                SELECT pg_current_xact_id()::text, s, d FROM unnest(subjects, deltas) AS t (s, d);
+            RETURN NULL;
+        END $$ LANGUAGE plpgsql""",
+        """CREATE TRIGGER quota_reservation_changed AFTER INSERT OR UPDATE OR DELETE ON quota_reservations
+            FOR EACH ROW EXECUTE FUNCTION pluginsdk_quota_reservation()""",
+    ),
 }
 """Statements a migration runs on PostgreSQL only, after its portable ones."""
+
+SQLITE_ONLY: dict[int, Sequence[str]] = {
+    17: (  # quota_held kept (the PostgreSQL triggers' twin; BEGIN IMMEDIATE orders writers, so no lock order)
+        f"""CREATE TRIGGER quota_machine_added AFTER INSERT ON machines WHEN NEW.status IN {_ACTIVE}
+        BEGIN {_ADD.format(t="NEW.template_id", p="NEW.provider_name", n="1")} END""",
+        f"""CREATE TRIGGER quota_machine_left AFTER UPDATE OF status, template_id, provider_name ON machines
+        WHEN OLD.status IN {_ACTIVE} AND (NEW.status NOT IN {_ACTIVE}
+            OR OLD.template_id <> NEW.template_id OR OLD.provider_name <> NEW.provider_name)
+        BEGIN {_ADD.format(t="OLD.template_id", p="OLD.provider_name", n="-1")} END""",
+        f"""CREATE TRIGGER quota_machine_joined AFTER UPDATE OF status, template_id, provider_name ON machines
+        WHEN NEW.status IN {_ACTIVE} AND (OLD.status NOT IN {_ACTIVE}
+            OR OLD.template_id <> NEW.template_id OR OLD.provider_name <> NEW.provider_name)
+        BEGIN {_ADD.format(t="NEW.template_id", p="NEW.provider_name", n="1")} END""",
+        f"""CREATE TRIGGER quota_machine_removed AFTER DELETE ON machines WHEN OLD.status IN {_ACTIVE}
+        BEGIN {_ADD.format(t="OLD.template_id", p="OLD.provider_name", n="-1")} END""",
+        f"""CREATE TRIGGER quota_reservation_added AFTER INSERT ON quota_reservations
+        BEGIN {_ADD.format(t="NEW.template_id", p="NEW.provider", n="NEW.machines")} END""",
+        f"""CREATE TRIGGER quota_reservation_changed AFTER UPDATE ON quota_reservations
+        BEGIN {_ADD.format(t="OLD.template_id", p="OLD.provider", n="-OLD.machines")}
+            {_ADD.format(t="NEW.template_id", p="NEW.provider", n="NEW.machines")} END""",
+        f"""CREATE TRIGGER quota_reservation_removed AFTER DELETE ON quota_reservations
+        BEGIN {_ADD.format(t="OLD.template_id", p="OLD.provider", n="-OLD.machines")} END""",
+    ),
+}
+"""Statements a migration runs on SQLite only, after its portable ones."""
 
 
 async def current_version(db: Database) -> int:
@@ -314,7 +422,8 @@ async def migrate(db: Database) -> int:
         for v in sorted(MIGRATIONS):
             if v <= version:
                 continue
-            for stmt in (*MIGRATIONS[v], *(POSTGRES_ONLY.get(v, ()) if db.dialect == "postgresql" else ())):
+            only = POSTGRES_ONLY if db.dialect == "postgresql" else SQLITE_ONLY
+            for stmt in (*MIGRATIONS[v], *only.get(v, ())):
                 await db.execute(stmt)
             if version == 0:
                 await db.execute("INSERT INTO schema_version (id, version) VALUES (1, :v)", {"v": v})
