@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -144,11 +145,19 @@ def test_return_of_nothing_and_invalid_template_exit_3(env: dict[str, str], tmp_
     assert cli(env, "templates", "validate", "-f", str(cfg)).code == 0
 
 
+HEARS_CTRL_C = (
+    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); os.execv(sys.argv[1], sys.argv[1:])"
+)
+"""Runs a command with SIGINT at its default, as at a terminal: a run started in the background by a shell without
+job control (`.ci/run &`) ignores SIGINT, a command inherits that, and Python then keeps ignoring it."""
+
+
 def test_ctrl_c_during_wait_names_the_request_and_exits_130(env: dict[str, str]) -> None:
     template(env)
     provider(env, boot_delay=120)
     proc = subprocess.Popen(
-        [PLUGINSDK, "--format", "json", "machines", "request", "web", "1", "--wait", "--timeout", "300"],
+        [sys.executable, "-c", HEARS_CTRL_C, PLUGINSDK, "--format", "json", "machines", "request", "web", "1",
+         "--wait", "--timeout", "300"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     try:
