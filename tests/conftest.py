@@ -94,7 +94,7 @@ SLOW: dict[str, str] = {
     "tests/policy/test_properties.py": "hypothesis against the reference evaluator: up to ~65 s a test",
     "tests/policy/test_decision_point_properties.py": "hypothesis against a walk of every grant: up to ~55 s",
     "tests/policy/test_plan_properties.py": "hypothesis: plans on SQLite and PostgreSQL against decisions",
-    "tests/auth/test_stored_properties.py": "hypothesis on stored objects through both backends",
+    "tests/auth/test_stored_properties.py": "hypothesis on stored objects through both backends: ~37 s",
     "tests/mcp/test_profiles.py::test_listing_sizes": "every profile's tools/list through a server: ~55 s",
     "tests/policy/test_pdp_bounds.py::test_a_large_what_if_leaves_the_server_answering": "a what-if over a "
     "large policy while the server answers: ~30 s",
