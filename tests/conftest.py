@@ -125,9 +125,9 @@ HEAVIEST: tuple[str, ...] = (
     "tests/cli/test_schedulers.py",
     "tests/mcp/test_http_clients.py",
 )
-"""Files that take a minute or more of one worker, heaviest first (`--durations`). The suite runs on `-n auto`
-workers with `--dist loadfile` (pyproject.toml), which hands out whole files in collection order as workers free
-up; starting these first keeps one of them from being the last file left while the other workers idle."""
+"""Files that take a minute or more of one worker, heaviest first (`--durations`). On workers (`-n auto --dist
+loadfile`, tests/README.md) whole files are handed out in collection order as workers free up; starting these
+first keeps one of them from being the last file left while the other workers idle."""
 
 
 def _start_rank(item: pytest.Item) -> int:
