@@ -139,4 +139,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.nodeid.startswith(tuple(SLOW)):
             item.add_marker(pytest.mark.slow)
-    items.sort(key=_start_rank)  # stable: a file's own tests keep their order
+    if hasattr(config, "workerinput"):  # an xdist worker: the order files are handed out in
+        items.sort(key=_start_rank)  # stable: a file's own tests keep their order
