@@ -8,6 +8,7 @@ wrong use is an error. mypy runs programmatically (`mypy.api`) on a snippet with
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -68,18 +69,22 @@ WRONG = {38, 39, 40, 41}
 def test_mypy_follows_a_call_to_its_result_and_flags_a_wrong_use(tmp_path: Path) -> None:
     api = pytest.importorskip("mypy.api")
     (tmp_path / "snippet.py").write_text(SNIPPET)
-    out, err, _ = api.run(
-        [
-            str(tmp_path / "snippet.py"),
-            "--config-file",
-            str(ROOT / "pyproject.toml"),
-            "--cache-dir",
-            str(ROOT / ".mypy_cache"),
-            "--no-error-summary",
-            "--hide-error-context",
-            "--show-error-codes",
-        ]
-    )
+    limit = sys.getrecursionlimit()  # mypy raises the interpreter's limit to 2**14 and keeps it
+    try:
+        out, err, _ = api.run(
+            [
+                str(tmp_path / "snippet.py"),
+                "--config-file",
+                str(ROOT / "pyproject.toml"),
+                "--cache-dir",
+                str(ROOT / ".mypy_cache"),
+                "--no-error-summary",
+                "--hide-error-context",
+                "--show-error-codes",
+            ]
+        )
+    finally:  # later tests in this process (a too-deep JSON file refused by the CLI) rely on the default
+        sys.setrecursionlimit(limit)
     errors = [line for line in out.splitlines() if ": error:" in line and "snippet.py" in line]
     assert not [e for e in errors if "snippet.py:" in e and int(e.split(":")[1]) not in WRONG], out + err
     assert {int(e.split(":")[1]) for e in errors} == WRONG, out + err
