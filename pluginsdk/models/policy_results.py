@@ -4,6 +4,7 @@ Every answer carries the policy `revision` it was computed on (the store's polic
 caller that wrote at revision N and asks with `at_least_revision=N` can see it read its own write.
 """
 
+import functools
 from dataclasses import dataclass
 from typing import Annotated, Any, Required
 
@@ -269,13 +270,10 @@ class BatchDecision(Decided):
         return kept
 
 
-_ANSWER_SERIALIZER: list[SchemaSerializer] = []
-
-
+@functools.cache
 def _answer_serializer() -> SchemaSerializer:
-    if not _ANSWER_SERIALIZER:
-        _ANSWER_SERIALIZER.append(TypeAdapter(BatchDecision).serializer)
-    return _ANSWER_SERIALIZER[0]
+    """`BatchDecision`'s serializer, built on the first answer written (not at import: the CLI never writes one)."""
+    return TypeAdapter(BatchDecision).serializer
 
 
 class SubjectDecisions(ManyDecided, BaseModel):

@@ -21,7 +21,7 @@ def _with_ids(cs: list[dict[str, Any]], prefix: str = "c") -> list[dict[str, Any
     return [{**c, "constraintId": f"{prefix}{i}"} for i, c in enumerate(cs)]
 
 
-# 3x the most examples an MFA-only role counted without MFA took to fail it (docs/benchmarks.md, issue 36).
+# 3x the most examples an MFA-only role counted without MFA took to fail it (planted bugs: docs/benchmarks.md).
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cs=st.lists(constraints(), max_size=8),
@@ -78,7 +78,7 @@ def _walk_every_grant(
     return allowed, [(cid, via) for _, cid, via, kind in ordered if kind == "deny"], active
 
 
-# 3x the most examples an MFA-only role counted without MFA took to fail it (docs/benchmarks.md, issue 36).
+# 3x the most examples an MFA-only role counted without MFA took to fail it (planted bugs: docs/benchmarks.md).
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cs=st.lists(constraints(), max_size=10),
@@ -117,7 +117,7 @@ def test_explain_equals_a_walk_of_every_grant(
     assert model.policy.is_allowed(known, object_type, attrs, method) == (bool(allowed_by) and not denied_by)
 
 
-# 3x the most examples a what-if ignoring deletions took to fail it (docs/benchmarks.md, issue 36).
+# 3x the most examples a what-if ignoring deletions took to fail it (planted bugs: docs/benchmarks.md).
 @settings(max_examples=700, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     cs=st.lists(constraints(), max_size=6),

@@ -28,7 +28,7 @@ TABLE = "CREATE TABLE assets (id INTEGER PRIMARY KEY, database_id TEXT, asset_na
 policies = st.lists(constraints(), max_size=8)
 subjects = st.lists(principals, min_size=1, max_size=3)
 rows = st.lists(assets, min_size=1, max_size=8)
-# 3x the most examples a plan dropping one-criterion denies took to fail it (docs/benchmarks.md, issue 36).
+# 3x the most examples a plan dropping one-criterion denies took to fail it (planted bugs: docs/benchmarks.md).
 settings_ = settings(max_examples=2700, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -132,7 +132,7 @@ def test_plan_on_postgresql_is_the_decision(
         assert [r["id"] for r in found] == want, (plan, where, p, method)
 
 
-# 3x the most examples a plan dropping a rule's `or` criteria took to fail it (docs/benchmarks.md, issue 36).
+# 3x the most examples a plan dropping a rule's `or` criteria took to fail it (planted bugs: docs/benchmarks.md).
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(policy=policies, who=subjects, objects=rows)
 def test_plan_as_sqlalchemy_is_the_decision(

@@ -73,7 +73,7 @@ assets = st.fixed_dictionaries(
 )
 
 
-# 3x the most examples an `is_one_of` with untrimmed items took to fail it (docs/benchmarks.md, issue 36).
+# 3x the most examples an `is_one_of` with untrimmed items took to fail it (planted bugs: docs/benchmarks.md).
 @settings(max_examples=3900, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     policy=st.lists(constraints(), max_size=8),
@@ -106,7 +106,7 @@ def test_compiled_agrees_with_reference(
             assert compiled.route_allowed(p, path, "GET") == reference.route_allowed(p, path, "GET")
 
 
-# 3x the most examples a `*` that stops matching empty text took to fail it (docs/benchmarks.md, issue 36).
+# 3x the most examples a `*` that stops matching empty text took to fail it (planted bugs: docs/benchmarks.md).
 @settings(max_examples=1500, deadline=None)
 @given(pattern=PATTERN_TEXT, text=st.text(alphabet="ab*.,' [", max_size=8))
 def test_compiled_patterns_agree_with_the_textbook_matcher(pattern: str, text: str) -> None:
@@ -142,7 +142,7 @@ def route_constraints(draw: st.DrawFn) -> dict[str, Any]:
     }
 
 
-# 3x the most examples a prefix or `contains` off by one took to fail it (docs/benchmarks.md, issue 36).
+# 3x the most examples a prefix or `contains` off by one took to fail it (planted bugs: docs/benchmarks.md).
 @settings(max_examples=2500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     policy=st.lists(route_constraints(), max_size=40),

@@ -248,19 +248,24 @@ def _entries(model: PolicyModel) -> dict[_Key, _Entry]:
     return entries
 
 
+def _key(q: AccessQuestionData) -> _Key:
+    """The kept rules' key of a question: its subject, object type and method."""
+    roles = q.get("roles")
+    return (
+        q.get("user_id"),
+        None if roles is None else tuple(roles),
+        q.get("mfa", False),
+        q["object_type"],
+        q.get("method", "GET"),
+    )
+
+
 def _allowed(model: PolicyModel, questions: Sequence[AccessQuestionData]) -> list[bool]:
     """A batch's decisions alone (`allowed_only`), through the same kept rules as `_answers`."""
     entries = _entries(model)
     out = []
     for q in questions:
-        roles = q.get("roles")
-        key = (
-            q.get("user_id"),
-            None if roles is None else tuple(roles),
-            q.get("mfa", False),
-            q["object_type"],
-            q.get("method", "GET"),
-        )
+        key = _key(q)
         out.append((entries.get(key) or _kept(entries, model, key))[0](q.get("attributes", _NO_ATTRIBUTES)))
     return out
 
@@ -285,14 +290,7 @@ def _answers(
     hidden = 0 if show_roles else 2
     out = []
     for q in questions:
-        roles = q.get("roles")
-        key = (
-            q.get("user_id"),
-            None if roles is None else tuple(roles),
-            q.get("mfa", False),
-            q["object_type"],
-            q.get("method", "GET"),
-        )
+        key = _key(q)
         entry = entries.get(key) or _kept(entries, model, key)
         attributes = q.get("attributes", _NO_ATTRIBUTES)
         allowed: bool = entry[0](attributes)
