@@ -28,8 +28,6 @@ from typing import Any
 
 from pydantic_core import from_json
 
-from .models.values import MAX_DEPTH, TOO_DEEP
-
 __all__ = [
     "MAX_DEPTH",
     "MAX_INPUT_BYTES",
@@ -45,6 +43,11 @@ __all__ = [
 
 MAX_INPUT_BYTES = 4 << 20
 """Largest file read (4 MiB), and largest value a YAML document may expand to, aliases written out."""
+MAX_DEPTH = 32
+"""Deepest nesting of objects and arrays (mappings and sequences) in a caller's JSON at every door, in a file,
+and in one operation's input value (`pluginsdk.models.values`)."""
+TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels"
+"""The reason every door gives for input nested past `MAX_DEPTH`."""
 
 
 class YamlSyntaxError(ValueError):
