@@ -97,10 +97,19 @@ def test_a_configuration_file_past_the_limits_is_refused(tmp_path: Path) -> None
     assert exc.value.key == "config_path"
 
 
+def test_a_json_configuration_file_nested_past_the_limit_is_refused(tmp_path: Path) -> None:
+    cfg = tmp_path / "plugin.json"
+    cfg.write_text('{"app": {"x": ' + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "}}")
+    with pytest.raises(ConfigurationError, match=TOO_DEEP) as exc:
+        load_settings(config_path=cfg, environ={})
+    assert exc.value.key == "config_path"
+
+
 async def test_a_template_file_past_the_limits_is_skipped(tmp_path: Path) -> None:
     tdir = tmp_path / "templates"
     tdir.mkdir()
     (tdir / "bomb.yaml").write_text(template_bomb())
+    (tdir / "deep.json").write_text(nested(MAX_DEPTH + 1))
     (tdir / "ok.yaml").write_text("template_id: fine\nimage_id: ami-1\n")
     async with PluginSDK(config=base_config(tmp_path, templates={"dir": str(tdir)})) as sdk:
         assert [t.template_id for t in (await sdk.list_templates()).templates] == ["fine"]
