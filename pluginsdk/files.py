@@ -1,11 +1,17 @@
-"""Reading the files a user hands us (input, configuration and template files): bounded, and YAML errors
-that name the place.
+"""Reading what a user hands us (input, configuration and template files, JSON text at every door): bounded,
+and errors that name the place.
 
 Every such file is read with `read_bounded`: at most `MAX_INPUT_BYTES`, else `InputTooLargeError` before
 anything is parsed. `load_yaml` bounds what YAML can make of a small file: aliases are expanded in the
 count, so a document whose value — every alias written out — is larger than `MAX_INPUT_BYTES` (the
-"billion laughs" alias bomb: 528 bytes that expand to 77 MB), nests deeper than `MAX_NESTING`, or refers
+"billion laughs" alias bomb: 528 bytes that expand to 77 MB), nests deeper than `MAX_DEPTH`, or refers
 to itself is refused before it is built. Both errors are `InputTooLargeError`.
+
+`parse_json` is the one JSON parser for a caller's text — the REST body, CLI input and option values, the
+console's fields, JSON files: strict JSON (no `NaN`/`Infinity`, no lone surrogate, no number that overflows
+to infinity) nesting at most `MAX_DEPTH` levels, the limit every operation applies to its values. The
+parser's own recursion bound is fixed (pydantic-core's, far above `MAX_DEPTH`) and the depth is counted
+one level at a time after it, so the answer does not depend on `sys.getrecursionlimit()`.
 
 PyYAML's own errors are not `ValueError`s and carry the position in a `Mark`; readers of files catch
 `ValueError` (as they do for JSON), so `load_yaml` turns a YAML error into a `YamlSyntaxError` (a
@@ -15,23 +21,33 @@ file's name, as it does for a JSON error. docs/input.md states the limits.
 
 from __future__ import annotations
 
+import math
+import re
 from pathlib import Path
 from typing import Any
 
+from pydantic_core import from_json
+
 __all__ = [
+    "MAX_DEPTH",
     "MAX_INPUT_BYTES",
-    "MAX_NESTING",
+    "TOO_DEEP",
     "InputTooLargeError",
+    "JsonSyntaxError",
     "YamlSyntaxError",
     "load_json",
     "load_yaml",
+    "parse_json",
     "read_bounded",
 ]
 
 MAX_INPUT_BYTES = 4 << 20
 """Largest file read (4 MiB), and largest value a YAML document may expand to, aliases written out."""
-MAX_NESTING = 64
-"""Deepest nesting of mappings and sequences in a file (operations accept 32 levels in a value)."""
+MAX_DEPTH = 32
+"""Deepest nesting of objects and arrays (mappings and sequences) in a caller's JSON at every door, in a file,
+and in one operation's input value (`pluginsdk.models.values`)."""
+TOO_DEEP = f"nested deeper than {MAX_DEPTH} levels"
+"""The reason every door gives for input nested past `MAX_DEPTH`."""
 
 
 class YamlSyntaxError(ValueError):
@@ -40,6 +56,15 @@ class YamlSyntaxError(ValueError):
     def __init__(self, message: str, source: str, line: int | None, column: int | None) -> None:
         super().__init__(message)
         self.source = source
+        self.line = line
+        self.column = column
+
+
+class JsonSyntaxError(ValueError):
+    """Text that is not strict JSON; `line` and `column` (1-based) where the parser stopped, else None."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None) -> None:
+        super().__init__(message)
         self.line = line
         self.column = column
 
@@ -60,13 +85,48 @@ def read_bounded(path: str | Path, limit: int = MAX_INPUT_BYTES) -> str:
 
 
 def load_json(text: str) -> Any:
-    """`json.loads(text)` ({} for blank text); nesting too deep for the parser is an InputTooLargeError."""
-    import json
+    """`parse_json(text)` of a file's text, {} for blank text."""
+    return parse_json(text) if text.strip() else {}
 
+
+def parse_json(data: str | bytes) -> Any:
+    """The value of strict JSON `data`; nesting past `MAX_DEPTH` is InputTooLargeError (`TOO_DEEP`), anything
+    else amiss a JsonSyntaxError."""
     try:
-        return json.loads(text) if text.strip() else {}
-    except RecursionError:
-        raise InputTooLargeError("nested too deeply") from None
+        value = from_json(data, allow_inf_nan=False, cache_strings="keys")
+    except ValueError as exc:
+        reason = str(exc)
+        if reason.startswith("recursion limit exceeded"):
+            raise InputTooLargeError(TOO_DEEP) from None
+        at = re.search(r" at line (\d+) column (\d+)$", reason)
+        raise JsonSyntaxError(reason, *(int(n) for n in at.groups()) if at else ()) from None
+    _check(value)  # one pass over the containers: cheap next to the parse
+    return value
+
+
+_CONTAINERS = (dict, list)
+
+
+def _check(value: Any) -> None:
+    """Depth and finite numbers, one nesting level at a time (no recursion on hostile input, and no stack
+    entry per value: a body of 1,000 small objects is checked in a tenth of its parse time)."""
+    level = [value] if type(value) in _CONTAINERS else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > MAX_DEPTH:
+            raise InputTooLargeError(TOO_DEEP)
+        inner: list[Any] = []
+        for item in level:
+            for v in item.values() if type(item) is dict else item:
+                kind = type(v)
+                if kind is dict or kind is list:
+                    inner.append(v)
+                elif kind is float and not math.isfinite(v):
+                    raise JsonSyntaxError("a number is out of range")
+        level = inner
+    if type(value) is float and not math.isfinite(value):
+        raise JsonSyntaxError("a number is out of range")
 
 
 def load_yaml(text: str, source: str) -> Any:
@@ -91,7 +151,7 @@ def load_yaml(text: str, source: str) -> Any:
         line, column = mark.line + 1, mark.column + 1
         raise YamlSyntaxError(f"line {line}, column {column}: {problem}", source, line, column) from None
     except RecursionError:
-        raise InputTooLargeError("nested too deeply") from None
+        raise InputTooLargeError(TOO_DEEP) from None
     finally:
         loader.dispose()
 
@@ -123,8 +183,8 @@ def _check_expansion(root: Any) -> None:
             continue
         if key in on_path:
             raise InputTooLargeError("an alias refers to a node that holds it (a recursive document)")
-        if depth > MAX_NESTING:
-            raise InputTooLargeError(f"nested deeper than {MAX_NESTING} levels")
+        if depth > MAX_DEPTH:
+            raise InputTooLargeError(TOO_DEEP)
         on_path.add(key)
         stack.append((node, depth, True))
         stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -183,8 +182,10 @@ def _list_items(value: Any, name: str) -> list[Any]:
     for item in value:
         text = str(item)
         if text.lstrip()[:1] in ("{", "["):
+            from ..files import parse_json
+
             try:
-                parsed = json.loads(text)
+                parsed = parse_json(text)
             except ValueError as exc:
                 raise click.BadParameter(
                     f"not valid JSON: {exc}.", param_hint=f"'--{name.replace('_', '-')}'"
@@ -217,8 +218,10 @@ def _key_values(items: Any, name: str, *, lists: bool = False) -> dict[str, Any]
     for item in items:
         text = str(item)
         if text.lstrip().startswith("{"):
+            from ..files import parse_json
+
             try:
-                value = json.loads(text)
+                value = parse_json(text)
             except ValueError as exc:
                 raise click.BadParameter(f"not a JSON object: {exc}.", param_hint=hint) from None
             if not isinstance(value, dict):

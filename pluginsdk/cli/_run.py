@@ -90,8 +90,8 @@ def _read_input(input_file: str | None, input_data: str | None) -> dict[str, Any
             details: dict[str, Any] = {"field": label.lstrip("-"), "expected": "a JSON object"}
             if name:
                 details["value"] = name
-            line = getattr(exc, "line", None) or getattr(exc, "lineno", None)  # YamlSyntaxError / JSONDecodeError
-            column = getattr(exc, "column", None) or getattr(exc, "colno", None)
+            line = getattr(exc, "line", None)  # YamlSyntaxError / JsonSyntaxError
+            column = getattr(exc, "column", None)
             if line is not None:
                 details |= {"line": line, "column": column}
             raise ValidationError(
@@ -107,10 +107,10 @@ def _read_input(input_file: str | None, input_data: str | None) -> dict[str, Any
 
 
 def _refused(message: str, label: str, name: str) -> InputFileRefused:
-    from ..files import MAX_INPUT_BYTES, MAX_NESTING
+    from ..files import MAX_DEPTH, MAX_INPUT_BYTES
 
     details: dict[str, Any] = {"field": label.lstrip("-"), "expected": f"at most {MAX_INPUT_BYTES} bytes, "
-                               f"aliases expanded, and {MAX_NESTING} levels (docs/input.md)"}  # fmt: skip
+                               f"aliases expanded, and {MAX_DEPTH} levels (docs/input.md)"}  # fmt: skip
     if name:
         details["value"] = name
     return InputFileRefused(message, details=details)

@@ -7,8 +7,8 @@ whole input, free-form dictionaries included, before any work: a value outside t
 
 - numbers: finite (no NaN or infinity); integers within the signed 64-bit range;
 - text (values and keys): valid Unicode (no lone UTF-16 surrogate) and no NUL character;
-- nesting: at most `MAX_DEPTH` levels of objects and arrays (the same limit the REST server applies while
-  parsing a body).
+- nesting: at most `MAX_DEPTH` levels of objects and arrays (`pluginsdk.files`: the same limit every door
+  applies while parsing a caller's JSON), refused with the one reason `TOO_DEEP`.
 """
 
 import math
@@ -16,14 +16,14 @@ from typing import Any
 
 import pydantic
 
-__all__ = ["MAX_DEPTH", "MAX_INT", "MIN_INT", "is_storable", "text_problem", "value_problem"]
+from ..files import MAX_DEPTH, TOO_DEEP
+
+__all__ = ["MAX_INT", "MIN_INT", "is_storable", "text_problem", "value_problem"]
 
 MAX_INT = 2**63 - 1
 """Largest integer accepted (SQLite INTEGER / PostgreSQL BIGINT)."""
 MIN_INT = -(2**63)
 """Smallest integer accepted."""
-MAX_DEPTH = 32
-"""Deepest nesting of dictionaries and lists in one input value."""
 
 
 def text_problem(text: str) -> str | None:
@@ -115,7 +115,7 @@ def value_problem(value: Any, where: str = "") -> tuple[str, str] | None:
                 return path.lstrip(".") or "input", problem
             continue
         if depth >= MAX_DEPTH:
-            return path.lstrip(".") or "input", f"nested deeper than {MAX_DEPTH} levels"
+            return path.lstrip(".") or "input", TOO_DEEP
         if isinstance(item, dict):
             for key in item:
                 problem = _scalar_problem(key) if isinstance(key, str | int) else None

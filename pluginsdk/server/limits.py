@@ -2,7 +2,7 @@
 
 Limits apply before any work: the request head is bounded by the protocol (`_protocol.py`) and again by
 the app (so they hold on uvicorn's stock protocol too), the body while it is read and before the caller is
-authenticated, JSON depth and literals while it is parsed.
+authenticated, JSON depth and literals while it is parsed (`pluginsdk.files.parse_json`, `MAX_DEPTH`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ __all__ = [
     "MAX_HEADERS",
     "MAX_HEADER_BYTES",
     "MAX_HEADER_LINE_BYTES",
-    "MAX_JSON_DEPTH",
     "MAX_URL_BYTES",
     "HeadersTooLarge",
     "MethodNotAllowed",
@@ -31,8 +30,6 @@ __all__ = [
 
 MAX_BODY_BYTES = 1 << 20
 """Default maximum request body (1 MiB); configuration `api.max_body_bytes`."""
-MAX_JSON_DEPTH = 32
-"""Deepest nesting of arrays/objects a JSON body may have."""
 MAX_URL_BYTES = 8192
 """Longest request target (path and query) in bytes; longer is 414."""
 MAX_HEADER_LINE_BYTES = 8192

@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pluginsdk.files import MAX_DEPTH, TOO_DEEP
 from tests.support.cli import PLUGINSDK, ROOT, cli_environment, invoke
 
 SCRIPTS = ROOT / "scripts"
@@ -234,3 +236,33 @@ def test_declared_attributes_win_and_extras_pass_through(env: dict[str, str], tm
         "ncpus": ["Numeric", "64"],
         "mem": ["Numeric", "512000"],
     }
+
+
+@pytest.mark.parametrize("raised", [False, True], ids=["default-limit", "raised-limit"])
+@pytest.mark.parametrize("scheduler", ["hostfactory", "lsf"])
+def test_input_nested_past_the_limit_is_refused(
+    env: dict[str, str], tmp_path: Path, scheduler: str, raised: bool
+) -> None:
+    """The scripts' input is refused past `MAX_DEPTH`, also when the interpreter's recursion limit is raised
+    far past the file's depth (the program the script runs set by `PLUGINSDK_BIN`)."""
+    if raised:
+        entry = tmp_path / "raised.py"
+        entry.write_text("import sys\nsys.setrecursionlimit(1 << 20)\nfrom pluginsdk._entry import main\nmain()\n")
+        env = {**env, "PLUGINSDK_BIN": f"{sys.executable} {entry}"}
+
+    def status(levels: int) -> subprocess.CompletedProcess[str]:
+        infile = tmp_path / f"in-{levels}.json"
+        deep = "[" * (levels - 3) + "]" * (levels - 3)  # inside the object, `requests` and its item
+        infile.write_text('{"requests": [{"requestId": "req-none", "extra": ' + deep + "}]}")
+        return subprocess.run(
+            ["/bin/sh", str(SCRIPTS / scheduler / "getRequestStatus.sh"), "-f", str(infile)],
+            capture_output=True, text=True, env=env, timeout=60, check=False,
+        )  # fmt: skip
+
+    at = status(MAX_DEPTH)
+    assert at.returncode == 0 and json.loads(at.stdout)["requests"][0]["requestId"] == "req-none", at.stdout + at.stderr
+    for levels in (MAX_DEPTH + 1, 5000):
+        over = status(levels)
+        out = json.loads(over.stdout)
+        assert over.returncode == 1 and out["error_code"] == "VALIDATION_ERROR", over.stdout + over.stderr
+        assert TOO_DEEP in out["message"] and f"in-{levels}.json" in out["message"]

@@ -117,6 +117,35 @@ def test_malformed_imports_edits_and_filters_are_4xx_pages_never_500(served: tup
     assert client.post("/ui/users", data={"csrf": token, "user_id": "u", "email": "u@x"}).status_code < 500
 
 
+def test_json_nested_past_the_limit_is_refused_by_name(served: tuple[httpx.Client, str]) -> None:
+    """The console's JSON fields are parsed as every door parses caller JSON: past `MAX_DEPTH`, a 400 page."""
+    from pluginsdk.files import MAX_DEPTH, TOO_DEEP
+
+    client, key = served
+    token = _signed_in_token(client, key)
+
+    def document(levels: int) -> str:  # an import of one template whose tags make the whole `levels` deep
+        tags = "{" + '"a": {' * (levels - 4) + "}" * (levels - 4) + "}"
+        return '{"templates": [{"template_id": "d-1", "image_id": "i", "tags": ' + tags + "}]}"
+
+    for text in ("[" * 5000 + "]" * 5000, document(MAX_DEPTH + 1)):
+        answer = client.post("/ui/template-import", data={"csrf": token, "templates": text, "action": "import"})
+        assert answer.status_code == 400 and TOO_DEEP in answer.text, answer.text[:300]
+    answer = client.post(
+        "/ui/template-import", data={"csrf": token, "templates": document(MAX_DEPTH), "action": "import"}
+    )
+    assert answer.status_code != 500 and TOO_DEEP not in answer.text, answer.text[:300]
+    ok = '{"templates": [{"template_id": "d-1", "image_id": "i"}]}'
+    assert (
+        client.post("/ui/template-import", data={"csrf": token, "templates": ok, "action": "import"}).status_code == 200
+    )
+    deep_tags = "{" + '"a": {' * MAX_DEPTH + "}" * MAX_DEPTH + "}"
+    answer = client.post(
+        "/ui/templates/d-1", data={"csrf": token, "action": "save", "image_id": "i", "tags": deep_tags}
+    )
+    assert answer.status_code == 400 and TOO_DEEP in answer.text, answer.text[:300]
+
+
 def test_a_caller_without_audit_rights_cannot_export_it(tmp_path: Path) -> None:
     from pluginsdk import PluginSDK
 

@@ -336,6 +336,25 @@ def test_answers_json_unless_progress_was_asked(http: httpx.Client, site: McpSit
     assert rpc(streamed)["result"]["isError"] is False
 
 
+def test_arguments_nested_past_the_limit_are_refused_by_the_engine(http: httpx.Client, site: McpSite) -> None:
+    """The MCP SDK parses the message; the operation refuses a value nested past `MAX_DEPTH`, in the words of
+    every door (the operation's input is the first level)."""
+    from pluginsdk.files import MAX_DEPTH, TOO_DEEP
+
+    def create(template_id: str, levels: int) -> dict[str, Any]:
+        configuration: dict[str, Any] = {}
+        for _ in range(levels - 2):
+            configuration = {"a": configuration}
+        arguments = {"template_id": template_id, "image_id": "ami-1", "configuration": configuration}
+        return dict(
+            rpc(call(http, site, site.admin_key, "", "tools/call", name="create_template", arguments=arguments))
+        )
+
+    assert create("t-at-limit", MAX_DEPTH)["result"]["isError"] is False
+    refused = create("t-too-deep", MAX_DEPTH + 1)["result"]
+    assert refused["isError"] is True and TOO_DEEP in refused["content"][0]["text"]
+
+
 def test_each_request_runs_as_its_own_caller(http: httpx.Client, site: McpSite) -> None:
     """Stateless: no session id to steal or replay; a session id sent anyway opens nothing, and each call is
     authorized as the credential it carries."""
@@ -356,8 +375,9 @@ def test_each_request_runs_as_its_own_caller(http: httpx.Client, site: McpSite) 
         b'{"jsonrpc": "2.0", "id": 1, "method": 7}',
         b"\xff\xfe",
         json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x" * 100}}).encode(),
+        b"[" * 5000 + b"]" * 5000,
     ],
-    ids=["truncated", "array", "string", "bad-method", "not-utf8", "no-session"],
+    ids=["truncated", "array", "string", "bad-method", "not-utf8", "no-session", "too-deep"],
 )
 def test_malformed_bodies_are_4xx(http: httpx.Client, site: McpSite, body: bytes) -> None:
     headers = {**ACCEPT, "authorization": f"Bearer {site.admin_key}"}
@@ -476,8 +496,9 @@ async def test_public_url_names_the_resource_and_http_off_serves_none(tmp_path: 
         (b'{"jsonrpc": "2.0", "method": "notifications/initialized"}', False),
         (b'[{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}]', False),
         (b"{", False),
+        (b"[" * 5000 + b"]" * 5000, False),
     ],
-    ids=["plain", "progress", "escaped-progress", "notification", "batch", "malformed"],
+    ids=["plain", "progress", "escaped-progress", "notification", "batch", "malformed", "too-deep"],
 )
 def test_only_a_plain_request_without_progress_is_answered_json(body: bytes, json_answer: bool) -> None:
     """Anything but one request that asked for no progress keeps the SDK's own answer (the event stream)."""

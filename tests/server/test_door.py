@@ -302,15 +302,15 @@ def test_json_types_are_the_documented_ones(served: Served, path: str, body: byt
 
 
 def test_nesting_up_to_the_documented_limit_parses(served: Served) -> None:
-    from pluginsdk.server.limits import MAX_JSON_DEPTH
+    from pluginsdk.files import MAX_DEPTH, TOO_DEEP
 
     auth = {"Authorization": served.admin}
-    inside = b"[" * (MAX_JSON_DEPTH - 1) + b"]" * (MAX_JSON_DEPTH - 1)  # the object is the first level
+    inside = b"[" * (MAX_DEPTH - 1) + b"]" * (MAX_DEPTH - 1)  # the object is the first level
     r = _get(served, "POST", "/api/v1/templates", content=b'{"tags": ' + inside + b"}", headers=auth)
     assert r.status_code == 400 and "not valid JSON" not in r.json()["error"]  # the field's type is what is wrong
-    deeper = b"[" * MAX_JSON_DEPTH + b"]" * MAX_JSON_DEPTH
+    deeper = b"[" * MAX_DEPTH + b"]" * MAX_DEPTH
     r = _get(served, "POST", "/api/v1/templates", content=b'{"tags": ' + deeper + b"}", headers=auth)
-    assert r.status_code == 400 and f"deeper than {MAX_JSON_DEPTH}" in r.json()["error"]
+    assert r.status_code == 400 and r.json()["error"] == f"The request body is not valid JSON: {TOO_DEEP}."
 
 
 # -- 403 before 400 --------------------------------------------------------------------------------------------

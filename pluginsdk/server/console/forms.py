@@ -6,10 +6,10 @@ call is neither listed nor run (the backend refuses it in any case).
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 from ...errors import PermissionDeniedError, ValidationError
+from ...files import parse_json
 from ...operations import CATALOG
 from ..limits import RouteNotFound
 from ._html import Safe, join, render, value_of
@@ -124,7 +124,7 @@ def generic_values(ctx: Ctx, name: str) -> dict[str, Any]:
             continue
         if kind in {"json", "number"}:
             try:
-                data[fname] = json.loads(text)
+                data[fname] = parse_json(text)
             except ValueError:
                 if kind == "number":
                     raise ValidationError(

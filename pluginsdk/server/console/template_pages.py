@@ -10,6 +10,7 @@ from pydantic.alias_generators import to_snake
 from starlette.responses import Response
 
 from ...errors import PermissionDeniedError, SDKError, ValidationError
+from ...files import parse_json
 from ._html import Safe, join, render, value_of
 from .pages import back, confirm_first, danger_form, field, fields_table, notice, page, request_form, table
 
@@ -42,7 +43,7 @@ def _edited(ctx: Ctx) -> dict[str, Any]:
 
 def _json(text: str, name: str) -> Any:
     try:
-        return json.loads(text)
+        return parse_json(text)
     except ValueError as exc:
         raise ValidationError(
             f"{name} is not valid JSON: {exc.args[0] if exc.args else exc}",

@@ -19,12 +19,13 @@ requests are answered with the stock event stream (slower, still correct).
 from __future__ import annotations
 
 import asyncio
-import json
 from contextvars import ContextVar, Token
 from typing import Any
 
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+from ...files import parse_json
 
 __all__ = ["JSON_ANSWER", "Sessions", "answer_json", "wants_json"]
 
@@ -79,7 +80,7 @@ def wants_json(body: bytes) -> bool:
     if b"progressToken" in body:
         return False
     try:
-        message = json.loads(body)
+        message = parse_json(body)
     except ValueError:
         return False
     if not isinstance(message, dict) or "id" not in message or "method" not in message:
