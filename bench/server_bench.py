@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -206,6 +207,12 @@ def start_peer(args: argparse.Namespace, tmp: Path) -> tuple[subprocess.Popen[by
          "--config-dir", str(work / "config")],
         env=env, capture_output=True, check=True,
     )  # fmt: skip
+    # orb's token-bucket rate limiter off, as its configuration says to do for benchmarks: with it on, nearly every
+    # answer under this load is a 429, and its req/s would count refusals rather than reads
+    cfg_file = work / "config" / "config.json"
+    cfg = json.loads(cfg_file.read_text())
+    cfg.setdefault("server", {})["rate_limiting"] = {"enabled": False}
+    cfg_file.write_text(json.dumps(cfg, indent=2))
     ids = seed(work, 10, args.requests)
     port = free_port()
     proc = subprocess.Popen(

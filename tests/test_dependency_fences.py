@@ -20,7 +20,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.sources import ROOT, Module, our_modules
+from tests.support.sources import ROOT, Module, our_modules, parse, trees_of
 
 FENCED: dict[tuple[str, str], str] = {
     ("pluginsdk._entry", "pydantic.plugin._loader"): (
@@ -91,7 +91,7 @@ def test_every_fence_is_still_needed_and_exists() -> None:
     for (ours, theirs), fence in FENCED.items():
         assert (ours, theirs) in used, f"{ours} no longer uses {theirs}: drop its FENCED entry"
         path, _, name = fence.partition("::")
-        tree = ast.parse((ROOT / path).read_text())
+        (tree,) = trees_of([ROOT / path])
         assert name in {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}, f"no fence test {fence}"
         dist = theirs.split(".")[0]
         (req,) = [r for r in requirements if re.match(rf"{dist}(\[[^]]*\])?[<>=!~ ]", r)]
@@ -104,7 +104,7 @@ def test_the_scan_sees_a_planted_module_and_a_private_import() -> None:
         "pluginsdk.example",
         ROOT / "pluginsdk" / "example.py",
         False,
-        ast.parse(
+        parse(
             "import types\nfrom pydantic._internal import _core_utils\nfrom pydantic import _migration\n"
             "def f():\n    from pydantic_core import core_schema\n    types.ModuleType('pydantic.plugin._loader')\n"
         ),

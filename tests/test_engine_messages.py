@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 
 import pluginsdk.errors as errors
+from tests.support.sources import trees_of
 
 ROOT = Path(__file__).resolve().parent.parent
 ENGINE = ROOT / "backends" / "local"
@@ -50,8 +51,8 @@ _LOGGING = {"debug", "info", "warning", "error", "exception", "critical", "log"}
 def _error_names() -> set[str]:
     """Every SDKError subclass by name: pluginsdk.errors' and the engine's own."""
     names = {name for name, cls in inspect.getmembers(errors, inspect.isclass) if issubclass(cls, errors.SDKError)}
-    for path in ENGINE.rglob("*.py"):  # the engine's subclasses, to a fixed point
-        for node in ast.walk(ast.parse(path.read_text())):
+    for tree in trees_of(sorted(ENGINE.rglob("*.py"))):  # the engine's subclasses, to a fixed point
+        for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef) and any(_name(b) in names for b in node.bases):
                 names.add(node.name)
     return names
@@ -89,8 +90,8 @@ def engine_messages() -> dict[str, list[str]]:
     """For each engine function that constructs an SDKError: `path:function` -> its strings."""
     names = _error_names()
     found: dict[str, list[str]] = {}
-    for path in sorted(ENGINE.rglob("*.py")):
-        tree = ast.parse(path.read_text())
+    paths = sorted(ENGINE.rglob("*.py"))
+    for path, tree in zip(paths, trees_of(paths), strict=True):
         constants = {
             t.id: _strings(node.value, {})
             for node in tree.body

@@ -14,6 +14,7 @@ from backends.local.call import Call
 from backends.local.engine import HandlerRegistry
 from pluginsdk.operations import CATALOG, CreateRoleCommand, GetTemplateQuery
 from tests.support.backends import open_sdk
+from tests.support.sources import trees_of
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGGING_CONTEXT = ROOT / "pluginsdk" / "logs.py"
@@ -23,8 +24,10 @@ argument of ours reaches; it carries nothing of an operation's call."""
 HANDLER_DIRS = (ROOT / "backends" / "local" / "handlers", ROOT / "backends" / "local" / "auth" / "handlers")
 
 
-def _sources(*dirs: Path) -> list[Path]:
-    return [p for d in dirs for p in sorted(d.rglob("*.py"))]
+def _sources(*dirs: Path) -> list[tuple[Path, ast.Module]]:
+    """Each module under `dirs` and its syntax tree."""
+    paths = [p for d in dirs for p in sorted(d.rglob("*.py"))]
+    return list(zip(paths, trees_of(paths), strict=True))
 
 
 def _named(node: ast.AST) -> str | None:
@@ -34,9 +37,9 @@ def _named(node: ast.AST) -> str | None:
 def test_no_context_variable_carries_a_calls_state() -> None:
     found = [
         f"{path.relative_to(ROOT)}:{node.lineno}"
-        for path in _sources(ROOT / "pluginsdk", ROOT / "backends")
+        for path, tree in _sources(ROOT / "pluginsdk", ROOT / "backends")
         if path not in (LOGGING_CONTEXT, TRANSPORT_CONTEXT)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for node in ast.walk(tree)
         if _named(node) == "ContextVar"
     ]
     assert found == []
@@ -57,8 +60,8 @@ def _raw_sql(node: ast.AST) -> bool:
 def test_handler_modules_run_no_sql_of_their_own() -> None:
     found = [
         f"{path.relative_to(ROOT)}:{node.lineno}"
-        for path in _sources(*HANDLER_DIRS)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for path, tree in _sources(*HANDLER_DIRS)
+        for node in ast.walk(tree)
         if _raw_sql(node)
     ]
     assert found == []
@@ -89,8 +92,8 @@ def _reaches_into_the_engine(node: ast.AST) -> str | None:
 def test_handler_modules_do_not_reach_into_the_engine() -> None:
     found = [
         f"{path.relative_to(ROOT)}:{node.lineno}: {what}"
-        for path in _sources(*HANDLER_DIRS)
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for path, tree in _sources(*HANDLER_DIRS)
+        for node in ast.walk(tree)
         if (what := _reaches_into_the_engine(node)) is not None
     ]
     assert found == []
@@ -113,8 +116,8 @@ def test_no_module_keeps_state_keyed_by_an_object() -> None:
     service's decision model and workers, the policy model's answers."""
     found = [
         f"{path.relative_to(ROOT)}:{node.lineno}"
-        for path in _sources(ROOT / "pluginsdk", ROOT / "backends")
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        for path, tree in _sources(ROOT / "pluginsdk", ROOT / "backends")
+        for node in ast.walk(tree)
         if _named(node) in {"WeakKeyDictionary", "WeakValueDictionary", "WeakSet"}
     ]
     assert found == []

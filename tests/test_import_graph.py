@@ -28,7 +28,7 @@ import itertools
 import re
 from collections.abc import Callable, Iterator
 
-from tests.support.sources import ROOT, Module, our_modules
+from tests.support.sources import ROOT, Module, our_modules, parse
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -270,7 +270,7 @@ def test_the_boundary_scans_see_planted_crossings() -> None:
     modules = our_modules()
 
     def planted(name: str, source: str) -> Module:
-        return Module(name, ROOT / (name.replace(".", "/") + ".py"), False, ast.parse(source))
+        return Module(name, ROOT / (name.replace(".", "/") + ".py"), False, parse(source))
 
     backend = planted(
         "backends.local.example",
@@ -430,7 +430,7 @@ def test_the_layer_scan_sees_a_planted_upward_import() -> None:
         "backends.local.store.example",
         ROOT / "backends/local/store/example.py",
         False,
-        ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..auth.crypto import b64e\n"),
+        parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..auth.crypto import b64e\n"),
     )
     (found,) = layer_violations(modules, store)
     assert found.startswith("backends.local.store.example (line 3,") and "imports backends.local.auth.crypto" in found

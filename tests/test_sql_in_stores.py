@@ -12,7 +12,7 @@ import ast
 import re
 from collections.abc import Iterator
 
-from tests.support.sources import ROOT, Module, our_modules
+from tests.support.sources import ROOT, Module, our_modules, parse
 
 STORES = ("backends.local.store", "backends.local.auth.store")
 FRAGMENTS = frozenset({"pluginsdk.plans"})
@@ -69,7 +69,7 @@ def test_the_scan_sees_planted_sql() -> None:
     """The scan on modules written here: one that saw nothing would pass vacuously."""
 
     def planted(name: str, source: str) -> Module:
-        return Module(name, ROOT / (name.replace(".", "/") + ".py"), False, ast.parse(source))
+        return Module(name, ROOT / (name.replace(".", "/") + ".py"), False, parse(source))
 
     outside = planted(
         "backends.local.auth.example",

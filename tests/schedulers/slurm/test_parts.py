@@ -20,6 +20,7 @@ from pluginsdk.schedulers.slurm import programs, spool
 from pluginsdk.schedulers.slurm.nodes import NodeMap
 from tests.support.backends import base_config, open_sdk
 from tests.support.cli import Result, clean_environment, invoke, run
+from tests.support.sources import trees_of
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -373,8 +374,8 @@ def test_the_engine_imports_nothing_from_the_schedulers() -> None:
     files = list(root.rglob("*.py"))
     assert len(files) > 10, root  # the walk finds the backend's modules
     upward = []
-    for file in files:
-        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+    for file, tree in zip(files, trees_of(files), strict=True):
+        for node in ast.walk(tree):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else []
             if isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
