@@ -25,10 +25,9 @@ async def test_an_authenticated_read_works_through_the_balancer_and_a_rolling_re
         if len(fleet.servers) < 2:
             return  # one server: a restart is downtime, not a rolling deploy
         answers: list[int] = []
-        restarting = asyncio.create_task(fleet.rolling_restart())
-        while not restarting.done():
-            answers.append((await client.get("/api/v1/templates/web")).status_code)
-            await asyncio.sleep(0.01)
-        await restarting
+        async with fleet.rolling() as restarting:
+            while not restarting.done():
+                answers.append((await client.get("/api/v1/templates/web")).status_code)
+                await asyncio.sleep(0.01)
         answers.append((await client.get("/api/v1/templates/web")).status_code)
     assert len(answers) > 10 and set(answers) == {200}, answers
