@@ -134,15 +134,30 @@ class Fleet:
 
     async def restart(self, index: int) -> None:
         """Restart server `index` as a deploy does: out of HAProxy and drained (`_drain`), stopped (SIGTERM:
-        it finishes what it still serves), started again on its port, back in HAProxy once it is ready."""
+        it finishes what it still serves), started again on its port, back in HAProxy once it is ready. The
+        task restarting is known to the fleet meanwhile: the fleet cancels it before it stops its servers."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._restarts.add(task)
+        try:
+            await self._restart(index)
+        finally:
+            self._restarts.discard(task)
+
+    async def _restart(self, index: int) -> None:
         server, name = self.servers[index], f"s{index}"
-        if self.admin_socket is not None:
+        if self.admin_socket is None:
+            await _stop(server)
+            await _start(server, self.config_file)
+            return
+        try:
             await _drain(self.admin_socket, name)
-        await _stop(server)
-        await _start(server, self.config_file)
-        if self.admin_socket is not None:
-            await _set_state(self.admin_socket, name, "ready")
-            await _routed(self.admin_socket, name)
+            await _stop(server)
+            await _start(server, self.config_file)
+        finally:  # back in rotation, also when cancelled with its process running (its health check decides)
+            if server.proc is not None and server.proc.poll() is None:
+                await _set_state(self.admin_socket, name, "ready")
+        await _routed(self.admin_socket, name)
 
     async def rolling_restart(self) -> None:
         """Restart every server in turn, as a deploy does."""
@@ -155,19 +170,17 @@ class Fleet:
         to know when it is done), awaited when the block ends; cancelled and awaited if the block fails, so it
         never goes on restarting servers past its test."""
         task = asyncio.create_task(self.rolling_restart())
-        self._restarts.add(task)
         try:
             yield task
             await task
         finally:
             await _cancelled(task)
-            self._restarts.discard(task)
 
     async def _cancel_restarts(self) -> None:
-        """Cancel (and await) the restarts still running, before the servers stop for good."""
+        """Cancel (and await) the tasks still restarting a server (one a test left behind), before the servers
+        stop for good: otherwise such a task starts a server again after the stop."""
         for task in list(self._restarts):
             await _cancelled(task)
-        self._restarts.clear()
 
 
 async def _cancelled(task: asyncio.Task[None]) -> None:
