@@ -6,7 +6,6 @@ tests/console's do."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -84,16 +83,15 @@ async def test_chromium_signs_in_through_haproxy_every_server_serves_it_and_a_ro
     if len(fleet.servers) > 1:  # every server answered some of the signed-in pages
         assert all(after[s] > before[s] for s in after), (before, after)
         assert len(after) == len(fleet.servers), after
-    restarting = asyncio.create_task(fleet.rolling_restart())
     during = 0
     # behind HAProxy, pages keep coming, signed in, while each server goes and comes back (one server's
     # restart is downtime: the session is kept, the pages wait for it)
-    while len(fleet.servers) > 1 and not restarting.done():
-        response = await page.goto(f"{url}{PAGES[during % len(PAGES)]}")
-        assert response is not None and response.status == 200, during
-        await _signed_in_as_operator(page, url)
-        during += 1
-    await restarting
+    async with fleet.rolling() as restarting:
+        while len(fleet.servers) > 1 and not restarting.done():
+            response = await page.goto(f"{url}{PAGES[during % len(PAGES)]}")
+            assert response is not None and response.status == 200, during
+            await _signed_in_as_operator(page, url)
+            during += 1
     assert during > 3 or len(fleet.servers) == 1, during
     for path in PAGES[:4]:
         response = await page.goto(f"{url}{path}")

@@ -126,9 +126,8 @@ async def test_the_mcp_sdk_client_registers_once_calls_every_server_and_keeps_wo
     if len(fleet.servers) > 1:  # tool calls (and the OAuth steps) answered by every server
         assert len(after) == len(fleet.servers) and all(after[s] > before[s] for s in after), (before, after)
     if len(fleet.servers) > 1:  # /mcp is stateless: one session goes on while each server goes and comes back
-        restarting = asyncio.create_task(fleet.rolling_restart())
-        assert await _call_tools(fleet, storage, browser, times=1, until=restarting) > 3
-        await restarting
+        async with fleet.rolling() as restarting:
+            assert await _call_tools(fleet, storage, browser, times=1, until=restarting) > 3
     else:  # one server's restart is downtime
         await fleet.rolling_restart()
     await _call_tools(fleet, storage, browser, times=len(fleet.servers))

@@ -10,8 +10,11 @@
 
 A `Fleet` knows its URL (the balancer's, or the one server's), each server (`servers[i].url`, to aim a call at
 one), an administrator's API key, `keys_for(users)`: a key of each user, with the admin role, and
-`rolling_restart()` (each server stopped with SIGTERM and started again on its port, the next only once
-HAProxy routes to it again). The configuration is the caller's: the store is set here.
+`rolling_restart()`, as a deploy does it: each server taken out of HAProxy and drained first (HAProxy's
+runtime API, the `stats socket` of `haproxy_config`), then stopped with SIGTERM, started again on its port
+and put back, the next only once HAProxy routes to it again. `rolling()` runs one in the background for a
+block and never lets it outlive the block; the fleet cancels what is still restarting before it stops its
+servers (and before its database is dropped). The configuration is the caller's: the store is set here.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import subprocess
 import sys
 import time
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,12 +50,14 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def haproxy_config(port: int, stats_port: int, servers: list[int]) -> str:
+def haproxy_config(port: int, admin_socket: Path, servers: list[int]) -> str:
     """HAProxy in front of the servers: round-robin, health-checked on /readyz, a request whose server went
-    away retried on another (a rolling restart loses no call)."""
+    away (a crash) retried on another; its runtime API on `admin_socket` takes a server out before a restart
+    stops it and puts it back after (a rolling restart loses no call)."""
     lines = [
         "global",
         "    maxconn 512",
+        f"    stats socket {admin_socket} level admin",
         "defaults",
         "    mode http",
         "    timeout connect 2s",
@@ -77,10 +82,6 @@ def haproxy_config(port: int, stats_port: int, servers: list[int]) -> str:
         "    timeout check 2s",
         "    default-server inter 300ms fall 1 rise 1",
         *(f"    server s{i} 127.0.0.1:{p} check" for i, p in enumerate(servers)),
-        "listen stats",
-        f"    bind 127.0.0.1:{stats_port}",
-        "    stats enable",
-        "    stats uri /stats",
     ]
     return "\n".join(lines) + "\n"
 
@@ -107,8 +108,9 @@ class Fleet:
     key: str
     servers: list[Server]
     config_file: Path
-    stats_url: str | None = None
+    admin_socket: Path | None = None
     _keys: dict[str, str] = field(default_factory=dict)
+    _restarts: set[asyncio.Task[None]] = field(default_factory=set)
 
     async def keys_for(self, user_ids: list[str]) -> list[str]:
         """An API key of each user, a user with the admin role (each user has their own quotas)."""
@@ -124,31 +126,74 @@ class Fleet:
     async def answered(self) -> dict[str, int]:
         """Responses each server has given through HAProxy so far (its statistics; health checks not
         counted): which server answered a call is the difference of two readings."""
-        if self.stats_url is None:
+        if self.admin_socket is None:
             return {}
-        async with httpx.AsyncClient() as client:
-            text = (await client.get(self.stats_url)).text.lstrip("# ")
         codes = ("hrsp_1xx", "hrsp_2xx", "hrsp_3xx", "hrsp_4xx", "hrsp_5xx", "hrsp_other")
-        rows = csv.DictReader(io.StringIO(text))
-        return {r["svname"]: sum(int(r[c] or 0) for c in codes) for r in rows if r["svname"].startswith("s")}
+        rows = await _servers_stat(self.admin_socket)
+        return {name: sum(int(row[c] or 0) for c in codes) for name, row in rows.items()}
 
     async def restart(self, index: int) -> None:
-        """Stop server `index` (SIGTERM: it finishes what it serves) and start it again on its port."""
-        server = self.servers[index]
-        await _stop(server)
-        await _start(server, self.config_file)
-        if self.stats_url is not None:
-            await _routed(self.stats_url, f"s{index}")
+        """Restart server `index` as a deploy does: out of HAProxy and drained (`_drain`), stopped (SIGTERM:
+        it finishes what it still serves), started again on its port, back in HAProxy once it is ready. The
+        task restarting is known to the fleet meanwhile: the fleet cancels it before it stops its servers."""
+        task = asyncio.current_task()
+        assert task is not None
+        self._restarts.add(task)
+        try:
+            await self._restart(index)
+        finally:
+            self._restarts.discard(task)
+
+    async def _restart(self, index: int) -> None:
+        server, name = self.servers[index], f"s{index}"
+        if self.admin_socket is None:
+            await _stop(server)
+            await _start(server, self.config_file)
+            return
+        try:
+            await _drain(self.admin_socket, name)
+            await _stop(server)
+            await _start(server, self.config_file)
+        finally:  # back in rotation, also when cancelled with its process running (its health check decides)
+            if server.proc is not None and server.proc.poll() is None:
+                await _set_state(self.admin_socket, name, "ready")
+        await _routed(self.admin_socket, name)
 
     async def rolling_restart(self) -> None:
         """Restart every server in turn, as a deploy does."""
         for index in range(len(self.servers)):
             await self.restart(index)
 
+    @asynccontextmanager
+    async def rolling(self) -> AsyncIterator[asyncio.Task[None]]:
+        """`rolling_restart()` in the background while the block makes its calls (the block watches the task
+        to know when it is done), awaited when the block ends; cancelled and awaited if the block fails, so it
+        never goes on restarting servers past its test."""
+        task = asyncio.create_task(self.rolling_restart())
+        try:
+            yield task
+            await task
+        finally:
+            await _cancelled(task)
+
+    async def _cancel_restarts(self) -> None:
+        """Cancel (and await) the tasks still restarting a server (one a test left behind), before the servers
+        stop for good: otherwise such a task starts a server again after the stop."""
+        for task in list(self._restarts):
+            await _cancelled(task)
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    """`task` cancelled if still running, and awaited either way (its own failure is the block's to report)."""
+    task.cancel()
+    with suppress(asyncio.CancelledError, Exception):
+        await task
+
 
 @asynccontextmanager
 async def fleet(kind: str, config: dict[str, Any], tmp_path: Path) -> AsyncIterator[Fleet]:
-    """The fleet `kind` (KINDS) serving `config` with the store set here; stopped afterwards."""
+    """The fleet `kind` (KINDS) serving `config` with the store set here; its servers stopped before the
+    store goes (the PostgreSQL database is dropped after the block)."""
     if kind == "postgresql":
         async with fresh_database() as url:
             config = {**config, "storage": {"type": "postgresql", "url": url, "seal_key_file": str(tmp_path / "seal")}}
@@ -170,32 +215,39 @@ async def _running(
         )
     procs = [Server(free_port(), args, tmp_path / f"server-{i}.log") for i in range(servers)]
     port = free_port() if servers > 1 else procs[0].port
-    url, stats = f"http://127.0.0.1:{port}", None
+    url = f"http://127.0.0.1:{port}"
     # the URL clients use is the OAuth issuer and the tokens' audience on every server (docs/deployment.md)
     config = {**config, "mcp": {"public_url": url, **config.get("mcp", {})}}
     config_file = tmp_path / "fleet.json"
     config_file.write_text(json.dumps(config))
     balancer: subprocess.Popen[bytes] | None = None
+    running: Fleet | None = None
     try:
         await asyncio.gather(*(_start(s, config_file) for s in procs))
+        admin_socket = None
         if servers > 1:
             haproxy = shutil.which("haproxy") or "/usr/sbin/haproxy"
             if not Path(haproxy).exists():
                 pytest.skip("HAProxy is not installed (Debian package haproxy; .ci/run installs it)")
-            stats_port = free_port()
+            admin_socket = tmp_path / "haproxy.sock"
             cfg = tmp_path / "haproxy.cfg"
-            cfg.write_text(haproxy_config(port, stats_port, [s.port for s in procs]))
+            cfg.write_text(haproxy_config(port, admin_socket, [s.port for s in procs]))
             log = (tmp_path / "haproxy.log").open("wb")
             balancer = subprocess.Popen([haproxy, "-f", str(cfg), "-db"], stdout=log, stderr=log)
-            stats = f"http://127.0.0.1:{stats_port}/stats;csv"
             for i in range(servers):
-                await _routed(stats, f"s{i}")
-        yield Fleet(kind, config, url, key, procs, config_file, stats)
+                await _routed(admin_socket, f"s{i}")
+        running = Fleet(kind, config, url, key, procs, config_file, admin_socket)
+        yield running
     finally:
+        if running is not None:  # a restart still running would start a server again after the stop below
+            await running._cancel_restarts()
         if balancer is not None:
             balancer.terminate()
-            balancer.wait(10)
-        await asyncio.gather(*(_stop(s) for s in procs))
+            await asyncio.to_thread(balancer.wait, 10)
+        stopped = await asyncio.gather(*(_stop(s) for s in procs), return_exceptions=True)
+        for outcome in stopped:  # every server stopped (or killed) before one's failure is reported
+            if isinstance(outcome, BaseException):
+                raise outcome
 
 
 async def _start(server: Server, config_file: Path) -> None:
@@ -220,29 +272,67 @@ async def _start(server: Server, config_file: Path) -> None:
 
 
 async def _stop(server: Server) -> None:
+    """SIGTERM, waited for (killed past 40 s: the server's own graceful stop gives what it serves 30 s)."""
     proc = server.proc
     if proc is None or proc.poll() is not None:
         return
     proc.send_signal(signal.SIGTERM)
     try:
-        await asyncio.to_thread(proc.wait, 30)
+        await asyncio.to_thread(proc.wait, 40)
     except subprocess.TimeoutExpired:
         proc.kill()
+        await asyncio.to_thread(proc.wait, 10)
         raise
 
 
-async def _routed(stats_url: str, name: str) -> None:
-    """Wait until HAProxy's health check has found server `name` up (its statistics, as CSV)."""
+async def _haproxy(admin_socket: Path, command: str) -> str:
+    """One command to HAProxy's runtime API; its answer (HAProxy closes the connection after it)."""
+    reader, writer = await asyncio.open_unix_connection(str(admin_socket))
+    try:
+        writer.write(f"{command}\n".encode())
+        await writer.drain()
+        return (await reader.read()).decode()
+    finally:
+        writer.close()
+        await writer.wait_closed()
+
+
+async def _servers_stat(admin_socket: Path) -> dict[str, dict[str, str]]:
+    """`show stat` of the fleet's servers (backend `servers`), by server name."""
+    text = (await _haproxy(admin_socket, "show stat")).lstrip("# ")
+    rows = csv.DictReader(io.StringIO(text))
+    return {r["svname"]: r for r in rows if r["pxname"] == "servers" and r["svname"] != "BACKEND"}
+
+
+async def _set_state(admin_socket: Path, name: str, state: str) -> None:
+    """`set server servers/<name> state <state>` (`ready`, `drain` or `maint`); HAProxy answers nothing when
+    it is done."""
+    answer = (await _haproxy(admin_socket, f"set server servers/{name} state {state}")).strip()
+    if answer:
+        raise RuntimeError(f"HAProxy refused to set {name} {state}: {answer}")
+
+
+async def _drain(admin_socket: Path, name: str, timeout: float = 15) -> None:
+    """Take server `name` out of HAProxy before it stops: no new request (`drain`), the requests it serves
+    answered (no current session; up to `timeout`, as a console's progress stream may stay open: the server's
+    SIGTERM ends it, and the browser opens another elsewhere), then no traffic and no health check at all
+    (`maint`). HAProxy then sends it nothing, so no request meets a connection the stopping server closes."""
+    await _set_state(admin_socket, name, "drain")
+    deadline = time.monotonic() + timeout
+    while int((await _servers_stat(admin_socket))[name]["scur"] or 0) > 0 and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    await _set_state(admin_socket, name, "maint")
+
+
+async def _routed(admin_socket: Path, name: str) -> None:
+    """Wait until HAProxy's health check has found server `name` up (`show stat`)."""
     deadline = time.monotonic() + 30
-    async with httpx.AsyncClient() as client:
-        while True:
-            try:
-                text = (await client.get(stats_url)).text.lstrip("# ")
-                rows = {r["svname"]: r["status"] for r in csv.DictReader(io.StringIO(text))}
-                if rows.get(name) == "UP":
-                    return
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"HAProxy never routed to {name}")
-            await asyncio.sleep(0.05)
+    while True:
+        try:
+            if (await _servers_stat(admin_socket)).get(name, {}).get("status") == "UP":
+                return
+        except OSError:  # HAProxy starting: its socket not there yet
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"HAProxy never routed to {name}")
+        await asyncio.sleep(0.05)
