@@ -517,6 +517,10 @@ class OperationSpec(NamedTuple, Generic[R_co]):
     cli: Cli | None
     mcp_names: tuple[str, ...]
     policy: Policy
+    route: str | None
+    """Tier-1 route template this operation is authorized as (the policy's, else the REST path)."""
+    method: str
+    """The HTTP method tier 1 decides on (the policy's, else the REST method, else GET for a query, POST)."""
 
     @classmethod
     def compile(cls, op: "type[Operation[R_co]]") -> "OperationSpec[R_co]":
@@ -550,6 +554,8 @@ class OperationSpec(NamedTuple, Generic[R_co]):
             cli=op.cli,
             mcp_names=mcp_names,
             policy=op.policy,
+            route=op.policy.route or (op.rest.path if op.rest else None),
+            method=method,
         )
 
     # -- building -------------------------------------------------------
@@ -561,21 +567,6 @@ class OperationSpec(NamedTuple, Generic[R_co]):
             raise validation_error(exc, self.name) from None
 
     # -- authorization --------------------------------------------------
-    @property
-    def route(self) -> str | None:
-        """Tier-1 route template this operation is authorized as."""
-        if self.policy.route:
-            return self.policy.route
-        return self.rest.path if self.rest else None
-
-    @property
-    def method(self) -> str:
-        if self.policy.method:
-            return self.policy.method
-        if self.rest:
-            return self.rest.method
-        return "GET" if self.kind == "query" else "POST"
-
     @property
     def category(self) -> str:
         if self.policy.category:
