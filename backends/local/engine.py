@@ -58,8 +58,9 @@ log = logging.getLogger("pluginsdk.engine")
 
 T = TypeVar("T")
 
-_Served = tuple[Handler, type, dict[str, float], bool]
-"""An operation class's handler, the type of what it takes first, its counters, whether it is audited."""
+_Served = tuple[OperationSpec, Handler, type, dict[str, float], bool]
+"""An operation class's spec, its handler, the type of what that takes first, its counters, whether it is
+audited."""
 
 
 class AllowAll:
@@ -350,9 +351,8 @@ class Engine:
         decides on it. None (in-process calls) means the operation's first path. `route_checked`: the server
         decided tier 1 on it already (`Authorizer.check_route`).
         """
-        spec = op.spec
         cls = type(op)
-        handler, receives, stats, audited = self._served.get(cls) or self._serve(cls)
+        spec, handler, receives, stats, audited = self._served.get(cls) or self._serve(cls)
         stats["calls"] += 1
         started = time.perf_counter()
         try:
@@ -375,13 +375,14 @@ class Engine:
             stats["seconds"] += time.perf_counter() - started
 
     def _serve(self, cls: type[Operation]) -> _Served:
-        """What `execute` needs of an operation class, kept on first call: its handler, the type the handler
-        takes first, its counters and whether it is declared audited."""
+        """What `execute` needs of an operation class, kept on first call: its spec, its handler, the type the
+        handler takes first, its counters and whether it is declared audited."""
         spec = cls.spec
         handler = self.handlers.get(cls)
         if handler is None:
             raise HandlerDiscoveryError(f"No handler is registered for {spec.name}.")
         served = self._served[cls] = (
+            spec,
             handler,
             self.handlers.receives(cls),
             self.metrics[spec.name],
