@@ -47,7 +47,7 @@ class _Facade(type):
     if not TYPE_CHECKING:  # type checkers read the generated stub instead
 
         def __getattr__(cls, name: str) -> Any:
-            return install_method(name).__get__(None, cls)
+            return install_method(name)
 
     def __dir__(cls) -> list[str]:
         return sorted({*super().__dir__(), *CATALOG})
@@ -166,10 +166,12 @@ class PluginSDK(_Methods, metaclass=_Facade):
 
         Typed by the operation's class: `await sdk.execute(ListTemplatesQuery())` is a `TemplateList`.
         """
-        if self._backend is None:
+        backend = self._backend
+        if backend is None:
             await self.start()
-        assert self._backend is not None
-        result = await self._backend.execute(operation, self._principal)
+            backend = self._backend
+            assert backend is not None
+        result = await backend.execute(operation, self._principal)
         for name in operation.output_fields:
             if hasattr(result, name):
                 setattr(operation, name, getattr(result, name))
@@ -261,12 +263,11 @@ def _make_method(spec: OperationSpec) -> Callable[..., Coroutine[Any, Any, Any]]
     async def method(self: PluginSDK, *args: Any, **kwargs: Any) -> Any:
         if len(args) > len(names):
             raise TypeError(f"{spec.name}() takes at most {len(names)} positional arguments ({len(args)} given)")
-        data = dict(zip(names, args, strict=False))
-        for key in kwargs:
-            if key in data:
-                raise TypeError(f"{spec.name}() got multiple values for argument {key!r}")
-        data.update(kwargs)
-        return await self.execute(build(data))
+        for name, value in zip(names, args, strict=False):  # into `kwargs`, a dict of this call's own
+            if name in kwargs:
+                raise TypeError(f"{spec.name}() got multiple values for argument {name!r}")
+            kwargs[name] = value
+        return await self.execute(build(kwargs))
 
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     for name in names:
@@ -284,30 +285,18 @@ def _make_method(spec: OperationSpec) -> Callable[..., Coroutine[Any, Any, Any]]
     return method
 
 
-class _OperationMethod:
-    """Class attribute holding a derived method; fills its full docstring on first lookup.
+def install_method(name: str) -> Callable[..., Coroutine[Any, Any, Any]]:
+    """Put the method of operation `name` on PluginSDK, its full docstring filled (AttributeError if there is no
+    such operation). A plain function: Python binds it to the instance without a descriptor's frame per call.
 
-    Field docs are read from source (~7 ms a module), so they are read when someone looks, not at import.
-    """
-
-    def __init__(self, spec: OperationSpec) -> None:
-        self.spec = spec
-        self.func = _make_method(spec)
-        self.documented = False
-
-    def __get__(self, obj: object, owner: type | None = None) -> Any:
-        if not self.documented:
-            self.func.__doc__ = _docstring(self.spec)
-            self.documented = True
-        return self.func if obj is None else self.func.__get__(obj, owner)
-
-
-def install_method(name: str) -> _OperationMethod:
-    """Put the method of operation `name` on PluginSDK (AttributeError if there is no such operation)."""
+    Field docs are read from source (~7 ms a module), so a method is made when someone looks it up, not at
+    import."""
     if name.startswith("_") or name not in CATALOG:
         raise AttributeError(f"'PluginSDK' has no attribute {name!r}")
     if name in _RESERVED:
         raise ConfigurationError(f"Operation {name!r} clashes with a PluginSDK attribute.")
-    method = _OperationMethod(CATALOG[name])
+    spec = CATALOG[name]
+    method = _make_method(spec)
+    method.__doc__ = _docstring(spec)
     setattr(PluginSDK, name, method)
     return method

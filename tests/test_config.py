@@ -382,6 +382,14 @@ def test_the_auth_service_reads_an_absent_app_as_the_models_defaults() -> None:
     assert built.app.authProvider.useManaged.enabled is False  # read: `app` built from its defaults
     defaults = load_auth_config(built)
     assert defaults.given is not None
-    for fact in ("admin_user_id", "mode", "default_user_role_name", "secrets_key", "region", "api_url"):
+    for fact in (
+        "admin_user_id",
+        "mode",
+        "default_user_role_name",
+        "secrets_key",
+        "region",
+        "api_url",
+        "decision_sample_rate",
+    ):
         assert getattr(absent, fact) == getattr(defaults, fact), fact
     assert absent.given is None  # comparing read nothing of `app`

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -85,19 +85,27 @@ class LocalBackend:
             self._started = False
             self._held = None
 
-    async def execute(
+    def execute(
         self,
         operation: Operation[R],
         principal: Principal | None = None,
         *,
         route_path: str | None = None,
         route_checked: bool = False,
-    ) -> R:
+    ) -> Coroutine[Any, Any, R]:
+        """The engine's `execute` as `principal` (None: the system administrator), the engine started first if
+        it is not; a plain function handing back the engine's coroutine, so a call has no frame of this layer."""
         if not self._started:
-            await self.start()
-        result: R = await self.engine.execute(
+            return self._started_then(operation, principal or SYSTEM_ADMIN, route_path, route_checked)
+        return self.engine.execute(
             operation, principal or SYSTEM_ADMIN, route_path=route_path, route_checked=route_checked
         )
+
+    async def _started_then(
+        self, operation: Operation[R], principal: Principal, route_path: str | None, route_checked: bool
+    ) -> R:
+        await self.start()
+        result: R = await self.engine.execute(operation, principal, route_path=route_path, route_checked=route_checked)
         return result
 
     async def authenticate(self, authorization: str | None) -> Principal:

@@ -58,6 +58,10 @@ log = logging.getLogger("pluginsdk.engine")
 
 T = TypeVar("T")
 
+_Served = tuple[OperationSpec, Handler, type, dict[str, float], bool]
+"""An operation class's spec, its handler, the type of what that takes first, its counters, whether it is
+audited."""
+
 
 class AllowAll:
     """Every call allowed, every caller the administrator.
@@ -193,6 +197,8 @@ class Engine:
         """The auth service when it authorizes; None when authorization is disabled or the engine is not
         started."""
         self.metrics: dict[str, dict[str, float]] = defaultdict(lambda: {"calls": 0, "errors": 0, "seconds": 0.0})
+        self._served: dict[type[Operation], _Served] = {}
+        """`_serve`'s answer per operation class."""
         self.started_at = time.time()
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = asyncio.Event()
@@ -345,19 +351,17 @@ class Engine:
         decides on it. None (in-process calls) means the operation's first path. `route_checked`: the server
         decided tier 1 on it already (`Authorizer.check_route`).
         """
-        spec = op.spec
         cls = type(op)
-        handler = self.handlers.get(cls)
-        if handler is None:
-            raise HandlerDiscoveryError(f"No handler is registered for {spec.name}.")
-        stats = self.metrics[spec.name]
+        spec, handler, receives, stats, audited = self._served.get(cls) or self._serve(cls)
         stats["calls"] += 1
         started = time.perf_counter()
         try:
             call = Call(op, spec, principal, route_path, route_checked)
             await self.authz.authorize(call)
-            given = self._receives(cls)
-            if spec.policy.audit is not None and self.audit_log is not None:  # declared audited: run and recorded
+            given = self._given.get(receives)
+            if given is None:
+                given = self._receives(cls)
+            if audited and self.audit_log is not None:  # declared audited: run and recorded
                 return await self.audit_log(given, call, handler)
             return await handler(given, op, call)
         except SDKError:
@@ -369,6 +373,22 @@ class Engine:
             raise MethodExecutionError(f"{spec.name} failed unexpectedly: {type(exc).__name__}.") from exc
         finally:
             stats["seconds"] += time.perf_counter() - started
+
+    def _serve(self, cls: type[Operation]) -> _Served:
+        """What `execute` needs of an operation class, kept on first call: its spec, its handler, the type the
+        handler takes first, its counters and whether it is declared audited."""
+        spec = cls.spec
+        handler = self.handlers.get(cls)
+        if handler is None:
+            raise HandlerDiscoveryError(f"No handler is registered for {spec.name}.")
+        served = self._served[cls] = (
+            spec,
+            handler,
+            self.handlers.receives(cls),
+            self.metrics[spec.name],
+            spec.policy.audit is not None,
+        )
+        return served
 
     def _receives(self, op: type[Operation]) -> object:
         """The object the handler of `op` takes first: the one of its table's `receives` type."""

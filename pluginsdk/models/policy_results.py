@@ -189,8 +189,8 @@ class SubjectDecision(Decided, BaseModel):
         produced (the decision, the validated question's own values, the revision it read, models it built), so
         validating them again only cost time (≈ 2 µs of a check; `model_construct` costs more than that).
         Every field counts as set, as when `__init__` is given them all."""
-        answer = cls.__new__(cls)
-        object.__setattr__(
+        answer = _new(cls)
+        _set(
             answer,
             "__dict__",
             {
@@ -206,13 +206,16 @@ class SubjectDecision(Decided, BaseModel):
                 "route_allowed": route_allowed,
             },
         )
-        object.__setattr__(answer, "__pydantic_fields_set__", set(_SUBJECT_DECISION_FIELDS))
-        object.__setattr__(answer, "__pydantic_extra__", None)
-        object.__setattr__(answer, "__pydantic_private__", None)
+        _set(answer, "__pydantic_fields_set__", _SUBJECT_DECISION_FIELDS.copy())
+        _set(answer, "__pydantic_extra__", None)
+        _set(answer, "__pydantic_private__", None)
         return answer
 
 
-_SUBJECT_DECISION_FIELDS = frozenset(SubjectDecision.__annotations__)
+_SUBJECT_DECISION_FIELDS = set(SubjectDecision.__annotations__)
+"""Every field of `SubjectDecision`: each answer's own copy is its fields set."""
+_new = object.__new__  # bound once each: `SubjectDecision.of` runs on every check
+_set = object.__setattr__
 
 
 @with_config(_PLAIN)

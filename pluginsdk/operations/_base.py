@@ -232,8 +232,14 @@ class Operation(BaseModel, Typed[R_co]):
     @model_validator(mode="before")
     @classmethod
     def _apply_aliases(cls, data: Any) -> Any:
-        if type(data) is dict and _as_given(cls, data):  # the common input: answered without copying it
-            return data
+        if type(data) is dict:  # the common input: nothing to rewrite (`_rewrites`) is answered without a copy
+            renamed, list_keys = _rewrites(cls)
+            if renamed.isdisjoint(data):
+                for key in list_keys:  # a loop, not any() over a generator: every validation runs this
+                    if isinstance(data.get(key), str):
+                        break
+                else:
+                    return data
         if not isinstance(data, Mapping):
             return data
         out = dict(data)
@@ -326,17 +332,6 @@ def _rewrites(cls: type[Operation]) -> tuple[frozenset[str], tuple[str, ...]]:
     aliases, list_keys = alias_plan(cls)
     renamed = frozenset([*(a for canonical, names in aliases for a in names if a != canonical), *cls.ignored_fields])
     return renamed, list_keys
-
-
-def _as_given(cls: type[Operation], data: dict[str, Any]) -> bool:
-    """Whether `_apply_aliases` has nothing to rewrite in `data`."""
-    renamed, list_keys = _rewrites(cls)
-    if not renamed.isdisjoint(data):
-        return False
-    for key in list_keys:  # noqa: SIM110 - a loop, not all() over a generator: every validation runs this
-        if isinstance(data.get(key), str):
-            return False
-    return True
 
 
 @functools.cache
@@ -517,6 +512,10 @@ class OperationSpec(NamedTuple, Generic[R_co]):
     cli: Cli | None
     mcp_names: tuple[str, ...]
     policy: Policy
+    route: str | None
+    """Tier-1 route template this operation is authorized as (the policy's, else the REST path)."""
+    method: str
+    """The HTTP method tier 1 decides on (the policy's, else the REST method, else GET for a query, POST)."""
 
     @classmethod
     def compile(cls, op: "type[Operation[R_co]]") -> "OperationSpec[R_co]":
@@ -550,32 +549,21 @@ class OperationSpec(NamedTuple, Generic[R_co]):
             cli=op.cli,
             mcp_names=mcp_names,
             policy=op.policy,
+            route=op.policy.route or (op.rest.path if op.rest else None),
+            method=method,
         )
 
     # -- building -------------------------------------------------------
     def build(self, data: Mapping[str, Any]) -> "Operation[R_co]":
         """Validate input into the operation; a bad field is a ValidationError naming it."""
+        if type(data) is not dict:  # a dict is validated as given: validation copies what it keeps, changes nothing
+            data = dict(data)
         try:  # the validator itself: `model_validate`'s argument handling is a tenth of a subject check's input
-            return self.cls.__pydantic_validator__.validate_python(dict(data))  # type: ignore[no-any-return]
+            return self.cls.__pydantic_validator__.validate_python(data)  # type: ignore[no-any-return]
         except pydantic.ValidationError as exc:
             raise validation_error(exc, self.name) from None
 
     # -- authorization --------------------------------------------------
-    @property
-    def route(self) -> str | None:
-        """Tier-1 route template this operation is authorized as."""
-        if self.policy.route:
-            return self.policy.route
-        return self.rest.path if self.rest else None
-
-    @property
-    def method(self) -> str:
-        if self.policy.method:
-            return self.policy.method
-        if self.rest:
-            return self.rest.method
-        return "GET" if self.kind == "query" else "POST"
-
     @property
     def category(self) -> str:
         if self.policy.category:

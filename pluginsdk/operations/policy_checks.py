@@ -72,7 +72,8 @@ class _AboutSubject(Query[R_co]):
     """Answer on at least this policy revision (read your own writes); 409 if the store is behind."""
 
     def check_together(self) -> None:
-        if self.user_id is None and self.roles is None:
+        fields = self.__dict__  # one read through pydantic's `__getattr__` hook, not one a field
+        if fields["user_id"] is None and fields["roles"] is None:
             raise ValueError("name the subject: user_id, or roles (with mfa)")
 
 
@@ -100,11 +101,14 @@ class CheckAccessQuery(_AboutObject[SubjectDecision], _AboutSubject):
     def inputs_storable(self) -> bool:
         # The free text is the object type and the attributes: user id, role names and method are ASCII by their
         # patterns (the whole-input walk of `Operation.inputs_storable` cost a quarter of a check).
-        revision = self.at_least_revision  # an int >= 0 by its field: only the upper bound is left to check
+        fields = self.__dict__  # one read through pydantic's `__getattr__` hook, not one a field
+        revision = fields["at_least_revision"]  # an int >= 0 by its field: only the upper bound is left to check
+        object_type = fields["object_type"]
         return (
             (revision is None or revision <= MAX_INT)
-            and text_problem(self.object_type) is None
-            and is_storable(self.attributes, 1)
+            and "\x00" not in object_type
+            and (object_type.isascii() or text_problem(object_type) is None)
+            and is_storable(fields["attributes"], 1)
         )
 
 

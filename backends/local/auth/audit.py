@@ -207,7 +207,7 @@ def operator() -> str:
 
 def decision_sample_rate(svc: AuthService) -> float:
     """`app.audit.decisionSampleRate` (0..1, checked when the settings were loaded)."""
-    return svc.config.app.audit.decisionSampleRate
+    return svc.config.decision_sample_rate
 
 
 async def log_decision(svc: AuthService, actor: str, about: Mapping[str, Any], *, allowed: bool, revision: int) -> None:

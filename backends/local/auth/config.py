@@ -35,6 +35,7 @@ class _UNSET:
     admin_user_id = SYSTEM_ADMIN.user_id
     mode: Literal["managed", "external", "none"] = "none"
     default_user_role_name: str | None = None
+    decision_sample_rate = 0.0
 
 
 class AuthConfig(NamedTuple):
@@ -47,6 +48,9 @@ class AuthConfig(NamedTuple):
     """`app.apiUrl`, else `api.url`, else the server's own address."""
     secrets_key: bytes | None
     """`app.authProvider.secretsKey`, decoded."""
+    decision_sample_rate: float
+    """`app.audit.decisionSampleRate`: read on every decision, so held here rather than looked up through the
+    lazy `app` group each time."""
 
     @property
     def app(self) -> "AppSettings":
@@ -95,4 +99,7 @@ def load_auth_config(settings: Settings) -> AuthConfig:
     if api_url is None:
         api_url = settings.api.url or f"http://{settings.api.host}:{settings.api.port}/"
     key = None if app is None else app.authProvider.seal_key()
-    return AuthConfig(settings=settings, given=app, region=region, api_url=api_url, secrets_key=key)
+    rate = _UNSET.decision_sample_rate if app is None else app.audit.decisionSampleRate
+    return AuthConfig(
+        settings=settings, given=app, region=region, api_url=api_url, secrets_key=key, decision_sample_rate=rate
+    )

@@ -335,26 +335,36 @@ async def _log(svc: AuthService, principal: Principal, decisions: Sequence[Subje
 @handlers.on(CheckAccessQuery)
 async def check_access(svc: AuthService, op: CheckAccessQuery, call: Call) -> SubjectDecision:
     principal = call.principal
-    _known_type(op.object_type)
-    if op.explain:
-        _may_explain(svc, principal)
-    kept = svc.decision_model
-    if kept is not None and kept[0] == call.policy_version and op.at_least_revision is None:
-        revision, model = kept  # `current_model`'s answer for the version authorized on, without its frame
-    else:
-        revision, model = await current_model(svc, op.at_least_revision, call.policy_version)
-    p = model.subject(op.user_id, op.roles, op.mfa)
-    read_roles, see_routes = _rights(svc, principal)
-    routes = _routes(model, p, op.object_type, op.method, op.attributes) if see_routes else _NO_ROUTES
-    decision = SubjectDecision.of(
-        model.policy.is_allowed(p, op.object_type, op.attributes, op.method),
+    # each field read once: every read of a model's attribute passes pydantic's `__getattr__` hook
+    object_type, method, attributes, user_id, mfa, explain = (
         op.object_type,
         op.method,
-        user_id=op.user_id,
+        op.attributes,
+        op.user_id,
+        op.mfa,
+        op.explain,
+    )
+    _known_type(object_type)
+    if explain:
+        _may_explain(svc, principal)
+    kept = svc.decision_model
+    at_least = op.at_least_revision
+    if kept is not None and kept[0] == call.policy_version and at_least is None:
+        revision, model = kept  # `current_model`'s answer for the version authorized on, without its frame
+    else:
+        revision, model = await current_model(svc, at_least, call.policy_version)
+    p = model.subject(user_id, op.roles, mfa)
+    read_roles, see_routes = _rights(svc, principal)
+    routes = _routes(model, p, object_type, method, attributes) if see_routes else _NO_ROUTES
+    decision = SubjectDecision.of(
+        model.policy.is_allowed(p, object_type, attributes, method),
+        object_type,
+        method,
+        user_id=user_id,
         roles=list(p.roles) if read_roles else None,
-        mfa=op.mfa,
+        mfa=mfa,
         revision=revision,
-        explanation=_explanation(_explain(model, op), revision, routes) if op.explain else None,
+        explanation=_explanation(_explain(model, op), revision, routes) if explain else None,
         routes=routes[0],
         route_allowed=routes[1],
     )
