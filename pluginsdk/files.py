@@ -116,8 +116,9 @@ _CONTAINERS = (dict, list)
 
 
 def check_limits(value: Any) -> None:
-    """A parsed value's depth (InputTooLargeError) and finite numbers (JsonSyntaxError), one nesting level at a time (no recursion on hostile input, and no stack
-    entry per value: a body of 1,000 small objects is checked in a tenth of its parse time)."""
+    """A parsed value's depth (InputTooLargeError) and finite numbers (JsonSyntaxError), one nesting level at a
+    time (no recursion on hostile input, and no stack entry per value: a body of 1,000 small objects is checked
+    in a tenth of its parse time)."""
     level = [value] if type(value) in _CONTAINERS else []
     depth = 0
     while level:

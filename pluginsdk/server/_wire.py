@@ -16,8 +16,8 @@ from typing import Any
 
 from starlette.types import Receive
 
-from ..errors import ValidationError
 from .. import files
+from ..errors import ValidationError
 from .limits import body_timed_out, too_large
 
 __all__ = ["ClientGone", "check_limits", "parse_json", "parse_text", "read_body"]
