@@ -35,9 +35,11 @@ __all__ = [
     "InputTooLargeError",
     "JsonSyntaxError",
     "YamlSyntaxError",
+    "check_limits",
     "load_json",
     "load_yaml",
     "parse_json",
+    "parse_text",
     "read_bounded",
 ]
 
@@ -92,24 +94,31 @@ def load_json(text: str) -> Any:
 def parse_json(data: str | bytes) -> Any:
     """The value of strict JSON `data`; nesting past `MAX_DEPTH` is InputTooLargeError (`TOO_DEEP`), anything
     else amiss a JsonSyntaxError."""
+    value = parse_text(data)
+    check_limits(value)  # one pass over the containers: cheap next to the parse
+    return value
+
+
+def parse_text(data: str | bytes) -> Any:
+    """`parse_json` without the depth and number walk (`check_limits`): for a caller whose own checks bound
+    every value it keeps (the REST door, `Operation.bounds_own_input`), which walks only what they refuse."""
     try:
-        value = from_json(data, allow_inf_nan=False, cache_strings="keys")
+        return from_json(data, allow_inf_nan=False, cache_strings="keys")
     except ValueError as exc:
         reason = str(exc)
         if reason.startswith("recursion limit exceeded"):
             raise InputTooLargeError(TOO_DEEP) from None
         at = re.search(r" at line (\d+) column (\d+)$", reason)
         raise JsonSyntaxError(reason, *(int(n) for n in at.groups()) if at else ()) from None
-    _check(value)  # one pass over the containers: cheap next to the parse
-    return value
 
 
 _CONTAINERS = (dict, list)
 
 
-def _check(value: Any) -> None:
-    """Depth and finite numbers, one nesting level at a time (no recursion on hostile input, and no stack
-    entry per value: a body of 1,000 small objects is checked in a tenth of its parse time)."""
+def check_limits(value: Any) -> None:
+    """A parsed value's depth (InputTooLargeError) and finite numbers (JsonSyntaxError), one nesting level at a
+    time (no recursion on hostile input, and no stack entry per value: a body of 1,000 small objects is checked
+    in a tenth of its parse time)."""
     level = [value] if type(value) in _CONTAINERS else []
     depth = 0
     while level:

@@ -220,6 +220,11 @@ class Operation(BaseModel, Typed[R_co]):
     ignored_fields: ClassVar[tuple[str, ...]] = ()
     """Input names accepted and dropped, by name (what a known client sends that means nothing here, e.g. the
     VAMS role form's `id`); every other unknown name stays an error."""
+    bounds_own_input: ClassVar[bool] = False
+    """Every value of this operation's REST body is held by the built operation as given (no validator drops or
+    reshapes one, no `ignored_fields`) and `inputs_storable` checks each (finite numbers, nesting within
+    `MAX_DEPTH`, which is the REST door's depth limit counted from the body): the door then does not walk a body
+    that the one strict pass built (`pluginsdk/server/_wire.py`, `check_limits`). Set where bodies are large."""
     output_fields: ClassVar[tuple[str, ...]] = ()
     """Fields the engine sets on the operation object after it ran (spec: command output fields)."""
     if TYPE_CHECKING:  # not a runtime annotation: pydantic would evaluate it for each of ~160 subclasses

@@ -182,6 +182,7 @@ class CheckAccessBatchQuery(Query[SubjectDecisions]):
     rest = Rest("POST", "/auth/check/batch", camel=True)
     cli = Cli("auth", "check-batch")
     policy = _PDP
+    bounds_own_input = True  # `_questions` keeps each question's values; `_questions_storable` checks them all
 
     questions: Annotated[
         list[dict[str, Any] | AccessQuestion],

@@ -3,7 +3,10 @@
 Strict JSON (`pluginsdk.files.parse_json`, the parser of every door): no `NaN`/`Infinity` literals, no lone
 UTF-16 surrogates (escaped or raw), valid UTF-8, no number that overflows to infinity, no nesting deeper than
 `MAX_DEPTH`. Each breach is a 400 naming the body, before the input reaches the operation (so nothing is
-stored).
+stored). `parse_json` checks the text (`parse_text`), then the parsed value's depth and numbers
+(`check_limits`). The door walks the value before building the operation, or, for an operation whose own
+checks bound every value (`Operation.bounds_own_input`), only when its one strict pass refused the body: the
+same body, the same refusal.
 """
 
 from __future__ import annotations
@@ -13,11 +16,11 @@ from typing import Any
 
 from starlette.types import Receive
 
+from .. import files
 from ..errors import ValidationError
-from ..files import parse_json as _parse
 from .limits import body_timed_out, too_large
 
-__all__ = ["ClientGone", "parse_json", "read_body"]
+__all__ = ["ClientGone", "check_limits", "parse_json", "parse_text", "read_body"]
 
 
 class ClientGone(Exception):
@@ -56,7 +59,22 @@ def _invalid(why: str) -> ValidationError:
 
 def parse_json(raw: bytes) -> Any:
     """The JSON value of `raw`, or ValidationError (400) saying what is wrong with it."""
+    value = parse_text(raw)
+    check_limits(value)
+    return value
+
+
+def parse_text(raw: bytes) -> Any:
+    """`parse_json` without the depth and number walk (`check_limits`), or ValidationError (400)."""
     try:
-        return _parse(raw)
+        return files.parse_text(raw)
+    except ValueError as exc:
+        raise _invalid(str(exc)) from None
+
+
+def check_limits(value: Any) -> None:
+    """A parsed body's depth and finite numbers (`files.check_limits`), or ValidationError (400)."""
+    try:
+        files.check_limits(value)
     except ValueError as exc:
         raise _invalid(str(exc)) from None

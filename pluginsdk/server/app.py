@@ -47,7 +47,7 @@ from ._endpoint import JSON_TYPE, Endpoint, Reply, dumps, error_body
 from ._openapi import build_document, listing_b_created, route_key
 from ._routes import Router
 from ._strict import check_body, strict_operation
-from ._wire import ClientGone, parse_json, read_body
+from ._wire import ClientGone, check_limits, parse_text, read_body
 from .contract import ServedBackend
 from .limits import (
     BODY_TIMEOUT,
@@ -197,6 +197,8 @@ class _Plan(Endpoint):
     """A query built from its path alone, with no field made when built (a default factory): the same path
     builds the same operation, so it is built once (`kept`) and each request gets its own copy."""
     kept: dict[tuple[str, ...], Operation[Any]] = field(default_factory=dict)
+    bounded: bool = False
+    """The operation's own checks bound every value of its body (`Operation.bounds_own_input`)."""
 
     @classmethod
     def of(cls, spec: OperationSpec, path: str) -> _Plan:
@@ -220,6 +222,7 @@ class _Plan(Endpoint):
             keeps=spec.kind == "query"
             and not spec.body_fields
             and all(f.default_factory is None for f in spec.cls.model_fields.values()),
+            bounded=spec.cls.bounds_own_input and not spec.cls.ignored_fields,
         )
 
     async def respond(self, app: PluginApp, head: Head, params: dict[str, str], receive: Receive) -> Reply:
@@ -260,16 +263,24 @@ class _Plan(Endpoint):
         return principal
 
     def operation(self, raw: bytes | None, params: dict[str, str], query_string: bytes) -> Operation[Any]:
-        """Step 3, the operation from the request (400): strict JSON (`_wire.parse_json`), the body's JSON
-        types as the document states them (`_strict`), then path > query > body gathered and built. Where the
-        body is the whole input, the type check and the build are one strict pass (`_strict.strict_operation`);
-        where the path is (`keeps`), the operation is built once per path and copied (`_kept`)."""
+        """Step 3, the operation from the request (400): strict JSON (`_wire`), the body's JSON types as the
+        document states them (`_strict`), then path > query > body gathered and built. Where the body is the
+        whole input, the type check and the build are one strict pass (`_strict.strict_operation`), before the
+        body's depth and numbers are walked where the operation's own checks bound them (`bounded`: a body it
+        refuses is walked then, so the refusal is the same); where the path is (`keeps`), the operation is built
+        once per path and copied (`_kept`)."""
         if self.keeps and not query_string:
             return self._kept(params)
         body: Any = _ABSENT
         if raw is not None and raw.strip():
-            body = parse_json(raw)
-            op = self._checked(raw, body, params, query_string)
+            body = parse_text(raw)
+            whole = self._whole(body, params, query_string)
+            if whole and self.bounded:
+                op = strict_operation(self.spec, body)
+                if op is not None:
+                    return op
+            check_limits(body)
+            op = self._checked(raw, body, strict=whole and not self.bounded)
             if op is not None:
                 return op
         return self.spec.build(self.gather(params, query_string, body))
@@ -299,13 +310,23 @@ class _Plan(Endpoint):
             return status, dumps(self.reshape(result))
         return status, _render(result, self.camel)
 
-    def _checked(self, raw: bytes, body: Any, params: dict[str, str], query_string: bytes) -> Operation[Any] | None:
-        """A parsed body's JSON types checked as the document states them; the operation itself where the body
-        is its whole input and one strict pass builds it (`_strict.strict_operation`), else None (to build)."""
+    def _whole(self, body: Any, params: dict[str, str], query_string: bytes) -> bool:
+        """Whether the parsed body is the operation's whole input: an object, with nothing from the path, the
+        query or a REST default."""
+        return (
+            self.body_field is None
+            and isinstance(body, dict)
+            and not (params or self.defaults or (query_string and self.query))
+        )
+
+    def _checked(self, raw: bytes, body: Any, *, strict: bool) -> Operation[Any] | None:
+        """A parsed body's JSON types checked as the document states them; with `strict` (the body is the whole
+        input) the operation itself where one strict pass builds it (`_strict.strict_operation`), else None
+        (to build)."""
         if self.body_field is not None:
             check_body(self.spec, raw, body)
         elif isinstance(body, dict):
-            if not (params or self.defaults or (query_string and self.query)):
+            if strict:
                 op = strict_operation(self.spec, body)
                 if op is not None:
                     return op

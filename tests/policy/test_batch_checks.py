@@ -257,3 +257,54 @@ async def test_a_huge_or_malformed_batch_is_a_4xx_in_the_envelope(rest: httpx.As
         assert got.status_code == status, (status, got.text[:300])
         envelope = got.json()
         assert envelope["success"] is False and envelope["error_code"], envelope
+
+
+def _limits_refuse(body: dict[str, Any]) -> bool:
+    from pluginsdk.errors import ValidationError as Refused
+    from pluginsdk.server._wire import check_limits
+
+    try:
+        check_limits(body)
+    except Refused:
+        return True
+    return False
+
+
+@settings(max_examples=300, deadline=None)
+@given(attributes=st.dictionaries(st.text(max_size=3), _VALUES, max_size=3), depth=st.integers(0, 34))
+@example(attributes={}, depth=28)  # the deepest the door takes: 32 levels from the body
+@example(attributes={}, depth=29)
+@example(attributes={"n": 1e400}, depth=0)
+def test_a_batch_body_its_one_strict_pass_builds_is_within_the_door_limits(
+    attributes: dict[str, Any], depth: int
+) -> None:
+    """The batch bounds its own input (`bounds_own_input`): a body the one strict pass builds passes the door's
+    depth and finite-number walk, which the door then skips. A body the pass refuses is walked and refused as
+    before (`test_a_batch_nested_past_the_limit_is_refused_as_any_body`)."""
+    from pluginsdk.server._strict import strict_operation
+
+    question = {"userId": "alice", "objectType": "asset", "attributes": {**attributes, "d": _nested(depth)}}
+    body = {"questions": [question]}
+    if strict_operation(CheckAccessBatchQuery.spec, body) is not None:
+        assert not _limits_refuse(body)
+
+
+async def test_a_batch_nested_past_the_limit_is_refused_as_any_body(rest: httpx.AsyncClient) -> None:
+    """Over REST the batch's values nest up to the door's limit (32 levels from the body) and no deeper, and a
+    number that overflows is refused: the same refusals, in the same words, as every body's."""
+    from pluginsdk.files import MAX_DEPTH
+
+    def body(attribute: bytes) -> bytes:
+        return b'{"questions": [{"roles": [], "objectType": "asset", "attributes": {"a": %s}}]}' % attribute
+
+    levels = MAX_DEPTH - 4  # the body, the questions, a question, its attributes
+    headers = {"content-type": "application/json"}
+    got = await rest.post("/auth/check/batch", content=body(b"[" * levels + b"]" * levels), headers=headers)
+    assert got.status_code == 200, got.text[:300]
+    for attribute, words in (
+        (b"[" * (levels + 1) + b"]" * (levels + 1), f"nested deeper than {MAX_DEPTH} levels"),
+        (b"1e400", "a number is out of range"),
+        (b"[[1e400]]", "a number is out of range"),
+    ):
+        got = await rest.post("/auth/check/batch", content=body(attribute), headers=headers)
+        assert got.status_code == 400 and got.json()["error"] == f"The request body is not valid JSON: {words}."
