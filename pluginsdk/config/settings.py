@@ -36,7 +36,7 @@ __all__ = [
 
 
 LAZY_GROUPS: dict[str, str] = {"mcp": "mcp.McpSettings", "slurm": "slurm.SlurmSettings", "app": "app.AppSettings"}
-"""The groups built on first use -> their model (`module.Class` in this package), in the order they are shown."""
+"""The groups built on first use -> their model (`module.Class` in this package): `Settings`' `lazy_groups`."""
 
 
 def default_data_dir() -> Path:
