@@ -451,7 +451,7 @@ class Store:
         (`for_update`: their rows locked until the transaction ends, see `_lock`). One request's are kept under
         the change stamp (`read_kept`: the REST read asks for the same ones again); several requests' are read
         for this caller alone: a listing or a status poll seldom asks the same set twice between commits, and
-        keeping them cost a getRequestStatus of 1,000 requests 34 M instructions in copies and memory."""
+        keeping them would cost a status poll of 1,000 requests ≈ 30 M instructions (copies, memory)."""
         out: dict[str, list[Machine]] = {rid: [] for rid in request_ids}
         if not out:
             return out
