@@ -27,7 +27,6 @@ from .providers import load_provider_class
 from .providers.base import ProviderDriver
 from .store import Store
 from .store.boot import BootMemory
-from .store.capacity import CapacityMemory
 from .templates_files import TemplateFiles
 
 if TYPE_CHECKING:
@@ -35,6 +34,7 @@ if TYPE_CHECKING:
     from pluginsdk.models.plans import AccessPlan
 
     from .call import Authorizer
+    from .store.capacity import CapacityMemory
 
 __all__ = ["Access", "Deps", "ProviderPool", "StoredObjects", "TemplateCatalog"]
 
@@ -229,9 +229,9 @@ class Deps:
     """The engine's parts a provisioning handler uses, built once when the engine starts."""
 
     __slots__ = (
+        "_capacity",
         "access",
         "boot",
-        "capacity",
         "capacity_counters",
         "metrics",
         "providers",
@@ -249,7 +249,6 @@ class Deps:
         templates: TemplateCatalog,
         providers: ProviderPool,
         access: Access,
-        capacity: CapacityMemory,
         boot: BootMemory,
         metrics: Mapping[str, Mapping[str, float]],
         started_at: float,
@@ -260,8 +259,7 @@ class Deps:
         self.templates = templates
         self.providers = providers
         self.access = access
-        self.capacity = capacity
-        """The capacity memory of launch candidates (`store/capacity.py`), on the store."""
+        self._capacity: CapacityMemory | None = None
         self.boot = boot
         """Machines that reported ready and templates' bootstrap failures (`store/boot.py`), on the store."""
         self.capacity_counters: dict[str, float] = defaultdict(float)
@@ -269,3 +267,19 @@ class Deps:
         self.metrics = metrics
         """The engine's call counters by operation name (calls, errors, seconds), read by `get_metrics`."""
         self.started_at = started_at
+
+    @property
+    def capacity(self) -> CapacityMemory:
+        """The capacity memory of launch candidates (`store/capacity.py`), on the store, with `provider.capacity`'s
+        cooldowns: made when a launch first asks it, so a call that launches nothing reads neither."""
+        if self._capacity is None:
+            from .store.capacity import CapacityMemory
+
+            limits = self.settings.provider.capacity
+            self._capacity = CapacityMemory(
+                self.store.db,
+                cooldown=limits.cooldown_seconds,
+                max_cooldown=limits.max_cooldown_seconds,
+                probe=limits.probe_seconds,
+            )
+        return self._capacity

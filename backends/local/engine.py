@@ -44,7 +44,6 @@ from .providers.base import ProviderDriver
 from .registry import Handler, HandlerTable
 from .store import Store, open_store
 from .store.boot import BootMemory
-from .store.capacity import CapacityMemory
 from .templates_files import TemplateFiles
 
 if TYPE_CHECKING:
@@ -215,19 +214,12 @@ class Engine:
         templates = TemplateCatalog(store, self.files)
         self._objects = StoredObjects(store, templates)
         await self._start_auth()
-        limits = self.settings.provider.capacity
         self._deps = self._given[Deps] = Deps(
             settings=self.settings,
             store=store,
             templates=templates,
             providers=ProviderPool(self.settings, store),
             access=Access(self.authz),
-            capacity=CapacityMemory(
-                store.db,
-                cooldown=limits.cooldown_seconds,
-                max_cooldown=limits.max_cooldown_seconds,
-                probe=limits.probe_seconds,
-            ),
             boot=BootMemory(store.db),
             metrics=self.metrics,
             started_at=self.started_at,

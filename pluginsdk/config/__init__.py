@@ -9,18 +9,17 @@ every shown text has the credentials of URLs and DSNs masked.
 
 The modules, by what they hold: `layers` (the sources and their order), `validation` (the checks and the
 errors they raise), `settings` (`Settings`, the process's own small groups and the default data directory),
-one module per larger group (`provider` with `aws`, `api`, `mcp`, `app` with `identity`, `slurm`), `group`
-(the base model and how a group is shown: `SECRET`, masked credentials) and `fields` (the strict field types).
-Import from `pluginsdk.config`: the names below are its contract. The models of the groups a CLI call does not
-use (`app` with `identity`, `slurm`, `mcp`: `LAZY_GROUPS`; `provider.aws` in `aws`) are imported on first use
-of a name.
+one module per larger group (`provider` with `aws` and `limits`, `api` with `serving`, `mcp`, `app` with
+`identity`, `slurm`), `group` (the base model, sub-groups built on first use, and how a group is shown:
+`SECRET`, masked credentials) and `fields` (the strict field types). Import from `pluginsdk.config`: the names
+below are its contract. The models of the groups a CLI call does not use (`app` with `identity`, `slurm`,
+`mcp`: `LAZY_GROUPS`; `api.cors` and `api.held` in `serving`, `provider.capacity` and `provider.quotas` in
+`limits`: their groups' `lazy_groups`; `provider.aws` in `aws`) are imported on first use of a name.
 """
 
 from typing import TYPE_CHECKING
 
 from .api import ApiSettings as ApiSettings
-from .api import CorsSettings as CorsSettings
-from .api import HeldSettings
 from .fields import Flag as Flag
 from .fields import Number as Number
 from .fields import OptionalText as OptionalText
@@ -28,10 +27,8 @@ from .fields import Texts as Texts
 from .fields import Whole as Whole
 from .group import SECRET, SettingsGroup, mask_credentials
 from .layers import ENV_VARS, load_settings
-from .provider import CapacitySettings as CapacitySettings
 from .provider import LocalProviderSettings as LocalProviderSettings
 from .provider import ProviderSettings as ProviderSettings
-from .provider import QuotaSettings as QuotaSettings
 from .settings import LAZY_GROUPS as LAZY_GROUPS
 from .settings import LoggingSettings as LoggingSettings
 from .settings import SchedulerSettings as SchedulerSettings
@@ -51,7 +48,11 @@ if TYPE_CHECKING:
         SamlSettings,
         SignInLimitsSettings,
     )
+    from .limits import CapacitySettings as CapacitySettings
+    from .limits import QuotaSettings as QuotaSettings
     from .mcp import McpSettings as McpSettings
+    from .serving import CorsSettings as CorsSettings
+    from .serving import HeldSettings
     from .slurm import SlurmNodeSet as SlurmNodeSet
     from .slurm import SlurmSettings as SlurmSettings
 else:  # the lazy groups' models: imported with their module on first use
@@ -78,6 +79,8 @@ else:  # the lazy groups' models: imported with their module on first use
             **dict.fromkeys(("SlurmNodeSet", "SlurmSettings"), "slurm"),
             "AwsProviderSettings": "aws",
             "McpSettings": "mcp",
+            **dict.fromkeys(("CapacitySettings", "QuotaSettings"), "limits"),
+            **dict.fromkeys(("CorsSettings", "HeldSettings"), "serving"),
         },
         globals(),
     )

@@ -10,8 +10,8 @@ from pydantic_core import PydanticCustomError
 
 from ..principal import SYSTEM_ADMIN
 from .fields import Flag, FlagOrBlank, Number, OptionalFlag, OptionalText, Texts, Whole, wrong
-from .group import SECRET, AppGroup
-from .identity import ExternalIdpSettings, FederationSettings, ManagedPoolSettings, web_url
+from .group import SECRET
+from .identity import AppGroup, ExternalIdpSettings, FederationSettings, ManagedPoolSettings, web_url
 
 __all__ = [
     "AppSettings",

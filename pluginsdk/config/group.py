@@ -1,15 +1,26 @@
-"""The base of every configuration group's model, and how a group is shown: fields marked SECRET as `***`,
-named provider instances by their drivers' models, credentials in any other text masked (`Settings.redacted`,
-the errors a wrong value raises, reprs)."""
+"""The base of every configuration group's model, the sub-groups built on first use (`LazyGroups`), and how a
+group is shown: fields marked SECRET as `***`, named provider instances by their drivers' models, credentials
+in any other text masked (`Settings.redacted`, the errors a wrong value raises, reprs)."""
 
 import re
-from collections.abc import Mapping
-from typing import Any, ClassVar, TypeGuard
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypeGuard
 
 import pydantic
 from pydantic import ConfigDict
 
-__all__ = ["INSTANCES", "SECRET", "AppGroup", "SettingsGroup", "inputs", "mask_credentials", "masked", "model_of"]
+__all__ = [
+    "INSTANCES",
+    "SECRET",
+    "LazyGroups",
+    "SettingsGroup",
+    "in_shown_order",
+    "inputs",
+    "mask_credentials",
+    "masked",
+    "model_of",
+    "read_all",
+]
 
 
 class _Secret:
@@ -61,19 +72,84 @@ class SettingsGroup(pydantic.BaseModel):
 
     def __repr_args__(self) -> Any:
         """Reprs (logs, tracebacks) show what `Settings.redacted` shows: no secret, no credential."""
+        read_all(self)
         shown = masked(type(self), self.model_dump(mode="json", by_alias=True))
         return list(shown.items())
 
 
-class AppGroup(SettingsGroup):
-    """A group of `app`: keys in camelCase (docs/auth.md), a key given as null is unset (its default holds)."""
+class LazyGroups:
+    """Mixed into a model (before its pydantic base) whose `lazy_groups` are built on first use; each has a
+    property that reads it through `lazy_group`."""
 
-    model_config = ConfigDict(allow_inf_nan=False)
+    lazy_groups: ClassVar[dict[str, str]] = {}
+    """Name -> model (`module.Class` in this package)."""
+    shown_after: ClassVar[dict[str, str]] = {}
+    """Name -> the key it is shown after (a field, or another lazy group); one not named here comes last."""
 
-    @pydantic.model_validator(mode="before")
+    if TYPE_CHECKING:  # the model's own (pydantic reads an annotation here as the extra values' type)
+        __pydantic_extra__: dict[str, Any] | None
+
     @classmethod
-    def _null_is_unset(cls, data: Any) -> Any:
-        return {k: v for k, v in data.items() if v is not None} if isinstance(data, Mapping) else data
+    def lazy_model(cls, name: str) -> type["SettingsGroup"]:
+        """The model of the lazily built sub-group `name`, its module imported now."""
+        module, _, model_name = cls.lazy_groups[name].rpartition(".")
+        model: type[SettingsGroup] = getattr(import_module(f"{__package__}.{module}"), model_name)
+        return model
+
+    @property
+    def lazy_given(self) -> dict[str, Any]:
+        """The lazy groups given or read so far, among the extra values."""
+        if self.__pydantic_extra__ is None:
+            self.__pydantic_extra__ = {}
+        return self.__pydantic_extra__
+
+    def lazy_group(self, name: str) -> "SettingsGroup":
+        """The sub-group `name`: as given, else made from its model's defaults (valid by construction)."""
+        group: SettingsGroup | None = self.lazy_given.get(name)
+        if group is None:
+            group = self.lazy_given[name] = self.lazy_model(name).model_construct()
+        return group
+
+    @pydantic.model_validator(mode="wrap")
+    @classmethod
+    def _with_lazy_groups(cls, data: Any, handler: pydantic.ModelWrapValidatorHandler[Self]) -> Self:
+        """Validating the model validates the lazy groups given by their models (one validated already, as
+        `load_settings` hands them, is taken as it is)."""
+        if not isinstance(data, dict) or not cls.lazy_groups.keys() & data.keys():
+            return handler(data)
+        model = handler({k: v for k, v in data.items() if k not in cls.lazy_groups})
+        for name in cls.lazy_groups.keys() & data.keys():
+            model.lazy_given[name] = cls.lazy_model(name).model_validate(data[name])
+        return model
+
+
+def read_all(model: pydantic.BaseModel) -> None:
+    """Every lazy group of `model` and of the groups it holds made, so a dump shows them all."""
+    if isinstance(model, LazyGroups):
+        for name in model.lazy_groups:
+            model.lazy_group(name)
+    for value in [*model.__dict__.values(), *(model.__pydantic_extra__ or {}).values()]:
+        if isinstance(value, pydantic.BaseModel):
+            read_all(value)
+
+
+def in_shown_order(model: type[Any] | None, shown: dict[str, Any]) -> dict[str, Any]:
+    """`shown` (a dumped value of `model`) with its lazy groups where `shown_after` puts them."""
+    after: dict[str, str] = getattr(model, "shown_after", {})
+    if not after:
+        return shown
+    out: dict[str, Any] = {}
+
+    def put(key: str) -> None:
+        out[key] = shown[key]
+        for name, anchor in after.items():
+            if anchor == key and name in shown:
+                put(name)
+
+    for key in shown:
+        if key not in out and (key not in after or after[key] not in shown):
+            put(key)
+    return out
 
 
 def masked(model: type[pydantic.BaseModel] | None, node: Any) -> Any:
@@ -86,15 +162,18 @@ def masked(model: type[pydantic.BaseModel] | None, node: Any) -> Any:
         return node
     out: dict[str, Any] = {}
     fields = inputs(model) if model is not None else {}
+    lazy = model if model is not None and issubclass(model, LazyGroups) else None
     for key, value in node.items():
         field = fields.get(key)
         if field is not None:
             out[key] = _masked_field(model, field, value)
+        elif lazy is not None and key in lazy.lazy_groups:
+            out[key] = masked(lazy.lazy_model(key), value)
         elif _is_group(model) and model.open_groups and isinstance(value, dict):
             out[key] = _masked_open(model, key, value)
         else:
             out[key] = masked(None, value)
-    return out
+    return in_shown_order(model, out)
 
 
 def _is_group(model: type[pydantic.BaseModel] | None) -> TypeGuard[type[SettingsGroup]]:

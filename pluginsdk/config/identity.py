@@ -1,16 +1,18 @@
 """Who callers are, under `app.authProvider`: the managed user pool (passwords, sign-in limits), an external
 OAuth IdP whose tokens are verified, and federated sign-in (OIDC, SAML) with its role mapping."""
 
-from typing import Annotated, Literal, Self
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, Self
 from urllib.parse import urlparse
 
 import pydantic
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from .fields import Flag, Number, OptionalText, Texts, Whole, wrong
-from .group import SECRET, AppGroup
+from .group import SECRET, SettingsGroup
 
 __all__ = [
+    "AppGroup",
     "ExternalIdpSettings",
     "FederationSettings",
     "ManagedPoolSettings",
@@ -19,6 +21,17 @@ __all__ = [
     "SignInLimitsSettings",
     "web_url",
 ]
+
+
+class AppGroup(SettingsGroup):
+    """A group of `app`: keys in camelCase (docs/auth.md), a key given as null is unset (its default holds)."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+    @pydantic.model_validator(mode="before")
+    @classmethod
+    def _null_is_unset(cls, data: Any) -> Any:
+        return {k: v for k, v in data.items() if v is not None} if isinstance(data, Mapping) else data
 
 
 class PasswordHashingSettings(AppGroup):

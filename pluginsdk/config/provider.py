@@ -1,24 +1,21 @@
 """`provider`: the driver new requests use, named provider instances, capacity cooldowns and quotas, and the
 built-in drivers' own groups (`provider.local`; `provider.aws` in `aws.py`, imported when given; a third party's
-driver brings its model)."""
+driver brings its model). Capacity cooldowns and quotas (in `limits.py`) are built on first use."""
 
 import re
 from importlib import import_module
-from typing import Annotated, Any, ClassVar, Self
+from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
 
 import pydantic
 from pydantic import Field
 
 from .fields import wrong
-from .group import INSTANCES, SettingsGroup, inputs
+from .group import INSTANCES, LazyGroups, SettingsGroup, inputs
 
-__all__ = [
-    "CapacitySettings",
-    "LocalProviderSettings",
-    "ProviderSettings",
-    "QuotaSettings",
-    "driver_names",
-]
+if TYPE_CHECKING:
+    from .limits import CapacitySettings, QuotaSettings
+
+__all__ = ["LocalProviderSettings", "ProviderSettings", "driver_names"]
 
 
 class LocalProviderSettings(SettingsGroup):
@@ -62,35 +59,14 @@ def driver_names() -> list[str]:
     return sorted({*PROVIDER_GROUPS, *(ep.name for ep in entry_points(group="pluginsdk.providers"))})
 
 
-class CapacitySettings(SettingsGroup):
-    """`provider.capacity`: how long an offering that failed for capacity is skipped (docs/providers.md)."""
-
-    cooldown_seconds: float = Field(300.0, gt=0)
-    """First cooldown after a capacity failure; it doubles on each failure in a row."""
-    max_cooldown_seconds: float = Field(1800.0, gt=0)
-    """Longest cooldown."""
-    probe_seconds: float = Field(60.0, gt=0)
-    """How long one half-open probe launch holds the offering before another probe may go."""
-
-
-class QuotaSettings(SettingsGroup):
-    """`provider.quotas`: limits checked when a request is made (docs/providers.md)."""
-
-    max_active: dict[str, Annotated[int, Field(ge=0)]] = {}
-    """Provider instance -> most machines it holds at once."""
-    machines_per_user: int | None = Field(None, ge=1)
-    """Most machines one user may request within `window_seconds`."""
-    window_seconds: float = Field(3600.0, gt=0)
-    retry_seconds: int = Field(60, ge=1)
-    """Retry-After of a refusal by a limit on machines at once (machines free when they are returned)."""
-
-
 _INSTANCE_NAME = r"^[a-z][a-z0-9_-]{0,62}$"
 """A provider instance's name (compiled on first use, by `re`'s cache)."""
 
 
-class ProviderSettings(SettingsGroup):
+class ProviderSettings(LazyGroups, SettingsGroup):
     open_groups: ClassVar[bool] = True
+    lazy_groups: ClassVar[dict[str, str]] = {"capacity": "limits.CapacitySettings", "quotas": "limits.QuotaSettings"}
+    shown_after: ClassVar[dict[str, str]] = {"capacity": "instances", "quotas": "capacity"}
 
     type: str = "local"
     """Provider driver used for new requests (local, aws): the implicit instance of that name."""
@@ -102,8 +78,16 @@ class ProviderSettings(SettingsGroup):
     """Provider instance a template that names none uses (default: `type`, the implicit instance)."""
     instances: dict[str, dict[str, Any]] = Field({}, json_schema_extra=INSTANCES)
     """Named provider instances: name -> {type: driver, the driver's own settings} (docs/providers.md)."""
-    capacity: CapacitySettings = Field(default_factory=CapacitySettings.model_construct)
-    quotas: QuotaSettings = Field(default_factory=QuotaSettings.model_construct)
+
+    @property
+    def capacity(self) -> "CapacitySettings":
+        """How long an offering that failed for capacity is skipped (`provider.capacity`)."""
+        return cast("CapacitySettings", self.lazy_group("capacity"))
+
+    @property
+    def quotas(self) -> "QuotaSettings":
+        """Limits checked when a request is made (`provider.quotas`)."""
+        return cast("QuotaSettings", self.lazy_group("quotas"))
 
     @pydantic.field_validator("instances")
     @classmethod

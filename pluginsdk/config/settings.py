@@ -1,22 +1,21 @@
 """The effective configuration (`Settings`): one field per group, the small groups of the process itself —
 storage, logging, scheduler, templates, the in-process SDK — and where the default store lives.
 
-Three groups are not fields but built on first use (`LAZY_GROUPS`): `mcp`, `slurm` and `app` (the auth
-service's eleven models). A CLI call that configures none of them never creates their classes; a configuration
-that gives one has it validated by `load_settings` like any other group, so a wrong value is refused at load
-either way.
+Three groups are not fields but built on first use (`LAZY_GROUPS`, through `LazyGroups` like the groups' own lazy
+sub-groups): `mcp`, `slurm` and `app` (the auth service's eleven models). A CLI call that configures none of
+them never creates their classes; a configuration that gives one has it validated by `load_settings` like any
+other group, so a wrong value is refused at load either way.
 """
 
 import os
-from importlib import import_module
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Self, cast
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, cast
 
 import pydantic
 from pydantic import ConfigDict, Field
 
 from .api import ApiSettings
-from .group import SettingsGroup, masked
+from .group import LazyGroups, SettingsGroup, masked, read_all
 from .provider import ProviderSettings
 
 if TYPE_CHECKING:
@@ -33,19 +32,11 @@ __all__ = [
     "StorageSettings",
     "TemplateSettings",
     "default_data_dir",
-    "lazy_group_model",
 ]
 
 
 LAZY_GROUPS: dict[str, str] = {"mcp": "mcp.McpSettings", "slurm": "slurm.SlurmSettings", "app": "app.AppSettings"}
-"""The groups built on first use -> their model (`module.Class` in this package), in the order they are shown."""
-
-
-def lazy_group_model(name: str) -> type[SettingsGroup]:
-    """The model of the lazily built group `name`, its module imported now."""
-    module, _, cls = LAZY_GROUPS[name].rpartition(".")
-    model: type[SettingsGroup] = getattr(import_module(f"{__package__}.{module}"), cls)
-    return model
+"""The groups built on first use -> their model (`module.Class` in this package): `Settings`' `lazy_groups`."""
 
 
 def default_data_dir() -> Path:
@@ -107,7 +98,7 @@ class SdkSettings(SettingsGroup):
     expires after this and another process takes the request over."""
 
 
-class Settings(pydantic.BaseModel):
+class Settings(LazyGroups, pydantic.BaseModel):
     """The effective configuration, validated. `sources` maps dotted keys to their origin.
 
     `load_settings` validates each group that was given on its own and takes the defaults of the others
@@ -118,6 +109,8 @@ class Settings(pydantic.BaseModel):
     """
 
     model_config = ConfigDict(extra="allow", defer_build=True)
+    lazy_groups: ClassVar[dict[str, str]] = LAZY_GROUPS
+    shown_after: ClassVar[dict[str, str]] = {"mcp": "sdk", "slurm": "mcp", "app": "slurm"}
 
     provider: ProviderSettings = Field(default_factory=ProviderSettings)
     api: ApiSettings = Field(default_factory=ApiSettings)
@@ -135,57 +128,33 @@ class Settings(pydantic.BaseModel):
     def of(cls, groups: dict[str, Any]) -> "Settings":
         """Settings holding `groups` (fields and lazy groups alike), the other fields at their defaults."""
         settings = Settings.model_construct(**{k: v for k, v in groups.items() if k not in LAZY_GROUPS})
-        settings._lazy.update((k, v) for k, v in groups.items() if k in LAZY_GROUPS)
+        settings.lazy_given.update((k, v) for k, v in groups.items() if k in LAZY_GROUPS)
         return settings
-
-    @property
-    def _lazy(self) -> dict[str, Any]:
-        """The `LAZY_GROUPS` given or read so far, among the extra values (so they are dumped)."""
-        if self.__pydantic_extra__ is None:
-            self.__pydantic_extra__ = {}
-        return self.__pydantic_extra__
 
     @property
     def app_given(self) -> "AppSettings | None":
         """`app` if a configuration gave it (validated at load) or it was read already; None: every key of it
         is at its default and its models are not built (what the auth service starts on without them)."""
-        return cast("AppSettings | None", self._lazy.get("app"))
-
-    def _group(self, name: str) -> SettingsGroup:
-        group: SettingsGroup | None = self._lazy.get(name)
-        if group is None:
-            group = self._lazy[name] = lazy_group_model(name).model_construct()
-        return group
+        return cast("AppSettings | None", self.lazy_given.get("app"))
 
     @property
     def app(self) -> "AppSettings":
         """The auth service's settings (`app.authProvider`, `app.audit`, ...)."""
-        return cast("AppSettings", self._group("app"))
+        return cast("AppSettings", self.lazy_group("app"))
 
     @app.setter
     def app(self, value: "AppSettings") -> None:
-        self._lazy["app"] = value
+        self.lazy_given["app"] = value
 
     @property
     def mcp(self) -> "McpSettings":
         """The MCP tools served (docs/mcp.md)."""
-        return cast("McpSettings", self._group("mcp"))
+        return cast("McpSettings", self.lazy_group("mcp"))
 
     @property
     def slurm(self) -> "SlurmSettings":
         """Slurm's cloud node sets and its worker (docs/schedulers.md, "Slurm")."""
-        return cast("SlurmSettings", self._group("slurm"))
-
-    @pydantic.model_validator(mode="wrap")
-    @classmethod
-    def _with_lazy_groups(cls, data: Any, handler: pydantic.ModelWrapValidatorHandler[Self]) -> Self:
-        """`Settings(...)`, `model_validate`: the lazy groups given are validated by their models."""
-        if not isinstance(data, dict) or not LAZY_GROUPS.keys() & data.keys():
-            return handler(data)
-        settings = handler({k: v for k, v in data.items() if k not in LAZY_GROUPS})
-        for name in LAZY_GROUPS.keys() & data.keys():
-            settings._lazy[name] = lazy_group_model(name).model_validate(data[name])
-        return settings
+        return cast("SlurmSettings", self.lazy_group("slurm"))
 
     def __repr_args__(self) -> Any:
         return list(self.redacted().items())
@@ -197,8 +166,8 @@ class Settings(pydantic.BaseModel):
         """A free-form sub-group (e.g. `provider.local`) as a dict; {} when absent."""
         node: Any = self
         for part in dotted.split("."):
-            if node is self and part in LAZY_GROUPS:
-                node = self._group(part)
+            if isinstance(node, LazyGroups) and part in node.lazy_groups:
+                node = node.lazy_group(part)
                 continue
             if isinstance(node, pydantic.BaseModel):
                 node = node.__dict__.get(part, (node.__pydantic_extra__ or {}).get(part))
@@ -219,10 +188,6 @@ class Settings(pydantic.BaseModel):
         """The configuration for display: every field the model marks SECRET is `***`, a group no model
         describes (a third party's driver without a settings model) has every value `***`, and the
         credentials in every other text (URL passwords, DSN `password=`) are masked."""
-        for name in LAZY_GROUPS:
-            self._group(name)
-        data = self.model_dump(mode="json", by_alias=True)
-        shown: dict[str, Any] = masked(Settings, {k: v for k, v in data.items() if k not in LAZY_GROUPS})
-        for name in LAZY_GROUPS:
-            shown[name] = masked(lazy_group_model(name), data[name])
+        read_all(self)
+        shown: dict[str, Any] = masked(Settings, self.model_dump(mode="json", by_alias=True))
         return shown

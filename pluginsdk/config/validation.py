@@ -9,9 +9,9 @@ from typing import Any
 import pydantic
 
 from ..errors import ConfigurationError
-from .group import SECRET, SettingsGroup, inputs, mask_credentials, model_of
+from .group import SECRET, LazyGroups, SettingsGroup, inputs, mask_credentials, model_of
 from .provider import driver_names
-from .settings import LAZY_GROUPS, Settings, lazy_group_model
+from .settings import LAZY_GROUPS, Settings
 
 __all__ = ["validate"]
 
@@ -32,7 +32,7 @@ def validate(merged: dict[str, Any], sources: Mapping[str, str], flat_keys: Iter
         groups.append(name)
         raw = data.pop(name, None)
         if raw is not None:
-            values[name] = _validated(name, lazy_group_model(name), raw, sources)
+            values[name] = _validated(name, Settings.lazy_model(name), raw, sources)
     for key in data:
         raise _unknown(key, [*groups, *flat_keys], sources)
     return Settings.of(values)
@@ -55,6 +55,9 @@ def _checked(
     closest valid one), a retired one raises with what replaces it, and an open sub-group (a provider
     driver's) is validated by its own model."""
     fields = inputs(model)
+    lazy = model if issubclass(model, LazyGroups) else None
+    known = [*fields, *(lazy.lazy_groups if lazy else ())]
+    out = dict(raw)
     for key, value in raw.items():
         dotted = f"{prefix}.{key}"
         if key in model.retired:
@@ -71,11 +74,18 @@ def _checked(
             if sub is not None and isinstance(value, Mapping):
                 _checked(dotted, sub, value, sources)
             continue
+        if lazy is not None and key in lazy.lazy_groups:  # validated here, where the error can name its key
+            out[key] = _validated(dotted, lazy.lazy_model(key), value, sources)  # the group's model keeps it
+            continue
         if model.open_groups and isinstance(value, Mapping):
             try:
                 sub = model.sub_group(key)
             except LookupError:
-                raise _unknown(dotted, [*(f"{prefix}.{k}" for k in fields), *_open_names(prefix)], sources) from None
+                valid = [
+                    *(f"{prefix}.{k}" for k in [*fields, *(lazy.lazy_groups if lazy else ())]),
+                    *_open_names(prefix),
+                ]
+                raise _unknown(dotted, valid, sources) from None
             if sub is not None:
                 _checked(dotted, sub, value, sources)
                 try:
@@ -83,8 +93,8 @@ def _checked(
                 except pydantic.ValidationError as exc:
                     raise _invalid(exc, (*prefix.split("."), key), sources) from None
             continue
-        raise _unknown(dotted, [f"{prefix}.{k}" for k in fields], sources)
-    return dict(raw)
+        raise _unknown(dotted, [f"{prefix}.{k}" for k in known], sources)
+    return out
 
 
 def _open_names(prefix: str) -> list[str]:
@@ -158,8 +168,8 @@ def _is_secret(dotted: str) -> bool:
     model: type[pydantic.BaseModel] | None = Settings
     parts = dotted.split(".")
     for i, part in enumerate(parts):
-        if i == 0 and part in LAZY_GROUPS:
-            model = lazy_group_model(part)
+        if model is not None and issubclass(model, LazyGroups) and part in model.lazy_groups:
+            model = model.lazy_model(part)
             continue
         field = inputs(model).get(part) if model is not None else None
         if field is not None:

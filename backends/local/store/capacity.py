@@ -8,7 +8,7 @@ cooldown. Rows, not process memory, so two servers on one PostgreSQL database ag
 nothing; the probe is taken by one conditional UPDATE, so two processes cannot both probe.
 
 Its two records are NamedTuples, not dataclasses: a dataclass compiles its methods when the module is imported
-(~4 M instructions each), and every engine start imports this module. No postponed annotations: NamedTuple
+(~4 M instructions each), and every launch imports this module. No postponed annotations: NamedTuple
 would compile each string annotation as a ForwardRef.
 """
 
