@@ -51,13 +51,14 @@ def free_port() -> int:
 
 
 def haproxy_config(port: int, admin_socket: Path, servers: list[int]) -> str:
-    """HAProxy in front of the servers: round-robin, health-checked on /readyz, a request whose server went
-    away (a crash) retried on another; its runtime API on `admin_socket` takes a server out before a restart
-    stops it and puts it back after (a rolling restart loses no call)."""
+    """HAProxy in front of the servers: round-robin, one server connection per request (none kept idle, so
+    none is reused as the server closes it), health-checked on /readyz, a request whose server went away (a
+    crash) retried on another; its runtime API on `admin_socket` takes a server out before a restart stops it
+    and puts it back after (a rolling restart loses no call)."""
     lines = [
         "global",
         "    maxconn 512",
-        f"    stats socket {admin_socket} level admin",
+        f"    stats socket {admin_socket} mode 600 level admin",
         "defaults",
         "    mode http",
         "    timeout connect 2s",
@@ -75,6 +76,11 @@ def haproxy_config(port: int, admin_socket: Path, servers: list[int]) -> str:
         "    default_backend servers",
         "backend servers",
         "    balance roundrobin",
+        # a new connection to the server for each request, closed after its response: HAProxy 2.6 keeps an idle
+        # server connection without any timeout of its own (nothing like nginx's upstream keepalive_timeout) and
+        # may reuse it in the instant the server closes it (`api.keep_alive_timeout`); that request, if not its
+        # client's first, gets no answer (HAProxy closes the client's connection; `retry-on` does not save it)
+        "    option http-server-close",
         "    option httpchk GET /readyz",
         "    http-check expect status 200",
         # a check every 300 ms, one failure takes a server out (a restart is noticed at once); each check may
