@@ -24,6 +24,7 @@ from pydantic_core import PydanticCustomError
 from .._lazy import Returning, Typed, declared_result
 from ..errors import HandlerDiscoveryError, InvalidPaginationToken, ValidationError
 from ..models import BaseModel
+from ..models.identifiers import pattern_problem
 from ..models.values import is_storable, value_problem
 
 __all__ = [
@@ -611,8 +612,9 @@ class OperationSpec(NamedTuple, Generic[R_co]):
 
 
 def validation_error(exc: pydantic.ValidationError, where: str) -> ValidationError:
-    """Turn pydantic's error into ours: first problem in the message, all in details."""
-    errors = exc.errors(include_url=False)
+    """Turn pydantic's error into ours: first problem in the message, all in details; an identifier checked by
+    its pattern in Rust is described as the ones checked in Python are (`pattern_problem`)."""
+    errors = [_as_identifier(e) for e in exc.errors(include_url=False)]
     first = errors[0]
     fld = ".".join(str(p) for p in first["loc"]) or str((first.get("ctx") or {}).get("field", "input"))
     if first["type"] == "invalid_pagination_token":
@@ -636,6 +638,11 @@ def validation_error(exc: pydantic.ValidationError, where: str) -> ValidationErr
             ],
         },
     )
+
+
+def _as_identifier(error: Any) -> Any:
+    problem = pattern_problem(error)
+    return error if problem is None else {**error, "type": "identifier", "msg": problem}
 
 
 @functools.cache
