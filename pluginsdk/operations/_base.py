@@ -565,7 +565,7 @@ class OperationSpec(NamedTuple, Generic[R_co]):
         if type(data) is not dict:  # a dict is validated as given: validation copies what it keeps, changes nothing
             data = dict(data)
         try:  # the validator itself: `model_validate`'s argument handling is a tenth of a subject check's input
-            return self.cls.__pydantic_validator__.validate_python(data)  # type: ignore[no-any-return]
+            return _class_attribute(self.cls, "__pydantic_validator__").validate_python(data)  # type: ignore[no-any-return]
         except pydantic.ValidationError as exc:
             raise validation_error(exc, self.name) from None
 
@@ -609,6 +609,11 @@ class OperationSpec(NamedTuple, Generic[R_co]):
             props.pop(out, None)
         schema["required"] = [f for f in schema.get("required", []) if f in props]
         return schema
+
+
+_class_attribute = type.__getattribute__
+"""A class's attribute read without pydantic's metaclass `__getattr__` hook, which makes every read on a model class
+a Python-level call."""
 
 
 def validation_error(exc: pydantic.ValidationError, where: str) -> ValidationError:
