@@ -481,8 +481,8 @@ class AuthService:
             if not snap.route_allowed(p, route, method):
                 _decided("route", "deny")
                 raise _route_denied(p, method, route_path or spec.route)
-        if count_allow:
-            _decided("route", "allow")
+        if count_allow and observe.authz is not None:  # `_decided`, inline: every call passes here
+            observe.authz("route", "allow")
 
     async def _check_object(self, policy: CompiledPolicy, call: Call, object_type: str) -> None:
         """Tier 2: on the stored object(s) the operation names (`objects.py`), else on the input's attributes."""

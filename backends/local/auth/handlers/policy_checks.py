@@ -350,7 +350,8 @@ async def check_access(svc: AuthService, op: CheckAccessQuery, call: Call) -> Su
         given["mfa"],
         given["explain"],
     )
-    _known_type(object_type)
+    if object_type not in OBJECT_TYPES:
+        _known_type(object_type)
     if explain:
         _may_explain(svc, principal)
     kept = svc.decision_model
@@ -374,7 +375,7 @@ async def check_access(svc: AuthService, op: CheckAccessQuery, call: Call) -> Su
         routes=routes[0],
         route_allowed=routes[1],
     )
-    if decision_sample_rate(svc) > 0:  # the log names the roles the caller may not be told
+    if svc.config.decision_sample_rate > 0:  # `decision_sample_rate`; the log names roles the caller may not be told
         await _log(svc, principal, [decision if read_roles else decision.model_copy(update={"roles": list(p.roles)})])
     return decision
 
