@@ -154,6 +154,9 @@ class AuthService:
         self._snapshot: _Snapshot | None = None
         self._rules: Rules | None = None
         self._resolved: tuple[Principal, _Snapshot, Principal] | None = None
+        self._last_calls: tuple[Principal, tuple[str, ...], _Snapshot, tuple[bool, ...]] | None = None
+        """`may_call_each`'s last answer with what it was asked of: the same caller object on the same snapshot
+        asks again without a key built and hashed."""
         self._keys: tuple[bytes, dict[str, tuple[Principal, datetime | None]]] | None = None
         """API keys verified since the store's change stamp was last seen: (stamp, key hash -> (principal, expiry))."""
         """The last (principal given, snapshot, principal resolved): an in-process SDK asks as one caller."""
@@ -513,12 +516,16 @@ class AuthService:
         snap = self._snapshot
         if snap is None:
             return tuple(False for _ in names)
+        last = self._last_calls
+        if last is not None and last[0] is principal and last[1] is names and last[2] is snap:
+            return last[3]
         key = (principal.user_id, principal.roles, principal.mfa, names)
         known = snap.calls.get(key)
         if known is None:
             if len(snap.calls) >= _ROUTE_CACHE:
                 snap.calls.clear()
             known = snap.calls[key] = tuple(self.may_call(principal, get_spec(name)) for name in names)
+        self._last_calls = (principal, names, snap, known)
         return known
 
     async def check_route(self, principal: Principal, method: str, path: str) -> None:
