@@ -86,6 +86,11 @@ class Authorizer(Protocol):
         principal with its roles, ...); raise PermissionDeniedError or NotFoundError."""
         ...
 
+    def authorized_at_hand(self, call: Call) -> bool:
+        """`authorize` without a coroutine when everything it needs is at hand (True: done, `call` filled in; a
+        refusal raises as there), else False with nothing done: the engine then awaits `authorize`."""
+        ...
+
     async def authorize_also(
         self, principal: Principal, spec: OperationSpec, calls: Iterable[tuple[Operation, str]]
     ) -> None:

@@ -8,6 +8,7 @@ import functools
 from dataclasses import dataclass
 from typing import Annotated, Any, Required
 
+import pydantic
 from pydantic import ConfigDict, Field, TypeAdapter, model_validator, with_config
 from pydantic.alias_generators import to_camel
 from pydantic_core import SchemaSerializer
@@ -190,9 +191,8 @@ class SubjectDecision(Decided, BaseModel):
         validating them again only cost time (≈ 2 µs of a check; `model_construct` costs more than that).
         Every field counts as set, as when `__init__` is given them all."""
         answer = _new(cls)
-        _set(
+        _set_dict(
             answer,
-            "__dict__",
             {
                 "allowed": allowed,
                 "object_type": object_type,
@@ -206,16 +206,20 @@ class SubjectDecision(Decided, BaseModel):
                 "route_allowed": route_allowed,
             },
         )
-        _set(answer, "__pydantic_fields_set__", _SUBJECT_DECISION_FIELDS.copy())
-        _set(answer, "__pydantic_extra__", None)
-        _set(answer, "__pydantic_private__", None)
+        _set_fields_set(answer, _SUBJECT_DECISION_FIELDS.copy())
+        _set_extra(answer, None)
+        _set_private(answer, None)
         return answer
 
 
 _SUBJECT_DECISION_FIELDS = set(SubjectDecision.__annotations__)
 """Every field of `SubjectDecision`: each answer's own copy is its fields set."""
 _new = object.__new__  # bound once each: `SubjectDecision.of` runs on every check
-_set = object.__setattr__
+# pydantic's slots set through their own descriptors: `object.__setattr__` looks each up by name first
+_set_dict = pydantic.BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = pydantic.BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = pydantic.BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = pydantic.BaseModel.__dict__["__pydantic_private__"].__set__
 
 
 @with_config(_PLAIN)

@@ -24,6 +24,7 @@ from pydantic_core import PydanticCustomError
 from .._lazy import Returning, Typed, declared_result
 from ..errors import HandlerDiscoveryError, InvalidPaginationToken, ValidationError
 from ..models import BaseModel
+from ..models.identifiers import pattern_problem
 from ..models.values import is_storable, value_problem
 
 __all__ = [
@@ -564,7 +565,7 @@ class OperationSpec(NamedTuple, Generic[R_co]):
         if type(data) is not dict:  # a dict is validated as given: validation copies what it keeps, changes nothing
             data = dict(data)
         try:  # the validator itself: `model_validate`'s argument handling is a tenth of a subject check's input
-            return self.cls.__pydantic_validator__.validate_python(data)  # type: ignore[no-any-return]
+            return _class_attribute(self.cls, "__pydantic_validator__").validate_python(data)  # type: ignore[no-any-return]
         except pydantic.ValidationError as exc:
             raise validation_error(exc, self.name) from None
 
@@ -610,9 +611,15 @@ class OperationSpec(NamedTuple, Generic[R_co]):
         return schema
 
 
+_class_attribute = type.__getattribute__
+"""A class's attribute read without pydantic's metaclass `__getattr__` hook, which makes every read on a model class
+a Python-level call."""
+
+
 def validation_error(exc: pydantic.ValidationError, where: str) -> ValidationError:
-    """Turn pydantic's error into ours: first problem in the message, all in details."""
-    errors = exc.errors(include_url=False)
+    """Turn pydantic's error into ours: first problem in the message, all in details; an identifier checked by
+    its pattern in Rust is described as the ones checked in Python are (`pattern_problem`)."""
+    errors = [_as_identifier(e) for e in exc.errors(include_url=False)]
     first = errors[0]
     fld = ".".join(str(p) for p in first["loc"]) or str((first.get("ctx") or {}).get("field", "input"))
     if first["type"] == "invalid_pagination_token":
@@ -636,6 +643,11 @@ def validation_error(exc: pydantic.ValidationError, where: str) -> ValidationErr
             ],
         },
     )
+
+
+def _as_identifier(error: Any) -> Any:
+    problem = pattern_problem(error)
+    return error if problem is None else {**error, "type": "identifier", "msg": problem}
 
 
 @functools.cache

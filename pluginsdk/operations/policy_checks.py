@@ -13,7 +13,7 @@ from pydantic import Field, PlainSerializer, PlainValidator, TypeAdapter, Valida
 from pydantic_core import PydanticCustomError
 
 from ..models.auth_results import WebRoute
-from ..models.identifiers import ConstraintId, RoleName, UserId, identifier_problem
+from ..models.identifiers import ConstraintId, RoleName, UserId, pattern_problem
 from ..models.plans import AccessPlan
 from ..models.policy_results import (
     AccessQuestion,
@@ -122,11 +122,7 @@ def _problem(error: Any) -> dict[str, str]:
     """{where, problem} of a batch's first validation error; an identifier is described as the single checks do."""
     loc = error["loc"]
     where = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
-    problem = error["msg"]
-    if error["type"] == "string_pattern_mismatch":
-        kind = "role name" if "roles" in loc else "user id"
-        problem = identifier_problem(kind, error["input"]) or problem
-    return {"where": where, "problem": problem}
+    return {"where": where, "problem": pattern_problem(error) or error["msg"]}
 
 
 def _questions(value: Any, info: ValidationInfo) -> list[AccessQuestionData]:

@@ -332,31 +332,38 @@ async def _log(svc: AuthService, principal: Principal, decisions: Sequence[Subje
         await log_decision(svc, principal.user_id, about, allowed=d.allowed, revision=d.revision)
 
 
+_answer = SubjectDecision.of
+"""Bound once: a model class's attribute is read through pydantic's metaclass `__getattr__` hook, which costs a
+Python call each time."""
+
+
 @handlers.on(CheckAccessQuery)
 async def check_access(svc: AuthService, op: CheckAccessQuery, call: Call) -> SubjectDecision:
     principal = call.principal
-    # each field read once: every read of a model's attribute passes pydantic's `__getattr__` hook
+    # the fields read from `__dict__`: every read of a model's attribute passes pydantic's `__getattr__` hook
+    given = op.__dict__
     object_type, method, attributes, user_id, mfa, explain = (
-        op.object_type,
-        op.method,
-        op.attributes,
-        op.user_id,
-        op.mfa,
-        op.explain,
+        given["object_type"],
+        given["method"],
+        given["attributes"],
+        given["user_id"],
+        given["mfa"],
+        given["explain"],
     )
-    _known_type(object_type)
+    if object_type not in OBJECT_TYPES:
+        _known_type(object_type)
     if explain:
         _may_explain(svc, principal)
     kept = svc.decision_model
-    at_least = op.at_least_revision
+    at_least = given["at_least_revision"]
     if kept is not None and kept[0] == call.policy_version and at_least is None:
         revision, model = kept  # `current_model`'s answer for the version authorized on, without its frame
     else:
         revision, model = await current_model(svc, at_least, call.policy_version)
-    p = model.subject(user_id, op.roles, mfa)
+    p = model.subject(user_id, given["roles"], mfa)
     read_roles, see_routes = _rights(svc, principal)
     routes = _routes(model, p, object_type, method, attributes) if see_routes else _NO_ROUTES
-    decision = SubjectDecision.of(
+    decision = _answer(
         model.policy.is_allowed(p, object_type, attributes, method),
         object_type,
         method,
@@ -368,7 +375,7 @@ async def check_access(svc: AuthService, op: CheckAccessQuery, call: Call) -> Su
         routes=routes[0],
         route_allowed=routes[1],
     )
-    if decision_sample_rate(svc) > 0:  # the log names the roles the caller may not be told
+    if svc.config.decision_sample_rate > 0:  # `decision_sample_rate`; the log names roles the caller may not be told
         await _log(svc, principal, [decision if read_roles else decision.model_copy(update={"roles": list(p.roles)})])
     return decision
 
