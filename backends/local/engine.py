@@ -353,7 +353,7 @@ class Engine:
         try:
             call = Call(op, spec, principal, route_path, route_checked)
             authz = self.authz
-            if not authz.authorized_at_hand(call):
+            if authz.authorized_at_hand(call) is not True:  # only a plain True skips `authorize` (fail closed)
                 await authz.authorize(call)
             given = self._given.get(receives)
             if given is None:
