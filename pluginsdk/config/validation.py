@@ -61,40 +61,54 @@ def _checked(
     for key, value in raw.items():
         dotted = f"{prefix}.{key}"
         if key in model.retired:
-            source = sources.get(dotted, "default")
-            raise ConfigurationError(
-                f"Configuration key {dotted!r} (from {source}) {model.retired[key]}.",
-                key=dotted,
-                source=source,
-                details={"field": dotted, "expected": None},
-            )
+            raise _retired(dotted, model.retired[key], sources)
         field = fields.get(key)
         if field is not None:
             sub = model_of(field)
             if sub is not None and isinstance(value, Mapping):
                 _checked(dotted, sub, value, sources)
-            continue
-        if lazy is not None and key in lazy.lazy_groups:  # validated here, where the error can name its key
+        elif lazy is not None and key in lazy.lazy_groups:  # validated here, where the error can name its key
             out[key] = _validated(dotted, lazy.lazy_model(key), value, sources)  # the group's model keeps it
-            continue
-        if model.open_groups and isinstance(value, Mapping):
-            try:
-                sub = model.sub_group(key)
-            except LookupError:
-                valid = [
-                    *(f"{prefix}.{k}" for k in [*fields, *(lazy.lazy_groups if lazy else ())]),
-                    *_open_names(prefix),
-                ]
-                raise _unknown(dotted, valid, sources) from None
-            if sub is not None:
-                _checked(dotted, sub, value, sources)
-                try:
-                    sub.model_validate(value)
-                except pydantic.ValidationError as exc:
-                    raise _invalid(exc, (*prefix.split("."), key), sources) from None
-            continue
-        raise _unknown(dotted, [f"{prefix}.{k}" for k in known], sources)
+        elif model.open_groups and isinstance(value, Mapping):
+            _check_open(prefix, model, key, value, known=known, sources=sources)
+        else:
+            raise _unknown(dotted, [f"{prefix}.{k}" for k in known], sources)
     return out
+
+
+def _retired(key: str, replaced_by: str, sources: Mapping[str, str]) -> ConfigurationError:
+    """The ConfigurationError of a retired key: where it was given, and what replaces it."""
+    source = sources.get(key, "default")
+    return ConfigurationError(
+        f"Configuration key {key!r} (from {source}) {replaced_by}.",
+        key=key,
+        source=source,
+        details={"field": key, "expected": None},
+    )
+
+
+def _check_open(
+    prefix: str,
+    model: type[SettingsGroup],
+    key: str,
+    value: Mapping[str, Any],
+    *,
+    known: list[str],
+    sources: Mapping[str, str],
+) -> None:
+    """A sub-group of an open group (a provider driver's), validated by its own model; a name no installed
+    driver has is an unknown key."""
+    dotted = f"{prefix}.{key}"
+    try:
+        sub = model.sub_group(key)
+    except LookupError:
+        raise _unknown(dotted, [*(f"{prefix}.{k}" for k in known), *_open_names(prefix)], sources) from None
+    if sub is not None:
+        _checked(dotted, sub, value, sources)
+        try:
+            sub.model_validate(value)
+        except pydantic.ValidationError as exc:
+            raise _invalid(exc, (*prefix.split("."), key), sources) from None
 
 
 def _open_names(prefix: str) -> list[str]:

@@ -195,6 +195,32 @@ class Policy(NamedTuple):
     give the administrator role back (backends/local/auth/lockout.py)."""
 
 
+def _rewritten(cls: type["Operation"], data: Mapping[str, Any]) -> dict[str, Any]:
+    """`data` with `cls`'s ignored fields dropped, each alias under its canonical name (two aliases with different
+    values refused) and one id given where a list is expected made a list."""
+    out = dict(data)
+    for name in cls.ignored_fields:
+        out.pop(name, None)
+    aliases, list_keys = alias_plan(cls)
+    for canonical, names in aliases:
+        given = [a for a in names if a in out]
+        if not given:
+            continue
+        if len(given) > 1 and len({repr(out[a]) for a in given}) > 1:
+            raise PydanticCustomError(
+                "alias_conflict",
+                "{field} given twice with different values ({names})",
+                {"field": canonical, "names": ", ".join(given)},
+            )
+        for a in given:
+            value = out.pop(a)
+            out[canonical] = value
+    for key in list_keys:  # one id where a list is expected: ["id"]
+        if isinstance(out.get(key), str):
+            out[key] = [out[key]]
+    return out
+
+
 class Operation(BaseModel, Typed[R_co]):
     """Base of every command and query: strict input (unknown fields rejected), aliases applied, every value
     storable (`pluginsdk.models.values`: finite numbers, 64-bit integers, valid text, bounded nesting)."""
@@ -246,29 +272,7 @@ class Operation(BaseModel, Typed[R_co]):
                         break
                 else:
                     return data
-        if not isinstance(data, Mapping):
-            return data
-        out = dict(data)
-        for name in cls.ignored_fields:
-            out.pop(name, None)
-        aliases, list_keys = alias_plan(cls)
-        for canonical, names in aliases:
-            given = [a for a in names if a in out]
-            if not given:
-                continue
-            if len(given) > 1 and len({repr(out[a]) for a in given}) > 1:
-                raise PydanticCustomError(
-                    "alias_conflict",
-                    "{field} given twice with different values ({names})",
-                    {"field": canonical, "names": ", ".join(given)},
-                )
-            for a in given:
-                value = out.pop(a)
-                out[canonical] = value
-        for key in list_keys:  # one id where a list is expected: ["id"]
-            if isinstance(out.get(key), str):
-                out[key] = [out[key]]
-        return out
+        return _rewritten(cls, data) if isinstance(data, Mapping) else data
 
     def inputs_storable(self) -> bool:
         """Whether every input value is storable (`pluginsdk.models.values`): the fast yes/no the check below runs
