@@ -54,46 +54,19 @@ async def _seed(work: Path) -> dict[str, Any]:
 
 
 async def _server(work: Path, seed: dict[str, Any], n: int, body: bytes, profile: bool) -> bytes:
+    from asgi_inproc import Caller, started
+
     from pluginsdk.config import Settings
     from pluginsdk.server import operator_app
 
     app = operator_app(Settings.model_validate(_config(work)))
-    lifespan: asyncio.Queue[dict[str, str]] = asyncio.Queue()
-    await lifespan.put({"type": "lifespan.startup"})
-    started = asyncio.get_running_loop().create_future()
-
-    async def lifespan_send(message: dict[str, Any]) -> None:
-        if not started.done():
-            started.set_result(message)
-
-    task = asyncio.create_task(app({"type": "lifespan"}, lifespan.get, lifespan_send))
-    await started
-    scope = {
-        "type": "http", "method": "POST", "path": PATH, "raw_path": PATH.encode(), "query_string": b"",
-        "root_path": "", "http_version": "1.1", "scheme": "http", "server": ("127.0.0.1", 8000),
-        "client": ("127.0.0.1", 50000),
-        "headers": [(b"host", b"127.0.0.1"), (b"authorization", seed["key"].encode()), (b"accept", b"*/*"),
-                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
-    }  # fmt: skip
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": body, "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    async def one() -> None:
-        sent.clear()
-        await app(scope, receive, send)
-
-    await _timed(one, n, profile)
-    status = sent[0]["status"]
-    answer: bytes = b"".join(m.get("body", b"") for m in sent[1:])
-    if status != 200:
-        raise SystemExit(f"the server answered {status}: {answer[:500]!r}")
-    task.cancel()
-    return answer
+    headers = {"authorization": seed["key"], "content-type": "application/json"}
+    caller = Caller(app, "POST", PATH, headers, body)
+    async with started(app):
+        await _timed(caller.call, n, profile)
+    if caller.status != 200:
+        raise SystemExit(f"the server answered {caller.status}: {caller.answer[:500]!r}")
+    return caller.answer
 
 
 async def _client(seed: dict[str, Any], n: int, answer: bytes, allowed_only: bool, profile: bool) -> None:

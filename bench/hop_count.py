@@ -71,41 +71,16 @@ async def _seed(config: dict[str, Any]) -> tuple[str, str]:
 
 async def _rest_get(config: dict[str, Any], rid: str, key: str) -> int:
     """One GET through the ASGI app (lifespan started first), as uvicorn would call it."""
+    from asgi_inproc import Caller, started
+
     from pluginsdk.config import load_settings
     from pluginsdk.server import create_app
 
     app = create_app(load_settings(config=config, environ={}))
-    starting: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    started: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-    await starting.put({"type": "lifespan.startup"})
-    life = asyncio.ensure_future(app({"type": "lifespan", "asgi": {"version": "3.0"}}, starting.get, started.put))
-    await started.get()
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    path = f"/api/v1/requests/{rid}"
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "headers": [(b"host", b"127.0.0.1"), (b"authorization", key.encode())],
-        "client": ("127.0.0.1", 50000),
-        "server": ("127.0.0.1", 8000),
-    }
-    await app(scope, receive, send)
-    await starting.put({"type": "lifespan.shutdown"})
-    await life
-    return int(sent[0]["status"])
+    read = Caller(app, "GET", f"/api/v1/requests/{rid}", {"authorization": key})
+    async with started(app):
+        await read.call()
+    return read.status
 
 
 def main() -> None:

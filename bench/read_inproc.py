@@ -51,52 +51,27 @@ def main() -> None:
 
 
 async def reads(app: Any, seed: dict[str, str], n: int, profile: bool, sort: str, freeze: Any) -> None:
-    lifespan: asyncio.Queue[dict[str, str]] = asyncio.Queue()
-    await lifespan.put({"type": "lifespan.startup"})
-    started = asyncio.get_running_loop().create_future()
+    from asgi_inproc import Caller, started
 
-    async def lifespan_send(message: dict[str, Any]) -> None:
-        if not started.done():
-            started.set_result(message)
-
-    task = asyncio.create_task(app({"type": "lifespan"}, lifespan.get, lifespan_send))
-    await started
-    path = f"/api/v1/requests/{seed['rid']}"
-    scope = {
-        "type": "http", "method": "GET", "path": path, "raw_path": path.encode(), "query_string": b"",
-        "root_path": "", "http_version": "1.1", "scheme": "http", "server": ("127.0.0.1", 8000),
-        "client": ("127.0.0.1", 50000),
-        "headers": [(b"host", b"127.0.0.1"), (b"authorization", seed["key"].encode()), (b"accept", b"*/*")],
-    }  # fmt: skip
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        return {"type": "http.request", "body": b"", "more_body": False}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    for _ in range(WARM):
-        sent.clear()
-        await app(scope, receive, send)
-    if sent[0]["status"] != 200:
-        raise SystemExit(f"the read answered {sent[0]['status']}: {sent[1]['body'][:300]!r}")
-    freeze()
-    profiler = cProfile.Profile() if profile else None
-    if profiler is not None:
-        profiler.enable()
-    cpu = time.process_time()
-    for _ in range(n):
-        sent.clear()
-        await app(scope, receive, send)
-    cpu = time.process_time() - cpu
-    if profiler is not None:
-        profiler.disable()
-        pstats.Stats(profiler).sort_stats(sort).print_stats(60)
-    if n:
-        print(f"{cpu / n * 1e6:.1f} µs of CPU a read ({n} reads)")
-    await lifespan.put({"type": "lifespan.shutdown"})
-    await task
+    read = Caller(app, "GET", f"/api/v1/requests/{seed['rid']}", {"authorization": seed["key"]})
+    async with started(app):
+        for _ in range(WARM):
+            await read.call()
+        if read.status != 200:
+            raise SystemExit(f"the read answered {read.status}: {read.answer[:300]!r}")
+        freeze()
+        profiler = cProfile.Profile() if profile else None
+        if profiler is not None:
+            profiler.enable()
+        cpu = time.process_time()
+        for _ in range(n):
+            await read.call()
+        cpu = time.process_time() - cpu
+        if profiler is not None:
+            profiler.disable()
+            pstats.Stats(profiler).sort_stats(sort).print_stats(60)
+        if n:
+            print(f"{cpu / n * 1e6:.1f} µs of CPU a read ({n} reads)")
 
 
 if __name__ == "__main__":
