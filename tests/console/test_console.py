@@ -258,3 +258,13 @@ def test_an_operation_without_a_page_runs_from_the_form_its_schema_derives(site:
     page.get_by_role("button", name="Run get_template").click()
     assert '"team": "<b>ops</b>"' in page.locator("section.card pre").text_content()
     assert page.locator("main b").count() == 0
+    # a JSON field nested past the one limit every door applies is refused on the page, and nothing is made
+    page.goto(f"{site.url}/ui/ops/create_template")
+    page.fill("#f-template_id", "too-deep")
+    page.fill("#f-image_id", "img-s")
+    page.fill("#f-tags", '{"a": ' * 33 + "1" + "}" * 33)
+    page.get_by_role("button", name="Run create_template").click()
+    assert "nested deeper than 32 levels" in page.locator("main").text_content()
+    shot(page, "generic-operation-too-deep")
+    page.goto(f"{site.url}/ui/templates")
+    assert page.locator("td", has_text="too-deep").count() == 0

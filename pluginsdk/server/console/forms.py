@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ...errors import PermissionDeniedError, ValidationError
-from ...files import parse_json
+from ...files import InputTooLargeError, parse_json
 from ...operations import CATALOG
 from ..limits import RouteNotFound
 from ._html import Safe, join, render, value_of
@@ -125,6 +125,10 @@ def generic_values(ctx: Ctx, name: str) -> dict[str, Any]:
         if kind in {"json", "number"}:
             try:
                 data[fname] = parse_json(text)
+            except InputTooLargeError as exc:  # JSON, but past the limit every door applies: not taken as text
+                raise ValidationError(
+                    f"{fname} is not valid JSON: {exc}", details={"field": fname, "value": None, "expected": "JSON"}
+                ) from None
             except ValueError:
                 if kind == "number":
                     raise ValidationError(
